@@ -1,11 +1,10 @@
+//go:build tools
+
 package upstream
 
+// The reference implementation this module compares against; the subpackages import it.
 import (
-	"testing"
-
 	_ "k8s.io/dynamic-resource-allocation/cel"
 	_ "k8s.io/dynamic-resource-allocation/resourceclaim"
 	_ "k8s.io/dynamic-resource-allocation/structured"
 )
-
-func TestDeps(t *testing.T) {}

@@ -1,0 +1,7 @@
+// Package upstream holds dralloc's differential tests and benchmarks against the upstream reference,
+// k8s.io/dynamic-resource-allocation. It is a separate Go module so that the reference and its heavy
+// dependencies (client-go, apiserver) never enter the library's go.mod.
+//
+// Each subpackage compares one dralloc package with its upstream counterpart: the same inputs go to both, and
+// verdicts, devices and errors must agree; benchmarks run both in the same process.
+package upstream
