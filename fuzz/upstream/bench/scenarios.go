@@ -1,0 +1,160 @@
+// Package bench builds the inputs of dralloc's performance benchmarks and runs them against dralloc and the
+// upstream allocator (k8s.io/dynamic-resource-allocation/structured) side by side, in the same process, on the
+// same objects.
+//
+// The scenarios are those of the performance issue: a scheduler's filter loop over 100 and 1000 nodes of eight
+// GPUs, the same fleet half used, a claim that cannot fit on a node of 32 identical GPUs (upstream's
+// exponential case), building and updating the snapshot, and a fragmentation run over partitionable GPUs.
+package bench
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// Driver is the driver name of every benchmark device.
+const Driver = "gpu.example.com"
+
+// Class names used by the scenarios.
+const (
+	GPUClass = "gpu"
+	NICClass = "nic"
+)
+
+// GPUSelector is the GPU class's selector; ClaimSelector is the request's.
+const (
+	GPUSelector   = `device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].model == "H100"`
+	ClaimSelector = `device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0`
+	nicSelector   = `device.driver == "nic.example.com"`
+)
+
+// Cluster is one scenario's input: what both allocators are given.
+type Cluster struct {
+	Nodes     []*v1.Node
+	Slices    []*resourceapi.ResourceSlice
+	Classes   []*resourceapi.DeviceClass
+	Allocated []*resourceapi.ResourceClaim // claims already allocated (the allocated state)
+}
+
+// Classes returns the GPU class (selecting every benchmark GPU) and a NIC class that no device matches.
+func Classes() []*resourceapi.DeviceClass {
+	class := func(name, expr string) *resourceapi.DeviceClass {
+		return &resourceapi.DeviceClass{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{
+				{CEL: &resourceapi.CELDeviceSelector{Expression: expr}},
+			}},
+		}
+	}
+	return []*resourceapi.DeviceClass{class(GPUClass, GPUSelector), class(NICClass, nicSelector)}
+}
+
+// Fleet returns nodes node-0000… each with one ResourceSlice (pool = node name) of gpusPerNode GPUs.
+func Fleet(nodes, gpusPerNode int) Cluster {
+	c := Cluster{Classes: Classes()}
+	for n := 0; n < nodes; n++ {
+		name := fmt.Sprintf("node-%04d", n)
+		c.Nodes = append(c.Nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}})
+		c.Slices = append(c.Slices, NodeSlice(name, gpusPerNode, 1))
+	}
+	return c
+}
+
+// NodeSlice is the single ResourceSlice of one node: gpus GPUs with ten attributes (four strings, two ints, two
+// versions, one bool and resource.kubernetes.io/pcieRoot) and the capacities memory 80Gi and cores 132.
+func NodeSlice(node string, gpus int, generation int64) *resourceapi.ResourceSlice {
+	slice := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + Driver},
+		Spec: resourceapi.ResourceSliceSpec{
+			Driver:   Driver,
+			NodeName: ptr.To(node),
+			Pool:     resourceapi.ResourcePool{Name: node, Generation: generation, ResourceSliceCount: 1},
+		},
+	}
+	for i := 0; i < gpus; i++ {
+		slice.Spec.Devices = append(slice.Spec.Devices, gpu(i))
+	}
+	return slice
+}
+
+func gpu(i int) resourceapi.Device {
+	str := func(s string) resourceapi.DeviceAttribute { return resourceapi.DeviceAttribute{StringValue: ptr.To(s)} }
+	num := func(n int64) resourceapi.DeviceAttribute { return resourceapi.DeviceAttribute{IntValue: ptr.To(n)} }
+	ver := func(s string) resourceapi.DeviceAttribute {
+		return resourceapi.DeviceAttribute{VersionValue: ptr.To(s)}
+	}
+	return resourceapi.Device{
+		Name: fmt.Sprintf("gpu-%d", i),
+		Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			"model":                           str("H100"),
+			"uuid":                            str(fmt.Sprintf("GPU-%04d", i)),
+			"brand":                           str("Nvidia"),
+			"architecture":                    str("Hopper"),
+			"index":                           num(int64(i)),
+			"numaNode":                        num(int64(i / 4)),
+			"driverVersion":                   ver("580.95.5"),
+			"cudaComputeCapability":           ver("9.0.0"),
+			"migCapable":                      {BoolValue: ptr.To(true)},
+			"resource.kubernetes.io/pcieRoot": str(fmt.Sprintf("pci0000:%02x", i/2)),
+		},
+		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+			"memory": {Value: resource.MustParse("80Gi")},
+			"cores":  {Value: resource.MustParse("132")},
+		},
+	}
+}
+
+// GPUClaim asks for count GPUs with at least 40Gi of memory.
+func GPUClaim(name string, count int64) *resourceapi.ResourceClaim {
+	return &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "gpus",
+			Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: GPUClass,
+				Selectors:       []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: ClaimSelector}}},
+				AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
+				Count:           count,
+			},
+		}}}},
+	}
+}
+
+// GPUAndNICClaim asks for k GPUs and one NIC from a class that no device matches: it fits nowhere, and a
+// depth-first search that does not count candidates first tries every k-subset of GPUs before it learns that.
+func GPUAndNICClaim(k int64) *resourceapi.ResourceClaim {
+	claim := GPUClaim(fmt.Sprintf("gpus-%d-and-nic", k), k)
+	claim.Spec.Devices.Requests = append(claim.Spec.Devices.Requests, resourceapi.DeviceRequest{
+		Name: "nic",
+		Exactly: &resourceapi.ExactDeviceRequest{
+			DeviceClassName: NICClass,
+			AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
+			Count:           1,
+		},
+	})
+	return claim
+}
+
+// HalfUsed marks gpu-0..3 of every node as allocated, through one allocated claim per node.
+func (c Cluster) HalfUsed() Cluster {
+	out := c
+	out.Allocated = nil
+	for _, node := range c.Nodes {
+		claim := GPUClaim("used-"+node.Name, 4)
+		claim.Status.Allocation = &resourceapi.AllocationResult{}
+		for i := 0; i < 4; i++ {
+			claim.Status.Allocation.Devices.Results = append(claim.Status.Allocation.Devices.Results,
+				resourceapi.DeviceRequestAllocationResult{
+					Request: "gpus", Driver: Driver, Pool: node.Name, Device: fmt.Sprintf("gpu-%d", i),
+				})
+		}
+		out.Allocated = append(out.Allocated, claim)
+	}
+	return out
+}
