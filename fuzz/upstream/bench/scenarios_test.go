@@ -44,3 +44,29 @@ func TestScenariosUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestFragmentationUpstream runs the fragmentation scenario on a small fleet: the run ends with a claim that
+// fits nowhere, and the slices in use never exceed what exists — nor fall below what must be in use for a
+// whole-GPU claim to fit nowhere (at least one slice of every GPU).
+func TestFragmentationUpstream(t *testing.T) {
+	ctx := context.Background()
+	cluster := PartitionableFleet(2, 8)
+	if got := len(cluster.Slices); got != 2*3 {
+		t.Fatalf("%d slices, want a counter slice and two device slices per node", got)
+	}
+	p, err := NewUpstreamPlacer(ctx, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used, total, err := Fragmentation(ctx, cluster, p, ClaimStream(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 2*8*MemorySlices {
+		t.Fatalf("total %d slices, want %d", total, 2*8*MemorySlices)
+	}
+	if used > total || used < 2*8 {
+		t.Fatalf("used %d of %d slices", used, total)
+	}
+	t.Logf("upstream first-fit: %d of %d memory slices in use at the first claim that fits nowhere", used, total)
+}
