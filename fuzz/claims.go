@@ -1,0 +1,160 @@
+package fuzz
+
+import (
+	"fmt"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"pgregory.net/rapid"
+)
+
+// Namespace is the namespace of every generated claim.
+const Namespace = "default"
+
+func drawClaims(t *rapid.T, opts Options, classes []*resourceapi.DeviceClass) []*resourceapi.ResourceClaim {
+	n := rapid.IntRange(1, opts.MaxClaims).Draw(t, "claims")
+	claims := make([]*resourceapi.ResourceClaim, n)
+	for i := range claims {
+		claims[i] = drawClaim(t, opts, classes, fmt.Sprintf("claim-%d", i))
+	}
+	return claims
+}
+
+func classNames(classes []*resourceapi.DeviceClass) []string {
+	names := make([]string, len(classes))
+	for i, c := range classes {
+		names[i] = c.Name
+	}
+	return names
+}
+
+func drawClaim(t *rapid.T, opts Options, classes []*resourceapi.DeviceClass, name string) *resourceapi.ResourceClaim {
+	c := &resourceapi.ResourceClaim{}
+	c.Name = name
+	c.Namespace = Namespace
+	c.UID = types.UID("uid-" + name)
+	names := classNames(classes)
+	nReq := rapid.IntRange(1, opts.MaxRequests).Draw(t, "requests")
+	var refs []string // request and subrequest names constraints and config may refer to
+	for r := 0; r < nReq; r++ {
+		req := resourceapi.DeviceRequest{Name: fmt.Sprintf("req-%d", r)}
+		refs = append(refs, req.Name)
+		if opts.FirstAvailable && rapid.IntRange(0, 2).Draw(t, "firstAvailable") == 0 {
+			nSub := rapid.IntRange(1, 3).Draw(t, "subrequests")
+			for s := 0; s < nSub; s++ {
+				e := drawExact(t, opts, names, false)
+				sub := resourceapi.DeviceSubRequest{
+					Name:            fmt.Sprintf("sub-%d", s),
+					DeviceClassName: e.DeviceClassName,
+					Selectors:       e.Selectors,
+					AllocationMode:  e.AllocationMode,
+					Count:           e.Count,
+					Tolerations:     e.Tolerations,
+					Capacity:        e.Capacity,
+				}
+				req.FirstAvailable = append(req.FirstAvailable, sub)
+				refs = append(refs, req.Name+"/"+sub.Name)
+			}
+		} else {
+			req.Exactly = drawExact(t, opts, names, opts.AdminAccess)
+		}
+		c.Spec.Devices.Requests = append(c.Spec.Devices.Requests, req)
+	}
+	if opts.Constraints {
+		n := rapid.IntRange(0, 2).Draw(t, "constraints")
+		for i := 0; i < n; i++ {
+			var con resourceapi.DeviceConstraint
+			if rapid.Bool().Draw(t, "constraintScoped") {
+				con.Requests = []string{rapid.SampledFrom(refs).Draw(t, "constraintRequest")}
+				if other := rapid.SampledFrom(refs).Draw(t, "constraintRequest2"); other != con.Requests[0] && !sameRequest(other, con.Requests[0]) {
+					con.Requests = append(con.Requests, other)
+				}
+			}
+			attrs := []string{"gpu.example.com/model", "gpu.example.com/numa", "gpu.example.com/driverVersion", "nic.example.com/zone"}
+			if opts.ListAttributes {
+				attrs = append(attrs, "gpu.example.com/links")
+			}
+			attr := resourceapi.FullyQualifiedName(rapid.SampledFrom(attrs).Draw(t, "constraintAttribute"))
+			if rapid.Bool().Draw(t, "distinct") {
+				con.DistinctAttribute = &attr
+			} else {
+				con.MatchAttribute = &attr
+			}
+			c.Spec.Devices.Constraints = append(c.Spec.Devices.Constraints, con)
+		}
+	}
+	if opts.Config && rapid.Bool().Draw(t, "claimConfig") {
+		cfg := resourceapi.DeviceClaimConfiguration{DeviceConfiguration: opaque(GPUDriver, `{"partition":"auto"}`)}
+		if rapid.Bool().Draw(t, "claimConfigScoped") {
+			cfg.Requests = []string{rapid.SampledFrom(refs).Draw(t, "configRequest")}
+		}
+		c.Spec.Devices.Config = append(c.Spec.Devices.Config, cfg)
+	}
+	return c
+}
+
+// sameRequest reports whether two request references name the same top-level request, which API validation
+// forbids listing together in one constraint when one of them is a subrequest.
+func sameRequest(a, b string) bool {
+	top := func(s string) string {
+		for i := range s {
+			if s[i] == '/' {
+				return s[:i]
+			}
+		}
+		return s
+	}
+	return top(a) == top(b)
+}
+
+func drawExact(t *rapid.T, opts Options, classes []string, admin bool) *resourceapi.ExactDeviceRequest {
+	e := &resourceapi.ExactDeviceRequest{DeviceClassName: rapid.SampledFrom(classes).Draw(t, "class")}
+	var palette []string
+	switch e.DeviceClassName {
+	case ClassGPU, ClassA100:
+		palette = gpuSelectors
+	case ClassNIC:
+		palette = nicSelectors
+	default:
+		palette = anySelectors
+		if opts.CELErrors {
+			palette = append(palette, failingSelectors...)
+		}
+	}
+	if rapid.IntRange(0, 2).Draw(t, "hasSelector") == 0 {
+		e.Selectors = []resourceapi.DeviceSelector{cel(rapid.SampledFrom(palette).Draw(t, "selector"))}
+	}
+	e.AllocationMode = resourceapi.DeviceAllocationModeExactCount
+	if opts.AllMode && rapid.IntRange(0, 4).Draw(t, "allMode") == 0 {
+		e.AllocationMode = resourceapi.DeviceAllocationModeAll
+	} else {
+		e.Count = int64(rapid.IntRange(1, 2).Draw(t, "count"))
+	}
+	if admin && rapid.IntRange(0, 4).Draw(t, "admin") == 0 {
+		e.AdminAccess = ptr.To(true)
+	}
+	if opts.Taints && rapid.Bool().Draw(t, "tolerates") {
+		e.Tolerations = []resourceapi.DeviceToleration{drawToleration(t)}
+	}
+	if opts.ConsumableCapacity && (e.DeviceClassName == ClassNIC || e.DeviceClassName == ClassAny) && rapid.Bool().Draw(t, "capacityRequest") {
+		e.Capacity = &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{
+			"bandwidth": qty(rapid.SampledFrom([]string{"5G", "10G", "30G", "60G"}).Draw(t, "bandwidth")),
+		}}
+	}
+	return e
+}
+
+func drawToleration(t *rapid.T) resourceapi.DeviceToleration {
+	switch rapid.IntRange(0, 3).Draw(t, "toleration") {
+	case 0:
+		return resourceapi.DeviceToleration{Operator: resourceapi.DeviceTolerationOpExists}
+	case 1:
+		return resourceapi.DeviceToleration{Key: rapid.SampledFrom(taintKeys).Draw(t, "tolKey"), Operator: resourceapi.DeviceTolerationOpExists}
+	case 2:
+		return resourceapi.DeviceToleration{Key: rapid.SampledFrom(taintKeys).Draw(t, "tolKey"), Operator: resourceapi.DeviceTolerationOpEqual, Value: "true", Effect: resourceapi.DeviceTaintEffectNoSchedule}
+	default:
+		return resourceapi.DeviceToleration{Key: rapid.SampledFrom(taintKeys).Draw(t, "tolKey"), Operator: resourceapi.DeviceTolerationOpEqual, Value: "", TolerationSeconds: ptr.To(int64(60)), Effect: resourceapi.DeviceTaintEffectNoExecute}
+	}
+}

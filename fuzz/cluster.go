@@ -1,0 +1,72 @@
+package fuzz
+
+import (
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"pgregory.net/rapid"
+)
+
+// Drivers, attribute names and capacity names used by the generated devices. Selectors and constraints of the
+// generated classes and claims refer to them.
+const (
+	GPUDriver = "gpu.example.com"
+	NICDriver = "nic.example.com"
+
+	// ZoneLabel is the node label that network-attached pools select on.
+	ZoneLabel = "topology.example.com/zone"
+)
+
+// Cluster is one generated cluster: everything an allocator needs to allocate Claims on Node.
+type Cluster struct {
+	Nodes      []*v1.Node
+	Slices     []*resourceapi.ResourceSlice
+	Classes    []*resourceapi.DeviceClass
+	TaintRules []*resourceapi.DeviceTaintRule
+	// Allocated are claims that already hold devices (the allocated state).
+	Allocated []*resourceapi.ResourceClaim
+	// Claims are the pending claims to allocate together.
+	Claims []*resourceapi.ResourceClaim
+	// Node is the node the claims are to be allocated for; it is one of Nodes.
+	Node *v1.Node
+}
+
+// ClusterGen draws whole clusters with the features chosen in opts.
+func ClusterGen(opts Options) *rapid.Generator[*Cluster] {
+	opts = opts.withDefaults()
+	return rapid.Custom(func(t *rapid.T) *Cluster {
+		c := &Cluster{}
+		c.Nodes = drawNodes(t, opts)
+		c.Slices = drawSlices(t, opts, c.Nodes)
+		c.Classes = drawClasses(t, opts)
+		if opts.Taints {
+			c.TaintRules = drawTaintRules(t, c.Slices)
+		}
+		if opts.Allocated {
+			c.Allocated = drawAllocated(t, opts, c.Slices)
+		}
+		c.Claims = drawClaims(t, opts, c.Classes)
+		c.Node = c.Nodes[rapid.IntRange(0, len(c.Nodes)-1).Draw(t, "node")]
+		return c
+	})
+}
+
+// ClaimsGen draws pending claims for the classes of a cluster, with the features chosen in opts.
+func ClaimsGen(opts Options, classes []*resourceapi.DeviceClass) *rapid.Generator[[]*resourceapi.ResourceClaim] {
+	opts = opts.withDefaults()
+	return rapid.Custom(func(t *rapid.T) []*resourceapi.ResourceClaim {
+		return drawClaims(t, opts, classes)
+	})
+}
+
+func drawNodes(t *rapid.T, opts Options) []*v1.Node {
+	n := rapid.IntRange(1, opts.MaxNodes).Draw(t, "nodes")
+	nodes := make([]*v1.Node, n)
+	for i := range nodes {
+		name := nodeName(i)
+		zone := rapid.SampledFrom([]string{"a", "b"}).Draw(t, "zone")
+		nodes[i] = &v1.Node{}
+		nodes[i].Name = name
+		nodes[i].Labels = map[string]string{ZoneLabel: zone, "kubernetes.io/hostname": name}
+	}
+	return nodes
+}

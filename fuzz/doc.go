@@ -1,0 +1,18 @@
+// Package fuzz generates valid Dynamic Resource Allocation objects and whole clusters for property tests, and
+// checks allocation results against the independent verifier in allocator/verify.
+//
+// The generators use pgregory.net/rapid. [ClusterGen] draws a [Cluster]: nodes, ResourceSlices (node-local,
+// network-attached and per-device node selection pools, partitionable devices with shared counters and
+// compatibility groups, shareable devices with consumable capacity, taints, binding conditions), DeviceClasses,
+// DeviceTaintRules, claims that are already allocated, and pending claims (ExactCount and All requests,
+// firstAvailable alternatives, constraints, admin access, tolerations, capacity requests, configuration).
+// [Options] chooses which of these features appear, so a test can focus on one feature or combine all of them.
+// Every object is valid as the Kubernetes API server would accept it.
+//
+// [CheckAllocations] runs an allocator (any function with the shape of dralloc's Snapshot.Allocate) on generated
+// clusters and fails the test when a result does not pass allocator/verify. Users' CI can call it with their own
+// classes and drivers by editing the drawn cluster before the check.
+//
+// Only tests import this package. It may import allocator/verify, celenv, and the Kubernetes API types; it never
+// imports the allocator's search code.
+package fuzz
