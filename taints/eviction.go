@@ -1,0 +1,265 @@
+package taints
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Eviction is one allocated claim that the device taint eviction controller evicts, through the pods that
+// use it.
+type Eviction struct {
+	// Claim is the namespace and name of the ResourceClaim.
+	Claim types.NamespacedName
+	// Pods are the pods in the claim's status.reservedFor; they are the ones deleted.
+	Pods []resourceapi.ResourceClaimConsumerReference
+	// At is when the eviction is due: the taint's timeAdded, plus the smallest tolerationSeconds of the
+	// claim's NoExecute tolerations that match it (negative values count as zero).
+	At time.Time
+	// Device is the allocated device whose taint is due first, Taint that taint, and Rule the name of the
+	// DeviceTaintRule that put it there ("" for a taint of the ResourceSlice).
+	Device DeviceID
+	Taint  resourceapi.DeviceTaint
+	Rule   string
+}
+
+// PodEviction is one pod that is evicted, at the earliest time due over all its claims.
+type PodEviction struct {
+	Namespace, Name string
+	UID             types.UID
+	At              time.Time
+}
+
+// Plan is what the device taint eviction controller does about a set of allocated claims at one moment.
+type Plan struct {
+	// Now are the claims whose eviction is due at the plan's time or earlier, Later those due afterwards;
+	// both ordered by time, then namespace and name.
+	Now, Later []Eviction
+	// Pods are the pods to evict, ordered by time, then namespace and name.
+	Pods []PodEviction
+	// RuleStatus is, per DeviceTaintRule of the evaluator, the status a controller would write: the
+	// EvictionInProgress condition with the number of pods and claims affected.
+	RuleStatus map[string]resourceapi.DeviceTaintRuleStatus
+}
+
+// Plan computes the eviction plan at time now for allocated claims (claims without status.allocation are
+// skipped), with the devices' own taints read from slices and the rules of the evaluator added. It follows
+// the Kubernetes 1.37 device taint eviction controller:
+//
+//   - only NoExecute taints evict; NoSchedule, None and unknown effects never do;
+//   - only tolerations with effect NoExecute (in the claim's status.allocation.devices.results[].tolerations,
+//     which the allocator copies from the request) count: one without tolerationSeconds tolerates the taint
+//     forever, otherwise the smallest tolerationSeconds (negative counts as zero) delays eviction to
+//     timeAdded + tolerationSeconds; a toleration with an empty effect lets a claim be allocated on a
+//     NoExecute-tainted device but does not protect it from eviction;
+//   - a claim is evicted at the earliest time due over its devices and taints, a pod at the earliest over
+//     its claims; pods are taken from status.reservedFor.
+//
+// A taint without timeAdded (the API server always sets it) counts as added at now. Devices that are not in
+// any slice have no taints, as for the controller. For each rule the status reports the pods it evicts, or,
+// for a rule whose effect is not NoExecute, the pods it would evict if its effect were NoExecute.
+func (e *Evaluator) Plan(now time.Time, slices []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim) (Plan, error) {
+	devices := map[DeviceID]*resourceapi.Device{}
+	for i, s := range slices {
+		if s == nil {
+			return Plan{}, fmt.Errorf("slices[%d] is nil", i)
+		}
+		for j := range s.Spec.Devices {
+			d := &s.Spec.Devices[j]
+			id := DeviceID{s.Spec.Driver, s.Spec.Pool.Name, d.Name}
+			if _, ok := devices[id]; !ok {
+				devices[id] = d
+			}
+		}
+	}
+	type ruleCount struct {
+		claims int
+		pods   map[types.NamespacedName]bool
+	}
+	counts := map[string]*ruleCount{}
+	var plan Plan
+	podAt := map[PodEviction]time.Time{}
+	for ci, c := range claims {
+		if c == nil {
+			return Plan{}, fmt.Errorf("claims[%d] is nil", ci)
+		}
+		if c.Status.Allocation == nil {
+			continue
+		}
+		var best *Eviction
+		rulesHit := map[string]bool{}
+		for _, res := range c.Status.Allocation.Devices.Results {
+			id := DeviceID{res.Driver, res.Pool, res.Device}
+			dev := devices[id]
+			if dev == nil {
+				continue
+			}
+			consider := func(t resourceapi.DeviceTaint, ruleName string, asIf bool) {
+				if asIf {
+					t.Effect = resourceapi.DeviceTaintEffectNoExecute
+				}
+				if t.Effect != resourceapi.DeviceTaintEffectNoExecute {
+					return
+				}
+				at, evict := dueAt(t, res.Tolerations, now)
+				if !evict {
+					return
+				}
+				if ruleName != "" {
+					rulesHit[ruleName] = true
+				}
+				if asIf {
+					return
+				}
+				if best == nil || at.Before(best.At) {
+					best = &Eviction{At: at, Device: id, Taint: t, Rule: ruleName}
+				}
+			}
+			for _, t := range dev.Taints {
+				consider(t, "", false)
+			}
+			e.each(id.Driver, id.Pool, id.Device, func(r *rule) {
+				consider(r.taint, r.name, r.taint.Effect != resourceapi.DeviceTaintEffectNoExecute)
+			})
+		}
+		pods := podsOf(c)
+		for name := range rulesHit {
+			rc := counts[name]
+			if rc == nil {
+				rc = &ruleCount{pods: map[types.NamespacedName]bool{}}
+				counts[name] = rc
+			}
+			rc.claims++
+			for _, p := range pods {
+				rc.pods[types.NamespacedName{Namespace: c.Namespace, Name: p.Name}] = true
+			}
+		}
+		if best == nil {
+			continue
+		}
+		best.Claim = types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+		best.Pods = pods
+		best.Taint = *best.Taint.DeepCopy()
+		if best.At.After(now) {
+			plan.Later = append(plan.Later, *best)
+		} else {
+			plan.Now = append(plan.Now, *best)
+		}
+		for _, p := range pods {
+			k := PodEviction{Namespace: c.Namespace, Name: p.Name, UID: p.UID}
+			if at, ok := podAt[k]; !ok || best.At.Before(at) {
+				podAt[k] = best.At
+			}
+		}
+	}
+	sortEvictions(plan.Now)
+	sortEvictions(plan.Later)
+	for k, at := range podAt {
+		k.At = at
+		plan.Pods = append(plan.Pods, k)
+	}
+	sort.Slice(plan.Pods, func(i, j int) bool {
+		a, b := plan.Pods[i], plan.Pods[j]
+		if !a.At.Equal(b.At) {
+			return a.At.Before(b.At)
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	if e != nil {
+		plan.RuleStatus = make(map[string]resourceapi.DeviceTaintRuleStatus, len(e.rules))
+		for i := range e.rules {
+			r := &e.rules[i]
+			var nc, np int
+			if rc := counts[r.name]; rc != nil {
+				nc, np = rc.claims, len(rc.pods)
+			}
+			plan.RuleStatus[r.name] = ruleStatus(r, nc, np, now)
+		}
+	}
+	return plan, nil
+}
+
+// dueAt returns when a NoExecute taint evicts a device allocated with the given tolerations, and false when
+// a toleration without tolerationSeconds tolerates it forever.
+func dueAt(t resourceapi.DeviceTaint, tolerations []resourceapi.DeviceToleration, now time.Time) (time.Time, bool) {
+	added := now
+	if t.TimeAdded != nil {
+		added = t.TimeAdded.Time
+	}
+	var seconds int64
+	tolerated := false
+	for _, tol := range tolerations {
+		if tol.Effect != resourceapi.DeviceTaintEffectNoExecute || !ToleratesTaint(tol, t) {
+			continue
+		}
+		if tol.TolerationSeconds == nil {
+			return time.Time{}, false
+		}
+		s := max(*tol.TolerationSeconds, 0)
+		if !tolerated || s < seconds {
+			seconds = s
+		}
+		tolerated = true
+	}
+	return added.Add(time.Duration(seconds) * time.Second), true
+}
+
+func podsOf(c *resourceapi.ResourceClaim) []resourceapi.ResourceClaimConsumerReference {
+	var pods []resourceapi.ResourceClaimConsumerReference
+	for _, r := range c.Status.ReservedFor {
+		if r.APIGroup == "" && r.Resource == "pods" {
+			pods = append(pods, r)
+		}
+	}
+	return pods
+}
+
+func sortEvictions(ev []Eviction) {
+	sort.Slice(ev, func(i, j int) bool {
+		a, b := ev[i], ev[j]
+		if !a.At.Equal(b.At) {
+			return a.At.Before(b.At)
+		}
+		if a.Claim.Namespace != b.Claim.Namespace {
+			return a.Claim.Namespace < b.Claim.Namespace
+		}
+		return a.Claim.Name < b.Claim.Name
+	})
+}
+
+// Reasons of the EvictionInProgress condition written by [Evaluator.Plan].
+const (
+	ReasonPodsPendingEviction   = "PodsPendingEviction"
+	ReasonNoPodsPendingEviction = "NoPodsPendingEviction"
+	ReasonNotNoExecute          = "EffectNotNoExecute"
+)
+
+func ruleStatus(r *rule, claims, pods int, now time.Time) resourceapi.DeviceTaintRuleStatus {
+	cond := metav1.Condition{
+		Type:               resourceapi.DeviceTaintConditionEvictionInProgress,
+		ObservedGeneration: r.generation,
+		LastTransitionTime: metav1.NewTime(now),
+	}
+	switch {
+	case r.taint.Effect != resourceapi.DeviceTaintEffectNoExecute:
+		cond.Status = metav1.ConditionFalse
+		cond.Reason = ReasonNotNoExecute
+		cond.Message = fmt.Sprintf("%d pods in %d claims would be evicted if the effect was NoExecute", pods, claims)
+	case pods > 0 || claims > 0:
+		cond.Status = metav1.ConditionTrue
+		cond.Reason = ReasonPodsPendingEviction
+		cond.Message = fmt.Sprintf("%d pods in %d claims pending eviction", pods, claims)
+	default:
+		cond.Status = metav1.ConditionFalse
+		cond.Reason = ReasonNoPodsPendingEviction
+		cond.Message = "no pods pending eviction"
+	}
+	return resourceapi.DeviceTaintRuleStatus{Conditions: []metav1.Condition{cond}}
+}
