@@ -1,0 +1,269 @@
+package celenv
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/blang/semver/v4"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
+	resourceapi "k8s.io/api/resource/v1"
+)
+
+// Device is a device prepared for CEL: its attributes and capacities are
+// converted once (versions parsed, quantities copied) into the values CEL
+// reads, so that any number of selectors can be evaluated against it
+// without converting or allocating again. A Device is immutable and safe
+// for concurrent use.
+type Device struct {
+	name string // "<driver>/<device name>", for error messages
+	act  *activation
+	// err is the first attribute Kubernetes would refuse to convert (a bad
+	// version string, an attribute without a value). Kubernetes fails every
+	// evaluation on such a device, and so do we.
+	err error
+	// withinLimits reports that every string, list and map of the device is
+	// within the sizes the API allows, which the compile-time cost estimate
+	// relies on.
+	withinLimits bool
+	// attrs and caps keep the converted maps by domain, for Lint.
+	attrs, caps map[string]map[string]ref.Val
+}
+
+// activation resolves the single variable "device". It is built once per
+// Device so that handing it to the interpreter does not allocate.
+type activation struct {
+	device *deviceVal
+}
+
+var _ interpreter.Activation = (*activation)(nil)
+
+func (a *activation) ResolveName(name string) (any, bool) {
+	if name == deviceVar {
+		return a.device, true
+	}
+	return nil, false
+}
+
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+const (
+	deviceVar     = "device"
+	driverVar     = "driver"
+	multiAllocVar = "allowMultipleAllocations"
+	attributesVar = "attributes"
+	capacityVar   = "capacity"
+)
+
+// deviceVal is the value of the CEL variable "device". It is a map with the
+// keys driver, allowMultipleAllocations, attributes and capacity (that is
+// how Kubernetes passes the device), and also serves the declared fields of
+// the kubernetes.DRADevice type directly.
+type deviceVal struct {
+	*stringMap
+	driver, multiAlloc, attributes, capacity ref.Val
+}
+
+// Value returns the deviceVal itself so that field access can reach the
+// fields without a map lookup.
+func (d *deviceVal) Value() any { return d }
+
+// Name returns "<driver>/<device name>".
+func (d *Device) Name() string { return d.name }
+
+// NewDevice prepares dev, published by driver, for evaluation. It never
+// fails: an attribute Kubernetes cannot convert makes every evaluation on
+// the device fail with that reason, as in Kubernetes. dev is neither kept
+// nor modified.
+//
+// As in Kubernetes, attribute and capacity names without a domain belong
+// to the driver's domain: "memory" of driver gpu.nvidia.com is
+// device.attributes["gpu.nvidia.com"].memory.
+func NewDevice(driver string, dev *resourceapi.Device) *Device {
+	d := &Device{withinLimits: len(driver) <= resourceapi.DriverNameMaxLength}
+	var (
+		attributes map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
+		capacity   map[resourceapi.QualifiedName]resourceapi.DeviceCapacity
+		multi      bool
+	)
+	if dev != nil {
+		d.name = driver + "/" + dev.Name
+		attributes, capacity = dev.Attributes, dev.Capacity
+		multi = dev.AllowMultipleAllocations != nil && *dev.AllowMultipleAllocations
+	} else {
+		d.name = driver + "/"
+	}
+
+	d.attrs = map[string]map[string]ref.Val{}
+	for _, name := range sortedNames(attributes) {
+		val, err := attributeValue(attributes[name])
+		if err != nil {
+			if d.err == nil {
+				d.err = fmt.Errorf("attribute %s: %w", name, err)
+			}
+			continue
+		}
+		domain, id := splitQualifiedName(name, driver)
+		d.noteKey(domain, id)
+		if !attributeWithinLimits(attributes[name]) {
+			d.withinLimits = false
+		}
+		if d.attrs[domain] == nil {
+			d.attrs[domain] = map[string]ref.Val{}
+		}
+		d.attrs[domain][id] = val
+	}
+	d.caps = map[string]map[string]ref.Val{}
+	for _, name := range sortedNames(capacity) {
+		domain, id := splitQualifiedName(name, driver)
+		d.noteKey(domain, id)
+		q := &quantityVal{q: capacity[name].Value.DeepCopy()}
+		// String caches its result inside the Quantity; fill the cache now,
+		// while the value is not yet shared.
+		_ = q.q.String()
+		if d.caps[domain] == nil {
+			d.caps[domain] = map[string]ref.Val{}
+		}
+		d.caps[domain][id] = q
+	}
+
+	dv := &deviceVal{
+		driver:     types.String(driver),
+		multiAlloc: types.Bool(multi),
+		attributes: nestedMap(d.attrs),
+		capacity:   nestedMap(d.caps),
+	}
+	dv.stringMap = newStringMap(map[string]ref.Val{
+		driverVar:     dv.driver,
+		multiAllocVar: dv.multiAlloc,
+		attributesVar: dv.attributes,
+		capacityVar:   dv.capacity,
+	}, nil)
+	if len(d.attrs) > resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice ||
+		len(d.caps) > resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice {
+		d.withinLimits = false
+	}
+	for _, m := range []map[string]map[string]ref.Val{d.attrs, d.caps} {
+		for _, inner := range m {
+			if len(inner) > resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice {
+				d.withinLimits = false
+			}
+		}
+	}
+	d.act = &activation{device: dv}
+	return d
+}
+
+func (d *Device) noteKey(domain, id string) {
+	if len(domain) > resourceapi.DeviceMaxDomainLength || len(id) > resourceapi.DeviceMaxIDLength {
+		d.withinLimits = false
+	}
+}
+
+// nestedMap turns domain → name → value into CEL maps; unknown domains
+// read as an empty map.
+func nestedMap(m map[string]map[string]ref.Val) *stringMap {
+	outer := make(map[string]ref.Val, len(m))
+	for domain, inner := range m {
+		outer[domain] = newStringMap(inner, nil)
+	}
+	return newStringMap(outer, emptyMap)
+}
+
+func sortedNames[V any](m map[resourceapi.QualifiedName]V) []resourceapi.QualifiedName {
+	names := make([]resourceapi.QualifiedName, 0, len(m))
+	for name := range m {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// splitQualifiedName splits "<domain>/<id>"; a name without a domain
+// belongs to defaultDomain.
+func splitQualifiedName(name resourceapi.QualifiedName, defaultDomain string) (string, string) {
+	domain, id, found := strings.Cut(string(name), "/")
+	if !found {
+		return defaultDomain, string(name)
+	}
+	return domain, id
+}
+
+// attributeValue converts the one value an attribute holds. As Kubernetes,
+// it picks the first set field in the order lists (int, bool, string,
+// version) then scalars (int, bool, string, version).
+func attributeValue(attr resourceapi.DeviceAttribute) (ref.Val, error) {
+	switch {
+	case attr.IntValues != nil:
+		vals := make([]ref.Val, len(attr.IntValues))
+		for i, v := range attr.IntValues {
+			vals[i] = types.Int(v)
+		}
+		return types.NewRefValList(types.DefaultTypeAdapter, vals), nil
+	case attr.BoolValues != nil:
+		vals := make([]ref.Val, len(attr.BoolValues))
+		for i, v := range attr.BoolValues {
+			vals[i] = types.Bool(v)
+		}
+		return types.NewRefValList(types.DefaultTypeAdapter, vals), nil
+	case attr.StringValues != nil:
+		vals := make([]ref.Val, len(attr.StringValues))
+		for i, v := range attr.StringValues {
+			vals[i] = types.String(v)
+		}
+		return types.NewRefValList(types.DefaultTypeAdapter, vals), nil
+	case attr.VersionValues != nil:
+		vals := make([]ref.Val, len(attr.VersionValues))
+		for i, s := range attr.VersionValues {
+			v, err := semver.Parse(s)
+			if err != nil {
+				return nil, fmt.Errorf("parse semantic version: %w", err)
+			}
+			vals[i] = &semverVal{v: v}
+		}
+		return types.NewRefValList(types.DefaultTypeAdapter, vals), nil
+	case attr.IntValue != nil:
+		return types.Int(*attr.IntValue), nil
+	case attr.BoolValue != nil:
+		return types.Bool(*attr.BoolValue), nil
+	case attr.StringValue != nil:
+		return types.String(*attr.StringValue), nil
+	case attr.VersionValue != nil:
+		v, err := semver.Parse(*attr.VersionValue)
+		if err != nil {
+			return nil, fmt.Errorf("parse semantic version: %w", err)
+		}
+		return &semverVal{v: v}, nil
+	default:
+		return nil, fmt.Errorf("unsupported attribute value")
+	}
+}
+
+// attributeWithinLimits reports whether the value fits the API's limits
+// (64 characters per string or version, at most 64 list entries).
+func attributeWithinLimits(attr resourceapi.DeviceAttribute) bool {
+	const maxLen = resourceapi.DeviceAttributeMaxValueLength
+	if len(attr.IntValues) > maxLen || len(attr.BoolValues) > maxLen ||
+		len(attr.StringValues) > maxLen || len(attr.VersionValues) > maxLen {
+		return false
+	}
+	for _, s := range attr.StringValues {
+		if len(s) > maxLen {
+			return false
+		}
+	}
+	for _, s := range attr.VersionValues {
+		if len(s) > maxLen {
+			return false
+		}
+	}
+	if attr.StringValue != nil && len(*attr.StringValue) > maxLen {
+		return false
+	}
+	if attr.VersionValue != nil && len(*attr.VersionValue) > maxLen {
+		return false
+	}
+	return true
+}

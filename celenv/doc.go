@@ -1,0 +1,32 @@
+// Package celenv is the CEL environment of Kubernetes Dynamic Resource
+// Allocation (resource.k8s.io/v1, Kubernetes 1.37): the one device selectors
+// of DeviceClasses and ResourceClaims, DeviceTaintRules and derived
+// attributes are written in.
+//
+// An expression Kubernetes accepts compiles here and gives the same result
+// on the same device; one Kubernetes rejects is rejected here. The work is
+// split the way cel-go splits it, so that the expensive part is paid once:
+//
+//   - Env (NewEnv) declares the variable "device" and the libraries:
+//     Kubernetes' quantity, semver, lists and regex functions, and the cel-go
+//     extensions Kubernetes enables (strings, sets, lists, bindings,
+//     two-variable comprehensions, optional types). It caches compiled
+//     expressions in a bounded, lock-free-on-read cache.
+//   - Selector (Env.Compile) and Derived (Env.CompileDerived) are compiled
+//     expressions, with their worst-case cost estimate.
+//   - Device (NewDevice) is a device converted once into what CEL reads:
+//     versions parsed, quantities copied, maps built.
+//   - Selector.Matches and Derived.Evaluate decide, many times, cheaply:
+//     typically without allocating.
+//
+// Lint explains an expression against a set of devices: names no device
+// publishes, type mismatches, and the outcome per device.
+//
+// Errors: compile errors are *CompileError (errors.Is ErrCompile, with the
+// position); evaluation errors are *EvalError wrapping ErrCostLimit or
+// ErrRuntime (and the context's cause when the context ended), naming the
+// expression and the device.
+//
+// celenv is a leaf package: it imports cel-go, blang/semver, k8s.io/api and
+// k8s.io/apimachinery, and no other package of this module.
+package celenv

@@ -1,0 +1,377 @@
+package celenv
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/interpreter"
+	resourceapi "k8s.io/api/resource/v1"
+)
+
+// Features are the Kubernetes feature gates that change the DRA CEL
+// environment. They carry the gate names without the "DRA" prefix.
+type Features struct {
+	// ConsumableCapacity (DRAConsumableCapacity) declares
+	// device.allowMultipleAllocations.
+	ConsumableCapacity bool
+	// ListTypeAttributes (DRAListTypeAttributes) lets attributes hold lists
+	// and derived attributes evaluate to lists.
+	ListTypeAttributes bool
+}
+
+// DefaultFeatures returns the gates as Kubernetes 1.37 enables them by
+// default: consumable capacity (beta) on, list-type attributes (alpha) off.
+func DefaultFeatures() Features {
+	return Features{ConsumableCapacity: true}
+}
+
+// Options configure an Env. The zero value is what the Kubernetes 1.37
+// scheduler uses.
+type Options struct {
+	// Features selects feature gates; nil means DefaultFeatures().
+	Features *Features
+	// CacheSize bounds the number of compiled expressions kept; 0 means
+	// DefaultCacheSize, a negative value disables caching.
+	CacheSize int
+	// CostLimit is the runtime cost limit of one evaluation; 0 means
+	// resourceapi.CELSelectorExpressionMaxCost (1,000,000).
+	CostLimit uint64
+	// NewExpressions compiles as the API server does for expressions in new
+	// or changed objects: declarations behind a disabled feature gate are
+	// missing. By default expressions compile as the scheduler evaluates
+	// stored objects, with every declaration present, whatever the gates.
+	NewExpressions bool
+}
+
+// DefaultCacheSize is the number of compiled expressions an Env keeps by
+// default.
+const DefaultCacheSize = 1024
+
+// checkFrequency is how many comprehension iterations run between two
+// checks of the context, as in Kubernetes.
+const checkFrequency = 100
+
+// Env is the Kubernetes DRA CEL environment: the variable "device", the
+// Kubernetes CEL libraries (quantity, semver, lists, regex) and the cel-go
+// extensions Kubernetes enables (strings, sets, lists, bindings, two-variable
+// comprehensions, optional types). It compiles expressions and keeps the
+// results in a bounded cache. An Env is safe for concurrent use.
+type Env struct {
+	env       *cel.Env
+	features  Features
+	newExpr   bool
+	costLimit uint64
+	sizes     *sizeModel
+	// attributeType is the declared type of one attribute value; a selector
+	// may evaluate to it (it is dyn, checked at runtime to be a bool).
+	attributeType *cel.Type
+
+	selectors *cache[*Selector]
+	derived   *cache[*Derived]
+}
+
+// NewEnv builds an environment. Building one takes a few milliseconds;
+// create it once and share it.
+func NewEnv(opts Options) (*Env, error) {
+	features := DefaultFeatures()
+	if opts.Features != nil {
+		features = *opts.Features
+	}
+	e := &Env{
+		features:  features,
+		newExpr:   opts.NewExpressions,
+		costLimit: opts.CostLimit,
+	}
+	if e.costLimit == 0 {
+		e.costLimit = resourceapi.CELSelectorExpressionMaxCost
+	}
+	size := opts.CacheSize
+	if size == 0 {
+		size = DefaultCacheSize
+	}
+	e.selectors = newCache[*Selector](size)
+	e.derived = newCache[*Derived](size)
+
+	base, err := cel.NewEnv(baseOptions(opts.NewExpressions, features)...)
+	if err != nil {
+		return nil, fmt.Errorf("build cel environment: %w", err)
+	}
+
+	// Which device declaration applies: the scheduler (stored expressions)
+	// sees the newest one; new expressions see the one the gates select.
+	multiAlloc, listAttrs := true, true
+	if opts.NewExpressions {
+		multiAlloc, listAttrs = features.ConsumableCapacity, features.ListTypeAttributes
+	}
+	e.attributeType = cel.AnyType
+	if listAttrs {
+		// dyn, so that list attributes can be iterated (exists, all).
+		e.attributeType = cel.DynType
+	}
+	e.sizes = newSizeModel(multiAlloc)
+	if !listAttrs {
+		e.sizes.attribute.max = resourceapi.DeviceAttributeMaxValueLength
+	}
+	prov := newDeviceProvider(base.CELTypeProvider(), e.attributeType, multiAlloc)
+	e.env, err = base.Extend(
+		ext.Bindings(ext.BindingsVersion(0)),
+		cel.CustomTypeProvider(prov),
+		cel.Variable(deviceVar, prov.deviceType),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("build cel environment: %w", err)
+	}
+	return e, nil
+}
+
+// baseOptions is the Kubernetes base CEL environment at version 1.37 (for
+// new expressions: at the oldest version a 1.37 API server must stay
+// compatible with, 1.36).
+func baseOptions(newExpressions bool, features Features) []cel.EnvOption {
+	opts := []cel.EnvOption{
+		cel.HomogeneousAggregateLiterals(),
+		cel.EagerlyValidateDeclarations(true),
+		cel.DefaultUTCTimeZone(true),
+		cel.Lib(regexLibrary{}),
+		cel.CostEstimatorOptions(checker.PresenceTestHasCost(false)),
+		cel.CrossTypeNumericComparisons(true),
+		cel.OptionalTypes(),
+		cel.Lib(quantityLibrary{}),
+		cel.ASTValidators(
+			cel.ValidateDurationLiterals(),
+			cel.ValidateTimestampLiterals(),
+			cel.ValidateRegexLiterals(),
+			cel.ValidateHomogeneousAggregateLiterals(),
+		),
+		ext.Strings(ext.StringsVersion(2)),
+		ext.Sets(),
+		ext.TwoVarComprehensions(),
+		cel.Lib(semverLibrary{}),
+		ext.Lists(ext.ListsVersion(3)),
+	}
+	// Kubernetes 1.37 adds "includes" to its list library; a 1.36-compatible
+	// environment only has it when list-type attributes are enabled.
+	opts = append(opts, cel.Lib(listsLibrary{withIncludes: !newExpressions || features.ListTypeAttributes}))
+	return opts
+}
+
+// Compile compiles a device selector expression (a CELDeviceSelector of a
+// DeviceClass or a request), or returns the cached result of an earlier
+// call. The error is a *CompileError.
+func (e *Env) Compile(expression string) (*Selector, error) {
+	if s, ok := e.selectors.get(expression); ok {
+		return s, nil
+	}
+	prog, err := e.compile(expression, false)
+	if err != nil {
+		return nil, err
+	}
+	s := &Selector{program: prog}
+	return e.selectors.put(expression, s), nil
+}
+
+// CompileDerived compiles the expression of a DeviceDerivedAttribute, or
+// returns the cached result of an earlier call. The error is a
+// *CompileError.
+func (e *Env) CompileDerived(expression string) (*Derived, error) {
+	if d, ok := e.derived.get(expression); ok {
+		return d, nil
+	}
+	prog, err := e.compile(expression, true)
+	if err != nil {
+		return nil, err
+	}
+	d := &Derived{program: prog}
+	return e.derived.put(expression, d), nil
+}
+
+// program is a compiled expression with everything evaluation needs.
+type program struct {
+	expression string
+	ast        *cel.Ast
+	// tracked runs with cost tracking and context interruption.
+	tracked cel.Program
+	// fast runs without cost tracking; it is set when the worst-case
+	// estimate proves the cost limit cannot be reached on a device within
+	// the API's limits.
+	fast cel.Program
+	// comprehensions: the expression loops, so a cancellable context must
+	// be able to interrupt it.
+	comprehensions bool
+	maxCost        uint64
+	costLimit      uint64
+}
+
+func (e *Env) compile(expression string, derived bool) (*program, error) {
+	if len(expression) > resourceapi.CELSelectorExpressionMaxLength {
+		return nil, &CompileError{Expression: expression, Detail: fmt.Sprintf(
+			"expression too long (%d characters, at most %d allowed)", len(expression), resourceapi.CELSelectorExpressionMaxLength)}
+	}
+	checked, issues := e.env.Compile(expression)
+	if issues != nil && issues.Err() != nil {
+		ce := &CompileError{Expression: expression, Detail: "compilation failed: " + issues.String()}
+		if errs := issues.Errors(); len(errs) > 0 {
+			ce.Line, ce.Column = errs[0].Location.Line(), errs[0].Location.Column()+1
+		}
+		return nil, ce
+	}
+	if detail := e.checkOutputType(checked.OutputType(), derived); detail != "" {
+		return nil, &CompileError{Expression: expression, Detail: detail}
+	}
+	p := &program{expression: expression, ast: checked, costLimit: e.costLimit, maxCost: ^uint64(0)}
+	var err error
+	p.tracked, err = e.env.Program(checked,
+		cel.EvalOptions(cel.OptOptimize, cel.OptTrackCost),
+		cel.CostTracking(costModel{}),
+		cel.CostTrackerOptions(interpreter.PresenceTestHasCost(false)),
+		cel.CostLimit(e.costLimit),
+		cel.InterruptCheckFrequency(checkFrequency),
+	)
+	if err != nil {
+		return nil, &CompileError{Expression: expression, Detail: "program instantiation failed: " + err.Error()}
+	}
+	if est, err := e.env.EstimateCost(checked, costModel{sizes: e.sizes}); err == nil {
+		p.maxCost = est.Max
+	}
+	native := checked.NativeRep()
+	p.comprehensions = len(ast.MatchDescendants(ast.NavigateAST(native), ast.KindMatcher(ast.ComprehensionKind))) > 0
+	if p.maxCost <= e.costLimit {
+		p.fast, err = e.env.Program(checked,
+			cel.EvalOptions(cel.OptOptimize),
+			cel.CustomDecoratorV2(foldConstantCalls),
+		)
+		if err != nil {
+			return nil, &CompileError{Expression: expression, Detail: "program instantiation failed: " + err.Error()}
+		}
+	}
+	return p, nil
+}
+
+// checkOutputType applies Kubernetes' rules for the result type: selectors
+// yield bool (or the declared attribute type, checked at runtime); derived
+// attributes yield a scalar (string, int, bool, semver) or a list of them.
+func (e *Env) checkOutputType(t *cel.Type, derived bool) string {
+	if derived {
+		allowList := e.features.ListTypeAttributes || !e.newExpr
+		if isAllowedDerivedType(t, allowList) {
+			return ""
+		}
+		if allowList {
+			return fmt.Sprintf("must evaluate to a primitive scalar (string, integer, boolean, semver) or a list of these scalars, not %v", t)
+		}
+		return fmt.Sprintf("must evaluate to a primitive scalar (string, integer, boolean, semver), not %v", t)
+	}
+	if t.IsExactType(cel.BoolType) || t.IsExactType(e.attributeType) {
+		return ""
+	}
+	return fmt.Sprintf("must evaluate to %v or the unknown type, not %v", cel.BoolType, t)
+}
+
+func isAllowedDerivedType(t *cel.Type, allowList bool) bool {
+	if isAllowedDerivedElementType(t) {
+		return true
+	}
+	return allowList && t.TypeName() == "list" && len(t.Parameters()) == 1 && isAllowedDerivedElementType(t.Parameters()[0])
+}
+
+func isAllowedDerivedElementType(t *cel.Type) bool {
+	return t.IsExactType(cel.BoolType) || t.IsExactType(cel.IntType) || t.IsExactType(cel.StringType) ||
+		t.IsExactType(cel.AnyType) || t.IsExactType(cel.DynType) || t.IsExactType(semverType)
+}
+
+// foldConstantCalls evaluates quantity("...") and semver("...") with
+// constant arguments once, when the program is planned, instead of parsing
+// the literal on every evaluation. Only programs without cost tracking use
+// it, because it removes the parse cost Kubernetes charges.
+func foldConstantCalls(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+	call, ok := i.(interpreter.InterpretableCall)
+	if !ok {
+		return i, nil
+	}
+	var val ref.Val
+	switch args := call.Args(); {
+	case call.Function() == "quantity" && len(args) == 1:
+		if c, ok := args[0].(interpreter.InterpretableConst); ok {
+			val = stringToQuantity(c.Value())
+			if q, ok := val.(*quantityVal); ok {
+				_ = q.q.String() // fill the cache before the value is shared
+			}
+		}
+	case call.Function() == "semver" && len(args) == 1:
+		if c, ok := args[0].(interpreter.InterpretableConst); ok {
+			val = stringToSemver(c.Value(), types.False)
+		}
+	case call.Function() == "semver" && len(args) == 2:
+		c0, ok0 := args[0].(interpreter.InterpretableConst)
+		c1, ok1 := args[1].(interpreter.InterpretableConst)
+		if ok0 && ok1 {
+			val = stringToSemver(c0.Value(), c1.Value())
+		}
+	}
+	if val == nil || types.IsError(val) {
+		return i, nil
+	}
+	return interpreter.NewConstValue(call.ID(), val), nil
+}
+
+// MaxCost is the worst-case cost of one evaluation on a device within the
+// API's limits, as the API server estimates it when validating an object;
+// math.MaxUint64 when it cannot be bounded.
+func (p *program) MaxCost() uint64 { return p.maxCost }
+
+// cache is a bounded map from expression to compiled result. Lookups are
+// lock-free (sync.Map); inserts evict the oldest entry once the bound is
+// reached, under a mutex that lookups never take.
+type cache[T any] struct {
+	limit   int
+	entries sync.Map // string → T
+	mu      sync.Mutex
+	order   []string // insertion order, guarded by mu
+}
+
+func newCache[T any](limit int) *cache[T] {
+	return &cache[T]{limit: limit}
+}
+
+func (c *cache[T]) get(key string) (T, bool) {
+	var zero T
+	if c.limit <= 0 {
+		return zero, false
+	}
+	v, ok := c.entries.Load(key)
+	if !ok {
+		return zero, false
+	}
+	return v.(T), true
+}
+
+// put stores v unless another caller stored the same key first, and returns
+// whichever value is cached.
+func (c *cache[T]) put(key string, v T) T {
+	if c.limit <= 0 {
+		return v
+	}
+	actual, loaded := c.entries.LoadOrStore(key, v)
+	if loaded {
+		return actual.(T)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.order = append(c.order, key)
+	for len(c.order) > c.limit {
+		c.entries.Delete(c.order[0])
+		c.order[0] = ""
+		c.order = c.order[1:]
+	}
+	return v
+}
+
+// errNotBool is the cause when a selector yields something else than a bool.
+var errNotBool = errors.New("not a bool")

@@ -1,0 +1,90 @@
+package celenv
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Every error returned by this package wraps exactly one of
+// them, so callers can classify failures with errors.Is.
+var (
+	// ErrCompile reports an expression that Kubernetes would reject when the
+	// object holding it is validated: a syntax or type error, a wrong result
+	// type, or an expression longer than the API allows.
+	ErrCompile = errors.New("cel compile error")
+	// ErrCostLimit reports an evaluation that ran past the runtime cost limit.
+	ErrCostLimit = errors.New("cel cost limit exceeded")
+	// ErrRuntime reports any other evaluation failure: a missing attribute, a
+	// type mismatch only visible at runtime, a bad attribute value on the
+	// device, or a cancelled context.
+	ErrRuntime = errors.New("cel runtime error")
+)
+
+// CompileError is the error returned by Compile and CompileDerived.
+type CompileError struct {
+	// Expression is the expression as given.
+	Expression string
+	// Detail is the reason, as Kubernetes words it. For syntax and type errors
+	// it carries the position as "ERROR: <input>:line:column: message" lines
+	// followed by the offending line and a caret.
+	Detail string
+	// Line and Column give the 1-based position of the first issue, or zero
+	// when the issue has no position (result type, length).
+	Line, Column int
+}
+
+func (e *CompileError) Error() string {
+	return fmt.Sprintf("compile %s: %s", quoteExpression(e.Expression), e.Detail)
+}
+
+// Unwrap makes errors.Is(err, ErrCompile) true.
+func (e *CompileError) Unwrap() error { return ErrCompile }
+
+// EvalError is the error returned when evaluating a compiled expression
+// against a device fails.
+type EvalError struct {
+	// Expression is the expression that was evaluated.
+	Expression string
+	// Device names the device ("<driver>/<name>") when it is known.
+	Device string
+	// Kind is ErrCostLimit or ErrRuntime.
+	Kind error
+	// MissingKey is set when the failure is a lookup of a key (typically an
+	// attribute or capacity name) the device does not have.
+	MissingKey bool
+	// Err is the underlying cause (a CEL error, a context cause, or a bad
+	// attribute value).
+	Err error
+}
+
+func (e *EvalError) Error() string {
+	var b strings.Builder
+	b.WriteString("evaluate ")
+	b.WriteString(quoteExpression(e.Expression))
+	if e.Device != "" {
+		b.WriteString(" on device ")
+		b.WriteString(e.Device)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	if e.MissingKey {
+		b.WriteString(" (consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() for optional fields)")
+	}
+	return b.String()
+}
+
+// Unwrap returns both the classification sentinel and the cause, so
+// errors.Is works for ErrRuntime/ErrCostLimit as well as for a context
+// cause such as context.Canceled.
+func (e *EvalError) Unwrap() []error { return []error{e.Kind, e.Err} }
+
+// quoteExpression shortens long expressions so that error messages stay
+// readable; the full text is available in the Expression field.
+func quoteExpression(expr string) string {
+	const maxShown = 120
+	if len(expr) > maxShown {
+		return fmt.Sprintf("%q", expr[:maxShown]+"...")
+	}
+	return fmt.Sprintf("%q", expr)
+}

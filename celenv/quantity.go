@@ -1,0 +1,203 @@
+package celenv
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// quantityType is the CEL type of Kubernetes quantities, named as in the
+// Kubernetes CEL environment so that type errors read the same.
+var quantityType = cel.ObjectType("kubernetes.Quantity")
+
+// quantityVal is a resource.Quantity as a CEL value. Device capacities are
+// converted to quantityVal once, when a Device is prepared.
+//
+// computed marks results of add and sub. Kubernetes represents those by
+// pointer and its equality only accepts the value form on the right-hand
+// side, so "a == b.add(c)" is a "no such overload" error there; computed
+// reproduces that.
+type quantityVal struct {
+	q        resource.Quantity
+	computed bool
+}
+
+var _ ref.Val = (*quantityVal)(nil)
+
+func (v *quantityVal) ConvertToNative(typeDesc reflect.Type) (any, error) {
+	if reflect.TypeOf(&v.q).AssignableTo(typeDesc) {
+		return &v.q, nil
+	}
+	if reflect.TypeOf("").AssignableTo(typeDesc) {
+		return v.q.String(), nil
+	}
+	return nil, fmt.Errorf("type conversion error from 'Quantity' to '%v'", typeDesc)
+}
+
+func (v *quantityVal) ConvertToType(typeVal ref.Type) ref.Val {
+	switch typeVal {
+	case quantityType:
+		return v
+	case types.TypeType:
+		return quantityType
+	default:
+		return types.NewErr("type conversion error from '%s' to '%s'", quantityType, typeVal)
+	}
+}
+
+func (v *quantityVal) Equal(other ref.Val) ref.Val {
+	o, ok := other.(*quantityVal)
+	if !ok || o.computed {
+		return types.MaybeNoSuchOverloadErr(other)
+	}
+	return types.Bool(compareQuantities(&v.q, &o.q) == 0)
+}
+
+func (v *quantityVal) Type() ref.Type { return quantityType }
+
+// Value returns *resource.Quantity, as Kubernetes does.
+func (v *quantityVal) Value() any { return &v.q }
+
+// quantityLibrary declares the Kubernetes quantity functions.
+type quantityLibrary struct{}
+
+func (quantityLibrary) LibraryName() string { return "kubernetes.quantity" }
+
+func (quantityLibrary) CompileOptions() []cel.EnvOption {
+	q := quantityType
+	return []cel.EnvOption{
+		cel.Function("quantity",
+			cel.Overload("string_to_quantity", []*cel.Type{cel.StringType}, q, cel.UnaryBinding(stringToQuantity))),
+		cel.Function("isQuantity",
+			cel.Overload("is_quantity_string", []*cel.Type{cel.StringType}, cel.BoolType, cel.UnaryBinding(isQuantity))),
+		cel.Function("sign",
+			cel.Overload("quantity_sign", []*cel.Type{q}, cel.IntType, cel.UnaryBinding(quantityUnary(func(x *resource.Quantity) ref.Val {
+				return types.Int(x.Sign())
+			})))),
+		cel.Function("isGreaterThan",
+			cel.MemberOverload("quantity_is_greater_than", []*cel.Type{q, q}, cel.BoolType, cel.BinaryBinding(quantityBinary(func(a, b *resource.Quantity) ref.Val {
+				return types.Bool(compareQuantities(a, b) == 1)
+			})))),
+		cel.Function("isLessThan",
+			cel.MemberOverload("quantity_is_less_than", []*cel.Type{q, q}, cel.BoolType, cel.BinaryBinding(quantityBinary(func(a, b *resource.Quantity) ref.Val {
+				return types.Bool(compareQuantities(a, b) == -1)
+			})))),
+		cel.Function("compareTo",
+			cel.MemberOverload("quantity_compare_to", []*cel.Type{q, q}, cel.IntType, cel.BinaryBinding(quantityBinary(func(a, b *resource.Quantity) ref.Val {
+				return types.Int(compareQuantities(a, b))
+			})))),
+		cel.Function("asApproximateFloat",
+			cel.MemberOverload("quantity_get_float", []*cel.Type{q}, cel.DoubleType, cel.UnaryBinding(quantityUnary(func(x *resource.Quantity) ref.Val {
+				return types.Double(x.AsApproximateFloat64())
+			})))),
+		cel.Function("asInteger",
+			cel.MemberOverload("quantity_get_int", []*cel.Type{q}, cel.IntType, cel.UnaryBinding(quantityUnary(func(x *resource.Quantity) ref.Val {
+				i, ok := x.AsInt64()
+				if !ok {
+					return types.WrapErr(errors.New("cannot convert value to integer"))
+				}
+				return types.Int(i)
+			})))),
+		cel.Function("isInteger",
+			cel.MemberOverload("quantity_is_integer", []*cel.Type{q}, cel.BoolType, cel.UnaryBinding(quantityUnary(func(x *resource.Quantity) ref.Val {
+				_, ok := x.AsInt64()
+				return types.Bool(ok)
+			})))),
+		cel.Function("add",
+			cel.MemberOverload("quantity_add", []*cel.Type{q, q}, q, cel.BinaryBinding(quantityBinary(func(a, b *resource.Quantity) ref.Val {
+				r := &quantityVal{q: a.DeepCopy(), computed: true}
+				r.q.Add(*b)
+				return r
+			}))),
+			cel.MemberOverload("quantity_add_int", []*cel.Type{q, cel.IntType}, q, cel.BinaryBinding(quantityWithInt(func(a *resource.Quantity, b int64) ref.Val {
+				r := &quantityVal{q: a.DeepCopy(), computed: true}
+				r.q.Add(*resource.NewQuantity(b, resource.DecimalExponent))
+				return r
+			})))),
+		cel.Function("sub",
+			cel.MemberOverload("quantity_sub", []*cel.Type{q, q}, q, cel.BinaryBinding(quantityBinary(func(a, b *resource.Quantity) ref.Val {
+				r := &quantityVal{q: a.DeepCopy(), computed: true}
+				r.q.Sub(*b)
+				return r
+			}))),
+			cel.MemberOverload("quantity_sub_int", []*cel.Type{q, cel.IntType}, q, cel.BinaryBinding(quantityWithInt(func(a *resource.Quantity, b int64) ref.Val {
+				r := &quantityVal{q: a.DeepCopy(), computed: true}
+				r.q.Sub(*resource.NewQuantity(b, resource.DecimalExponent))
+				return r
+			})))),
+	}
+}
+
+func (quantityLibrary) ProgramOptions() []cel.ProgramOption { return nil }
+
+func stringToQuantity(arg ref.Val) ref.Val {
+	s, ok := arg.(types.String)
+	if !ok {
+		return types.MaybeNoSuchOverloadErr(arg)
+	}
+	q, err := resource.ParseQuantity(string(s))
+	if err != nil {
+		return types.WrapErr(err)
+	}
+	return &quantityVal{q: q}
+}
+
+func isQuantity(arg ref.Val) ref.Val {
+	s, ok := arg.(types.String)
+	if !ok {
+		return types.MaybeNoSuchOverloadErr(arg)
+	}
+	_, err := resource.ParseQuantity(string(s))
+	return types.Bool(err == nil)
+}
+
+func quantityUnary(f func(*resource.Quantity) ref.Val) func(ref.Val) ref.Val {
+	return func(arg ref.Val) ref.Val {
+		v, ok := arg.(*quantityVal)
+		if !ok {
+			return types.MaybeNoSuchOverloadErr(arg)
+		}
+		return f(&v.q)
+	}
+}
+
+func quantityBinary(f func(a, b *resource.Quantity) ref.Val) func(ref.Val, ref.Val) ref.Val {
+	return func(arg, other ref.Val) ref.Val {
+		a, ok := arg.(*quantityVal)
+		if !ok {
+			return types.MaybeNoSuchOverloadErr(arg)
+		}
+		b, ok := other.(*quantityVal)
+		if !ok {
+			return types.MaybeNoSuchOverloadErr(arg)
+		}
+		return f(&a.q, &b.q)
+	}
+}
+
+func quantityWithInt(f func(a *resource.Quantity, b int64) ref.Val) func(ref.Val, ref.Val) ref.Val {
+	return func(arg, other ref.Val) ref.Val {
+		a, ok := arg.(*quantityVal)
+		if !ok {
+			return types.MaybeNoSuchOverloadErr(arg)
+		}
+		b, ok := other.(types.Int)
+		if !ok {
+			return types.MaybeNoSuchOverloadErr(arg)
+		}
+		return f(&a.q, int64(b))
+	}
+}
+
+// compareQuantities compares without touching a or b: Quantity.Cmp converts
+// its receiver to the decimal form in place when the other side is decimal,
+// and prepared quantities are shared by concurrent evaluations.
+func compareQuantities(a, b *resource.Quantity) int {
+	x := *a
+	return x.Cmp(*b)
+}

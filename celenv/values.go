@@ -1,0 +1,169 @@
+package celenv
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+)
+
+// stringMap is an immutable CEL map with string keys over values converted
+// in advance. Lookups neither convert nor allocate, which is what keeps a
+// selector evaluation allocation-free.
+//
+// When fallback is set, Find (what indexing and field selection use)
+// answers it for unknown keys, as Kubernetes does for device.attributes and
+// device.capacity: device.attributes["unknown.example.com"] is an empty map,
+// not an error. Get, "in" and iteration still see only the real keys.
+type stringMap struct {
+	keys     []ref.Val // sorted, boxed once
+	vals     map[string]ref.Val
+	fallback ref.Val
+}
+
+var _ traits.Mapper = (*stringMap)(nil)
+
+// newStringMap builds a map from vals, which it keeps.
+func newStringMap(vals map[string]ref.Val, fallback ref.Val) *stringMap {
+	names := make([]string, 0, len(vals))
+	for k := range vals {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	keys := make([]ref.Val, len(names))
+	for i, k := range names {
+		keys[i] = types.String(k)
+	}
+	return &stringMap{keys: keys, vals: vals, fallback: fallback}
+}
+
+var emptyMap = newStringMap(map[string]ref.Val{}, nil)
+
+func (m *stringMap) lookup(key ref.Val) (ref.Val, bool, ref.Val) {
+	k, ok := key.(types.String)
+	if !ok {
+		return nil, false, types.MaybeNoSuchOverloadErr(key)
+	}
+	v, found := m.vals[string(k)]
+	return v, found, nil
+}
+
+func (m *stringMap) Contains(key ref.Val) ref.Val {
+	_, found, err := m.lookup(key)
+	if err != nil {
+		return err
+	}
+	return types.Bool(found)
+}
+
+func (m *stringMap) Get(key ref.Val) ref.Val {
+	v, found, err := m.lookup(key)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return types.NewErr("no such key: %v", key)
+	}
+	return v
+}
+
+func (m *stringMap) Find(key ref.Val) (ref.Val, bool) {
+	v, found, err := m.lookup(key)
+	if err != nil {
+		return err, false
+	}
+	if !found && m.fallback != nil {
+		return m.fallback, true
+	}
+	return v, found
+}
+
+func (m *stringMap) Iterator() traits.Iterator { return &keyIterator{keys: m.keys} }
+
+func (m *stringMap) Size() ref.Val { return types.Int(len(m.keys)) }
+
+func (m *stringMap) Equal(other ref.Val) ref.Val {
+	o, ok := other.(traits.Mapper)
+	if !ok {
+		return types.False
+	}
+	if o.Size() != m.Size() {
+		return types.False
+	}
+	for _, k := range m.keys {
+		ov, found := o.Find(k)
+		if !found {
+			return types.False
+		}
+		if eq := types.Equal(m.vals[string(k.(types.String))], ov); eq != types.True {
+			return eq
+		}
+	}
+	return types.True
+}
+
+func (m *stringMap) ConvertToNative(typeDesc reflect.Type) (any, error) {
+	if typeDesc.Kind() == reflect.Map && typeDesc.Key().Kind() == reflect.String {
+		out := reflect.MakeMapWithSize(typeDesc, len(m.vals))
+		for k, v := range m.vals {
+			nv, err := v.ConvertToNative(typeDesc.Elem())
+			if err != nil {
+				return nil, err
+			}
+			out.SetMapIndex(reflect.ValueOf(k).Convert(typeDesc.Key()), reflect.ValueOf(nv))
+		}
+		return out.Interface(), nil
+	}
+	if reflect.TypeOf(m).AssignableTo(typeDesc) {
+		return m, nil
+	}
+	return nil, fmt.Errorf("type conversion error from map to '%v'", typeDesc)
+}
+
+func (m *stringMap) ConvertToType(typeVal ref.Type) ref.Val {
+	switch typeVal {
+	case types.MapType:
+		return m
+	case types.TypeType:
+		return types.MapType
+	}
+	return types.NewErr("type conversion error from '%s' to '%s'", types.MapType, typeVal)
+}
+
+func (m *stringMap) Type() ref.Type { return types.MapType }
+
+func (m *stringMap) Value() any { return m.vals }
+
+// keyIterator walks boxed keys. Only comprehensions over a map create one.
+type keyIterator struct {
+	keys []ref.Val
+	i    int
+}
+
+func (it *keyIterator) HasNext() ref.Val { return types.Bool(it.i < len(it.keys)) }
+
+func (it *keyIterator) Next() ref.Val {
+	if it.i >= len(it.keys) {
+		return nil
+	}
+	k := it.keys[it.i]
+	it.i++
+	return k
+}
+
+func (it *keyIterator) ConvertToNative(typeDesc reflect.Type) (any, error) {
+	return nil, fmt.Errorf("type conversion on iterators not supported")
+}
+
+func (it *keyIterator) ConvertToType(typeVal ref.Type) ref.Val {
+	return types.NewErr("no such overload")
+}
+
+func (it *keyIterator) Equal(other ref.Val) ref.Val { return types.NoSuchOverloadErr() }
+
+func (it *keyIterator) Type() ref.Type { return types.IteratorType }
+
+func (it *keyIterator) Value() any { return nil }
