@@ -234,9 +234,9 @@ type itemsNode struct {
 	t    *types.Type
 }
 
-func (i *itemsNode) Path() []string                     { return i.path }
-func (i *itemsNode) Type() *types.Type                  { return i.t }
-func (i *itemsNode) Expr() ast.Expr                     { return nil }
+func (i *itemsNode) Path() []string                      { return i.path }
+func (i *itemsNode) Type() *types.Type                   { return i.t }
+func (i *itemsNode) Expr() ast.Expr                      { return nil }
 func (i *itemsNode) ComputedSize() *checker.SizeEstimate { return nil }
 
 func actualSize(v ref.Val) uint64 {
@@ -293,7 +293,7 @@ func newSizeModel(withMultiAlloc bool) *sizeModel {
 	attribute := &sizeNode{max: max(resourceapi.DeviceAttributeMaxValueLength, resourceapi.ResourceSliceMaxAttributeValuesPerDevice)}
 	quantity := &sizeNode{}
 	device := &sizeNode{fields: map[string]*sizeNode{
-		driverVar: {max: resourceapi.DriverNameMaxLength},
+		driverVar:     {max: resourceapi.DriverNameMaxLength},
 		attributesVar: {max: perMap, key: domain, elem: &sizeNode{max: perMap, key: id, elem: attribute}},
 		capacityVar:   {max: perMap, key: domain, elem: &sizeNode{max: perMap, key: id, elem: quantity}},
 	}}
