@@ -1,0 +1,72 @@
+package nvml_test
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/dralloc/dralloc/inventory"
+	"github.com/dralloc/dralloc/inventory/nvml"
+	"github.com/dralloc/dralloc/inventory/nvml/nvmlmock"
+)
+
+var update = flag.Bool("update", false, "rewrite the shipped node profiles in inventory/profiles from the mock servers")
+
+// recordProfile discovers a mock server and records it as a dynamic-MIG
+// template, the way the shipped profiles were made.
+func recordProfile(t *testing.T, name string) inventory.Template {
+	t.Helper()
+	d := discoverMock(t, name)
+	g := d.Node.GPUs[0]
+	desc := fmt.Sprintf("%dx %s, dynamic MIG (recorded from go-nvml v0.13.4-1 mock %s)", len(d.Node.GPUs), g.ProductName, name)
+	return inventory.NewTemplate(name, desc, inventory.ModeDynamicMIG, d.Node)
+}
+
+func TestShippedProfilesAreTheRecordedMocks(t *testing.T) {
+	for _, name := range nvmlmock.Names() {
+		t.Run(name, func(t *testing.T) {
+			want, err := recordProfile(t, name).MarshalYAML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join("..", "profiles", name+".yaml")
+			if *update {
+				if err := os.WriteFile(file, want, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from what the mock records now; rerun with -update if the change is intended", file)
+			}
+			shipped, err := inventory.Profile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if shipped.Name != name || len(shipped.Node.GPUs) != 8 {
+				t.Errorf("Profile(%q) = %q with %d GPUs, want the 8-GPU recording", name, shipped.Name, len(shipped.Node.GPUs))
+			}
+		})
+	}
+}
+
+func discoverMock(t *testing.T, name string) nvml.Discovery {
+	t.Helper()
+	s, err := nvmlmock.New(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The mocks have no sysfs entries; a PCIe root is unknown rather than
+	// invented.
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

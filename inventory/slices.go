@@ -1,0 +1,457 @@
+package inventory
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+)
+
+// Mode says how a node's GPUs are published.
+type Mode string
+
+const (
+	// ModeGPU publishes every GPU as one whole device. It is the default.
+	ModeGPU Mode = "GPU"
+	// ModeStaticMIG publishes the MIG devices that exist on MIG-enabled GPUs
+	// and the other GPUs whole.
+	ModeStaticMIG Mode = "StaticMIG"
+	// ModeDynamicMIG publishes every MIG-capable GPU as partitionable
+	// devices: one counter set per GPU, the whole GPU consuming all of it and
+	// one device per profile placement consuming its engines and memory
+	// slices, so that overlapping placements exclude each other. GPUs without
+	// MIG are published whole.
+	ModeDynamicMIG Mode = "DynamicMIG"
+)
+
+// Options say for whom and how slices are built. The zero value is usable
+// once NodeName is set: driver gpu.nvidia.com, whole GPUs, generation 1.
+type Options struct {
+	// NodeName is the node the slices belong to; it is also the pool name.
+	NodeName string
+	// Driver is the driver name; empty means DefaultDriver.
+	Driver string
+	// Mode is how GPUs are published; empty means ModeGPU.
+	Mode Mode
+	// Generation is the pool generation; zero means 1. A driver increments it
+	// whenever it republishes a changed pool.
+	Generation int64
+	// Taints are device taints per GPU minor number, for example from
+	// HealthPolicy. Every device of that GPU carries them: the whole GPU and
+	// all its MIG devices and placements (MIG devices inherit their parent's
+	// taints).
+	Taints map[int][]resourceapi.DeviceTaint
+}
+
+// ErrInvalidNode is wrapped by errors for a Node or Options that cannot be
+// published.
+var ErrInvalidNode = errors.New("invalid node")
+
+// Slices builds the ResourceSlices that publish node. The output is sorted and
+// byte-stable: the same input gives the same slices, whatever the order of
+// GPUs, profiles or placements in it. It respects every limit of the API
+// (devices per slice, counter sets per slice, counters per set, attributes per
+// device), puts counter sets and devices in separate slices, names the pool
+// after the node and sets the pool's generation and slice count.
+//
+// The node is not modified. Invalid input returns an error wrapping
+// ErrInvalidNode that names the field.
+func Slices(node Node, opts Options) ([]*resourceapi.ResourceSlice, error) {
+	o, errs := opts.withDefaults()
+	b := builder{opts: o}
+	gpus := slices.Clone(node.GPUs)
+	slices.SortStableFunc(gpus, func(a, b GPU) int { return a.Minor - b.Minor })
+	var err error
+	if b.common, err = commonVersions(node); err != nil {
+		errs = append(errs, err.(*field.Error))
+	}
+	errs = append(errs, validateGPUs(node.GPUs)...)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: node %q: %w", ErrInvalidNode, o.NodeName, errs.ToAggregate())
+	}
+	var groups [][]resourceapi.Device
+	var sets []resourceapi.CounterSet
+	for i := range gpus {
+		g := &gpus[i]
+		devs, set, err := b.gpu(g)
+		if err != nil {
+			return nil, fmt.Errorf("%w: node %q: %w", ErrInvalidNode, o.NodeName, err)
+		}
+		if set != nil {
+			sets = append(sets, *set)
+		}
+		if len(devs) > 0 {
+			groups = append(groups, devs)
+		}
+	}
+	out := b.pack(sets, groups)
+	for _, s := range out {
+		if errs := ValidateSlice(s); len(errs) > 0 {
+			return nil, fmt.Errorf("built slice %s is invalid: %w", s.Name, errs.ToAggregate())
+		}
+	}
+	if errs := ValidatePool(out); len(errs) > 0 {
+		return nil, fmt.Errorf("built pool %s is invalid: %w", o.NodeName, errs.ToAggregate())
+	}
+	return out, nil
+}
+
+func (o Options) withDefaults() (Options, field.ErrorList) {
+	var errs field.ErrorList
+	if o.Driver == "" {
+		o.Driver = DefaultDriver
+	}
+	if o.Mode == "" {
+		o.Mode = ModeGPU
+	}
+	if o.Generation == 0 {
+		o.Generation = 1
+	}
+	if o.NodeName == "" {
+		errs = append(errs, field.Required(field.NewPath("nodeName"), "the node name is also the pool name"))
+	}
+	switch o.Mode {
+	case ModeGPU, ModeStaticMIG, ModeDynamicMIG:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("mode"), o.Mode, []Mode{ModeGPU, ModeStaticMIG, ModeDynamicMIG}))
+	}
+	if o.Generation < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("generation"), o.Generation, "must not be negative"))
+	}
+	return o, errs
+}
+
+// versions are the normalised node-wide version attributes.
+type versions struct{ driver, cuda string }
+
+func commonVersions(node Node) (versions, error) {
+	var v versions
+	var err error
+	if node.DriverVersion != "" {
+		if v.driver, err = NormalizeVersion(node.DriverVersion); err != nil {
+			return v, field.Invalid(field.NewPath("driverVersion"), node.DriverVersion, err.Error())
+		}
+	}
+	if node.CUDADriverVersion != "" {
+		if v.cuda, err = NormalizeVersion(node.CUDADriverVersion); err != nil {
+			return v, field.Invalid(field.NewPath("cudaDriverVersion"), node.CUDADriverVersion, err.Error())
+		}
+	}
+	return v, nil
+}
+
+func validateGPUs(gpus []GPU) field.ErrorList {
+	var errs field.ErrorList
+	minors := map[int]bool{}
+	for i, g := range gpus {
+		p := field.NewPath("gpus").Index(i)
+		if g.Minor < 0 {
+			errs = append(errs, field.Invalid(p.Child("minor"), g.Minor, "must not be negative"))
+		}
+		if minors[g.Minor] {
+			errs = append(errs, field.Duplicate(p.Child("minor"), g.Minor))
+		}
+		minors[g.Minor] = true
+		if g.MemoryBytes < 0 {
+			errs = append(errs, field.Invalid(p.Child("memoryBytes"), g.MemoryBytes, "must not be negative"))
+		}
+		if g.CUDAComputeCapability != "" {
+			if _, err := NormalizeVersion(g.CUDAComputeCapability); err != nil {
+				errs = append(errs, field.Invalid(p.Child("cudaComputeCapability"), g.CUDAComputeCapability, err.Error()))
+			}
+		}
+		ids := map[int]bool{}
+		for j, prof := range g.MIGProfiles {
+			pp := p.Child("migProfiles").Index(j)
+			if ids[prof.GIProfileID] {
+				errs = append(errs, field.Duplicate(pp.Child("giProfileID"), prof.GIProfileID))
+			}
+			ids[prof.GIProfileID] = true
+			if prof.Name == "" || labelPart(prof.Name) == "" {
+				errs = append(errs, field.Invalid(pp.Child("name"), prof.Name, "must contain a letter or digit"))
+			}
+			for k, pl := range prof.Placements {
+				if pl.Start < 0 || pl.Size < 1 {
+					errs = append(errs, field.Invalid(pp.Child("placements").Index(k), pl, "start must be >= 0 and size >= 1"))
+				}
+			}
+			for name, n := range map[string]int64{"multiprocessors": prof.Multiprocessors, "copyEngines": prof.CopyEngines,
+				"decoders": prof.Decoders, "encoders": prof.Encoders, "jpegEngines": prof.JPEGEngines,
+				"ofaEngines": prof.OFAEngines, "memoryBytes": prof.MemoryBytes} {
+				if n < 0 {
+					errs = append(errs, field.Invalid(pp.Child(name), n, "must not be negative"))
+				}
+			}
+		}
+		if n := g.memorySlices(); n > maxMemorySlices {
+			errs = append(errs, field.TooMany(p.Child("migProfiles"), n, maxMemorySlices))
+		}
+		for j, d := range g.MIGDevices {
+			dp := p.Child("migDevices").Index(j)
+			if _, ok := g.profile(d.GIProfileID); !ok {
+				errs = append(errs, field.NotFound(dp.Child("giProfileID"), d.GIProfileID))
+			}
+		}
+	}
+	return errs
+}
+
+// maxMemorySlices keeps a GPU's counter set within the API's counters per set.
+const maxMemorySlices = resourceapi.ResourceSliceMaxCountersPerCounterSet - 6
+
+type builder struct {
+	opts   Options
+	common versions
+}
+
+// gpu returns the devices of one GPU and, in dynamic MIG mode, its counter set.
+func (b *builder) gpu(g *GPU) ([]resourceapi.Device, *resourceapi.CounterSet, error) {
+	taints, err := b.taints(g.Minor)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case b.opts.Mode == ModeStaticMIG && g.MIGEnabled:
+		devs := make([]resourceapi.Device, 0, len(g.MIGDevices))
+		migs := slices.Clone(g.MIGDevices)
+		slices.SortFunc(migs, func(x, y MIGDevice) int {
+			if x.Placement.Start != y.Placement.Start {
+				return x.Placement.Start - y.Placement.Start
+			}
+			return x.GIProfileID - y.GIProfileID
+		})
+		for _, m := range migs {
+			prof, _ := g.profile(m.GIProfileID)
+			d := b.migDevice(g, prof, m.Placement)
+			if m.UUID != "" {
+				d.Attributes[AttrUUID] = resourceapi.DeviceAttribute{StringValue: ptr.To(m.UUID)}
+			}
+			d.Taints = slices.Clone(taints)
+			devs = append(devs, d)
+		}
+		return devs, nil, nil
+	case b.opts.Mode == ModeDynamicMIG && g.MIGCapable && len(g.MIGProfiles) > 0:
+		set := counterSet(g)
+		full := b.gpuDevice(g)
+		full.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: set.Name, Counters: copyCounters(set.Counters)}}
+		full.Taints = slices.Clone(taints)
+		devs := []resourceapi.Device{full}
+		profs := slices.Clone(g.MIGProfiles)
+		slices.SortFunc(profs, func(x, y MIGProfile) int { return x.GIProfileID - y.GIProfileID })
+		for i := range profs {
+			prof := &profs[i]
+			pls := slices.Clone(prof.Placements)
+			slices.SortFunc(pls, func(x, y Placement) int { return x.Start - y.Start })
+			pls = slices.Compact(pls)
+			for _, pl := range pls {
+				d := b.migDevice(g, prof, pl)
+				d.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: set.Name, Counters: placementCounters(prof, pl)}}
+				d.Taints = slices.Clone(taints)
+				devs = append(devs, d)
+			}
+		}
+		return devs, &set, nil
+	default:
+		d := b.gpuDevice(g)
+		d.Taints = slices.Clone(taints)
+		return []resourceapi.Device{d}, nil, nil
+	}
+}
+
+func (b *builder) taints(minor int) ([]resourceapi.DeviceTaint, error) {
+	ts := b.opts.Taints[minor]
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	if len(ts) > resourceapi.DeviceTaintsMaxLength {
+		return nil, field.TooMany(field.NewPath("taints").Key(fmt.Sprint(minor)), len(ts), resourceapi.DeviceTaintsMaxLength)
+	}
+	out := make([]resourceapi.DeviceTaint, len(ts))
+	for i, t := range ts {
+		out[i] = *t.DeepCopy()
+	}
+	slices.SortStableFunc(out, func(x, y resourceapi.DeviceTaint) int {
+		if c := strings.Compare(x.Key, y.Key); c != 0 {
+			return c
+		}
+		if c := strings.Compare(string(x.Effect), string(y.Effect)); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Value, y.Value)
+	})
+	return out, nil
+}
+
+// attrs are the attributes every device of a GPU carries.
+func (b *builder) attrs(g *GPU, typ string) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
+	a := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+		AttrType: {StringValue: ptr.To(typ)},
+	}
+	str := func(name, v string) {
+		if v != "" {
+			a[resourceapi.QualifiedName(name)] = resourceapi.DeviceAttribute{StringValue: ptr.To(v)}
+		}
+	}
+	ver := func(name, v string) {
+		if v != "" {
+			a[resourceapi.QualifiedName(name)] = resourceapi.DeviceAttribute{VersionValue: ptr.To(v)}
+		}
+	}
+	str(AttrProductName, g.ProductName)
+	str(AttrBrand, g.Brand)
+	str(AttrArchitecture, g.Architecture)
+	if g.CUDAComputeCapability != "" {
+		cc, _ := NormalizeVersion(g.CUDAComputeCapability) // validated before
+		ver(AttrCUDAComputeCapability, cc)
+	}
+	ver(AttrDriverVersion, b.common.driver)
+	ver(AttrCUDADriverVersion, b.common.cuda)
+	str(AttrPCIeRoot, g.PCIeRoot)
+	if g.NUMANode != nil {
+		a[AttrNUMANode] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(*g.NUMANode))}
+	}
+	return a
+}
+
+func (b *builder) gpuDevice(g *GPU) resourceapi.Device {
+	a := b.attrs(g, TypeGPU)
+	if g.UUID != "" {
+		a[AttrUUID] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.UUID)}
+	}
+	if g.PCIBusID != "" {
+		a[AttrPCIBusID] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.PCIBusID)}
+	}
+	return resourceapi.Device{
+		Name:       GPUDeviceName(g.Minor),
+		Attributes: a,
+		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+			CapMemory: {Value: *resource.NewQuantity(g.MemoryBytes, resource.BinarySI)},
+		},
+	}
+}
+
+// migDevice is a MIG device of profile prof at placement pl. It carries the
+// parent's identity (parentUUID, PCIe root, NUMA node) but not the parent's
+// PCI bus ID, which names the whole GPU.
+func (b *builder) migDevice(g *GPU, prof *MIGProfile, pl Placement) resourceapi.Device {
+	a := b.attrs(g, TypeMIG)
+	if g.UUID != "" {
+		a[AttrParentUUID] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.UUID)}
+	}
+	a[AttrProfile] = resourceapi.DeviceAttribute{StringValue: ptr.To(prof.Name)}
+	q := func(n int64) resourceapi.DeviceCapacity {
+		return resourceapi.DeviceCapacity{Value: *resource.NewQuantity(n, resource.DecimalSI)}
+	}
+	return resourceapi.Device{
+		Name:       MIGDeviceName(g.Minor, prof.Name, prof.GIProfileID, pl.Start),
+		Attributes: a,
+		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+			CapMultiprocessors: q(prof.Multiprocessors),
+			CapCopyEngines:     q(prof.CopyEngines),
+			CapDecoders:        q(prof.Decoders),
+			CapEncoders:        q(prof.Encoders),
+			CapJPEGEngines:     q(prof.JPEGEngines),
+			CapOFAEngines:      q(prof.OFAEngines),
+			CapMemory:          {Value: *resource.NewQuantity(prof.MemoryBytes, resource.BinarySI)},
+		},
+	}
+}
+
+func copyCounters(m map[string]resourceapi.Counter) map[string]resourceapi.Counter {
+	out := make(map[string]resourceapi.Counter, len(m))
+	for k, v := range m {
+		out[k] = resourceapi.Counter{Value: v.Value.DeepCopy()}
+	}
+	return out
+}
+
+// pack puts counter sets and device groups into slices within the API limits.
+// A GPU's devices stay in one slice when they fit.
+func (b *builder) pack(sets []resourceapi.CounterSet, groups [][]resourceapi.Device) []*resourceapi.ResourceSlice {
+	var specs []resourceapi.ResourceSliceSpec
+	for start := 0; start < len(sets); start += resourceapi.ResourceSliceMaxCounterSets {
+		end := min(start+resourceapi.ResourceSliceMaxCounterSets, len(sets))
+		specs = append(specs, resourceapi.ResourceSliceSpec{SharedCounters: sets[start:end]})
+	}
+	var cur []resourceapi.Device
+	flush := func() {
+		if len(cur) > 0 {
+			specs = append(specs, resourceapi.ResourceSliceSpec{Devices: cur})
+			cur = nil
+		}
+	}
+	for _, g := range groups {
+		limit := deviceLimit(g)
+		if len(cur) > 0 && (len(cur)+len(g) > min(limit, deviceLimit(cur))) {
+			flush()
+		}
+		for len(g) > limit {
+			flush()
+			cur, g = g[:limit:limit], g[limit:]
+			flush()
+		}
+		cur = append(cur, g...)
+	}
+	flush()
+	if len(specs) == 0 {
+		// An empty pool is still published, so that consumers see the node
+		// has no devices rather than an incomplete pool.
+		specs = append(specs, resourceapi.ResourceSliceSpec{})
+	}
+	out := make([]*resourceapi.ResourceSlice, len(specs))
+	for i, spec := range specs {
+		spec.Driver = b.opts.Driver
+		spec.NodeName = ptr.To(b.opts.NodeName)
+		spec.Pool = resourceapi.ResourcePool{
+			Name:               b.opts.NodeName,
+			Generation:         b.opts.Generation,
+			ResourceSliceCount: int64(len(specs)),
+		}
+		out[i] = &resourceapi.ResourceSlice{
+			TypeMeta:   metav1.TypeMeta{APIVersion: resourceapi.SchemeGroupVersion.String(), Kind: "ResourceSlice"},
+			ObjectMeta: metav1.ObjectMeta{Name: sliceName(b.opts.NodeName, b.opts.Driver, i)},
+			Spec:       spec,
+		}
+	}
+	return out
+}
+
+// deviceLimit is the most devices a slice holding devs may have.
+func deviceLimit(devs []resourceapi.Device) int {
+	for i := range devs {
+		if advanced(&devs[i]) {
+			return resourceapi.ResourceSliceMaxDevicesWithAdvancedFeatures
+		}
+	}
+	return resourceapi.ResourceSliceMaxDevices
+}
+
+// advanced reports whether a device uses a feature that lowers the per-slice
+// device limit: taints, counters or list attributes.
+func advanced(d *resourceapi.Device) bool {
+	if len(d.Taints) > 0 || len(d.ConsumesCounters) > 0 {
+		return true
+	}
+	for _, a := range d.Attributes {
+		if a.IntValues != nil || a.BoolValues != nil || a.StringValues != nil || a.VersionValues != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// sliceName is "<node>-<driver with dots as dashes>-<i>", with the node part
+// shortened when the whole would exceed the 253 characters of an object name.
+func sliceName(node, driver string, i int) string {
+	suffix := fmt.Sprintf("-%s-%d", strings.ReplaceAll(driver, ".", "-"), i)
+	if len(node)+len(suffix) > 253 {
+		node = strings.TrimRight(node[:253-len(suffix)], "-.")
+	}
+	return node + suffix
+}

@@ -1,0 +1,110 @@
+package inventory
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Template is a recorded node type — its GPUs and how they are published —
+// from which the slices of a node that does not exist yet are generated, for
+// any node name. Autoscalers use it to scale node groups up from zero.
+// Templates carry no UUIDs: a node that does not exist has none, so its
+// devices have no uuid or parentUUID attribute.
+type Template struct {
+	// Name identifies the template, e.g. "dgxh100".
+	Name string `json:"name"`
+	// Description says what the node is, e.g. "8x NVIDIA H100 80GB HBM3".
+	Description string `json:"description,omitempty"`
+	// Mode is how the GPUs are published; empty means ModeGPU.
+	Mode Mode `json:"mode,omitempty"`
+	// Driver is the driver name; empty means DefaultDriver.
+	Driver string `json:"driver,omitempty"`
+	// Node is the recorded hardware and driver versions.
+	Node Node `json:"node"`
+}
+
+// ErrInvalidTemplate is wrapped by errors for templates that cannot be parsed.
+var ErrInvalidTemplate = errors.New("invalid node template")
+
+// NewTemplate records node as a template named name. The UUIDs of its GPUs
+// and MIG devices are dropped; node is not modified.
+func NewTemplate(name, description string, mode Mode, node Node) Template {
+	n := Node{DriverVersion: node.DriverVersion, CUDADriverVersion: node.CUDADriverVersion}
+	for _, g := range node.GPUs {
+		g.UUID = ""
+		if g.NUMANode != nil {
+			g.NUMANode = ptrTo(*g.NUMANode)
+		}
+		g.MIGProfiles = slices.Clone(g.MIGProfiles)
+		for i := range g.MIGProfiles {
+			g.MIGProfiles[i].Placements = slices.Clone(g.MIGProfiles[i].Placements)
+		}
+		g.MIGDevices = slices.Clone(g.MIGDevices)
+		for i := range g.MIGDevices {
+			g.MIGDevices[i].UUID = ""
+		}
+		n.GPUs = append(n.GPUs, g)
+	}
+	return Template{Name: name, Description: description, Mode: mode, Node: n}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// Slices generates the slices a node named nodeName of this type would
+// publish, with the given pool generation (zero means 1).
+func (t Template) Slices(nodeName string, generation int64) ([]*resourceapi.ResourceSlice, error) {
+	return Slices(t.Node, Options{NodeName: nodeName, Driver: t.Driver, Mode: t.Mode, Generation: generation})
+}
+
+// MarshalYAML serialises the template as YAML (JSON is sigs.k8s.io/yaml's
+// subset, so json.Marshal works too).
+func (t Template) MarshalYAML() ([]byte, error) {
+	return yaml.Marshal(t)
+}
+
+// ParseTemplate reads a template from YAML or JSON. Unknown fields are an
+// error, so that a misspelt field does not silently publish a different node.
+func ParseTemplate(data []byte) (Template, error) {
+	var t Template
+	if err := yaml.UnmarshalStrict(data, &t); err != nil {
+		return Template{}, fmt.Errorf("%w: %w", ErrInvalidTemplate, err)
+	}
+	if t.Name == "" {
+		return Template{}, fmt.Errorf("%w: name: required", ErrInvalidTemplate)
+	}
+	return t, nil
+}
+
+//go:embed profiles/*.yaml
+var profiles embed.FS
+
+// ProfileNames lists the shipped templates, recorded from go-nvml's mock
+// servers, sorted.
+func ProfileNames() []string {
+	entries, _ := profiles.ReadDir("profiles")
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// ErrUnknownProfile is wrapped by Profile for a name that is not shipped.
+var ErrUnknownProfile = errors.New("unknown node profile")
+
+// Profile returns a shipped template by name (see ProfileNames).
+func Profile(name string) (Template, error) {
+	data, err := profiles.ReadFile(path.Join("profiles", name+".yaml"))
+	if err != nil || strings.ContainsAny(name, "/\\") {
+		return Template{}, fmt.Errorf("%w %q (known: %s)", ErrUnknownProfile, name, strings.Join(ProfileNames(), ", "))
+	}
+	return ParseTemplate(data)
+}
