@@ -1,0 +1,369 @@
+package allocator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/dralloc/dralloc/capacity"
+	"github.com/dralloc/dralloc/celenv"
+)
+
+// Allocate finds devices for the claims on the node. claims are the pod's claims that still need an
+// allocation; devices held by the claims in the snapshot are in use (add the node's pods' claims to the
+// snapshot with their status.allocation).
+//
+// It returns one AllocationResult per claim, in the order of claims. When the claims do not fit on the
+// node the error wraps [ErrUnsatisfiable]; invalid input gives an error wrapping [ErrInvalidInput] that
+// names the object and field; a cancelled ctx gives an error wrapping the context's cause; running out of
+// Options.StepBudget gives [ErrSearchBudget]. The snapshot, node and claims are not modified.
+func (s *Snapshot) Allocate(ctx context.Context, node *v1.Node, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {
+	if node == nil {
+		return nil, inputError("Node", "", errors.New("nil object"))
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if s.envErr != nil {
+		return nil, s.envErr
+	}
+	a := &allocation{
+		ctx:    ctx,
+		s:      s,
+		st:     s.st,
+		f:      s.f,
+		node:   node,
+		claims: claims,
+		capOpts: capacity.Options{
+			DisableFractionalCapacityRange: !s.f.DRAFractionalCapacityRange,
+		},
+	}
+	logger := s.opts.Logger
+	results, err := a.run()
+	logger.V(5).Info("Allocation done", "node", node.Name, "claims", len(claims), "success", err == nil, "steps", a.steps, "err", err)
+	return results, err
+}
+
+// AllocateOnNode is Allocate for a node added with [Snapshot.AddOrUpdateNode].
+func (s *Snapshot) AllocateOnNode(ctx context.Context, nodeName string, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {
+	s.mu.RLock()
+	node, ok := s.st.nodes[nodeName]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, inputError("Node "+nodeName, "", errors.New("not in the snapshot"))
+	}
+	return s.Allocate(ctx, node, claims)
+}
+
+// allocation is the working state of one Allocate call.
+type allocation struct {
+	ctx     context.Context
+	s       *Snapshot
+	st      *state
+	f       Features
+	capOpts capacity.Options
+	node    *v1.Node
+	claims  []*resourceapi.ResourceClaim
+	pools   []*pool
+	steps   int
+
+	perClaim []claimState
+
+	matches  map[matchKey]bool
+	derived  map[derivedKey]*resourceapi.DeviceAttribute
+	taken    map[DeviceID][]int // exclusive devices taken in this call, with the claims taking them
+	shares   map[DeviceID]int   // shares taken in this call
+	ledgers  map[DeviceID]*capacity.Ledger
+	counters map[*pool]*capacity.Counters
+}
+
+// claimState is what the search knows about one claim.
+type claimState struct {
+	object      string // "ResourceClaim ns/name"
+	slots       []requestSlot
+	constraints []constraint
+	results     []deviceResult
+}
+
+// requestSlot is one entry of spec.devices.requests: a plain request or a list of alternatives.
+type requestSlot struct {
+	alts     []*request // one entry without subrequests
+	hasSubs  bool
+	selected int
+}
+
+// request is a request or subrequest, ready for the search.
+type request struct {
+	claimIdx, reqIdx, subIdx int
+	parent                   string // name of the enclosing request for a subrequest
+	name                     string
+	field                    string // field path of the request or subrequest
+	class                    *resourceapi.DeviceClass
+	mode                     resourceapi.DeviceAllocationMode
+	adminAccess              bool
+	selectors                []resourceapi.DeviceSelector
+	tolerations              []resourceapi.DeviceToleration
+	capacity                 *resourceapi.CapacityRequirements
+	derived                  map[resourceapi.FullyQualifiedName]string
+	numDevices               int
+	allDevices               []candidate // for allocationMode All
+	classSel, reqSel         []*celenv.Selector
+}
+
+// fullName is the name used in results and constraints: "request" or "request/subrequest".
+func (r *request) fullName() string {
+	if r.parent != "" {
+		return r.parent + "/" + r.name
+	}
+	return r.name
+}
+
+func (r *request) capacityRequests() map[resourceapi.QualifiedName]resource.Quantity {
+	if r.capacity == nil {
+		return nil
+	}
+	return r.capacity.Requests
+}
+
+// candidate is a device together with the pool it is seen in.
+type candidate struct {
+	dev  *deviceEntry
+	pool *pool
+}
+
+type matchKey struct {
+	dev *deviceEntry
+	req *request
+}
+
+type derivedKey struct {
+	dev  *deviceEntry
+	expr string
+}
+
+// deviceResult is one allocated device of a claim.
+type deviceResult struct {
+	req      *request
+	dev      *deviceEntry
+	shareID  *string
+	consumed map[resourceapi.QualifiedName]resource.Quantity
+}
+
+// run validates the claims, searches, and builds the results.
+func (a *allocation) run() ([]resourceapi.AllocationResult, error) {
+	for i, c := range a.claims {
+		if c == nil {
+			return nil, inputError("ResourceClaim", fmt.Sprintf("claims[%d]", i), errors.New("nil object"))
+		}
+	}
+	pools, err := a.gatherPools(a.node)
+	if err != nil {
+		return nil, err
+	}
+	a.pools = pools
+	a.matches = map[matchKey]bool{}
+	a.derived = map[derivedKey]*resourceapi.DeviceAttribute{}
+	a.taken = map[DeviceID][]int{}
+	a.shares = map[DeviceID]int{}
+	a.ledgers = map[DeviceID]*capacity.Ledger{}
+	a.counters = map[*pool]*capacity.Counters{}
+	a.perClaim = make([]claimState, len(a.claims))
+	for i := range a.claims {
+		if err := a.prepareClaim(i); err != nil {
+			return nil, err
+		}
+	}
+
+	done, err := a.allocateOne(position{}, false, location{})
+	switch {
+	case errors.Is(err, errResultsExceeded):
+		done, err = false, nil
+	case err != nil:
+		return nil, err
+	}
+	if !done {
+		ue := &UnsatisfiableError{Node: a.node.Name}
+		for _, p := range a.pools {
+			if p.invalid {
+				ue.Reasons = append(ue.Reasons, fmt.Sprintf("resource pool %s is invalid: %s", p.id, p.invalidReason))
+			}
+		}
+		return nil, ue
+	}
+	return a.results()
+}
+
+// prepareClaim validates one claim as the Kubernetes allocator does before searching (every error here
+// is fatal) and prepares its requests and constraints.
+func (a *allocation) prepareClaim(ci int) error {
+	claim := a.claims[ci]
+	cs := &a.perClaim[ci]
+	cs.object = "ResourceClaim " + claim.Namespace + "/" + claim.Name
+	minDevices := 0
+	cs.slots = make([]requestSlot, len(claim.Spec.Devices.Requests))
+	for ri := range claim.Spec.Devices.Requests {
+		req := &claim.Spec.Devices.Requests[ri]
+		field := fmt.Sprintf("spec.devices.requests[%d]", ri)
+		slot := &cs.slots[ri]
+		slot.hasSubs = len(req.FirstAvailable) > 0
+		if slot.hasSubs && !a.f.DRAPrioritizedList {
+			return inputError(cs.object, field+".firstAvailable", errors.New("has subrequests, but the DRAPrioritizedList feature is disabled"))
+		}
+		if !a.f.DRAConsumableCapacity {
+			if req.Exactly != nil && req.Exactly.Capacity != nil {
+				return inputError(cs.object, field+".exactly.capacity", errors.New("has capacity requests, but the DRAConsumableCapacity feature is disabled"))
+			}
+			for si := range req.FirstAvailable {
+				if req.FirstAvailable[si].Capacity != nil {
+					return inputError(cs.object, fmt.Sprintf("%s.firstAvailable[%d].capacity", field, si), errors.New("has capacity requests, but the DRAConsumableCapacity feature is disabled"))
+				}
+			}
+		}
+		minForRequest := 0
+		if slot.hasSubs {
+			minForRequest = math.MaxInt
+			for si := range req.FirstAvailable {
+				sub := &req.FirstAvailable[si]
+				r := &request{
+					claimIdx: ci, reqIdx: ri, subIdx: si,
+					parent:      req.Name,
+					name:        sub.Name,
+					field:       fmt.Sprintf("%s.firstAvailable[%d]", field, si),
+					mode:        sub.AllocationMode,
+					selectors:   sub.Selectors,
+					tolerations: sub.Tolerations,
+					capacity:    sub.Capacity,
+				}
+				if err := a.prepareRequest(ci, r, sub.DeviceClassName, sub.Count, sub.DerivedAttributes, false); err != nil {
+					return err
+				}
+				slot.alts = append(slot.alts, r)
+				minForRequest = min(minForRequest, r.numDevices)
+			}
+		} else {
+			ex := req.Exactly
+			if ex == nil {
+				return inputError(cs.object, field, errors.New("neither exactly nor firstAvailable is set"))
+			}
+			r := &request{
+				claimIdx: ci, reqIdx: ri,
+				name:        req.Name,
+				field:       field + ".exactly",
+				mode:        ex.AllocationMode,
+				adminAccess: ex.AdminAccess != nil && *ex.AdminAccess,
+				selectors:   ex.Selectors,
+				tolerations: ex.Tolerations,
+				capacity:    ex.Capacity,
+			}
+			if err := a.prepareRequest(ci, r, ex.DeviceClassName, ex.Count, ex.DerivedAttributes, ex.AdminAccess != nil); err != nil {
+				return err
+			}
+			slot.alts = []*request{r}
+			minForRequest = r.numDevices
+		}
+		if minForRequest > resourceapi.AllocationResultsMaxSize-minDevices {
+			return inputError(cs.object, field, fmt.Errorf("adding %d devices exceeds the claim limit of %d, with %d already accounted for", minForRequest, resourceapi.AllocationResultsMaxSize, minDevices))
+		}
+		minDevices += minForRequest
+	}
+	cs.results = make([]deviceResult, 0, minDevices)
+
+	cs.constraints = make([]constraint, len(claim.Spec.Devices.Constraints))
+	for i, c := range claim.Spec.Devices.Constraints {
+		base := constraintBase{a: a, requests: c.Requests}
+		switch {
+		case c.MatchAttribute != nil:
+			cs.constraints[i] = &matchAttribute{constraintBase: base, attr: *c.MatchAttribute}
+		case c.DistinctAttribute != nil:
+			cs.constraints[i] = &distinctAttribute{constraintBase: base, attr: *c.DistinctAttribute}
+		default:
+			return inputError(cs.object, fmt.Sprintf("spec.devices.constraints[%d]", i), errors.New("empty constraint (unsupported constraint type?)"))
+		}
+	}
+	return nil
+}
+
+// prepareRequest checks one request or subrequest and, for allocationMode All, collects its devices.
+func (a *allocation) prepareRequest(ci int, r *request, className string, count int64, derived []resourceapi.DeviceDerivedAttribute, hasAdminAccess bool) error {
+	object := a.perClaim[ci].object
+	if len(derived) > 0 {
+		if !a.f.DRADerivedAttributes {
+			return inputError(object, r.field+".derivedAttributes", errors.New("cannot handle request with derived attributes, the DRADerivedAttributes feature is disabled"))
+		}
+		r.derived = make(map[resourceapi.FullyQualifiedName]string, len(derived))
+		for _, d := range derived {
+			r.derived[d.Name] = d.Expression
+		}
+	}
+	for i, sel := range r.selectors {
+		if sel.CEL == nil {
+			return inputError(object, fmt.Sprintf("%s.selectors[%d]", r.field, i), errors.New("CEL expression empty (unsupported selector type?)"))
+		}
+	}
+	if !a.f.DRAAdminAccess && hasAdminAccess {
+		return inputError(object, r.field+".adminAccess", errors.New("admin access is requested, but the DRAAdminAccess feature is disabled"))
+	}
+	if className == "" {
+		return inputError(object, r.field+".deviceClassName", errors.New("missing device class name (unsupported request type?)"))
+	}
+	class, ok := a.st.classes[className]
+	if !ok {
+		return inputError(object, r.field+".deviceClassName", fmt.Errorf("device class %s not found", className))
+	}
+	r.class = class
+	r.classSel = make([]*celenv.Selector, len(class.Spec.Selectors))
+	r.reqSel = make([]*celenv.Selector, len(r.selectors))
+
+	switch r.mode {
+	case resourceapi.DeviceAllocationModeExactCount:
+		if count > math.MaxInt {
+			return inputError(object, r.field+".count", fmt.Errorf("exact count %d is too large", count))
+		}
+		r.numDevices = int(count)
+	case resourceapi.DeviceAllocationModeAll:
+		// As Kubernetes: an incomplete or invalid pool makes "all" unknowable, so the allocation stops.
+		r.allDevices = make([]candidate, 0, resourceapi.AllocationResultsMaxSize)
+		for _, p := range a.pools {
+			if p.incomplete {
+				return fmt.Errorf("%s: %s: asks for all devices, but resource pool %s is currently being updated: %w", object, r.field, p.id, ErrPoolNotReady)
+			}
+			if p.invalid {
+				return fmt.Errorf("%s: %s: asks for all devices, but resource pool %s is currently invalid: %w", object, r.field, p.id, ErrPoolNotReady)
+			}
+			for _, e := range p.slices {
+				for _, d := range e.devices {
+					ok, err := a.selectable(r, d)
+					if err != nil {
+						return err
+					}
+					if !ok {
+						continue
+					}
+					if a.f.DRAConsumableCapacity {
+						// Static capacity only: what others use is checked when the device is taken,
+						// so a matching but busy device keeps "all" from succeeding.
+						_, err := capacity.Consumed(r.capacityRequests(), d.api.Capacity, a.capOpts)
+						if errors.Is(err, capacity.ErrUnsuitable) {
+							continue
+						}
+						if err != nil {
+							return inputError(object, r.field+".capacity", fmt.Errorf("checking capacity for device %s: %w", d.id, err))
+						}
+					}
+					r.allDevices = append(r.allDevices, candidate{dev: d, pool: p})
+				}
+			}
+		}
+		r.numDevices = len(r.allDevices)
+	default:
+		return inputError(object, r.field+".allocationMode", fmt.Errorf("unsupported count mode %q", r.mode))
+	}
+	return nil
+}

@@ -1,0 +1,136 @@
+package allocator
+
+import (
+	"errors"
+	"fmt"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/dralloc/dralloc/capacity"
+	"github.com/dralloc/dralloc/taints"
+)
+
+// selectable decides whether a device may serve a request, ignoring what is in use: binding conditions
+// allowed, the class's selectors, the request's selectors, per-device node selection. Verdicts are cached
+// for the call; CEL failures are fatal, as in Kubernetes (they are reported for the first device they
+// happen on, in visiting order).
+func (a *allocation) selectable(r *request, d *deviceEntry) (bool, error) {
+	if !a.f.bindingAndStatus() && len(d.api.BindingConditions) > 0 {
+		return false, nil
+	}
+	key := matchKey{dev: d, req: r}
+	if v, ok := a.matches[key]; ok {
+		return v, nil
+	}
+	ok, err := a.selectorsMatch(r, d, true)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		ok, err = a.selectorsMatch(r, d, false)
+		if err != nil {
+			return false, err
+		}
+	}
+	if ok && d.slice.perDeviceNodeSelection() {
+		ok, err = d.availableOn(a.node)
+		if err != nil {
+			return false, inputError("ResourceSlice "+d.slice.name(), "spec.devices.nodeSelector", fmt.Errorf("device %s: node selection: %w", d.id.Device, err))
+		}
+	}
+	a.matches[key] = ok
+	return ok, nil
+}
+
+// selectorsMatch evaluates the class's (class true) or the request's selectors, compiling each on first
+// use.
+func (a *allocation) selectorsMatch(r *request, d *deviceEntry, class bool) (bool, error) {
+	sels, compiled := r.selectors, r.reqSel
+	object, field := a.perClaim[r.claimIdx].object, r.field+".selectors"
+	if class {
+		sels, compiled = r.class.Spec.Selectors, r.classSel
+		object, field = "DeviceClass "+r.class.Name, "spec.selectors"
+	}
+	for i, sel := range sels {
+		f := fmt.Sprintf("%s[%d].cel.expression", field, i)
+		if sel.CEL == nil {
+			return false, inputError(object, f[:len(f)-len(".cel.expression")], errors.New("CEL expression empty (unsupported selector type?)"))
+		}
+		s := compiled[i]
+		if s == nil {
+			var err error
+			s, err = a.s.env.Compile(sel.CEL.Expression)
+			if err != nil {
+				return false, inputError(object, f, err)
+			}
+			compiled[i] = s
+		}
+		ok, err := s.Matches(a.ctx, d.cel)
+		if err != nil {
+			return false, inputError(object, f, fmt.Errorf("device %s: %w", d.id, err))
+		}
+		if !ok {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// capacityFits checks a request's capacity against a device (with consumable capacity): the request must
+// be servable under the device's request policies, and for a device with allowMultipleAllocations what it
+// consumes must fit next to the shares already allocated. It returns what the request consumes.
+func (a *allocation) capacityFits(r *request, d *deviceEntry) (bool, map[resourceapi.QualifiedName]resource.Quantity, error) {
+	consumed, err := capacity.Consumed(r.capacityRequests(), d.api.Capacity, a.capOpts)
+	if errors.Is(err, capacity.ErrUnsuitable) {
+		return false, nil, nil
+	}
+	if err != nil {
+		return false, nil, inputError(a.perClaim[r.claimIdx].object, r.field+".capacity", fmt.Errorf("checking capacity for device %s: %w", d.id, err))
+	}
+	if _, shared := a.st.consumed[d.id]; shared || a.shares[d.id] > 0 {
+		if !a.ledger(d).Fits(consumed) {
+			return false, nil, nil
+		}
+	}
+	return true, consumed, nil
+}
+
+// ledger returns the running capacity ledger of a device, starting from what the cluster's shares use.
+func (a *allocation) ledger(d *deviceEntry) *capacity.Ledger {
+	l, ok := a.ledgers[d.id]
+	if !ok {
+		l = capacity.NewLedger(d.api.Capacity)
+		if used, ok := a.st.consumed[d.id]; ok {
+			l.Add(used)
+		}
+		a.ledgers[d.id] = l
+	}
+	return l
+}
+
+// poolCounters returns the running shared counters of a pool, starting from what the devices allocated
+// in the cluster consume (on any node).
+func (a *allocation) poolCounters(p *pool) *capacity.Counters {
+	c, ok := a.counters[p]
+	if !ok {
+		c = capacity.NewCounters(p.counterSets)
+		for _, list := range [][]*sliceEntry{p.slices, p.others} {
+			for _, e := range list {
+				for _, d := range e.devices {
+					if len(d.api.ConsumesCounters) > 0 && a.st.allocated(d.id) {
+						c.Add(d.api.ConsumesCounters)
+					}
+				}
+			}
+		}
+		a.counters[p] = c
+	}
+	return c
+}
+
+// blocked: a NoSchedule or NoExecute taint that no toleration of the request tolerates.
+func blocked(ts []resourceapi.DeviceTaint, tolerations []resourceapi.DeviceToleration) bool {
+	_, ok := taints.Blocking(ts, tolerations)
+	return ok
+}

@@ -1,0 +1,181 @@
+package allocator
+
+import (
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/dralloc/dralloc/celenv"
+)
+
+// DeviceID identifies a device: the driver, the pool and the device name inside the pool.
+type DeviceID struct {
+	Driver, Pool, Device string
+}
+
+func (d DeviceID) String() string { return d.Driver + "/" + d.Pool + "/" + d.Device }
+
+// PoolID identifies a resource pool: the driver and the pool name.
+type PoolID struct {
+	Driver, Pool string
+}
+
+func (p PoolID) String() string { return p.Driver + "/" + p.Pool }
+
+// sliceEntry is a ResourceSlice as the snapshot keeps it: a private copy, prepared once. Entries are
+// immutable once built; a change builds a new entry, so forks can share them.
+type sliceEntry struct {
+	obj *resourceapi.ResourceSlice
+	// seq is the order in which the slice was first added; the Kubernetes allocator reads slices in
+	// the order its informer lists them, which insertion order stands in for.
+	seq      uint64
+	pool     PoolID
+	nodeName string // spec.nodeName, "" for network-attached and per-device slices
+	// nodeSel is spec.nodeSelector parsed once; nodeSelErr keeps a parse error for the moment the slice
+	// is considered for a node, which is when Kubernetes reports it.
+	nodeSel    *nodeaffinity.NodeSelector
+	nodeSelErr error
+	devices    []*deviceEntry
+	// usesCompatibilityGroups is true when a device names compatibility groups on a counter.
+	usesCompatibilityGroups bool
+}
+
+// deviceEntry is one device of a slice, prepared once.
+type deviceEntry struct {
+	id    DeviceID
+	slice *sliceEntry
+	api   *resourceapi.Device // points into slice.obj
+	cel   *celenv.Device
+	// taints are the effective taints: the device's own followed by those of matching DeviceTaintRules.
+	taints []resourceapi.DeviceTaint
+	// nodeSel is spec.devices[].nodeSelector parsed once (per-device node selection).
+	nodeSel    *nodeaffinity.NodeSelector
+	nodeSelErr error
+}
+
+func (s *sliceEntry) name() string { return s.obj.Name }
+
+func (s *sliceEntry) generation() int64 { return s.obj.Spec.Pool.Generation }
+
+func (s *sliceEntry) perDeviceNodeSelection() bool {
+	return s.obj.Spec.PerDeviceNodeSelection != nil && *s.obj.Spec.PerDeviceNodeSelection
+}
+
+// newSliceEntry validates the identity fields of a slice and prepares a private copy.
+func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, effectiveTaints func(*deviceEntry) []resourceapi.DeviceTaint) (*sliceEntry, error) {
+	if slice == nil {
+		return nil, inputError("ResourceSlice", "", errors.New("nil object"))
+	}
+	object := "ResourceSlice " + slice.Name
+	switch {
+	case slice.Name == "":
+		return nil, inputError("ResourceSlice", "metadata.name", errors.New("must not be empty"))
+	case slice.Spec.Driver == "":
+		return nil, inputError(object, "spec.driver", errors.New("must not be empty"))
+	case slice.Spec.Pool.Name == "":
+		return nil, inputError(object, "spec.pool.name", errors.New("must not be empty"))
+	}
+	obj := slice.DeepCopy()
+	e := &sliceEntry{
+		obj:  obj,
+		seq:  seq,
+		pool: PoolID{Driver: obj.Spec.Driver, Pool: obj.Spec.Pool.Name},
+	}
+	if obj.Spec.NodeName != nil {
+		e.nodeName = *obj.Spec.NodeName
+	}
+	if obj.Spec.NodeSelector != nil {
+		e.nodeSel, e.nodeSelErr = nodeaffinity.NewNodeSelector(obj.Spec.NodeSelector)
+	}
+	e.devices = make([]*deviceEntry, len(obj.Spec.Devices))
+	for i := range obj.Spec.Devices {
+		dev := &obj.Spec.Devices[i]
+		d := &deviceEntry{
+			id:    DeviceID{Driver: e.pool.Driver, Pool: e.pool.Pool, Device: dev.Name},
+			slice: e,
+			api:   dev,
+			cel:   celenv.NewDevice(obj.Spec.Driver, dev),
+		}
+		if dev.NodeSelector != nil {
+			d.nodeSel, d.nodeSelErr = nodeaffinity.NewNodeSelector(dev.NodeSelector)
+		}
+		d.taints = effectiveTaints(d)
+		for _, c := range dev.ConsumesCounters {
+			if len(c.CompatibilityGroups) > 0 {
+				e.usesCompatibilityGroups = true
+			}
+		}
+		e.devices[i] = d
+	}
+	return e, nil
+}
+
+// withTaints returns a copy of the entry whose devices carry freshly computed effective taints; the
+// prepared CEL views are shared.
+func (s *sliceEntry) withTaints(effectiveTaints func(*deviceEntry) []resourceapi.DeviceTaint) *sliceEntry {
+	c := *s
+	c.devices = make([]*deviceEntry, len(s.devices))
+	for i, d := range s.devices {
+		nd := *d
+		nd.slice = &c
+		nd.taints = effectiveTaints(&nd)
+		c.devices[i] = &nd
+	}
+	return &c
+}
+
+// nodeMatches decides whether a node may use something published with nodeName, allNodes or a node
+// selector, as the Kubernetes allocator does: a node name must equal the node's, allNodes matches every
+// node, a selector is matched against the node's labels and fields.
+func nodeMatches(node *v1.Node, nodeName string, allNodes bool, parsed *nodeaffinity.NodeSelector, parseErr error, hasSelector bool) (bool, error) {
+	switch {
+	case nodeName != "":
+		return node.Name == nodeName, nil
+	case allNodes:
+		return true, nil
+	case hasSelector:
+		if parseErr != nil {
+			return false, parseErr
+		}
+		return parsed.Match(node), nil
+	}
+	return false, nil
+}
+
+// sliceFor reports whether a slice publishes devices for the node.
+func (s *sliceEntry) sliceFor(node *v1.Node) (bool, error) {
+	spec := &s.obj.Spec
+	allNodes := spec.AllNodes != nil && *spec.AllNodes
+	if s.nodeName != "" || allNodes || spec.NodeSelector != nil {
+		ok, err := nodeMatches(node, s.nodeName, allNodes, s.nodeSel, s.nodeSelErr, spec.NodeSelector != nil)
+		if err != nil {
+			return false, inputError("ResourceSlice "+s.obj.Name, "spec.nodeSelector", fmt.Errorf("node selection: %w", err))
+		}
+		return ok, nil
+	}
+	if s.perDeviceNodeSelection() {
+		for i, d := range s.devices {
+			ok, err := d.availableOn(node)
+			if err != nil {
+				return false, inputError("ResourceSlice "+s.obj.Name, fmt.Sprintf("spec.devices[%d].nodeSelector", i), fmt.Errorf("node selection: %w", err))
+			}
+			if ok {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// availableOn applies per-device node selection.
+func (d *deviceEntry) availableOn(node *v1.Node) (bool, error) {
+	nodeName := ""
+	if d.api.NodeName != nil {
+		nodeName = *d.api.NodeName
+	}
+	allNodes := d.api.AllNodes != nil && *d.api.AllNodes
+	return nodeMatches(node, nodeName, allNodes, d.nodeSel, d.nodeSelErr, d.api.NodeSelector != nil)
+}

@@ -1,0 +1,72 @@
+package allocator
+
+import (
+	"crypto/rand"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dralloc/dralloc/celenv"
+)
+
+// Strategy chooses among the devices that fit.
+type Strategy int
+
+const (
+	// FirstFit visits pools (sorted by driver and pool name, pools with binding conditions last), slices
+	// (sorted by name) and devices (in slice order) as the Kubernetes allocator does and takes the first
+	// combination that satisfies every claim, so it returns the devices the scheduler would pick.
+	FirstFit Strategy = iota
+)
+
+func (s Strategy) String() string {
+	switch s {
+	case FirstFit:
+		return "FirstFit"
+	default:
+		return fmt.Sprintf("Strategy(%d)", int(s))
+	}
+}
+
+// Options configure a [Snapshot]. The zero value is the sensible default: FirstFit, the feature gates
+// Kubernetes 1.37 enables by default, random share IDs, no step budget beyond the context, no logging.
+type Options struct {
+	// Strategy chooses among fitting devices; the zero value is FirstFit.
+	Strategy Strategy
+	// Features are the feature gates; nil means DefaultFeatures().
+	Features *Features
+	// ShareIDs returns the share ID of each new allocation of a device with allowMultipleAllocations.
+	// nil means a random (version 4) UUID, as Kubernetes does; tests inject a deterministic source.
+	// It is called from concurrent Allocate calls and must be safe for that.
+	ShareIDs func() types.UID
+	// StepBudget bounds the search of one Allocate call to this many search steps (one step tries one
+	// request position); when it runs out Allocate returns an error wrapping ErrSearchBudget. 0 means no
+	// bound beyond the context.
+	StepBudget int
+	// Logger receives progress at V(5) (one line per call) and V(6) (per claim); the zero value discards.
+	Logger logr.Logger
+	// CEL is the environment that compiles and evaluates selectors. nil means a new environment with the
+	// features above; share one Env between snapshots to share its compile cache.
+	CEL *celenv.Env
+}
+
+// celFeatures maps the gates onto the CEL environment's features.
+func celFeatures(f Features) celenv.Features {
+	cf := celenv.DefaultFeatures()
+	cf.ConsumableCapacity = f.DRAConsumableCapacity
+	cf.ListTypeAttributes = f.DRAListTypeAttributes
+	return cf
+}
+
+// randomUID returns a version 4 UUID as Kubernetes' uuid.NewUUID does.
+func randomUID() types.UID {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on supported platforms; a panic here would be a broken system.
+		panic(fmt.Sprintf("read random bytes: %v", err))
+	}
+	b[6] = (b[6] & 0x0f) | 0x40
+	b[8] = (b[8] & 0x3f) | 0x80
+	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]))
+}

@@ -1,0 +1,222 @@
+package allocator
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+)
+
+// pool is a resource pool as one Allocate call sees it for one node.
+type pool struct {
+	id PoolID
+	// incomplete: not all slices of the pool's newest generation are published yet. Its devices are not
+	// used, and a request for all devices fails.
+	incomplete bool
+	// invalid: the pool's slices contradict each other (duplicate device names, a counter set defined
+	// twice, a device consuming an unknown counter). Its devices are not used.
+	invalid       bool
+	invalidReason string
+	// slices holds the slices with devices for this node, sorted by name.
+	slices []*sliceEntry
+	// others are the pool's remaining device slices (other nodes); their allocated devices draw on the
+	// same shared counters.
+	others      []*sliceEntry
+	counterSets []resourceapi.CounterSet
+	counterIdx  map[string]int // counter set name → index in counterSets
+}
+
+// gatherPools collects the pools with devices for a node in the order the Kubernetes allocator visits
+// them: sorted by driver and pool name, pools with binding conditions last.
+func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
+	st, f := a.st, a.f
+	type candidates struct {
+		gen    int64
+		slices []*sliceEntry
+	}
+	byPool := map[PoolID]*candidates{}
+	var order []PoolID
+	consider := func(e *sliceEntry) error {
+		spec := &e.obj.Spec
+		if !f.DRAPartitionableDevices && (spec.PerDeviceNodeSelection != nil || len(spec.SharedCounters) > 0) {
+			return nil
+		}
+		if !f.DRADeviceCompatibilityGroups && e.usesCompatibilityGroups {
+			// As Kubernetes: the slice is ignored, which leaves its pool incomplete.
+			return nil
+		}
+		ok, err := e.sliceFor(node)
+		if err != nil || !ok {
+			return err
+		}
+		c := byPool[e.pool]
+		switch {
+		case c == nil:
+			byPool[e.pool] = &candidates{gen: e.generation(), slices: []*sliceEntry{e}}
+			order = append(order, e.pool)
+		case e.generation() > c.gen:
+			c.gen, c.slices = e.generation(), []*sliceEntry{e}
+		case e.generation() == c.gen:
+			c.slices = append(c.slices, e)
+		}
+		return nil
+	}
+	for _, e := range st.nodeSlices[node.Name] {
+		if err := consider(e); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range st.sharedSlices {
+		if err := consider(e); err != nil {
+			return nil, err
+		}
+	}
+
+	var pools, withBinding []*pool
+	for _, id := range order {
+		c := byPool[id]
+		want := c.slices[0].obj.Spec.Pool.ResourceSliceCount
+		var p *pool
+		if int64(len(c.slices)) == want {
+			p = buildPool(id, c.slices, nil, f)
+		} else {
+			obsolete, all := a.poolGeneration(id, c.gen)
+			if obsolete {
+				// A newer generation exists but publishes nothing for this node: the pool is gone here.
+				continue
+			}
+			if int64(len(all)) != want {
+				pools = append(pools, &pool{id: id, incomplete: true})
+				continue
+			}
+			p = buildPool(id, c.slices, all, f)
+		}
+		if p.hasBindingConditions() {
+			withBinding = append(withBinding, p)
+		} else {
+			pools = append(pools, p)
+		}
+	}
+	sortPools(pools)
+	sortPools(withBinding)
+	return append(pools, withBinding...), nil
+}
+
+// poolGeneration returns whether a pool has slices newer than gen, and otherwise all its slices of that
+// generation (those with compatibility groups left out when the gate is off).
+func (a *allocation) poolGeneration(id PoolID, gen int64) (bool, []*sliceEntry) {
+	var all []*sliceEntry
+	for _, e := range a.st.poolSlices[id] {
+		switch {
+		case e.generation() > gen:
+			return true, nil
+		case e.generation() == gen:
+			if !a.f.DRADeviceCompatibilityGroups && e.usesCompatibilityGroups {
+				continue
+			}
+			all = append(all, e)
+		}
+	}
+	return false, all
+}
+
+func sortPools(pools []*pool) {
+	slices.SortFunc(pools, func(x, y *pool) int {
+		if c := cmp.Compare(x.id.Driver, y.id.Driver); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.id.Pool, y.id.Pool)
+	})
+}
+
+// buildPool sorts and validates the slices of a complete pool. all, when set, is every slice of the
+// pool's generation; those not in forNode only contribute counters and allocated devices.
+func buildPool(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
+	forNode = slices.Clone(forNode)
+	slices.SortFunc(forNode, func(x, y *sliceEntry) int { return cmp.Compare(x.name(), y.name()) })
+	p := &pool{id: id}
+	var counterSlices []*sliceEntry
+	isCounterSlice := func(e *sliceEntry) bool {
+		return f.DRAPartitionableDevices && len(e.obj.Spec.SharedCounters) > 0
+	}
+	for _, e := range forNode {
+		if isCounterSlice(e) {
+			counterSlices = append(counterSlices, e)
+		} else {
+			p.slices = append(p.slices, e)
+		}
+	}
+	if len(forNode) < len(all) {
+		seen := make(map[string]bool, len(forNode))
+		for _, e := range forNode {
+			seen[e.name()] = true
+		}
+		for _, e := range all {
+			switch {
+			case seen[e.name()]:
+			case isCounterSlice(e):
+				counterSlices = append(counterSlices, e)
+			default:
+				p.others = append(p.others, e)
+			}
+		}
+	}
+	names := map[string]bool{}
+	for _, e := range p.slices {
+		for _, d := range e.devices {
+			if names[d.id.Device] {
+				return p.markInvalid(fmt.Sprintf("duplicate device name %s", d.id.Device))
+			}
+			names[d.id.Device] = true
+		}
+	}
+	if !f.DRAPartitionableDevices {
+		return p
+	}
+	p.counterIdx = map[string]int{}
+	for _, e := range counterSlices {
+		for _, cs := range e.obj.Spec.SharedCounters {
+			if _, dup := p.counterIdx[cs.Name]; dup {
+				return p.markInvalid(fmt.Sprintf("duplicate counter set name %s", cs.Name))
+			}
+			p.counterIdx[cs.Name] = len(p.counterSets)
+			p.counterSets = append(p.counterSets, cs)
+		}
+	}
+	for _, list := range [][]*sliceEntry{p.slices, p.others} {
+		for _, e := range list {
+			for _, d := range e.devices {
+				for _, c := range d.api.ConsumesCounters {
+					i, ok := p.counterIdx[c.CounterSet]
+					if !ok {
+						return p.markInvalid(fmt.Sprintf("counter set %s not found", c.CounterSet))
+					}
+					for name := range c.Counters {
+						if _, ok := p.counterSets[i].Counters[name]; !ok {
+							return p.markInvalid(fmt.Sprintf("counter %s not found in counter set %s", name, c.CounterSet))
+						}
+					}
+				}
+			}
+		}
+	}
+	return p
+}
+
+func (p *pool) markInvalid(reason string) *pool {
+	return &pool{id: p.id, invalid: true, invalidReason: reason}
+}
+
+// hasBindingConditions: a device for this node lists binding conditions (even an empty, non-nil list).
+func (p *pool) hasBindingConditions() bool {
+	for _, e := range p.slices {
+		for _, d := range e.devices {
+			if d.api.BindingConditions != nil {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,214 @@
+package allocator
+
+import (
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// results turns the search's findings into AllocationResults that share no memory with the snapshot or
+// the claims.
+func (a *allocation) results() ([]resourceapi.AllocationResult, error) {
+	out := make([]resourceapi.AllocationResult, len(a.claims))
+	for ci, claim := range a.claims {
+		cs := &a.perClaim[ci]
+		res := &out[ci]
+		res.Devices.Results = make([]resourceapi.DeviceRequestAllocationResult, len(cs.results))
+		for i, dr := range cs.results {
+			d := dr.dev
+			r := resourceapi.DeviceRequestAllocationResult{
+				Request:            dr.req.fullName(),
+				Driver:             d.id.Driver,
+				Pool:               d.id.Pool,
+				Device:             d.id.Device,
+				Tolerations:        deepCopyTolerations(dr.req.tolerations),
+				SkipNodeOperations: slices.Clone(d.slice.obj.Spec.SkipNodeOperations),
+			}
+			if dr.req.adminAccess {
+				t := true
+				r.AdminAccess = &t
+			}
+			if dr.shareID != nil {
+				id := types.UID(*dr.shareID)
+				r.ShareID = &id
+			}
+			if dr.consumed != nil {
+				r.ConsumedCapacity = make(map[resourceapi.QualifiedName]resource.Quantity, len(dr.consumed))
+				for n, q := range dr.consumed {
+					r.ConsumedCapacity[n] = q.DeepCopy()
+				}
+			}
+			if a.f.bindingAndStatus() {
+				r.BindingConditions = slices.Clone(d.api.BindingConditions)
+				r.BindingFailureConditions = slices.Clone(d.api.BindingFailureConditions)
+			}
+			res.Devices.Results[i] = r
+		}
+		res.Devices.Config = a.config(ci, claim)
+		ns, err := a.nodeSelector(cs.results)
+		if err != nil {
+			return nil, fmt.Errorf("%s: create node selector: %w", cs.object, err)
+		}
+		res.NodeSelector = ns
+	}
+	return out, nil
+}
+
+func deepCopyTolerations(in []resourceapi.DeviceToleration) []resourceapi.DeviceToleration {
+	if in == nil {
+		return nil
+	}
+	out := make([]resourceapi.DeviceToleration, len(in))
+	for i := range in {
+		in[i].DeepCopyInto(&out[i])
+	}
+	return out
+}
+
+// chosen returns the request or subrequest the search settled on for spec.devices.requests[ri].
+func (a *allocation) chosen(ci, ri int) *request {
+	slot := &a.perClaim[ci].slots[ri]
+	return slot.alts[slot.selected]
+}
+
+// config lists the device configuration of the result as Kubernetes does: first the configuration of the
+// classes of the chosen requests (once per class, naming every request that uses the class), then the
+// claim's configuration for the requests it names (or all of them); a configuration naming every request
+// names none.
+func (a *allocation) config(ci int, claim *resourceapi.ResourceClaim) []resourceapi.DeviceAllocationConfiguration {
+	var out []resourceapi.DeviceAllocationConfiguration
+	type span struct{ start, end int }
+	byClass := map[string]span{}
+	for ri := range claim.Spec.Devices.Requests {
+		r := a.chosen(ci, ri)
+		if sp, ok := byClass[r.class.Name]; ok {
+			for i := sp.start; i < sp.end; i++ {
+				out[i].Requests = append(out[i].Requests, r.fullName())
+			}
+			continue
+		}
+		start := len(out)
+		for _, c := range r.class.Spec.Config {
+			out = append(out, resourceapi.DeviceAllocationConfiguration{
+				Source:              resourceapi.AllocationConfigSourceClass,
+				Requests:            []string{r.fullName()},
+				DeviceConfiguration: *c.DeviceConfiguration.DeepCopy(),
+			})
+		}
+		byClass[r.class.Name] = span{start: start, end: len(out)}
+	}
+	for _, c := range claim.Spec.Devices.Config {
+		if len(c.Requests) == 0 || a.configApplies(ci, claim, c.Requests) {
+			out = append(out, resourceapi.DeviceAllocationConfiguration{
+				Source:              resourceapi.AllocationConfigSourceClaim,
+				Requests:            slices.Clone(c.Requests),
+				DeviceConfiguration: *c.DeviceConfiguration.DeepCopy(),
+			})
+		}
+	}
+	for i := range out {
+		if len(out[i].Requests) > 0 && a.coversAll(ci, claim, out[i].Requests) {
+			out[i].Requests = nil
+		}
+	}
+	return out
+}
+
+// configApplies: the claim configuration names a request of the claim, or the chosen subrequest of one.
+// As in Kubernetes, the requests are checked in order and the first request that is neither named nor
+// has a named chosen subrequest is skipped, not decisive.
+func (a *allocation) configApplies(ci int, claim *resourceapi.ResourceClaim, names []string) bool {
+	for ri, req := range claim.Spec.Devices.Requests {
+		if slices.Contains(names, req.Name) {
+			return true
+		}
+		if r := a.chosen(ci, ri); r.parent != "" && slices.Contains(names, r.fullName()) {
+			return true
+		}
+	}
+	return false
+}
+
+// coversAll: every request of the claim is named, directly or through its chosen subrequest.
+func (a *allocation) coversAll(ci int, claim *resourceapi.ResourceClaim, names []string) bool {
+	for ri, req := range claim.Spec.Devices.Requests {
+		if slices.Contains(names, req.Name) {
+			continue
+		}
+		if r := a.chosen(ci, ri); r.parent != "" && slices.Contains(names, r.fullName()) {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// nodeSelector computes where the allocated devices can be used, as Kubernetes does: any device bound to
+// a node (a node-local slice, per-device nodeName, or bindsToNode) pins the claim to this node; otherwise
+// the single-term node selectors of network-attached devices are merged; no selector means every node.
+func (a *allocation) nodeSelector(results []deviceResult) (*v1.NodeSelector, error) {
+	term := v1.NodeSelectorTerm{}
+	for _, dr := range results {
+		d := dr.dev
+		spec := &d.slice.obj.Spec
+		nodeName, sel := spec.NodeName, spec.NodeSelector
+		if d.slice.perDeviceNodeSelection() {
+			nodeName, sel = d.api.NodeName, d.api.NodeSelector
+		}
+		if nodeName != nil || (d.api.BindsToNode != nil && *d.api.BindsToNode) {
+			return &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+				MatchFields: []v1.NodeSelectorRequirement{{
+					Key:      "metadata.name",
+					Operator: v1.NodeSelectorOpIn,
+					Values:   []string{a.node.Name},
+				}},
+			}}}, nil
+		}
+		if sel == nil {
+			continue
+		}
+		switch len(sel.NodeSelectorTerms) {
+		case 0:
+		case 1:
+			term.MatchFields = mergeRequirements(term.MatchFields, sel.NodeSelectorTerms[0].MatchFields)
+			term.MatchExpressions = mergeRequirements(term.MatchExpressions, sel.NodeSelectorTerms[0].MatchExpressions)
+		default:
+			return nil, fmt.Errorf("unsupported ResourceSlice.NodeSelector with %d terms", len(sel.NodeSelectorTerms))
+		}
+	}
+	if len(term.MatchFields) == 0 && len(term.MatchExpressions) == 0 {
+		return nil, nil
+	}
+	return &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{term}}, nil
+}
+
+// mergeRequirements appends the requirements not yet present (same key, operator and set of values).
+func mergeRequirements(to, from []v1.NodeSelectorRequirement) []v1.NodeSelectorRequirement {
+	for _, req := range from {
+		if !slices.ContainsFunc(to, func(x v1.NodeSelectorRequirement) bool { return sameRequirement(x, req) }) {
+			to = append(to, *req.DeepCopy())
+		}
+	}
+	return to
+}
+
+func sameRequirement(x, y v1.NodeSelectorRequirement) bool {
+	if x.Key != y.Key || x.Operator != y.Operator {
+		return false
+	}
+	for _, v := range x.Values {
+		if !slices.Contains(y.Values, v) {
+			return false
+		}
+	}
+	for _, v := range y.Values {
+		if !slices.Contains(x.Values, v) {
+			return false
+		}
+	}
+	return true
+}

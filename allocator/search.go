@@ -1,0 +1,329 @@
+package allocator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// errResultsExceeded reports that the devices still to allocate for a claim no longer fit within the
+// 32 results a claim may hold; the search treats it like the Kubernetes allocator does: a request with
+// subrequests tries its next alternative, a later claim counts as "does not fit".
+var errResultsExceeded = errors.New("allocation results limit exceeded")
+
+// position is where the search stands: a claim, a request in it, a subrequest, and the number of
+// devices already found for that request.
+type position struct {
+	claim, req, sub, device int
+}
+
+// location is where the device scan for the next device of the same request resumes, so that one
+// request never takes the same combination twice in another order.
+type location struct {
+	pool, slice, device int
+}
+
+// allocateOne is the depth-first search of the Kubernetes allocator: it finds one device for the request
+// at pos and recurses for the rest, undoing and trying the next device when the rest fails. allocSub is
+// true when pos.sub has already been chosen by the caller.
+func (a *allocation) allocateOne(pos position, allocSub bool, start location) (bool, error) {
+	a.steps++
+	if budget := a.s.opts.StepBudget; budget > 0 && a.steps > budget {
+		return false, fmt.Errorf("%w after %d steps", ErrSearchBudget, budget)
+	}
+	if err := a.ctx.Err(); err != nil {
+		return false, fmt.Errorf("allocation aborted: %w", context.Cause(a.ctx))
+	}
+	if pos.claim >= len(a.claims) {
+		return true, nil
+	}
+	cs := &a.perClaim[pos.claim]
+	if pos.req >= len(cs.slots) {
+		ok, err := a.allocateOne(position{claim: pos.claim + 1}, false, location{})
+		if errors.Is(err, errResultsExceeded) {
+			return false, nil
+		}
+		return ok, err
+	}
+	slot := &cs.slots[pos.req]
+
+	if !allocSub && slot.hasSubs {
+		allExceeded := true
+		for si := range slot.alts {
+			p := pos
+			p.sub = si
+			ok, err := a.allocateOne(p, true, location{})
+			if errors.Is(err, errResultsExceeded) {
+				continue
+			}
+			allExceeded = false
+			if err != nil {
+				return false, err
+			}
+			if ok {
+				slot.selected = si
+				return true, nil
+			}
+		}
+		if allExceeded {
+			return false, errResultsExceeded
+		}
+		return false, nil
+	}
+
+	r := slot.alts[pos.sub]
+	all := r.mode == resourceapi.DeviceAllocationModeAll
+	if all && len(r.allDevices) == 0 {
+		return false, nil
+	}
+	if pos.device >= r.numDevices {
+		return a.allocateOne(position{claim: pos.claim, req: pos.req + 1}, false, location{})
+	}
+	if r.numDevices-pos.device > resourceapi.AllocationResultsMaxSize-len(cs.results) {
+		return false, errResultsExceeded
+	}
+	next := pos
+	next.device++
+
+	if all {
+		c := r.allDevices[pos.device]
+		ok, undo, err := a.allocateDevice(pos, r, c, true)
+		if err != nil || !ok {
+			return false, err
+		}
+		done, err := a.allocateOne(next, allocSub, location{})
+		if err != nil || !done {
+			a.rollback(undo)
+			return false, err
+		}
+		return true, nil
+	}
+
+	for pi := start.pool; pi < len(a.pools); pi++ {
+		p := a.pools[pi]
+		if p.incomplete || p.invalid {
+			continue
+		}
+		si0 := 0
+		if pi == start.pool {
+			si0 = start.slice
+		}
+		for si := si0; si < len(p.slices); si++ {
+			e := p.slices[si]
+			di0 := 0
+			if pi == start.pool && si == start.slice {
+				di0 = start.device
+			}
+			for di := di0; di < len(e.devices); di++ {
+				d := e.devices[di]
+				if r.adminAccess && a.takenByClaim(d.id, pos.claim) {
+					continue
+				}
+				if !r.adminAccess && a.inUse(d.id) {
+					continue
+				}
+				ok, err := a.selectable(r, d)
+				if err != nil {
+					return false, err
+				}
+				if !ok {
+					continue
+				}
+				if a.f.DRAConsumableCapacity {
+					ok, _, err := a.capacityFits(r, d)
+					if err != nil {
+						return false, err
+					}
+					if !ok {
+						continue
+					}
+				}
+				ok, undo, err := a.allocateDevice(pos, r, candidate{dev: d, pool: p}, false)
+				if err != nil {
+					return false, err
+				}
+				if !ok {
+					continue
+				}
+				done, err := a.allocateOne(next, allocSub, location{pool: pi, slice: si, device: di + 1})
+				if err == nil && done {
+					return true, nil
+				}
+				a.rollback(undo)
+				if err != nil {
+					return false, err
+				}
+			}
+		}
+	}
+	return false, nil
+}
+
+// inUse: allocated exclusively in the cluster or taken by a claim of this call.
+func (a *allocation) inUse(id DeviceID) bool {
+	return a.st.inUse[id] > 0 || len(a.taken[id]) > 0
+}
+
+func (a *allocation) takenByClaim(id DeviceID, claim int) bool {
+	for _, c := range a.taken[id] {
+		if c == claim {
+			return true
+		}
+	}
+	return false
+}
+
+// sharesInUse: the device already serves shares, in the cluster or in this call; its counters are then
+// already consumed.
+func (a *allocation) sharesInUse(id DeviceID) bool {
+	if a.st.shares[id] > 0 || a.shares[id] > 0 {
+		return true
+	}
+	_, ok := a.st.consumed[id]
+	return ok
+}
+
+// undo records what allocateDevice changed, so rollback can restore it.
+type undo struct {
+	pos           position
+	c             candidate
+	req           *request
+	counters      bool
+	constraints   int
+	taken         bool
+	share         bool
+	consumed      map[resourceapi.QualifiedName]resource.Quantity
+	resultAdded   bool
+	resultsBefore int
+}
+
+// allocateDevice tries to add one device for a request: checks that need the search state (in use, node
+// operations, counters, taints, constraints, capacity) and, when all pass, records the device. With must
+// set (allocationMode All) a broken constraint is an error, as in Kubernetes.
+func (a *allocation) allocateDevice(pos position, r *request, c candidate, must bool) (bool, undo, error) {
+	d := c.dev
+	cs := &a.perClaim[pos.claim]
+	u := undo{pos: pos, c: c, req: r, resultsBefore: len(cs.results)}
+	multi := a.f.DRAConsumableCapacity && d.api.AllowMultipleAllocations != nil && *d.api.AllowMultipleAllocations
+	if !multi && r.adminAccess && a.takenByClaim(d.id, pos.claim) {
+		return false, u, nil
+	}
+	if !r.adminAccess && a.inUse(d.id) {
+		return false, u, nil
+	}
+	if len(d.slice.obj.Spec.SkipNodeOperations) > 0 {
+		if !a.f.DRAOptionalNodeOperations || !nodeDeclares(a.node.Status.DeclaredFeatures, "DRAOptionalNodeOperations") {
+			return false, u, nil
+		}
+	}
+	if !a.f.DRAPartitionableDevices && len(d.api.ConsumesCounters) > 0 {
+		return false, u, nil
+	}
+	// A device that already serves shares has had its counters consumed by the first share.
+	skipCounters := multi && a.sharesInUse(d.id)
+	if !skipCounters && len(d.api.ConsumesCounters) > 0 {
+		ctr := a.poolCounters(c.pool)
+		if !ctr.Fits(d.api.ConsumesCounters) {
+			return false, u, nil
+		}
+		ctr.Add(d.api.ConsumesCounters)
+		u.counters = true
+	}
+	if a.f.DRADeviceTaints && blocked(d.taints, r.tolerations) {
+		a.rollback(u)
+		return false, u, nil
+	}
+	for _, con := range cs.constraints {
+		ok, err := con.add(r, d)
+		if err != nil {
+			a.rollback(u)
+			return false, u, err
+		}
+		if !ok {
+			a.rollback(u)
+			if must {
+				return false, u, inputError(cs.object, r.field, fmt.Errorf("cannot add device %s because a claim constraint would not be satisfied", d.id))
+			}
+			return false, u, nil
+		}
+		u.constraints++
+	}
+	if !multi {
+		a.taken[d.id] = append(a.taken[d.id], pos.claim)
+		u.taken = true
+	}
+	res := deviceResult{req: r, dev: d}
+	if a.f.DRAConsumableCapacity {
+		ok, consumed, err := a.capacityFits(r, d)
+		if err != nil || !ok {
+			a.rollback(u)
+			return false, u, err
+		}
+		if multi {
+			a.ledger(d).Add(consumed)
+			a.shares[d.id]++
+			u.share = true
+			u.consumed = consumed
+			id := string(a.newShareID())
+			res.shareID = &id
+			if len(consumed) > 0 {
+				res.consumed = consumed
+			}
+		}
+	}
+	cs.results = append(cs.results, res)
+	u.resultAdded = true
+	return true, u, nil
+}
+
+// rollback undoes allocateDevice, in reverse order.
+func (a *allocation) rollback(u undo) {
+	cs := &a.perClaim[u.pos.claim]
+	d := u.c.dev
+	if u.resultAdded {
+		cs.results = cs.results[:u.resultsBefore]
+	}
+	if u.share {
+		a.ledger(d).Remove(u.consumed)
+		addCount(a.shares, d.id, -1)
+	}
+	if u.taken {
+		list := a.taken[d.id]
+		for i := len(list) - 1; i >= 0; i-- {
+			if list[i] == u.pos.claim {
+				list = append(list[:i:i], list[i+1:]...)
+				break
+			}
+		}
+		if len(list) == 0 {
+			delete(a.taken, d.id)
+		} else {
+			a.taken[d.id] = list
+		}
+	}
+	for i := u.constraints - 1; i >= 0; i-- {
+		cs.constraints[i].remove(u.req, d)
+	}
+	if u.counters {
+		a.poolCounters(u.c.pool).Remove(d.api.ConsumesCounters)
+	}
+}
+
+func nodeDeclares(features []string, name string) bool {
+	for _, f := range features {
+		if f == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *allocation) newShareID() string {
+	if a.s.opts.ShareIDs != nil {
+		return string(a.s.opts.ShareIDs())
+	}
+	return string(randomUID())
+}

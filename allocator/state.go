@@ -1,0 +1,219 @@
+package allocator
+
+import (
+	"maps"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dralloc/dralloc/taints"
+)
+
+// state is everything a Snapshot knows. Its maps belong to one snapshot; the values in them (entries,
+// lists, objects) are immutable and shared between a snapshot and its forks, so a fork copies only the
+// maps. Every change replaces a value instead of editing it.
+type state struct {
+	rev uint64 // incremented by every change
+	seq uint64 // insertion counter for slices
+
+	slices       map[string]*sliceEntry
+	nodeSlices   map[string][]*sliceEntry // by spec.nodeName, in insertion order
+	sharedSlices []*sliceEntry            // slices without spec.nodeName, in insertion order
+	poolSlices   map[PoolID][]*sliceEntry // all slices of a pool, in insertion order
+
+	classes map[string]*resourceapi.DeviceClass
+	claims  map[types.NamespacedName]*claimEntry
+	rules   map[string]*resourceapi.DeviceTaintRule
+	taints  *taints.Evaluator // nil when there are no rules
+	nodes   map[string]*v1.Node
+
+	// The allocated state, derived from claims with status.allocation.
+	inUse    map[DeviceID]int                                             // exclusive allocations
+	shares   map[DeviceID]int                                             // allocated shares
+	consumed map[DeviceID]map[resourceapi.QualifiedName]resource.Quantity // summed consumed capacity of shares
+}
+
+func newState() *state {
+	return &state{
+		slices:     map[string]*sliceEntry{},
+		nodeSlices: map[string][]*sliceEntry{},
+		poolSlices: map[PoolID][]*sliceEntry{},
+		classes:    map[string]*resourceapi.DeviceClass{},
+		claims:     map[types.NamespacedName]*claimEntry{},
+		rules:      map[string]*resourceapi.DeviceTaintRule{},
+		nodes:      map[string]*v1.Node{},
+		inUse:      map[DeviceID]int{},
+		shares:     map[DeviceID]int{},
+		consumed:   map[DeviceID]map[resourceapi.QualifiedName]resource.Quantity{},
+	}
+}
+
+// clone copies the maps; values are shared (they are immutable).
+func (st *state) clone() *state {
+	c := *st
+	c.slices = maps.Clone(st.slices)
+	c.nodeSlices = maps.Clone(st.nodeSlices)
+	c.poolSlices = maps.Clone(st.poolSlices)
+	c.classes = maps.Clone(st.classes)
+	c.claims = maps.Clone(st.claims)
+	c.rules = maps.Clone(st.rules)
+	c.nodes = maps.Clone(st.nodes)
+	c.inUse = maps.Clone(st.inUse)
+	c.shares = maps.Clone(st.shares)
+	c.consumed = maps.Clone(st.consumed)
+	return &c
+}
+
+// insertSlice adds an entry to the indexes (the name must be free).
+func (st *state) insertSlice(e *sliceEntry) {
+	st.slices[e.name()] = e
+	if e.nodeName != "" {
+		st.nodeSlices[e.nodeName] = insertBySeq(st.nodeSlices[e.nodeName], e)
+	} else {
+		st.sharedSlices = insertBySeq(st.sharedSlices, e)
+	}
+	st.poolSlices[e.pool] = insertBySeq(st.poolSlices[e.pool], e)
+}
+
+// removeSlice drops an entry from the indexes.
+func (st *state) removeSlice(e *sliceEntry) {
+	delete(st.slices, e.name())
+	if e.nodeName != "" {
+		if l := without(st.nodeSlices[e.nodeName], e); len(l) > 0 {
+			st.nodeSlices[e.nodeName] = l
+		} else {
+			delete(st.nodeSlices, e.nodeName)
+		}
+	} else {
+		st.sharedSlices = without(st.sharedSlices, e)
+	}
+	if l := without(st.poolSlices[e.pool], e); len(l) > 0 {
+		st.poolSlices[e.pool] = l
+	} else {
+		delete(st.poolSlices, e.pool)
+	}
+}
+
+// insertBySeq returns a new list with e placed by insertion order; the old list is not changed.
+func insertBySeq(list []*sliceEntry, e *sliceEntry) []*sliceEntry {
+	i, _ := slices.BinarySearchFunc(list, e.seq, func(x *sliceEntry, seq uint64) int {
+		switch {
+		case x.seq < seq:
+			return -1
+		case x.seq > seq:
+			return 1
+		}
+		return 0
+	})
+	out := make([]*sliceEntry, 0, len(list)+1)
+	out = append(out, list[:i]...)
+	out = append(out, e)
+	return append(out, list[i:]...)
+}
+
+// without returns a new list without e; the old list is not changed.
+func without(list []*sliceEntry, e *sliceEntry) []*sliceEntry {
+	out := make([]*sliceEntry, 0, len(list))
+	for _, x := range list {
+		if x != e {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// claimEntry is a claim as the snapshot keeps it, with what its allocation contributes to the allocated
+// state.
+type claimEntry struct {
+	obj   *resourceapi.ResourceClaim
+	usage []deviceUsage
+}
+
+// deviceUsage is one allocated device of a claim.
+type deviceUsage struct {
+	id       DeviceID
+	shared   bool
+	consumed map[resourceapi.QualifiedName]resource.Quantity
+}
+
+// usageOf lists what an allocated claim holds, as the Kubernetes scheduler derives its allocated state:
+// results with adminAccess hold nothing; with consumable capacity, results with a share ID hold a share
+// (and their consumed capacity); everything else holds the device exclusively.
+func usageOf(claim *resourceapi.ResourceClaim, f Features) []deviceUsage {
+	if claim.Status.Allocation == nil {
+		return nil
+	}
+	var out []deviceUsage
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		if r.AdminAccess != nil && *r.AdminAccess {
+			continue
+		}
+		u := deviceUsage{id: DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}}
+		if f.DRAConsumableCapacity && r.ShareID != nil {
+			u.shared = true
+			u.consumed = r.ConsumedCapacity
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// applyUsage adds (sign 1) or removes (sign -1) a claim's usage.
+func (st *state) applyUsage(usage []deviceUsage, sign int) {
+	for _, u := range usage {
+		if !u.shared {
+			addCount(st.inUse, u.id, sign)
+			continue
+		}
+		addCount(st.shares, u.id, sign)
+		if u.consumed == nil {
+			continue
+		}
+		sum := make(map[resourceapi.QualifiedName]resource.Quantity, len(u.consumed))
+		for n, q := range st.consumed[u.id] {
+			sum[n] = q.DeepCopy()
+		}
+		for n, q := range u.consumed {
+			v := sum[n]
+			if sign > 0 {
+				v.Add(q)
+			} else {
+				v.Sub(q)
+			}
+			sum[n] = v
+		}
+		empty := true
+		for _, q := range sum {
+			if !q.IsZero() {
+				empty = false
+				break
+			}
+		}
+		if empty && st.shares[u.id] == 0 {
+			delete(st.consumed, u.id)
+		} else {
+			st.consumed[u.id] = sum
+		}
+	}
+}
+
+func addCount(m map[DeviceID]int, id DeviceID, delta int) {
+	if n := m[id] + delta; n > 0 {
+		m[id] = n
+	} else {
+		delete(m, id)
+	}
+}
+
+// allocated reports whether a device is allocated in the cluster in any way (exclusively or shared), as
+// the Kubernetes allocator's IsDeviceAllocated.
+func (st *state) allocated(id DeviceID) bool {
+	if st.inUse[id] > 0 || st.shares[id] > 0 {
+		return true
+	}
+	_, ok := st.consumed[id]
+	return ok
+}
