@@ -14,7 +14,7 @@ import (
 
 type qmap = map[resourceapi.QualifiedName]resource.Quantity
 
-func milliQ(m int64) resource.Quantity { return *resource.NewMilliQuantity(m, resource.DecimalSI) }
+func milliQ(m int64) resource.Quantity            { return *resource.NewMilliQuantity(m, resource.DecimalSI) }
 func ptrQ(q resource.Quantity) *resource.Quantity { return &q }
 
 // genCapacity draws a capacity as a driver would publish it, valid for the API: a range policy with min,
