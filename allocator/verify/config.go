@@ -1,7 +1,9 @@
 package verify
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -127,12 +129,13 @@ func formatRequests(r []string) string {
 // device is local to a node or binds to it, else the requirements of the network-attached pools' selectors
 // (deduplicated, in one term), else none.
 func (cc *claimCheck) checkNodeSelector() {
-	if cc.in.Node == nil {
+	if cc.in.Node == nil || slices.Contains(cc.devs, nil) {
+		// Without the node, or with results already reported as unresolvable, there is nothing to compare.
 		return
 	}
 	want := cc.expectedNodeSelector()
 	if !equality.Semantic.DeepEqual(cc.result.NodeSelector, want) {
-		cc.violation(RuleNodeSelector, "", -1, DeviceID{}, "node selector %v, expected %v", cc.result.NodeSelector, want)
+		cc.violation(RuleNodeSelector, "", -1, DeviceID{}, "node selector %s, expected %s", formatNodeSelector(cc.result.NodeSelector), formatNodeSelector(want))
 	}
 }
 
@@ -188,4 +191,22 @@ func sameRequirement(a, b v1.NodeSelectorRequirement) bool {
 		}
 	}
 	return true
+}
+
+func formatNodeSelector(ns *v1.NodeSelector) string {
+	if ns == nil {
+		return "none"
+	}
+	var terms []string
+	for _, t := range ns.NodeSelectorTerms {
+		var reqs []string
+		for _, r := range t.MatchFields {
+			reqs = append(reqs, fmt.Sprintf("field %s %s %v", r.Key, r.Operator, r.Values))
+		}
+		for _, r := range t.MatchExpressions {
+			reqs = append(reqs, fmt.Sprintf("label %s %s %v", r.Key, r.Operator, r.Values))
+		}
+		terms = append(terms, "{"+strings.Join(reqs, ", ")+"}")
+	}
+	return strings.Join(terms, " or ")
 }
