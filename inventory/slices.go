@@ -26,7 +26,7 @@ const (
 	// devices: one counter set per GPU, the whole GPU consuming all of it and
 	// one device per profile placement consuming its engines and memory
 	// slices, so that overlapping placements exclude each other. GPUs without
-	// MIG are published whole.
+	// MIG, or without any profile placement, are published whole.
 	ModeDynamicMIG Mode = "DynamicMIG"
 )
 
@@ -236,7 +236,7 @@ func (b *builder) gpu(g *GPU) ([]resourceapi.Device, *resourceapi.CounterSet, er
 			devs = append(devs, d)
 		}
 		return devs, nil, nil
-	case b.opts.Mode == ModeDynamicMIG && g.MIGCapable && len(g.MIGProfiles) > 0:
+	case b.opts.Mode == ModeDynamicMIG && g.MIGCapable && g.memorySlices() > 0:
 		set := counterSet(g)
 		full := b.gpuDevice(g)
 		full.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: set.Name, Counters: copyCounters(set.Counters)}}
