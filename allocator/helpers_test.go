@@ -315,3 +315,9 @@ func runAll(t *testing.T, cases []scenario) {
 		t.Run(sc.name, sc.run)
 	}
 }
+
+func localSelector(nodeName string) *v1.NodeSelector {
+	return &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+		MatchFields: []v1.NodeSelectorRequirement{{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{nodeName}}},
+	}}}
+}

@@ -1,0 +1,105 @@
+package allocator_test
+
+import (
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/dralloc/dralloc/allocator"
+)
+
+func TestAllocatePools(t *testing.T) {
+	classes := []*resourceapi.DeviceClass{anyClass}
+	one := []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 1))}
+	runAll(t, []scenario{{
+		name: "slices of an older pool generation are ignored",
+		slices: []*resourceapi.ResourceSlice{
+			withPool(nodeSlice("s-old", node1, driverA, "pool-1", devices("dev-old")...), 1, 1),
+			withPool(nodeSlice("s-new", node1, driverA, "pool-1", devices("dev-new")...), 2, 1),
+		},
+		classes: classes, claims: one,
+		want: [][]string{{"req=pool-1/dev-new"}},
+	}, {
+		name: "an incomplete pool is skipped and the next pool used",
+		slices: []*resourceapi.ResourceSlice{
+			withPool(nodeSlice("s1", node1, driverA, "pool-1", devices("dev-1")...), 1, 2),
+			nodeSlice("s2", node1, driverA, "pool-2", devices("dev-2")...),
+		},
+		classes: classes, claims: one,
+		want: [][]string{{"req=pool-2/dev-2"}},
+	}, {
+		name: "only an incomplete pool: does not fit",
+		slices: []*resourceapi.ResourceSlice{
+			withPool(nodeSlice("s1", node1, driverA, "pool-1", devices("dev-1")...), 1, 2),
+		},
+		classes: classes, claims: one,
+		wantErr: allocator.ErrUnsatisfiable,
+	}, {
+		name: "slices of a pool are visited by name, not by arrival",
+		slices: []*resourceapi.ResourceSlice{
+			withPool(nodeSlice("s-b", node1, driverA, "pool-1", devices("dev-b")...), 1, 2),
+			withPool(nodeSlice("s-a", node1, driverA, "pool-1", devices("dev-a")...), 1, 2),
+		},
+		classes: classes, claims: one,
+		want: [][]string{{"req=pool-1/dev-a"}},
+	}, {
+		name: "pools are visited by driver, then pool name",
+		slices: []*resourceapi.ResourceSlice{
+			nodeSlice("s1", node1, driverB, "pool-a", devices("dev-1")...),
+			nodeSlice("s2", node1, driverA, "pool-z", devices("dev-2")...),
+			nodeSlice("s3", node1, driverA, "pool-b", devices("dev-3")...),
+		},
+		classes: classes,
+		claims:  []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 3))},
+		want:    [][]string{{"req=pool-b/dev-3", "req=pool-z/dev-2", "req=" + driverB + "/pool-a/dev-1"}},
+	}, {
+		name: "a pool whose other slices are on other nodes is complete",
+		slices: []*resourceapi.ResourceSlice{
+			withPool(nodeSlice("s1", node1, driverA, "pool-1", devices("dev-1")...), 1, 2),
+			withPool(nodeSlice("s2", node2, driverA, "pool-1", devices("dev-2")...), 1, 2),
+		},
+		classes: classes,
+		claims:  []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 1))},
+		want:    [][]string{{"req=pool-1/dev-1"}},
+	}, {
+		name: "a newer generation elsewhere makes an incomplete pool obsolete",
+		slices: []*resourceapi.ResourceSlice{
+			withPool(nodeSlice("s1", node1, driverA, "pool-1", devices("dev-1")...), 1, 2),
+			withPool(nodeSlice("s2", node2, driverA, "pool-1", devices("dev-2")...), 2, 2),
+		},
+		classes: classes, claims: one,
+		wantErr: allocator.ErrUnsatisfiable,
+	}, {
+		name: "duplicate device names make a pool invalid: does not fit, naming the reason",
+		slices: []*resourceapi.ResourceSlice{
+			withPool(nodeSlice("s1", node1, driverA, "pool-1", devices("dev-1")...), 1, 2),
+			withPool(nodeSlice("s2", node1, driverA, "pool-1", devices("dev-1")...), 1, 2),
+		},
+		classes: classes, claims: one,
+		wantErr:     allocator.ErrUnsatisfiable,
+		wantErrText: "duplicate device name dev-1",
+	}, {
+		name: "an invalid pool is skipped when another pool fits",
+		slices: []*resourceapi.ResourceSlice{
+			withPool(nodeSlice("s1", node1, driverA, "pool-1", devices("dev-1")...), 1, 2),
+			withPool(nodeSlice("s2", node1, driverA, "pool-1", devices("dev-1")...), 1, 2),
+			nodeSlice("s3", node1, driverA, "pool-2", devices("dev-2")...),
+		},
+		classes: classes, claims: one,
+		want: [][]string{{"req=pool-2/dev-2"}},
+	}, {
+		name: "pools with binding conditions are visited last",
+		slices: []*resourceapi.ResourceSlice{
+			nodeSlice("s1", node1, driverA, "pool-a", resourceapi.Device{
+				Name: "dev-bound", BindingConditions: []string{"attached"}, BindingFailureConditions: []string{"failed"},
+			}),
+			nodeSlice("s2", node1, driverA, "pool-b", devices("dev-plain")...),
+		},
+		classes: classes, claims: one,
+		want: [][]string{{"req=pool-b/dev-plain"}},
+	}, {
+		name:    "no slices: does not fit",
+		classes: classes, claims: one,
+		wantErr: allocator.ErrUnsatisfiable,
+	}})
+}
