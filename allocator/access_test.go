@@ -117,8 +117,8 @@ func TestAllocateTaints(t *testing.T) {
 		}},
 	}, {
 		name: "one of two taints tolerated still blocks", classes: classes,
-		slices: attrSlice(tainted("dev-1", noSchedule, resourceapi.DeviceTaint{Key: "other", Effect: resourceapi.DeviceTaintEffectNoSchedule})),
-		claims: []*resourceapi.ResourceClaim{claim("c", tolerate(exact("req", "any", 1), tol))},
+		slices:  attrSlice(tainted("dev-1", noSchedule, resourceapi.DeviceTaint{Key: "other", Effect: resourceapi.DeviceTaintEffectNoSchedule})),
+		claims:  []*resourceapi.ResourceClaim{claim("c", tolerate(exact("req", "any", 1), tol))},
 		wantErr: allocator.ErrUnsatisfiable,
 	}, {
 		name: "taints are ignored when DRADeviceTaints is off", features: &noTaints, classes: classes,
