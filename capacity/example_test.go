@@ -1,0 +1,150 @@
+package capacity_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dralloc/dralloc/capacity"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func q(s string) resource.Quantity { return resource.MustParse(s) }
+func qp(s string) *resource.Quantity {
+	v := q(s)
+	return &v
+}
+
+// A GPU shared between inference servers: memory in steps of 4Gi from 4Gi, at most 40Gi per share.
+var sharedGPU = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+	"memory": {Value: q("80Gi"), RequestPolicy: &resourceapi.CapacityRequestPolicy{
+		Default:    qp("4Gi"),
+		ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: qp("4Gi"), Max: qp("40Gi"), Step: qp("4Gi")},
+	}},
+}
+
+func ExampleConsumed() {
+	for _, req := range []string{"1Gi", "10Gi", "48Gi"} {
+		got, err := capacity.Consumed(map[resourceapi.QualifiedName]resource.Quantity{"memory": q(req)}, sharedGPU, capacity.Options{})
+		if errors.Is(err, capacity.ErrUnsuitable) {
+			fmt.Printf("%s: unsuitable\n", req)
+			continue
+		}
+		m := got["memory"]
+		fmt.Printf("%s: consumes %s\n", req, m.String())
+	}
+	// Output:
+	// 1Gi: consumes 4Gi
+	// 10Gi: consumes 12Gi
+	// 48Gi: unsuitable
+}
+
+func ExampleConsumed_fractional() {
+	cores := map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+		"cores": {Value: q("4"), RequestPolicy: &resourceapi.CapacityRequestPolicy{
+			Default: qp("100m"), ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: qp("0"), Step: qp("100m")}}},
+	}
+	req := map[resourceapi.QualifiedName]resource.Quantity{"cores": q("250m")}
+	fractional, _ := capacity.Consumed(req, cores, capacity.Options{})
+	integer, _ := capacity.Consumed(req, cores, capacity.Options{DisableFractionalCapacityRange: true})
+	f, i := fractional["cores"], integer["cores"]
+	fmt.Println(f.String(), i.String())
+	// Output: 300m 1
+}
+
+func ExampleValid() {
+	fmt.Println(capacity.Valid(q("12Gi"), sharedGPU["memory"], capacity.Options{}), capacity.Valid(q("10Gi"), sharedGPU["memory"], capacity.Options{}))
+	// Output: true false
+}
+
+func ExampleLedger() {
+	l := capacity.NewLedger(sharedGPU)
+	share := map[resourceapi.QualifiedName]resource.Quantity{"memory": q("40Gi")}
+	l.Add(share)
+	fmt.Println("second share fits:", l.Fits(share))
+	l.Add(share)
+	fmt.Println("third share fits:", l.Fits(share))
+	l.Remove(share)
+	avail, _ := l.Available("memory")
+	fmt.Println("available after removing one:", avail.String())
+	// Output:
+	// second share fits: true
+	// third share fits: false
+	// available after removing one: 40Gi
+}
+
+func ExampleCounters() {
+	// One physical GPU publishes 7 compute slices; a 3g partition uses 3 of them, a 4g partition 4.
+	c := capacity.NewCounters([]resourceapi.CounterSet{{Name: "gpu-0", Counters: map[string]resourceapi.Counter{"slices": {Value: q("7")}}}})
+	part := func(n string) []resourceapi.DeviceCounterConsumption {
+		return []resourceapi.DeviceCounterConsumption{{CounterSet: "gpu-0", Counters: map[string]resourceapi.Counter{"slices": {Value: q(n)}}}}
+	}
+	c.Add(part("3"))
+	fmt.Println("4g fits:", c.Fits(part("4")))
+	c.Add(part("4"))
+	fmt.Println("1g fits:", c.Fits(part("1")))
+	// Output:
+	// 4g fits: true
+	// 1g fits: false
+}
+
+func ExampleConsumedRange() {
+	// Two shares already hold 56Gi; an inference server needs 4Gi and prefers 30Gi.
+	l := capacity.NewLedger(sharedGPU)
+	l.Add(map[resourceapi.QualifiedName]resource.Quantity{"memory": q("56Gi")})
+	res, err := capacity.ConsumedRange(capacity.RangeRequest{
+		Min:       map[resourceapi.QualifiedName]resource.Quantity{"memory": q("4Gi")},
+		Preferred: map[resourceapi.QualifiedName]resource.Quantity{"memory": q("30Gi")},
+	}, sharedGPU, l, capacity.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, m, h := res.Consumed["memory"], res.Minimum["memory"], res.Headroom["memory"]
+	fmt.Printf("record %s (minimum %s, headroom %s)\n", c.String(), m.String(), h.String())
+	// Output: record 24Gi (minimum 4Gi, headroom 20Gi)
+}
+
+func exampleInventory() *capacity.Inventory {
+	node := "node-1"
+	slices := []*resourceapi.ResourceSlice{{Spec: resourceapi.ResourceSliceSpec{
+		Driver: "gpu.nvidia.com", Pool: resourceapi.ResourcePool{Name: node}, NodeName: &node,
+		Devices: []resourceapi.Device{
+			{Name: "gpu-0", Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: q("80Gi")}}},
+			{Name: "gpu-1", Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: q("80Gi")}}},
+		},
+	}}}
+	inv, _ := capacity.NewInventory(slices, func(string, *resourceapi.Device) ([]string, error) { return []string{"gpu"}, nil })
+	return inv
+}
+
+func ExampleNewInventory() {
+	inv := exampleInventory()
+	fmt.Println(len(inv.Classes["gpu"]), "devices in class gpu")
+	// Output: 2 devices in class gpu
+}
+
+func ExampleChargeClaim() {
+	spec := resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
+		{Name: "all", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeAll}},
+	}}}
+	withInventory, _ := capacity.ChargeClaim(spec, exampleInventory(), capacity.Options{})
+	without, _ := capacity.ChargeClaim(spec, nil, capacity.Options{})
+	fmt.Println(withInventory)
+	fmt.Println(without)
+	// Output:
+	// gpu: 2 devices, memory 160Gi
+	// unbounded: gpu
+}
+
+func ExampleChargeAllocation() {
+	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "train"}}
+	claim.Spec.Devices.Requests = []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", Count: 1}}}
+	claim.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+		{Request: "gpu", Driver: "gpu.nvidia.com", Pool: "node-1", Device: "gpu-1"},
+	}}}
+	c, _ := capacity.ChargeAllocation(claim, exampleInventory())
+	fmt.Println(c)
+	// Output: gpu: 1 devices, memory 80Gi
+}
