@@ -1,0 +1,402 @@
+package nvml_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/dralloc/dralloc/inventory"
+	"github.com/dralloc/dralloc/inventory/nvml"
+	"github.com/dralloc/dralloc/inventory/nvml/nvmlmock"
+)
+
+// profileFigures are a GPU-instance profile's figures as the mock publishes
+// them in go-nvml v0.13.4-1 pkg/nvml/mock/gpus.
+type profileFigures struct {
+	name                        string
+	placements                  int
+	sm, ce, dec, enc, jpeg, ofa int64
+	memMiB                      int64
+}
+
+// mockFigures are the published figures of one mock server.
+type mockFigures struct {
+	mock, product, arch, cc, driver, cuda string
+	memMiB                                int64
+	profiles                              map[int]profileFigures
+	memorySlices                          int
+	// counters are the engine counters of a GPU's counter set, reasoned in
+	// the comments of TestDiscoverMockServers.
+	counters map[string]int64
+	// sample names a few devices that must exist in dynamic MIG mode.
+	sample []string
+}
+
+var mocks = []mockFigures{
+	{
+		mock: "dgxa100", product: "Mock NVIDIA A100-SXM4-40GB", arch: "Ampere", cc: "8.0", driver: "550.54.15", cuda: "12.4", memMiB: 40960,
+		profiles: map[int]profileFigures{
+			gonvml.GPU_INSTANCE_PROFILE_1_SLICE:      {"1g.5gb", 7, 14, 1, 0, 0, 0, 0, 4864},
+			gonvml.GPU_INSTANCE_PROFILE_2_SLICE:      {"2g.10gb", 3, 28, 2, 1, 0, 0, 0, 9856},
+			gonvml.GPU_INSTANCE_PROFILE_3_SLICE:      {"3g.20gb", 2, 42, 3, 2, 0, 0, 0, 19968},
+			gonvml.GPU_INSTANCE_PROFILE_4_SLICE:      {"4g.20gb", 1, 56, 4, 2, 0, 0, 0, 19968},
+			gonvml.GPU_INSTANCE_PROFILE_7_SLICE:      {"7g.40gb", 1, 98, 7, 5, 0, 1, 1, 40192},
+			gonvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1: {"1g.5gb+me", 7, 14, 1, 1, 0, 1, 1, 4864},
+			gonvml.GPU_INSTANCE_PROFILE_1_SLICE_REV2: {"1g.10gb", 4, 14, 1, 1, 0, 0, 0, 9856},
+		},
+		// The A100 mock places in eighths: 7g covers slices 0-7.
+		memorySlices: 8,
+		// 7x1g: 98 SMs, 7 copy engines; decoders: the 7g's 5 beat any mix of
+		// smaller ones (at most 4: 4x1g.10gb, 2x3g, 3x2g+1g.10gb); JPEG and
+		// OFA: 1 (the 7g, or the single 1g.5gb+me); no encoders.
+		counters: map[string]int64{"multiprocessors": 98, "copyengines": 7, "decoders": 5, "jpegengines": 1, "ofaengines": 1},
+		sample:   []string{"gpu-0", "gpu-7-mig-7g40gb-4-0", "gpu-3-mig-1g5gb-me-7-6", "gpu-3-mig-1g10gb-9-6", "gpu-0-mig-3g20gb-2-4"},
+	},
+	{
+		mock: "dgxh100", product: "NVIDIA H100 80GB HBM3", arch: "Hopper", cc: "9.0", driver: "550.54.15", cuda: "12.4", memMiB: 81920,
+		profiles: map[int]profileFigures{
+			gonvml.GPU_INSTANCE_PROFILE_1_SLICE:      {"1g.10gb", 7, 16, 1, 1, 0, 0, 0, 10240},
+			gonvml.GPU_INSTANCE_PROFILE_2_SLICE:      {"2g.20gb", 3, 32, 2, 1, 0, 0, 0, 20480},
+			gonvml.GPU_INSTANCE_PROFILE_3_SLICE:      {"3g.40gb", 2, 48, 3, 2, 0, 0, 0, 40960},
+			gonvml.GPU_INSTANCE_PROFILE_4_SLICE:      {"4g.40gb", 1, 64, 4, 2, 0, 0, 0, 40960},
+			gonvml.GPU_INSTANCE_PROFILE_7_SLICE:      {"7g.80gb", 1, 112, 7, 5, 0, 0, 0, 81920},
+			gonvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1: {"1g.10gb+me", 7, 16, 1, 1, 0, 1, 1, 10240},
+			gonvml.GPU_INSTANCE_PROFILE_1_SLICE_REV2: {"1g.20gb", 7, 16, 1, 1, 0, 0, 0, 20480},
+		},
+		memorySlices: 7,
+		// 7x1g: 112 SMs, 7 copy engines and 7 decoders (more than the 7g's
+		// 5); JPEG and OFA only on 1g.10gb+me, allowed once; no encoders.
+		counters: map[string]int64{"multiprocessors": 112, "copyengines": 7, "decoders": 7, "jpegengines": 1, "ofaengines": 1},
+		sample:   []string{"gpu-0", "gpu-7-mig-7g80gb-4-0", "gpu-3-mig-1g10gb-me-7-6", "gpu-3-mig-1g20gb-9-6", "gpu-0-mig-3g40gb-2-4"},
+	},
+	{
+		mock: "dgxh200", product: "NVIDIA H200 141GB HBM3e", arch: "Hopper", cc: "9.0", driver: "550.54.15", cuda: "12.4", memMiB: 144384,
+		profiles: map[int]profileFigures{
+			gonvml.GPU_INSTANCE_PROFILE_1_SLICE:      {"1g.18gb", 7, 16, 1, 1, 0, 0, 0, 18432},
+			gonvml.GPU_INSTANCE_PROFILE_2_SLICE:      {"2g.35gb", 3, 32, 2, 1, 0, 0, 0, 35840},
+			gonvml.GPU_INSTANCE_PROFILE_3_SLICE:      {"3g.71gb", 2, 48, 3, 2, 0, 0, 0, 72704},
+			gonvml.GPU_INSTANCE_PROFILE_4_SLICE:      {"4g.71gb", 1, 64, 4, 2, 0, 0, 0, 72704},
+			gonvml.GPU_INSTANCE_PROFILE_7_SLICE:      {"7g.141gb", 1, 112, 7, 5, 0, 0, 0, 144384},
+			gonvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1: {"1g.18gb+me", 7, 16, 1, 1, 0, 1, 1, 18432},
+			gonvml.GPU_INSTANCE_PROFILE_1_SLICE_REV2: {"1g.35gb", 7, 16, 1, 1, 0, 0, 0, 35840},
+		},
+		memorySlices: 7,
+		counters:     map[string]int64{"multiprocessors": 112, "copyengines": 7, "decoders": 7, "jpegengines": 1, "ofaengines": 1},
+		sample:       []string{"gpu-0", "gpu-7-mig-7g141gb-4-0", "gpu-3-mig-1g18gb-me-7-6", "gpu-3-mig-1g35gb-9-6"},
+	},
+	{
+		mock: "dgxb200", product: "NVIDIA B200 180GB HBM3e", arch: "Blackwell", cc: "10.0", driver: "560.28.03", cuda: "12.6", memMiB: 184320,
+		profiles: map[int]profileFigures{
+			gonvml.GPU_INSTANCE_PROFILE_1_SLICE:      {"1g.23gb", 7, 18, 1, 1, 0, 0, 0, 23552},
+			gonvml.GPU_INSTANCE_PROFILE_2_SLICE:      {"2g.45gb", 3, 36, 2, 2, 1, 1, 1, 46080},
+			gonvml.GPU_INSTANCE_PROFILE_3_SLICE:      {"3g.90gb", 2, 54, 3, 3, 2, 2, 2, 92160},
+			gonvml.GPU_INSTANCE_PROFILE_4_SLICE:      {"4g.90gb", 1, 72, 4, 4, 2, 2, 2, 92160},
+			gonvml.GPU_INSTANCE_PROFILE_7_SLICE:      {"7g.180gb", 1, 126, 7, 7, 4, 4, 4, 184320},
+			gonvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1: {"1g.23gb+me", 7, 18, 1, 1, 1, 1, 1, 23552},
+			gonvml.GPU_INSTANCE_PROFILE_1_SLICE_REV2: {"1g.45gb", 7, 18, 1, 1, 0, 0, 0, 46080},
+		},
+		memorySlices: 7,
+		// 7x1g: 126 SMs, 7 copy engines, 7 decoders. Encoders, JPEG and OFA:
+		// 3g at 0-2 and 4-6 give 2+2 and leave slice 3 for the single
+		// 1g.23gb+me with 1 more: 5, above the 7g's 4.
+		counters: map[string]int64{"multiprocessors": 126, "copyengines": 7, "decoders": 7, "encoders": 5, "jpegengines": 5, "ofaengines": 5},
+		sample:   []string{"gpu-0", "gpu-7-mig-7g180gb-4-0", "gpu-3-mig-1g23gb-me-7-6", "gpu-3-mig-1g45gb-9-6"},
+	},
+}
+
+func TestDiscoverMockServers(t *testing.T) {
+	for _, m := range mocks {
+		t.Run(m.mock, func(t *testing.T) {
+			d := discoverMock(t, m.mock)
+			if len(d.Node.GPUs) != 8 {
+				t.Fatalf("%d GPUs, want 8", len(d.Node.GPUs))
+			}
+			if d.Node.DriverVersion != m.driver || d.Node.CUDADriverVersion != m.cuda {
+				t.Errorf("versions %q %q, want %q %q", d.Node.DriverVersion, d.Node.CUDADriverVersion, m.driver, m.cuda)
+			}
+			// The mocks implement everything discovery reads except the NUMA node.
+			if len(d.Unknown) != 8 {
+				t.Errorf("unknown = %v, want the 8 NUMA nodes", d.Unknown)
+			}
+			for _, u := range d.Unknown {
+				if !strings.Contains(u, ".numaNode: not implemented") {
+					t.Errorf("unexpected unknown %q", u)
+				}
+			}
+			for i, g := range d.Node.GPUs {
+				if g.Index != i || g.Minor != i || g.ProductName != m.product || g.Architecture != m.arch || g.Brand != "Nvidia" ||
+					g.CUDAComputeCapability != m.cc || g.MemoryBytes != m.memMiB<<20 || !g.MIGCapable || g.MIGEnabled ||
+					g.PCIBusID != fmt.Sprintf("0000:%02x:00.0", i) || !strings.HasPrefix(g.UUID, "GPU-") {
+					t.Errorf("gpu %d = %+v", i, g)
+				}
+				got := map[int]profileFigures{}
+				for _, p := range g.MIGProfiles {
+					got[p.GIProfileID] = profileFigures{p.Name, len(p.Placements), p.Multiprocessors, p.CopyEngines, p.Decoders,
+						p.Encoders, p.JPEGEngines, p.OFAEngines, p.MemoryBytes >> 20}
+				}
+				if !reflect.DeepEqual(got, m.profiles) {
+					t.Errorf("gpu %d profiles:\n got %v\nwant %v", i, got, m.profiles)
+				}
+			}
+			perGPU := 1
+			for _, p := range m.profiles {
+				perGPU += p.placements
+			}
+			for _, mode := range []inventory.Mode{inventory.ModeGPU, inventory.ModeStaticMIG, inventory.ModeDynamicMIG} {
+				sl, err := inventory.Slices(d.Node, inventory.Options{NodeName: "dgx-1", Mode: mode})
+				if err != nil {
+					t.Fatalf("%s: %v", mode, err)
+				}
+				for _, s := range sl {
+					if errs := inventory.ValidateSlice(s); len(errs) > 0 {
+						t.Errorf("%s: %s: %v", mode, s.Name, errs)
+					}
+				}
+				if errs := inventory.ValidatePool(sl); len(errs) > 0 {
+					t.Errorf("%s: %v", mode, errs)
+				}
+				var devs []resourceapi.Device
+				var sets []resourceapi.CounterSet
+				for _, s := range sl {
+					devs = append(devs, s.Spec.Devices...)
+					sets = append(sets, s.Spec.SharedCounters...)
+				}
+				want := 8
+				if mode == inventory.ModeDynamicMIG {
+					want = 8 * perGPU
+				}
+				if len(devs) != want {
+					t.Errorf("%s: %d devices, want %d", mode, len(devs), want)
+				}
+				if mode != inventory.ModeDynamicMIG {
+					continue
+				}
+				if len(sets) != 8 {
+					t.Fatalf("%d counter sets, want 8", len(sets))
+				}
+				wantCounters := map[string]int64{}
+				for k, v := range m.counters {
+					wantCounters[k] = v
+				}
+				for i := range m.memorySlices {
+					wantCounters[inventory.MemorySliceCounter(i)] = 1
+				}
+				gotCounters := map[string]int64{}
+				for k, v := range sets[5].Counters {
+					gotCounters[k] = v.Value.Value()
+				}
+				if sets[5].Name != "gpu-5-counter-set" || !reflect.DeepEqual(gotCounters, wantCounters) {
+					t.Errorf("counter set %s:\n got %v\nwant %v", sets[5].Name, gotCounters, wantCounters)
+				}
+				names := map[string]resourceapi.Device{}
+				for _, dv := range devs {
+					names[dv.Name] = dv
+				}
+				for _, n := range m.sample {
+					if _, ok := names[n]; !ok {
+						t.Errorf("no device %s", n)
+					}
+				}
+				full := names["gpu-2"]
+				if *full.Attributes["uuid"].StringValue != d.Node.GPUs[2].UUID || *full.Attributes["type"].StringValue != "gpu" {
+					t.Errorf("gpu-2 attributes %v", full.Attributes)
+				}
+				mig := names[m.sample[1]]
+				if *mig.Attributes["parentUUID"].StringValue != d.Node.GPUs[7].UUID || *mig.Attributes["type"].StringValue != "mig" ||
+					*mig.Attributes["profile"].StringValue != m.profiles[gonvml.GPU_INSTANCE_PROFILE_7_SLICE].name {
+					t.Errorf("%s attributes %v", mig.Name, mig.Attributes)
+				}
+			}
+		})
+	}
+}
+
+func TestDiscoverTreatsNotSupportedAsAbsent(t *testing.T) {
+	s, _ := nvmlmock.New("dgxh100")
+	dev := s.Devices[0].(*server.Device)
+	dev.GetMigModeFunc = func() (int, int, gonvml.Return) { return 0, 0, gonvml.ERROR_NOT_SUPPORTED }
+	dev.GetBrandFunc = func() (gonvml.BrandType, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED }
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := d.Node.GPUs[0]
+	if g.MIGCapable || g.MIGProfiles != nil || g.Brand != "" {
+		t.Errorf("unsupported MIG and brand were not absent: %+v", g)
+	}
+	for _, u := range d.Unknown {
+		if strings.HasPrefix(u, "gpus[0].") && !strings.HasPrefix(u, "gpus[0].numaNode") {
+			t.Errorf("not supported was reported as unknown: %s", u)
+		}
+	}
+	sl, err := inventory.Slices(d.Node, inventory.Options{NodeName: "n", Mode: inventory.ModeDynamicMIG})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d0 := sl[1].Spec.Devices[0]; d0.Name != "gpu-0" || d0.ConsumesCounters != nil || sl[1].Spec.Devices[1].Name != "gpu-1" {
+		t.Errorf("a GPU without MIG should be published whole, got %s then %s", d0.Name, sl[1].Spec.Devices[1].Name)
+	}
+}
+
+func TestDiscoverRecoversCallsTheMockDoesNotImplement(t *testing.T) {
+	s, _ := nvmlmock.New("dgxb200")
+	s.Devices[1].(*server.Device).GetNameFunc = nil
+	s.Devices[1].(*server.Device).GetMemoryInfoFunc = nil
+	s.SystemGetCudaDriverVersionFunc = nil
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Node.GPUs) != 8 || d.Node.GPUs[1].ProductName != "" || d.Node.GPUs[1].MemoryBytes != 0 || d.Node.CUDADriverVersion != "" {
+		t.Errorf("GPU 1 = %+v", d.Node.GPUs[1])
+	}
+	for _, want := range []string{"gpus[1].productName: not implemented", "gpus[1].memoryBytes: not implemented", "cudaDriverVersion: not implemented"} {
+		found := false
+		for _, u := range d.Unknown {
+			found = found || strings.HasPrefix(u, want)
+		}
+		if !found {
+			t.Errorf("unknown %v lacks %q", d.Unknown, want)
+		}
+	}
+	if _, err := inventory.Slices(d.Node, inventory.Options{NodeName: "n"}); err != nil {
+		t.Errorf("a partly unknown node must still publish: %v", err)
+	}
+}
+
+func TestDiscoverSkipsGPUsWithoutMinorNumber(t *testing.T) {
+	s, _ := nvmlmock.New("dgxh200")
+	s.Devices[3].(*server.Device).GetMinorNumberFunc = func() (int, gonvml.Return) { return 0, gonvml.ERROR_GPU_IS_LOST }
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Node.GPUs) != 7 {
+		t.Errorf("%d GPUs, want 7", len(d.Node.GPUs))
+	}
+	if !strings.Contains(strings.Join(d.Unknown, "\n"), "gpus[3]: skipped, no minor number: ERROR_GPU_IS_LOST") {
+		t.Errorf("unknown = %v", d.Unknown)
+	}
+}
+
+func TestDiscoverFailsWhenDevicesCannotBeCounted(t *testing.T) {
+	s, _ := nvmlmock.New("dgxh100")
+	s.DeviceGetCountFunc = func() (int, gonvml.Return) { return 0, gonvml.ERROR_UNINITIALIZED }
+	if _, err := nvml.Discover(s, nvml.Options{}); !errors.Is(err, nvml.ErrNVML) || !strings.Contains(err.Error(), "ERROR_UNINITIALIZED") {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := nvml.Discover(nil, nvml.Options{}); !errors.Is(err, nvml.ErrNVML) {
+		t.Errorf("nil library: err = %v", err)
+	}
+}
+
+func TestDiscoverNamesFullProfilesAfterTheGPUMemory(t *testing.T) {
+	// The 80 GB A100's full profile has 80384 MiB, 78.5 GiB; NVIDIA calls it 7g.80gb.
+	s := dgxa100.NewWithGPUs(gpus.A100_SXM4_80GB)
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range d.Node.GPUs[0].MIGProfiles {
+		names = append(names, p.Name)
+	}
+	want := []string{"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", "1g.10gb+me", "1g.20gb"}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("names %v, want %v", names, want)
+	}
+}
+
+func TestDiscoverStaticMIGDevices(t *testing.T) {
+	s, _ := nvmlmock.New("dgxa100")
+	dev := s.Devices[0].(*server.Device)
+	dev.SetMigMode(gonvml.DEVICE_MIG_ENABLE)
+	create := func(id int, start, size uint32) {
+		info, _ := dev.GetGpuInstanceProfileInfo(id)
+		if _, ret := dev.CreateGpuInstanceWithPlacement(&info, &gonvml.GpuInstancePlacement{Start: start, Size: size}); ret != gonvml.SUCCESS {
+			t.Fatal(ret)
+		}
+	}
+	create(gonvml.GPU_INSTANCE_PROFILE_3_SLICE, 4, 4) // GPU instance 0
+	create(gonvml.GPU_INSTANCE_PROFILE_1_SLICE, 0, 1) // GPU instance 1
+	// The mock has no MIG device handles; give the two instances UUIDs.
+	migs := []*mock.Device{
+		{GetGpuInstanceIdFunc: func() (int, gonvml.Return) { return 0, gonvml.SUCCESS }, GetUUIDFunc: func() (string, gonvml.Return) { return "MIG-3g", gonvml.SUCCESS }},
+		{GetGpuInstanceIdFunc: func() (int, gonvml.Return) { return 1, gonvml.SUCCESS }, GetUUIDFunc: func() (string, gonvml.Return) { return "MIG-1g", gonvml.SUCCESS }},
+	}
+	dev.GetMaxMigDeviceCountFunc = func() (int, gonvml.Return) { return 7, gonvml.SUCCESS }
+	dev.GetMigDeviceHandleByIndexFunc = func(i int) (gonvml.Device, gonvml.Return) {
+		if i < len(migs) {
+			return migs[i], gonvml.SUCCESS
+		}
+		return nil, gonvml.ERROR_NOT_FOUND
+	}
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := d.Node.GPUs[0]
+	want := []inventory.MIGDevice{
+		{UUID: "MIG-1g", GIProfileID: gonvml.GPU_INSTANCE_PROFILE_1_SLICE, Placement: inventory.Placement{Start: 0, Size: 1}},
+		{UUID: "MIG-3g", GIProfileID: gonvml.GPU_INSTANCE_PROFILE_3_SLICE, Placement: inventory.Placement{Start: 4, Size: 4}},
+	}
+	if !g.MIGEnabled || !reflect.DeepEqual(g.MIGDevices, want) {
+		t.Fatalf("MIG devices %+v, want %+v", g.MIGDevices, want)
+	}
+	sl, err := inventory.Slices(d.Node, inventory.Options{NodeName: "n", Mode: inventory.ModeStaticMIG})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, dv := range sl[0].Spec.Devices {
+		names = append(names, dv.Name+"/"+*dv.Attributes["uuid"].StringValue)
+	}
+	if names[0] != "gpu-0-mig-1g5gb-0-0/MIG-1g" || names[1] != "gpu-0-mig-3g20gb-2-4/MIG-3g" || len(names) != 9 {
+		t.Errorf("devices %v: want the two MIG devices of GPU 0, then the 7 other GPUs whole", names)
+	}
+}
+
+func TestDiscoverReadsPCIeRootFromSysfs(t *testing.T) {
+	sys := t.TempDir()
+	dev := filepath.Join(sys, "devices", "pci0000:3a", "0000:3a:00.0", "0000:00:00.0")
+	if err := os.MkdirAll(dev, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	links := filepath.Join(sys, "bus", "pci", "devices")
+	if err := os.MkdirAll(links, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dev, filepath.Join(links, "0000:00:00.0")); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := nvmlmock.New("dgxh100")
+	// NVML prints an eight-digit PCI domain; it is shortened to four.
+	s.Devices[0].(*server.Device).GetPciInfoFunc = func() (gonvml.PciInfo, gonvml.Return) {
+		var p gonvml.PciInfo
+		for i, c := range "00000000:00:00.0" {
+			p.BusId[i] = int8(c)
+		}
+		return p, gonvml.SUCCESS
+	}
+	d, err := nvml.Discover(s, nvml.Options{SysfsRoot: sys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := d.Node.GPUs[0]; g.PCIBusID != "0000:00:00.0" || g.PCIeRoot != "pci0000:3a" {
+		t.Errorf("bus %q root %q", g.PCIBusID, g.PCIeRoot)
+	}
+	if g := d.Node.GPUs[1]; g.PCIeRoot != "" || !strings.Contains(strings.Join(d.Unknown, "\n"), "gpus[1].pcieRoot: resolving PCIe root") {
+		t.Errorf("GPU 1 has no sysfs entry: root %q, unknown %v", g.PCIeRoot, d.Unknown)
+	}
+}
