@@ -22,5 +22,8 @@ func run() error {
 		fmt.Printf("%-12s %d× %s (%s)\n", *s.Spec.NodeName, len(s.Spec.Devices), *attrs["productName"].StringValue,
 			*attrs["architecture"].StringValue)
 	}
+	if err := maintenance(slices); err != nil {
+		return err
+	}
 	return nil
 }
