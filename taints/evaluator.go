@@ -20,8 +20,8 @@ type DeviceID struct {
 // String returns driver/pool/device, the form Kubernetes uses in messages.
 func (id DeviceID) String() string { return id.Driver + "/" + id.Pool + "/" + id.Device }
 
-// Evaluator holds DeviceTaintRules prepared for lookup: validated, ordered by name and indexed by the device
-// name they select. Build one when the rules change, then ask [Evaluator.Taints] for every device.
+// Evaluator holds DeviceTaintRules prepared for lookup: validated, ordered by name and indexed by the pool
+// and device name they select. Build one when the rules change, then ask [Evaluator.Taints] for every device.
 //
 // The selector of a rule is matched as Kubernetes 1.37 matches it (k8s.io/api resource/v1
 // DeviceTaintSelector): every field that is set (driver, pool, device) must equal the device's; an empty
@@ -32,9 +32,11 @@ func (id DeviceID) String() string { return id.Driver + "/" + id.Pool + "/" + id
 //
 // An Evaluator is immutable and safe for concurrent use.
 type Evaluator struct {
-	rules     []rule
-	byDevice  map[string][]int // rules selecting one device name, ascending
-	anyDevice []int            // rules selecting any device name, ascending
+	rules        []rule
+	byPoolDevice map[[2]string][]int // rules selecting a pool and a device name, ascending
+	byDevice     map[string][]int    // rules selecting a device name in any pool, ascending
+	byPool       map[string][]int    // rules selecting a pool, any device name, ascending
+	anyDevice    []int               // rules selecting neither, ascending
 }
 
 type rule struct {
@@ -53,7 +55,7 @@ type rule struct {
 // the same name yield an error that names the DeviceTaintRule and the field, wrapping [ErrInvalidRule].
 // The rules are copied; the Evaluator does not retain them.
 func NewEvaluator(rules []*resourceapi.DeviceTaintRule) (*Evaluator, error) {
-	e := &Evaluator{byDevice: map[string][]int{}}
+	e := &Evaluator{byPoolDevice: map[[2]string][]int{}, byDevice: map[string][]int{}, byPool: map[string][]int{}}
 	seen := make(map[string]bool, len(rules))
 	for i, r := range rules {
 		if r == nil {
@@ -80,8 +82,13 @@ func NewEvaluator(rules []*resourceapi.DeviceTaintRule) (*Evaluator, error) {
 	for i, r := range e.rules {
 		switch {
 		case r.selectsNothing:
+		case r.hasDevice && r.hasPool:
+			k := [2]string{r.pool, r.device}
+			e.byPoolDevice[k] = append(e.byPoolDevice[k], i)
 		case r.hasDevice:
 			e.byDevice[r.device] = append(e.byDevice[r.device], i)
+		case r.hasPool:
+			e.byPool[r.pool] = append(e.byPool[r.pool], i)
 		default:
 			e.anyDevice = append(e.anyDevice, i)
 		}
@@ -146,14 +153,19 @@ func (e *Evaluator) each(driver, pool, device string, fn func(*rule)) {
 	if e == nil {
 		return
 	}
-	a, b := e.byDevice[device], e.anyDevice
-	for len(a) > 0 || len(b) > 0 {
-		var i int
-		if len(b) == 0 || (len(a) > 0 && a[0] < b[0]) {
-			i, a = a[0], a[1:]
-		} else {
-			i, b = b[0], b[1:]
+	lists := [4][]int{e.byPoolDevice[[2]string{pool, device}], e.byDevice[device], e.byPool[pool], e.anyDevice}
+	for {
+		best := -1
+		for k := range lists {
+			if len(lists[k]) > 0 && (best < 0 || lists[k][0] < lists[best][0]) {
+				best = k
+			}
 		}
+		if best < 0 {
+			return
+		}
+		i := lists[best][0]
+		lists[best] = lists[best][1:]
 		if r := &e.rules[i]; r.matches(driver, pool) {
 			fn(r)
 		}

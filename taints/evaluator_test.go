@@ -2,12 +2,15 @@ package taints
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"pgregory.net/rapid"
 )
 
 func sp(s string) *string { return &s }
@@ -115,4 +118,45 @@ func TestNewEvaluatorRejectsInvalidRules(t *testing.T) {
 	if _, err := NewEvaluator([]*resourceapi.DeviceTaintRule{newRule("future", nil, "k", "PreferNoSchedule")}); err != nil {
 		t.Fatalf("an effect from a later version is accepted as stored: %v", err)
 	}
+}
+
+// TestPropEvaluatorAgreesWithReference checks the indexed lookup against the rule read literally: every
+// rule, in name order, whose selector is present and whose set fields all equal the device's.
+func TestPropEvaluatorAgreesWithReference(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		pick := func(label string, vals ...string) *string {
+			if rapid.Bool().Draw(t, label+"set") {
+				return sp(rapid.SampledFrom(vals).Draw(t, label))
+			}
+			return nil
+		}
+		var rules []*resourceapi.DeviceTaintRule
+		for i, n := range rapid.Permutation([]int{0, 1, 2, 3, 4, 5}).Draw(t, "names")[:rapid.IntRange(0, 6).Draw(t, "count")] {
+			var sel *resourceapi.DeviceTaintSelector
+			if rapid.IntRange(0, 4).Draw(t, fmt.Sprint("hasSel", i)) > 0 {
+				sel = &resourceapi.DeviceTaintSelector{Driver: pick(fmt.Sprint("drv", i), "d1", "d2"), Pool: pick(fmt.Sprint("pool", i), "p1", "p2"), Device: pick(fmt.Sprint("dev", i), "x", "y")}
+			}
+			rules = append(rules, newRule(fmt.Sprintf("rule-%d", n), sel, fmt.Sprintf("k%d", n), none))
+		}
+		e, err := NewEvaluator(rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		driver := rapid.SampledFrom([]string{"d1", "d2"}).Draw(t, "driver")
+		pool := rapid.SampledFrom([]string{"p1", "p2"}).Draw(t, "pool")
+		dev := &resourceapi.Device{Name: rapid.SampledFrom([]string{"x", "y"}).Draw(t, "device")}
+		sorted := append([]*resourceapi.DeviceTaintRule(nil), rules...)
+		sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+		var want []string
+		for _, r := range sorted {
+			s := r.Spec.DeviceSelector
+			if s == nil || (s.Driver != nil && *s.Driver != driver) || (s.Pool != nil && *s.Pool != pool) || (s.Device != nil && *s.Device != dev.Name) {
+				continue
+			}
+			want = append(want, r.Spec.Taint.Key)
+		}
+		if got := keys(e.Taints(driver, pool, dev)); !reflect.DeepEqual(got, want) {
+			t.Fatalf("got %v, reference %v", got, want)
+		}
+	})
 }

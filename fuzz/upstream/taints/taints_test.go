@@ -149,3 +149,24 @@ func upstreamAllocates(dev resourceapi.Device, tols []resourceapi.DeviceTolerati
 	res, err := a.Allocate(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}, []*resourceapi.ResourceClaim{claim})
 	return res != nil, err
 }
+
+func BenchmarkToleratesTaint(b *testing.B) {
+	taint := resourceapi.DeviceTaint{Key: "gpu.example.com/ecc", Value: "high", Effect: "NoExecute"}
+	tols := []resourceapi.DeviceToleration{{Key: "gpu.example.com/ecc", Value: "low"}, {Key: "other", Operator: "Exists"}, {Operator: "Exists", Effect: "NoExecute"}}
+	b.Run("dralloc", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, tol := range tols {
+				taints.ToleratesTaint(tol, taint)
+			}
+		}
+	})
+	b.Run("upstream", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, tol := range tols {
+				resourceclaim.ToleratesTaint(tol, taint)
+			}
+		}
+	})
+}
