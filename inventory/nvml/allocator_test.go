@@ -1,0 +1,124 @@
+package nvml_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/inventory"
+)
+
+// classes are DeviceClasses as written for NVIDIA's driver: whole GPUs and
+// MIG devices of the gpu.nvidia.com driver, told apart by the type attribute.
+var classes = []*resourceapi.DeviceClass{
+	{ObjectMeta: metav1.ObjectMeta{Name: "gpu.nvidia.com"}, Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
+		CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "gpu"`}}}}},
+	{ObjectMeta: metav1.ObjectMeta{Name: "mig.nvidia.com"}, Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
+		CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "mig"`}}}}},
+}
+
+// want is one request: count devices of a class, with a profile for MIG.
+type want struct {
+	class, profile string
+	count          int64
+}
+
+func claim(reqs ...want) *resourceapi.ResourceClaim {
+	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "job", UID: "uid-job"}}
+	for i, r := range reqs {
+		req := resourceapi.DeviceRequest{Name: fmt.Sprintf("r%d", i), Exactly: &resourceapi.ExactDeviceRequest{
+			DeviceClassName: r.class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: r.count}}
+		if r.profile != "" {
+			req.Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+				Expression: fmt.Sprintf(`device.attributes["gpu.nvidia.com"].profile == %q`, r.profile)}}}
+		}
+		c.Spec.Devices.Requests = append(c.Spec.Devices.Requests, req)
+	}
+	return c
+}
+
+func snapshotOf(t *testing.T, node inventory.Node, mode inventory.Mode) *allocator.Snapshot {
+	t.Helper()
+	slices, err := inventory.Slices(node, inventory.Options{NodeName: "dgx-1", Mode: mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := allocator.NewSnapshot(allocator.Options{})
+	for _, s := range slices {
+		if err := snap.AddOrUpdateSlice(s); err != nil {
+			t.Fatalf("allocator refused slice %s: %v", s.Name, err)
+		}
+	}
+	for _, c := range classes {
+		if err := snap.AddOrUpdateClass(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return snap
+}
+
+func allocate(t *testing.T, snap *allocator.Snapshot, c *resourceapi.ResourceClaim) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := snap.Allocate(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dgx-1"}}, []*resourceapi.ResourceClaim{c})
+	if err != nil && !errors.Is(err, allocator.ErrUnsatisfiable) {
+		t.Fatalf("allocation failed for another reason than not fitting: %v", err)
+	}
+	return err
+}
+
+func TestTheAllocatorAcceptsTheMockSlices(t *testing.T) {
+	for _, m := range mocks {
+		for _, mode := range []inventory.Mode{inventory.ModeGPU, inventory.ModeDynamicMIG} {
+			t.Run(m.mock+"/"+string(mode), func(t *testing.T) {
+				snap := snapshotOf(t, discoverMock(t, m.mock).Node, mode)
+				if err := allocate(t, snap, claim(want{"gpu.nvidia.com", "", 8})); err != nil {
+					t.Errorf("8 whole GPUs: %v", err)
+				}
+				if err := allocate(t, snap, claim(want{"gpu.nvidia.com", "", 9})); err == nil {
+					t.Error("9 whole GPUs on an 8-GPU node")
+				}
+			})
+		}
+	}
+}
+
+func TestTheAllocatorHonoursTheDynamicMIGCounters(t *testing.T) {
+	// Two H100s of the mock keep the searches small. Figures from the mock:
+	// 3g.40gb fits twice per GPU (placements 0 and 4); 1g.10gb+me once per
+	// GPU (its JPEG engine is the GPU's only one); a whole GPU excludes all
+	// MIG devices on it.
+	node := discoverMock(t, "dgxh100").Node
+	node.GPUs = node.GPUs[:2]
+	snap := snapshotOf(t, node, inventory.ModeDynamicMIG)
+	for _, tc := range []struct {
+		name string
+		reqs []want
+		fits bool
+	}{
+		{"four 3g.40gb fit", []want{{"mig.nvidia.com", "3g.40gb", 4}}, true},
+		{"five 3g.40gb do not", []want{{"mig.nvidia.com", "3g.40gb", 5}}, false},
+		{"two 3g.40gb and one whole GPU fit", []want{{"mig.nvidia.com", "3g.40gb", 2}, {"gpu.nvidia.com", "", 1}}, true},
+		{"three 3g.40gb and one whole GPU do not", []want{{"mig.nvidia.com", "3g.40gb", 3}, {"gpu.nvidia.com", "", 1}}, false},
+		{"two 1g.10gb+me fit, one per GPU", []want{{"mig.nvidia.com", "1g.10gb+me", 2}}, true},
+		{"three 1g.10gb+me do not, though 14 placements exist", []want{{"mig.nvidia.com", "1g.10gb+me", 3}}, false},
+		{"fourteen 1g.10gb fit", []want{{"mig.nvidia.com", "1g.10gb", 14}}, true},
+		{"a 7g.80gb and seven 1g.10gb fit", []want{{"mig.nvidia.com", "7g.80gb", 1}, {"mig.nvidia.com", "1g.10gb", 7}}, true},
+		{"a 4g.40gb and a 3g.40gb share a GPU", []want{{"mig.nvidia.com", "4g.40gb", 2}, {"mig.nvidia.com", "3g.40gb", 2}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := allocate(t, snap, claim(tc.reqs...))
+			if (err == nil) != tc.fits {
+				t.Errorf("fits = %v (%v), want %v", err == nil, err, tc.fits)
+			}
+		})
+	}
+}
