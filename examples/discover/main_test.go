@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dralloc/dralloc/inventory"
+)
+
+func TestDiscoverPrintsTheMockSlicesAsYAML(t *testing.T) {
+	for _, tc := range []struct {
+		args            []string
+		slices, devices int
+	}{
+		{[]string{"--mock", "dgxh100", "--node", "dgx-1"}, 1, 8},
+		{[]string{"--mock", "dgxa100", "--node", "dgx-1", "--mode", "dynamic-mig"}, 5, 8 * 26},
+		{[]string{"--mock", "dgxb200", "--node", "dgx-1", "--mode", "static-mig"}, 1, 8},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if err := run(tc.args, &out, &errOut); err != nil {
+				t.Fatal(err)
+			}
+			docs := strings.Split(out.String(), "\n---\n")
+			if len(docs) != tc.slices {
+				t.Fatalf("%d YAML documents, want %d", len(docs), tc.slices)
+			}
+			var slices []*resourceapi.ResourceSlice
+			devices := 0
+			for _, doc := range docs {
+				var s resourceapi.ResourceSlice
+				if err := yaml.UnmarshalStrict([]byte(doc), &s); err != nil {
+					t.Fatal(err)
+				}
+				if errs := inventory.ValidateSlice(&s); len(errs) > 0 {
+					t.Error(errs)
+				}
+				if s.Spec.Pool.Name != "dgx-1" {
+					t.Errorf("pool %q", s.Spec.Pool.Name)
+				}
+				devices += len(s.Spec.Devices)
+				slices = append(slices, &s)
+			}
+			if devices != tc.devices {
+				t.Errorf("%d devices, want %d", devices, tc.devices)
+			}
+			if errs := inventory.ValidatePool(slices); len(errs) > 0 {
+				t.Error(errs)
+			}
+			if !strings.Contains(errOut.String(), "unknown: gpus[0].numaNode") {
+				t.Errorf("stderr lacks the unknown NUMA node: %q", errOut.String())
+			}
+		})
+	}
+}
+
+func TestDiscoverRejectsBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--mock", "dgx-nope"}, `unknown mock server "dgx-nope"`},
+		{[]string{"--mock", "dgxh100", "--mode", "shared"}, `unknown --mode "shared"`},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(tc.args, &out, &errOut)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestDiscoverWithoutNVMLSaysSo(t *testing.T) {
+	if _, err := os.Stat("/dev/nvidiactl"); err == nil {
+		t.Skip("this machine has an NVIDIA driver")
+	}
+	var out, errOut bytes.Buffer
+	err := run([]string{"--node", "n"}, &out, &errOut)
+	if err == nil {
+		t.Skip("NVML initialised on this machine")
+	}
+	if !strings.Contains(err.Error(), "NVML is not available on this machine") || !strings.Contains(err.Error(), "--mock") {
+		t.Errorf("err = %v", err)
+	}
+}
