@@ -91,9 +91,14 @@ func ExampleSelector_Matches() {
 func ExampleSelector_MaxCost() {
 	env, _ := celenv.NewEnv(celenv.Options{})
 	cheap, _ := env.Compile(`device.driver == "gpu.nvidia.com"`)
-	loop, _ := env.Compile(`lists.range(2000).all(i, lists.range(2000).all(j, i != j || i == j))`)
+	loop, _ := env.Compile(`cel.bind(r, lists.range(2000), r.all(i, r.all(j, i != j || i == j)))`)
+	// The API server rejects new selectors whose estimate exceeds the limit.
 	fmt.Println(cheap.MaxCost() <= resourceapi.CELSelectorExpressionMaxCost)
 	fmt.Println(loop.MaxCost() <= resourceapi.CELSelectorExpressionMaxCost)
+
+	// At runtime the limit stops the evaluation (here a small one).
+	small, _ := celenv.NewEnv(celenv.Options{CostLimit: 1000})
+	loop, _ = small.Compile(loop.Expression())
 	_, err := loop.Matches(context.Background(), celenv.NewDevice("gpu.nvidia.com", nil))
 	fmt.Println(errors.Is(err, celenv.ErrCostLimit))
 	// Output:
