@@ -25,5 +25,8 @@ func run() error {
 	if err := maintenance(slices); err != nil {
 		return err
 	}
+	if err := classes(slices); err != nil {
+		return err
+	}
 	return nil
 }
