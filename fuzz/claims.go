@@ -127,10 +127,10 @@ func drawExact(t *rapid.T, opts Options, classes []string, admin bool) *resource
 		e.Selectors = []resourceapi.DeviceSelector{cel(rapid.SampledFrom(palette).Draw(t, "selector"))}
 	}
 	e.AllocationMode = resourceapi.DeviceAllocationModeExactCount
-	if opts.AllMode && rapid.IntRange(0, 4).Draw(t, "allMode") == 0 {
+	if opts.AllMode && rapid.IntRange(0, 6).Draw(t, "allMode") == 0 {
 		e.AllocationMode = resourceapi.DeviceAllocationModeAll
 	} else {
-		e.Count = int64(rapid.IntRange(1, 2).Draw(t, "count"))
+		e.Count = int64(rapid.SampledFrom([]int{1, 1, 2}).Draw(t, "count"))
 	}
 	if admin && rapid.IntRange(0, 4).Draw(t, "admin") == 0 {
 		e.AdminAccess = ptr.To(true)

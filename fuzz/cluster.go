@@ -4,6 +4,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"pgregory.net/rapid"
+
+	"github.com/dralloc/dralloc/allocator/verify"
 )
 
 // Drivers, attribute names and capacity names used by the generated devices. Selectors and constraints of the
@@ -28,13 +30,15 @@ type Cluster struct {
 	Claims []*resourceapi.ResourceClaim
 	// Node is the node the claims are to be allocated for; it is one of Nodes.
 	Node *v1.Node
+	// Features are the feature gates the cluster runs with; ClusterGen enables all of them.
+	Features verify.Features
 }
 
 // ClusterGen draws whole clusters with the features chosen in opts.
 func ClusterGen(opts Options) *rapid.Generator[*Cluster] {
 	opts = opts.withDefaults()
 	return rapid.Custom(func(t *rapid.T) *Cluster {
-		c := &Cluster{}
+		c := &Cluster{Features: verify.AllFeatures()}
 		c.Nodes = drawNodes(t, opts)
 		c.Slices = drawSlices(t, opts, c.Nodes)
 		c.Classes = drawClasses(t, opts)
@@ -69,4 +73,30 @@ func drawNodes(t *rapid.T, opts Options) []*v1.Node {
 		nodes[i].Labels = map[string]string{ZoneLabel: zone, "kubernetes.io/hostname": name}
 	}
 	return nodes
+}
+
+// DeviceRef is one published device with its driver and pool.
+type DeviceRef struct {
+	Driver, Pool string
+	Device       *resourceapi.Device
+}
+
+// Devices lists the devices of the newest generation of every pool, in the order of the slices.
+func (c *Cluster) Devices() []DeviceRef {
+	type key struct{ driver, pool string }
+	newest := map[key]int64{}
+	for _, s := range c.Slices {
+		k := key{s.Spec.Driver, s.Spec.Pool.Name}
+		newest[k] = max(newest[k], s.Spec.Pool.Generation)
+	}
+	var out []DeviceRef
+	for _, s := range c.Slices {
+		if s.Spec.Pool.Generation != newest[key{s.Spec.Driver, s.Spec.Pool.Name}] {
+			continue
+		}
+		for i := range s.Spec.Devices {
+			out = append(out, DeviceRef{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: &s.Spec.Devices[i]})
+		}
+	}
+	return out
 }

@@ -115,7 +115,7 @@ func buildPool(t *rapid.T, opts Options, driver, pool string, devices, parts []r
 	count := int64(len(out))
 	var stale *resourceapi.ResourceSlice
 	if opts.IncompletePools {
-		switch rapid.IntRange(0, 5).Draw(t, "poolState") {
+		switch rapid.IntRange(0, 7).Draw(t, "poolState") {
 		case 0:
 			// A slice is still missing: the pool is incomplete.
 			count++
@@ -176,7 +176,7 @@ func drawLinks(t *rapid.T) []int64 {
 
 // drawDeviceExtras adds taints and binding conditions.
 func drawDeviceExtras(t *rapid.T, opts Options, d *resourceapi.Device) {
-	if opts.Taints && rapid.IntRange(0, 3).Draw(t, "tainted") == 0 {
+	if opts.Taints && rapid.IntRange(0, 4).Draw(t, "tainted") == 0 {
 		d.Taints = []resourceapi.DeviceTaint{drawTaint(t)}
 	}
 	if opts.BindingConditions && rapid.IntRange(0, 3).Draw(t, "binding") == 0 {

@@ -1,0 +1,252 @@
+package fuzz_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/dralloc/dralloc/allocator/verify"
+	"github.com/dralloc/dralloc/capacity"
+	"github.com/dralloc/dralloc/fuzz"
+)
+
+// The exhaustive search: it tries every choice of subrequest and devices for every request, and accepts a choice
+// when allocator/verify finds no violation of a rule about which devices may be chosen. It is deliberately
+// naive, independent of the allocator's search, and only meant for small clusters.
+
+// decoration rules concern what a result records about a chosen device, not the choice itself; the brute force
+// does not try to reproduce them.
+var decoration = []verify.Rule{verify.RuleConfig, verify.RuleNodeSelector, verify.RuleTolerations, verify.RuleBinding, verify.RuleShare}
+
+type verdict int
+
+const (
+	infeasible verdict = iota
+	feasible
+	undecided // too many combinations
+)
+
+type option struct {
+	req     string // request or request/subrequest name
+	top     string
+	devices [][]fuzz.DeviceRef
+}
+
+// bruteForce decides whether the pending claims of c fit on its node. budget bounds the number of complete
+// proposals checked.
+func bruteForce(ctx context.Context, c *fuzz.Cluster, budget int) (verdict, []resourceapi.AllocationResult) {
+	devices := c.Devices()
+	// Per request alternative: the devices that pass the per-device rules on their own.
+	type slot struct{ alternatives []option }
+	var slots [][]slot // per claim, per request
+	for ci, claim := range c.Claims {
+		var claimSlots []slot
+		for _, dr := range claim.Spec.Devices.Requests {
+			var alts []option
+			add := func(name string, count int64, mode resourceapi.DeviceAllocationMode, probe *resourceapi.ResourceClaim) {
+				var cands []fuzz.DeviceRef
+				for _, d := range devices {
+					if ok := singleOK(ctx, c, ci, probe, name, d); ok {
+						cands = append(cands, d)
+					}
+				}
+				o := option{req: name, top: dr.Name}
+				if mode == resourceapi.DeviceAllocationModeAll {
+					o.devices = [][]fuzz.DeviceRef{cands}
+				} else {
+					o.devices = combinations(cands, int(count))
+				}
+				alts = append(alts, o)
+			}
+			if dr.Exactly != nil {
+				add(dr.Name, dr.Exactly.Count, dr.Exactly.AllocationMode, probeClaim(claim, dr.Name, nil))
+			}
+			for _, sub := range dr.FirstAvailable {
+				name := dr.Name + "/" + sub.Name
+				add(name, sub.Count, sub.AllocationMode, probeClaim(claim, dr.Name, &sub))
+			}
+			claimSlots = append(claimSlots, slot{alts})
+		}
+		slots = append(slots, claimSlots)
+	}
+	results := make([]resourceapi.AllocationResult, len(c.Claims))
+	checked := 0
+	share := 0
+	var try func(ci, ri int) verdict
+	try = func(ci, ri int) verdict {
+		if ci == len(c.Claims) {
+			checked++
+			if checked > budget {
+				return undecided
+			}
+			if acceptable(ctx, c, results) {
+				return feasible
+			}
+			return infeasible
+		}
+		if ri == len(slots[ci]) {
+			return try(ci+1, 0)
+		}
+		outcome := infeasible
+		for _, alt := range slots[ci][ri].alternatives {
+			for _, set := range alt.devices {
+				n := len(results[ci].Devices.Results)
+				for _, d := range set {
+					share++
+					results[ci].Devices.Results = append(results[ci].Devices.Results, resultFor(c, ci, alt.req, d, share))
+				}
+				v := try(ci, ri+1)
+				if v == feasible {
+					return feasible
+				}
+				if v == undecided {
+					outcome = undecided
+				}
+				results[ci].Devices.Results = results[ci].Devices.Results[:n]
+			}
+		}
+		return outcome
+	}
+	v := try(0, 0)
+	if v != feasible {
+		return v, nil
+	}
+	return v, results
+}
+
+// probeClaim is the claim reduced to one request (or one subrequest) with count 1, without constraints and
+// configuration, to test single devices.
+func probeClaim(claim *resourceapi.ResourceClaim, request string, sub *resourceapi.DeviceSubRequest) *resourceapi.ResourceClaim {
+	p := claim.DeepCopy()
+	p.Spec.Devices.Constraints = nil
+	p.Spec.Devices.Config = nil
+	for _, dr := range p.Spec.Devices.Requests {
+		if dr.Name != request {
+			continue
+		}
+		if sub != nil {
+			s := *sub.DeepCopy()
+			s.AllocationMode, s.Count = resourceapi.DeviceAllocationModeExactCount, 1
+			dr.FirstAvailable = []resourceapi.DeviceSubRequest{s}
+		} else {
+			dr.Exactly.AllocationMode, dr.Exactly.Count = resourceapi.DeviceAllocationModeExactCount, 1
+		}
+		p.Spec.Devices.Requests = []resourceapi.DeviceRequest{dr}
+		break
+	}
+	return p
+}
+
+func singleOK(ctx context.Context, c *fuzz.Cluster, ci int, probe *resourceapi.ResourceClaim, req string, d fuzz.DeviceRef) bool {
+	r := resultFor(c, ci, req, d, 0)
+	in := c.Input()
+	vs, err := verify.Check(ctx, in, []*resourceapi.ResourceClaim{probe}, []resourceapi.AllocationResult{{
+		Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{r}}}})
+	if err != nil {
+		return false
+	}
+	for _, v := range vs {
+		if !slices.Contains(decoration, v.Rule) {
+			return false
+		}
+	}
+	return true
+}
+
+// resultFor builds the result entry for a device: admin access, share ID and consumed capacity as Kubernetes
+// records them.
+func resultFor(c *fuzz.Cluster, ci int, req string, d fuzz.DeviceRef, share int) resourceapi.DeviceRequestAllocationResult {
+	r := resourceapi.DeviceRequestAllocationResult{Request: req, Driver: d.Driver, Pool: d.Pool, Device: d.Device.Name}
+	e := exactOf(c.Claims[ci], req)
+	if e != nil && ptr.Deref(e.AdminAccess, false) {
+		r.AdminAccess = ptr.To(true)
+	}
+	if c.Features.DRAConsumableCapacity && ptr.Deref(d.Device.AllowMultipleAllocations, false) {
+		r.ShareID = ptr.To(types.UID(fmt.Sprintf("bf-%d", share)))
+		var requests map[resourceapi.QualifiedName]resource.Quantity
+		if e != nil && e.Capacity != nil {
+			requests = e.Capacity.Requests
+		}
+		if consumed, err := capacity.Consumed(requests, d.Device.Capacity, capacity.Options{DisableFractionalCapacityRange: !c.Features.DRAFractionalCapacityRange}); err == nil && len(consumed) > 0 {
+			r.ConsumedCapacity = consumed
+		}
+	}
+	return r
+}
+
+// exactOf returns the request or subrequest named ref as an ExactDeviceRequest.
+func exactOf(claim *resourceapi.ResourceClaim, ref string) *resourceapi.ExactDeviceRequest {
+	for _, dr := range claim.Spec.Devices.Requests {
+		if dr.Exactly != nil && dr.Name == ref {
+			return dr.Exactly
+		}
+		for _, s := range dr.FirstAvailable {
+			if dr.Name+"/"+s.Name == ref {
+				return &resourceapi.ExactDeviceRequest{DeviceClassName: s.DeviceClassName, Selectors: s.Selectors,
+					AllocationMode: s.AllocationMode, Count: s.Count, Tolerations: s.Tolerations, Capacity: s.Capacity}
+			}
+		}
+	}
+	return nil
+}
+
+// acceptable: verify finds no violation of a choice rule, and the proposal respects what the Kubernetes
+// allocator additionally enforces within one allocation attempt: a device taken with admin access is not
+// taken again by a later claim, and draws on no counters.
+func acceptable(ctx context.Context, c *fuzz.Cluster, results []resourceapi.AllocationResult) bool {
+	vs, err := c.Verify(ctx, results)
+	if err != nil {
+		return false
+	}
+	for _, v := range vs {
+		if !slices.Contains(decoration, v.Rule) {
+			return false
+		}
+	}
+	type id struct{ driver, pool, device string }
+	admin := map[id]bool{}
+	devs := c.Devices()
+	for _, res := range results {
+		for _, r := range res.Devices.Results {
+			k := id{r.Driver, r.Pool, r.Device}
+			if admin[k] {
+				return false
+			}
+			if ptr.Deref(r.AdminAccess, false) {
+				admin[k] = true
+				for _, d := range devs {
+					if d.Driver == r.Driver && d.Pool == r.Pool && d.Device.Name == r.Device && len(d.Device.ConsumesCounters) > 0 {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
+func combinations(items []fuzz.DeviceRef, k int) [][]fuzz.DeviceRef {
+	var out [][]fuzz.DeviceRef
+	var cur []fuzz.DeviceRef
+	var rec func(start int)
+	rec = func(start int) {
+		if len(cur) == k {
+			out = append(out, slices.Clone(cur))
+			return
+		}
+		for i := start; i < len(items); i++ {
+			cur = append(cur, items[i])
+			rec(i + 1)
+			cur = cur[:len(cur)-1]
+		}
+	}
+	if k >= 0 && k <= len(items) {
+		rec(0)
+	}
+	return out
+}

@@ -1,0 +1,65 @@
+package fuzz_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/fuzz"
+)
+
+// snapshotOf loads a generated cluster into an allocator snapshot with the cluster's feature gates and
+// deterministic share IDs.
+func snapshotOf(c *fuzz.Cluster) (*allocator.Snapshot, error) {
+	features := allocator.Features(c.Features)
+	var next atomic.Int64
+	s := allocator.NewSnapshot(allocator.Options{
+		Features: &features,
+		ShareIDs: func() types.UID { return types.UID(fmt.Sprintf("share-%d", next.Add(1))) },
+	})
+	for _, n := range c.Nodes {
+		if err := s.AddOrUpdateNode(n); err != nil {
+			return nil, err
+		}
+	}
+	for _, x := range c.Slices {
+		if err := s.AddOrUpdateSlice(x); err != nil {
+			return nil, err
+		}
+	}
+	for _, x := range c.Classes {
+		if err := s.AddOrUpdateClass(x); err != nil {
+			return nil, err
+		}
+	}
+	for _, x := range c.TaintRules {
+		if err := s.AddOrUpdateTaintRule(x); err != nil {
+			return nil, err
+		}
+	}
+	for _, x := range c.Allocated {
+		if err := s.AddOrUpdateClaim(x); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// allocate is the fuzz.AllocateFunc of dralloc's allocator.
+func allocate(ctx context.Context, c *fuzz.Cluster) ([]resourceapi.AllocationResult, error) {
+	s, err := snapshotOf(c)
+	if err != nil {
+		return nil, err
+	}
+	return s.Allocate(ctx, c.Node, c.Claims)
+}
+
+// small keeps clusters small enough for the exhaustive search.
+func small(o fuzz.Options) fuzz.Options {
+	o.MaxNodes, o.MaxDevices, o.MaxClaims, o.MaxRequests = 2, 3, 2, 2
+	return o
+}
