@@ -53,6 +53,10 @@ var (
 // step are all representable there and step is at least 1m (250m with step 100m consumes 300m); otherwise it
 // works on integers, rounding every amount up (250m with step 1 consumes 1).
 //
+// The Kubernetes allocator applies the same computation as a filter to devices without
+// allowMultipleAllocations (a request above such a device's capacity does not fit it), but records the
+// consumed capacity only for shares of devices with allowMultipleAllocations.
+//
 // requests may be nil, which means no capacity requirements. Consumed returns an error wrapping
 // [ErrUnsuitable] when the device cannot serve the request, and other errors ([ErrNotRepresentable],
 // [ErrNegative], [ErrInvalidPolicy]) for invalid input, naming the capacity. Inputs are not mutated.

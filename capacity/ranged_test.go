@@ -99,3 +99,56 @@ func TestPropConsumedRangeIsValidBetweenMinimumAndPreferred(t *testing.T) {
 		}
 	})
 }
+
+// TestPropConsumedRangeIsAFixedPoint checks that what ConsumedRange records is what Kubernetes itself
+// would record for a point request of that amount, so the AllocationResult is one the scheduler could
+// have written.
+func TestPropConsumedRangeIsAFixedPoint(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		dc := genCapacity(t)
+		dev := cmap{"c": dc}
+		opts := Options{DisableFractionalCapacityRange: rapid.Bool().Draw(t, "noFractions")}
+		req := RangeRequest{Min: qmap{"c": milliQ(rapid.Int64Range(0, dc.Value.MilliValue()).Draw(t, "min"))},
+			Preferred: qmap{"c": milliQ(rapid.Int64Range(0, dc.Value.MilliValue()+1000).Draw(t, "preferred"))}}
+		if opts.DisableFractionalCapacityRange && !integral(dc) {
+			// Without fractional ranges the API admits only whole amounts; with fractional ones the integer
+			// arithmetic rounds a recorded amount up again.
+			return
+		}
+		res, err := ConsumedRange(req, dev, nil, opts)
+		if err != nil {
+			return
+		}
+		again, err := Consumed(res.Consumed, dev, opts)
+		if err != nil {
+			t.Fatalf("requesting the recorded %v: %v", res.Consumed, err)
+		}
+		a, c := again["c"], res.Consumed["c"]
+		if a.Cmp(c) != 0 {
+			t.Fatalf("requesting %s consumes %s", c.String(), a.String())
+		}
+	})
+}
+
+func integral(dc resourceapi.DeviceCapacity) bool {
+	qs := []resource.Quantity{dc.Value}
+	if p := dc.RequestPolicy; p != nil {
+		qs = append(qs, p.ValidValues...)
+		if p.Default != nil {
+			qs = append(qs, *p.Default)
+		}
+		if r := p.ValidRange; r != nil {
+			for _, q := range []*resource.Quantity{r.Min, r.Max, r.Step} {
+				if q != nil {
+					qs = append(qs, *q)
+				}
+			}
+		}
+	}
+	for _, q := range qs {
+		if q.MilliValue()%1000 != 0 {
+			return false
+		}
+	}
+	return true
+}
