@@ -35,7 +35,7 @@ func (costModel) CallCost(function, overloadID string, args []ref.Val, result re
 			c = traversalCost(args[0])
 		}
 		return &c
-	case "lowerAscii", "upperAscii", "substring", "trim":
+	case "url", "lowerAscii", "upperAscii", "substring", "trim":
 		if len(args) >= 1 {
 			return traversal(args[0], common.StringTraversalCostFactor)
 		}
@@ -53,6 +53,45 @@ func (costModel) CallCost(function, overloadID string, args []ref.Val, result re
 			regexCost := uint64(math.Ceil(float64(actualSize(args[1])) * common.RegexStringLengthCostFactor))
 			return cost(strCost * regexCost)
 		}
+	case "cidr", "isIP", "isCIDR":
+		if len(args) >= 1 {
+			return traversal(args[0], common.StringTraversalCostFactor)
+		}
+	case "ip":
+		if overloadID == "cidr_ip" {
+			return cost(1)
+		}
+		if len(args) >= 1 {
+			return traversal(args[0], common.StringTraversalCostFactor)
+		}
+	case "ip.isCanonical":
+		if len(args) >= 1 {
+			return traversal(args[0], 2*common.StringTraversalCostFactor)
+		}
+	case "masked", "prefixLength", "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast",
+		"isLinkLocalUnicast", "isGlobalUnicast", "format.named",
+		"getScheme", "getHostname", "getHost", "getPort", "getEscapedPath", "getQuery":
+		return cost(1)
+	case "containsIP", "containsCIDR":
+		if len(args) >= 2 {
+			cidrSize := actualSize(args[0])
+			c := uint64(math.Ceil(float64(cidrSize+cidrSize) * common.StringTraversalCostFactor))
+			if function == "containsCIDR" {
+				c += uint64(math.Ceil(float64(cidrSize)*common.StringTraversalCostFactor)) + 1
+			}
+			if overloadID == "cidr_contains_ip_string" || overloadID == "cidr_contains_cidr_string" {
+				c += uint64(math.Ceil(float64(actualSize(args[1])) * common.StringTraversalCostFactor))
+			}
+			return &c
+		}
+	case "validate":
+		if len(args) >= 2 {
+			if f, ok := args[0].(*formatVal); ok {
+				strCost := uint64(math.Ceil((1.0 + float64(actualSize(args[1]))) * common.StringTraversalCostFactor))
+				regexCost := uint64(math.Ceil(float64(f.maxRegexSize) * common.RegexStringLengthCostFactor))
+				return cost(strCost * regexCost)
+			}
+		}
 	case "quantity", "isQuantity", "semver", "isSemver":
 		if len(args) >= 1 {
 			return traversal(args[0], common.StringTraversalCostFactor)
@@ -63,7 +102,7 @@ func (costModel) CallCost(function, overloadID string, args []ref.Val, result re
 	case "_==_":
 		if len(args) == 2 {
 			switch args[0].(type) {
-			case *quantityVal, *semverVal:
+			case *quantityVal, *semverVal, ipVal, cidrVal, *formatVal, urlVal:
 				return cost(1)
 			}
 		}
@@ -98,6 +137,11 @@ func (m costModel) EstimateCallCost(function, overloadID string, target *checker
 			return &checker.CallEstimate{CostEstimate: m.size(*target).MultiplyByCost(checker.CostEstimate{Min: 1, Max: 1})}
 		}
 		return &checker.CallEstimate{CostEstimate: m.size(*target).MultiplyByCostFactor(common.StringTraversalCostFactor)}
+	case "url":
+		if len(args) == 1 {
+			sz := m.size(args[0])
+			return &checker.CallEstimate{CostEstimate: sz.MultiplyByCostFactor(common.StringTraversalCostFactor), ResultSize: &sz}
+		}
 	case "lowerAscii", "upperAscii", "substring", "trim":
 		if target != nil {
 			sz := m.size(*target)
@@ -149,17 +193,69 @@ func (m costModel) EstimateCallCost(function, overloadID string, target *checker
 			regexCost := m.size(args[0]).MultiplyByCostFactor(common.RegexStringLengthCostFactor)
 			return &checker.CallEstimate{CostEstimate: strCost.Multiply(regexCost), ResultSize: &checker.SizeEstimate{Min: 0, Max: sz.Max}}
 		}
+	case "cidr", "isIP", "isCIDR":
+		if len(args) >= 1 {
+			return &checker.CallEstimate{CostEstimate: m.size(args[0]).MultiplyByCostFactor(common.StringTraversalCostFactor)}
+		}
+	case "ip":
+		if overloadID == "cidr_ip" {
+			return unit
+		}
+		if len(args) >= 1 {
+			return &checker.CallEstimate{CostEstimate: m.size(args[0]).MultiplyByCostFactor(common.StringTraversalCostFactor)}
+		}
+	case "ip.isCanonical":
+		if len(args) >= 1 {
+			return &checker.CallEstimate{CostEstimate: m.size(args[0]).MultiplyByCostFactor(2 * common.StringTraversalCostFactor)}
+		}
+	case "containsIP", "containsCIDR":
+		if len(args) >= 1 {
+			// An address is 4 to 16 bytes.
+			sz := checker.SizeEstimate{Min: 4, Max: 16}
+			c := sz.Add(sz).MultiplyByCostFactor(common.StringTraversalCostFactor)
+			if function == "containsCIDR" {
+				c = c.Add(sz.MultiplyByCostFactor(common.StringTraversalCostFactor)).Add(checker.CostEstimate{Min: 1, Max: 1})
+			}
+			if overloadID == "cidr_contains_ip_string" || overloadID == "cidr_contains_cidr_string" {
+				c = c.Add(checker.CostEstimate(m.size(args[0])).MultiplyByCostFactor(common.StringTraversalCostFactor))
+			}
+			return &checker.CallEstimate{CostEstimate: c}
+		}
+	case "validate":
+		if len(args) >= 1 {
+			return &checker.CallEstimate{CostEstimate: m.size(args[0]).MultiplyByCostFactor(common.StringTraversalCostFactor).
+				MultiplyByCostFactor(maxNameFormatRegexSize * common.RegexStringLengthCostFactor)}
+		}
 	case "quantity", "isQuantity", "semver", "isSemver":
 		if len(args) >= 1 {
 			return &checker.CallEstimate{CostEstimate: m.size(args[0]).MultiplyByCostFactor(common.StringTraversalCostFactor)}
 		}
 	case "sign", "asInteger", "isInteger", "asApproximateFloat", "isGreaterThan", "isLessThan", "compareTo",
-		"add", "sub", "major", "minor", "patch":
+		"add", "sub", "major", "minor", "patch",
+		"masked", "prefixLength", "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast",
+		"isLinkLocalUnicast", "isGlobalUnicast", "format.named",
+		"getScheme", "getHostname", "getHost", "getPort", "getEscapedPath", "getQuery":
 		return unit
 	case "_==_":
 		if len(args) == 2 && args[0].Type().Equal(args[1].Type()) == types.True {
-			if t := args[0].Type(); t.Kind() == types.StructKind && (t.TypeName() == quantityType.TypeName() || t.TypeName() == semverType.TypeName()) {
+			t := args[0].Type()
+			if t.Kind() == types.OpaqueKind && (t.TypeName() == ipType.TypeName() || t.TypeName() == cidrType.TypeName()) {
 				return unit
+			}
+			if t.Kind() == types.StructKind {
+				switch t.TypeName() {
+				case quantityType.TypeName(), semverType.TypeName():
+					return unit
+				case formatType.TypeName():
+					return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: maxFormatSize}.MultiplyByCostFactor(common.StringTraversalCostFactor)}
+				case urlType.TypeName():
+					// Kubernetes sizes both sides by the right-hand one.
+					size := checker.SizeEstimate{Min: 1, Max: 1}
+					if rhs := args[1].ComputedSize(); rhs != nil {
+						size = rhs.Union(*rhs)
+					}
+					return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: size.Max}.MultiplyByCostFactor(common.StringTraversalCostFactor)}
+				}
 			}
 		}
 	}

@@ -240,3 +240,22 @@ func TestMatchesOversizedDeviceStillEnforcesCost(t *testing.T) {
 		t.Fatalf("got %v, want ErrCostLimit", err)
 	}
 }
+
+func TestMatchesCostLimitWhereTheEstimateIsLow(t *testing.T) {
+	// validate() of the uri format costs 276 at runtime although Kubernetes
+	// estimates it at 32; the limit must still apply, as it does there.
+	env, err := NewEnv(Options{CostLimit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := env.Compile(`format.uri().validate("https://x").hasValue()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel.MaxCost() > 200 {
+		t.Fatalf("estimate %d, expected below the limit", sel.MaxCost())
+	}
+	if _, err := sel.Matches(context.Background(), NewDevice("d", nil)); !errors.Is(err, ErrCostLimit) {
+		t.Fatalf("got %v, want ErrCostLimit", err)
+	}
+}

@@ -33,7 +33,7 @@ func upstreamDevice(dev *resourceapi.Device) dracel.Device {
 // with both implementations and evaluates it on generated devices: both
 // must reject the same expressions, and on every device give the same
 // verdict or both fail (a cost-limit failure on one side must be one on the
-// other).
+// other). The worst-case cost estimates must be equal too.
 func TestDifferentialSelectors(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 37))
 	devices := make([]*resourceapi.Device, 60)
@@ -56,7 +56,7 @@ func TestDifferentialSelectors(t *testing.T) {
 	up := upstreamCompiler()
 	ctx := context.Background()
 
-	var pairs, compileErrors, matches, runtimeErrors, mismatches int
+	var pairs, compileErrors, matches, runtimeErrors, mismatches, costsCompared int
 	report := func(format string, args ...any) {
 		mismatches++
 		if mismatches <= 40 {
@@ -76,6 +76,10 @@ func TestDifferentialSelectors(t *testing.T) {
 				t.Errorf("compile %q: error %v does not wrap ErrCompile", expr, gotErr)
 			}
 			continue
+		}
+		costsCompared++
+		if sel.MaxCost() != want.MaxCost {
+			report("%q: estimated max cost: upstream %d, dralloc %d", expr, want.MaxCost, sel.MaxCost())
 		}
 		// Expressions that may run into the cost limit take long on both
 		// sides; a few devices are enough for them.
@@ -103,6 +107,68 @@ func TestDifferentialSelectors(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d expressions (%d hand-written, %d generated, %d rejected by both) x %d devices: %d (expression, device) pairs compared; %d matches, %d errors on both sides, %d mismatches",
-		len(expressions), len(corpus), len(expressions)-len(corpus), compileErrors, len(devices), pairs, matches, runtimeErrors, mismatches)
+	t.Logf("%d expressions (%d hand-written, %d generated, %d rejected by both, %d cost estimates compared) x %d devices: %d (expression, device) pairs compared; %d matches, %d errors on both sides, %d mismatches",
+		len(expressions), len(corpus), len(expressions)-len(corpus), compileErrors, costsCompared, len(devices), pairs, matches, runtimeErrors, mismatches)
+}
+
+// TestDifferentialCostLimit runs the corpus under small cost limits, where
+// the runtime cost of every function call decides the outcome: both sides
+// must stop at the same expressions on the same devices.
+func TestDifferentialCostLimit(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 37))
+	devices := make([]*resourceapi.Device, 6)
+	for i := range devices {
+		devices[i] = genDevice(r, i)
+	}
+	up := upstreamCompiler()
+	ctx := context.Background()
+	var pairs, stopped, mismatches, unstable int
+	for _, limit := range []uint64{3, 10, 40, 200} {
+		env, err := celenv.NewEnv(celenv.Options{CostLimit: limit, CacheSize: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, expr := range corpus {
+			want := up.CompileCELExpression(expr, dracel.Options{CostLimit: &limit})
+			sel, err := env.Compile(expr)
+			if want.Error != nil || err != nil {
+				continue
+			}
+			for _, dev := range devices {
+				// Upstream iterates maps in Go's random order, so a loop
+				// over a map that stops early costs a different amount
+				// from run to run; such pairs have no single answer.
+				wantCost, deterministic := upstreamStopsByCost(ctx, want, dev)
+				if !deterministic {
+					unstable++
+					continue
+				}
+				pairs++
+				_, gotErr := sel.Matches(ctx, celenv.NewDevice(driver, dev))
+				if wantCost {
+					stopped++
+				}
+				if wantCost != errors.Is(gotErr, celenv.ErrCostLimit) {
+					mismatches++
+					if mismatches <= 20 {
+						t.Errorf("limit %d, %q on %s: upstream stopped by cost %v, dralloc %v", limit, expr, dev.Name, wantCost, gotErr)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d (limit, expression, device) triples compared, %d stopped by the cost limit, %d mismatches; %d skipped as upstream's outcome depends on map order",
+		pairs, stopped, mismatches, unstable)
+}
+
+func upstreamStopsByCost(ctx context.Context, res dracel.CompilationResult, dev *resourceapi.Device) (stopped, deterministic bool) {
+	for i := range 8 {
+		_, _, err := res.DeviceMatches(ctx, upstreamDevice(dev))
+		s := err != nil && strings.Contains(err.Error(), "cost limit exceeded")
+		if i > 0 && s != stopped {
+			return false, false
+		}
+		stopped = s
+	}
+	return stopped, true
 }
