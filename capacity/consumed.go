@@ -61,18 +61,29 @@ var (
 // [ErrUnsuitable] when the device cannot serve the request, and other errors ([ErrNotRepresentable],
 // [ErrNegative], [ErrInvalidPolicy]) for invalid input, naming the capacity. Inputs are not mutated.
 func Consumed(requests map[resourceapi.QualifiedName]resource.Quantity, device map[resourceapi.QualifiedName]resourceapi.DeviceCapacity, opts Options) (map[resourceapi.QualifiedName]resource.Quantity, error) {
+	// The common case succeeds; visit the maps in their own order and only when something fails visit the
+	// capacities again in name order, so that the error reported does not depend on map order.
+	out, err := resolveAll(requests, device, opts, false)
+	if err != nil {
+		_, err = resolveAll(requests, device, opts, true)
+		return nil, err
+	}
+	return out, nil
+}
+
+func resolveAll(requests map[resourceapi.QualifiedName]resource.Quantity, device map[resourceapi.QualifiedName]resourceapi.DeviceCapacity, opts Options, sorted bool) (map[resourceapi.QualifiedName]resource.Quantity, error) {
 	// As the Kubernetes allocator: a request for a capacity the device lacks is a soft mismatch that is
 	// decided before anything else, so that another device can be tried.
-	for _, name := range sortedNames(requests) {
+	for _, name := range names(requests, sorted) {
 		if _, ok := device[name]; !ok {
 			return nil, fmt.Errorf("capacity %q: %w: the device does not have it", name, ErrUnsuitable)
 		}
 	}
-	names := sortedNames(device)
-	consumed := make(map[resourceapi.QualifiedName]resource.Quantity, len(device))
+	capacities := names(device, sorted)
+	out := make(map[resourceapi.QualifiedName]resource.Quantity, len(device))
 	// Resolve every capacity before any policy check: an unrepresentable request is fatal whichever
 	// capacity it is on, so the answer must not depend on the order in which capacities are visited.
-	for _, name := range names {
+	for _, name := range capacities {
 		var req *resource.Quantity
 		if q, ok := requests[name]; ok {
 			req = &q
@@ -84,11 +95,11 @@ func Consumed(requests map[resourceapi.QualifiedName]resource.Quantity, device m
 		if c.Sign() < 0 {
 			return nil, fmt.Errorf("capacity %q: consumed %s: %w", name, c.String(), ErrNegative)
 		}
-		consumed[name] = c
+		out[name] = c
 	}
-	for _, name := range names {
+	for _, name := range capacities {
 		dc := device[name]
-		c := consumed[name]
+		c := out[name]
 		if violates(c, dc.RequestPolicy, opts) {
 			return nil, fmt.Errorf("capacity %q: %s violates the request policy: %w", name, c.String(), ErrUnsuitable)
 		}
@@ -96,7 +107,20 @@ func Consumed(requests map[resourceapi.QualifiedName]resource.Quantity, device m
 			return nil, fmt.Errorf("capacity %q: %s exceeds the device's %s: %w", name, c.String(), dc.Value.String(), ErrUnsuitable)
 		}
 	}
-	return consumed, nil
+	return out, nil
+}
+
+// names returns the keys of m, sorted when asked; unsorted it avoids allocating for up to eight names.
+func names[V any](m map[resourceapi.QualifiedName]V, sorted bool) []resourceapi.QualifiedName {
+	if sorted {
+		return sortedNames(m)
+	}
+	var buf [8]resourceapi.QualifiedName
+	out := buf[:0]
+	for n := range m {
+		out = append(out, n)
+	}
+	return out
 }
 
 // Valid reports whether amount is a value that a request may consume of capacity dc under its request
