@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apiserver/pkg/cel/environment"
 	dracel "k8s.io/dynamic-resource-allocation/cel"
 
 	"github.com/dralloc/dralloc/celenv"
@@ -171,4 +173,96 @@ func upstreamStopsByCost(ctx context.Context, res dracel.CompilationResult, dev 
 		stopped = s
 	}
 	return stopped, true
+}
+
+// TestDifferentialNewExpressions compiles the corpus as the API server does
+// for new objects, under every combination of the feature gates that change
+// the environment, and as derived attributes: both sides must accept and
+// reject the same expressions.
+func TestDifferentialNewExpressions(t *testing.T) {
+	newExpr := environment.NewExpressions
+	compared := 0
+	for _, f := range []celenv.Features{{}, {ConsumableCapacity: true}, {ListTypeAttributes: true}, {ConsumableCapacity: true, ListTypeAttributes: true}} {
+		up := dracel.GetCompiler(dracel.Features{EnableConsumableCapacity: f.ConsumableCapacity, EnableListTypeAttributes: f.ListTypeAttributes})
+		env, err := celenv.NewEnv(celenv.Options{Features: &f, NewExpressions: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, expr := range append(corpus, derivedCorpus...) {
+			for _, derived := range []bool{false, true} {
+				compared++
+				want := up.CompileCELExpression(expr, dracel.Options{EnvType: &newExpr, DerivedAttribute: derived})
+				var err error
+				if derived {
+					_, err = env.CompileDerived(expr)
+				} else {
+					_, err = env.Compile(expr)
+				}
+				if (want.Error != nil) != (err != nil) {
+					t.Errorf("features %+v, derived %v, %q: upstream %v, dralloc %v", f, derived, expr, want.Error, err)
+				}
+			}
+		}
+	}
+	t.Logf("%d (features, kind, expression) compilations compared", compared)
+}
+
+// derivedCorpus holds derived-attribute expressions of every result type.
+var derivedCorpus = []string{
+	`device.attributes["gpu.nvidia.com"].index`,
+	`device.attributes["gpu.nvidia.com"].productName`,
+	`device.attributes["gpu.nvidia.com"].cudaComputeCapability`,
+	`device.attributes["gpu.nvidia.com"].index * 2`,
+	`device.attributes["gpu.nvidia.com"].architecture.lowerAscii()`,
+	`semver("1.2.3")`,
+	`[1, 2]`,
+	`["a"]`,
+	`[semver("1.0.0")]`,
+	`[[1]]`,
+	`{"a": 1}`,
+	`1.5`,
+	`2u`,
+	`quantity("1")`,
+	`device.capacity["gpu.nvidia.com"].memory`,
+	`device.attributes["dra.example.com"].ids`,
+	`device.attributes["dra.example.com"].ids.map(i, i + 1)`,
+	`dyn(1)`,
+	`null`,
+	`device.attributes`,
+}
+
+// TestDifferentialDerived evaluates derived attributes on both sides.
+func TestDifferentialDerived(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 37))
+	up := upstreamCompiler()
+	env, err := celenv.NewEnv(celenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pairs := 0
+	for i := range 30 {
+		dev := genDevice(r, i)
+		for _, expr := range derivedCorpus {
+			want := up.CompileCELExpression(expr, dracel.Options{DerivedAttribute: true})
+			d, err := env.CompileDerived(expr)
+			if (want.Error != nil) != (err != nil) {
+				t.Errorf("compile %q: upstream %v, dralloc %v", expr, want.Error, err)
+				continue
+			}
+			if err != nil {
+				continue
+			}
+			pairs++
+			wantAttr, _, wantErr := want.EvaluateDerivedAttribute(ctx, upstreamDevice(dev))
+			got, gotErr := d.Evaluate(ctx, celenv.NewDevice(driver, dev))
+			switch {
+			case (wantErr != nil) != (gotErr != nil):
+				t.Errorf("%q on %s: upstream (%v), dralloc (%v)", expr, dev.Name, wantErr, gotErr)
+			case wantErr == nil && !reflect.DeepEqual(*wantAttr, got):
+				t.Errorf("%q on %s: upstream %+v, dralloc %+v", expr, dev.Name, *wantAttr, got)
+			}
+		}
+	}
+	t.Logf("%d (derived expression, device) pairs compared", pairs)
 }
