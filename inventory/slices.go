@@ -91,13 +91,16 @@ func Slices(node Node, opts Options) ([]*resourceapi.ResourceSlice, error) {
 		}
 	}
 	out := b.pack(sets, groups)
+	// What the model cannot rule out by itself — a product name longer than
+	// an attribute may be, a profile name too long for a device name, a
+	// taint key that is not a label name — shows in the slices themselves.
 	for _, s := range out {
 		if errs := ValidateSlice(s); len(errs) > 0 {
-			return nil, fmt.Errorf("built slice %s is invalid: %w", s.Name, errs.ToAggregate())
+			return nil, fmt.Errorf("%w: node %q: slice %s would be invalid: %w", ErrInvalidNode, o.NodeName, s.Name, errs.ToAggregate())
 		}
 	}
 	if errs := ValidatePool(out); len(errs) > 0 {
-		return nil, fmt.Errorf("built pool %s is invalid: %w", o.NodeName, errs.ToAggregate())
+		return nil, fmt.Errorf("%w: node %q: pool would be invalid: %w", ErrInvalidNode, o.NodeName, errs.ToAggregate())
 	}
 	return out, nil
 }
@@ -177,8 +180,9 @@ func validateGPUs(gpus []GPU) field.ErrorList {
 				errs = append(errs, field.Invalid(pp.Child("name"), prof.Name, "must contain a letter or digit"))
 			}
 			for k, pl := range prof.Placements {
-				if pl.Start < 0 || pl.Size < 1 {
-					errs = append(errs, field.Invalid(pp.Child("placements").Index(k), pl, "start must be >= 0 and size >= 1"))
+				if pl.Start < 0 || pl.Size < 1 || pl.Start > maxMemorySlices || pl.Size > maxMemorySlices-pl.Start {
+					errs = append(errs, field.Invalid(pp.Child("placements").Index(k), pl,
+						fmt.Sprintf("start must be >= 0, size >= 1 and start+size <= %d memory slices", maxMemorySlices)))
 				}
 			}
 			for name, n := range map[string]int64{"multiprocessors": prof.Multiprocessors, "copyEngines": prof.CopyEngines,
