@@ -8,10 +8,12 @@
 // split the way cel-go splits it, so that the expensive part is paid once:
 //
 //   - Env (NewEnv) declares the variable "device" and the libraries:
-//     Kubernetes' quantity, semver, lists and regex functions, and the cel-go
-//     extensions Kubernetes enables (strings, sets, lists, bindings,
-//     two-variable comprehensions, optional types). It caches compiled
-//     expressions in a bounded, lock-free-on-read cache.
+//     Kubernetes' quantity, semver, lists, regex, URL, IP, CIDR and format
+//     functions, and the cel-go extensions Kubernetes enables (strings, sets,
+//     lists, bindings, two-variable comprehensions, optional types). It
+//     prices every call as Kubernetes does (cost limit, worst-case estimate)
+//     and caches compiled expressions in a bounded cache whose lookups take
+//     no lock.
 //   - Selector (Env.Compile) and Derived (Env.CompileDerived) are compiled
 //     expressions, with their worst-case cost estimate.
 //   - Device (NewDevice) is a device converted once into what CEL reads:
@@ -26,6 +28,9 @@
 // position); evaluation errors are *EvalError wrapping ErrCostLimit or
 // ErrRuntime (and the context's cause when the context ended), naming the
 // expression and the device.
+//
+// Kubernetes' authorizer libraries are not part of the environment: they
+// only act on variables the DRA environment does not declare.
 //
 // celenv is a leaf package: it imports cel-go, blang/semver, k8s.io/api and
 // k8s.io/apimachinery, and no other package of this module.

@@ -27,11 +27,15 @@ func (s *Selector) Expression() string { return s.program.expression }
 func (s *Selector) MaxCost() uint64 { return s.program.maxCost }
 
 // Matches evaluates the selector against a prepared device. On a device
-// within the API's limits and a selector whose worst case stays below the
-// cost limit (nearly all of them) it does not allocate.
+// within the API's limits and a selector whose worst case stays far below
+// the cost limit (nearly all of them) it does not allocate, unless the
+// selector loops (exists, all, map...) and ctx can be cancelled: then the
+// evaluation is interruptible, which costs a few allocations.
 //
-// Errors are *EvalError wrapping ErrCostLimit or ErrRuntime; when ctx ends
-// the error also wraps context.Cause(ctx).
+// Errors are *EvalError wrapping ErrCostLimit or ErrRuntime. A context that
+// has already ended fails the evaluation up front; one that ends during a
+// loop interrupts it (checked every 100 iterations, as in Kubernetes). Both
+// errors also wrap context.Cause(ctx).
 func (s *Selector) Matches(ctx context.Context, d *Device) (bool, error) {
 	out, err := s.program.eval(ctx, d)
 	if err != nil {
@@ -48,6 +52,9 @@ func (s *Selector) Matches(ctx context.Context, d *Device) (bool, error) {
 // the estimate proves the limit unreachable and nothing needs to interrupt
 // a loop, and the tracked, interruptible program otherwise.
 func (p *program) eval(ctx context.Context, d *Device) (ref.Val, error) {
+	if d == nil {
+		return nil, &EvalError{Expression: p.expression, Kind: ErrRuntime, Err: errNoDevice}
+	}
 	if d.err != nil {
 		return nil, p.evalError(d, ErrRuntime, d.err)
 	}
@@ -68,6 +75,8 @@ func (p *program) eval(ctx context.Context, d *Device) (ref.Val, error) {
 	}
 	return out, nil
 }
+
+var errNoDevice = errors.New("no device")
 
 func (p *program) classify(ctx context.Context, d *Device, err error) error {
 	var cancelled interpreter.EvalCancelledError

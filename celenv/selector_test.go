@@ -259,3 +259,10 @@ func TestMatchesCostLimitWhereTheEstimateIsLow(t *testing.T) {
 		t.Fatalf("got %v, want ErrCostLimit", err)
 	}
 }
+
+func TestMatchesNilDevice(t *testing.T) {
+	sel, _ := testEnv.Compile(`true`)
+	if _, err := sel.Matches(context.Background(), nil); !errors.Is(err, ErrRuntime) {
+		t.Fatalf("got %v, want ErrRuntime", err)
+	}
+}
