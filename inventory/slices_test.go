@@ -381,6 +381,12 @@ func TestInvalidNodesAreErrorsNamingTheField(t *testing.T) {
 		{"more than 16 taints", func(n *inventory.Node, o *inventory.Options) {
 			o.Taints = map[int][]resourceapi.DeviceTaint{0: make([]resourceapi.DeviceTaint, 17)}
 		}, "taints[0]: Too many: 17"},
+		{"placement beyond the memory slices a counter set holds", func(n *inventory.Node, o *inventory.Options) {
+			n.GPUs[0].MIGProfiles[0].Placements[0] = inventory.Placement{Start: 1 << 62, Size: 1 << 62}
+		}, "gpus[0].migProfiles[0].placements[0]: Invalid value"},
+		{"product name longer than an attribute may be", func(n *inventory.Node, o *inventory.Options) {
+			n.GPUs[1].ProductName = strings.Repeat("x", 65)
+		}, "spec.devices[1].attributes[productName].string: Too long"},
 		{"profile name without letters", func(n *inventory.Node, o *inventory.Options) { n.GPUs[0].MIGProfiles[0].Name = "+." }, "gpus[0].migProfiles[0].name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

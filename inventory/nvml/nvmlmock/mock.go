@@ -1,8 +1,3 @@
-// Package nvmlmock gives go-nvml's mock DGX servers (dgxa100, dgxh100,
-// dgxh200, dgxb200) in a form discovery can read without any NVIDIA library:
-// deterministic GPU UUIDs instead of random ones, and PCI bus IDs, which the
-// mocks hold but do not return from GetPciInfo. Everything else is the mock's
-// own published figures. It needs cgo, as go-nvml does.
 package nvmlmock
 
 import (
