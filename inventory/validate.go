@@ -180,6 +180,29 @@ func validateDevice(p *field.Path, d *resourceapi.Device, perDevice bool) field.
 		}
 		seen[c.CounterSet] = true
 		errs = append(errs, validateCounters(ip.Child("counters"), c.Counters, resourceapi.ResourceSliceMaxCountersPerDeviceCounterConsumption)...)
+		gp := ip.Child("compatibilityGroups")
+		if n := len(c.CompatibilityGroups); n > resourceapi.DeviceCompatibilityGroupsMaxSize {
+			errs = append(errs, field.TooMany(gp, n, resourceapi.DeviceCompatibilityGroupsMaxSize))
+		}
+		groups := map[string]bool{}
+		for j, g := range c.CompatibilityGroups {
+			if groups[g] {
+				errs = append(errs, field.Duplicate(gp.Index(j), g))
+			}
+			groups[g] = true
+		}
+	}
+	for _, bc := range []struct {
+		name  string
+		conds []string
+		limit int
+	}{
+		{"bindingConditions", d.BindingConditions, resourceapi.BindingConditionsMaxSize},
+		{"bindingFailureConditions", d.BindingFailureConditions, resourceapi.BindingFailureConditionsMaxSize},
+	} {
+		if n := len(bc.conds); n > bc.limit {
+			errs = append(errs, field.TooMany(p.Child(bc.name), n, bc.limit))
+		}
 	}
 	selections := 0
 	if d.NodeName != nil {

@@ -98,6 +98,12 @@ func TestValidateSliceNamesTheField(t *testing.T) {
 		{"three counter consumptions", func(s *resourceapi.ResourceSlice) {
 			s.Spec.Devices[0].ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: "a"}, {CounterSet: "b"}, {CounterSet: "c"}}
 		}, "spec.devices[0].consumesCounters: Too many: 3"},
+		{"five binding conditions", func(s *resourceapi.ResourceSlice) {
+			s.Spec.Devices[0].BindingConditions = []string{"a", "b", "c", "d", "e"}
+		}, "spec.devices[0].bindingConditions: Too many: 5"},
+		{"a compatibility group twice", func(s *resourceapi.ResourceSlice) {
+			s.Spec.Devices[0].ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: "a", CompatibilityGroups: []string{"g", "g"}}}
+		}, "spec.devices[0].consumesCounters[0].compatibilityGroups[1]: Duplicate value"},
 		{"no node selection", func(s *resourceapi.ResourceSlice) { s.Spec.NodeName = nil }, "exactly one of nodeName, nodeSelector, allNodes and perDeviceNodeSelection must be set"},
 		{"two node selections", func(s *resourceapi.ResourceSlice) { s.Spec.AllNodes = ptr.To(true) }, "exactly one of nodeName"},
 		{"zero slice count", func(s *resourceapi.ResourceSlice) { s.Spec.Pool.ResourceSliceCount = 0 }, "spec.pool.resourceSliceCount: Invalid value: 0"},
