@@ -70,8 +70,13 @@ type deviceVal struct {
 // fields without a map lookup.
 func (d *deviceVal) Value() any { return d }
 
-// Name returns "<driver>/<device name>".
-func (d *Device) Name() string { return d.name }
+// Name returns "<driver>/<device name>" ("" for a nil Device).
+func (d *Device) Name() string {
+	if d == nil {
+		return ""
+	}
+	return d.name
+}
 
 // NewDevice prepares dev, published by driver, for evaluation. It never
 // fails: an attribute Kubernetes cannot convert makes every evaluation on

@@ -71,7 +71,7 @@ func (e *Env) Lint(ctx context.Context, expression string, devices []*Device) (*
 	report := &LintReport{Expression: expression, Outcomes: make([]Outcome, len(devices))}
 	for i, d := range devices {
 		matched, err := sel.Matches(ctx, d)
-		report.Outcomes[i] = Outcome{Device: d.name, Matched: matched, Err: err}
+		report.Outcomes[i] = Outcome{Device: d.Name(), Matched: matched, Err: err}
 	}
 	for _, r := range collectReferences(sel.program.ast.NativeRep()) {
 		report.Findings = append(report.Findings, r.check(devices)...)
@@ -249,6 +249,9 @@ func (r reference) check(devices []*Device) []Finding {
 	kinds := map[string]int{}
 	otherPlace := false
 	for _, d := range devices {
+		if d == nil {
+			continue
+		}
 		own, other := d.attrs, d.caps
 		if r.capacity {
 			own, other = d.caps, d.attrs

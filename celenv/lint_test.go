@@ -96,3 +96,13 @@ func TestLintCompileError(t *testing.T) {
 		t.Fatalf("got %v, want ErrCompile", err)
 	}
 }
+
+func TestLintNilDevice(t *testing.T) {
+	report, err := testEnv.Lint(context.Background(), `device.attributes["gpu.nvidia.com"].index == 3`, []*Device{nil, NewDevice("gpu.nvidia.com", testGPU())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(report.Outcomes[0].Err, ErrRuntime) || !report.Outcomes[1].Matched || len(report.Findings) != 0 {
+		t.Fatalf("got %+v", report)
+	}
+}
