@@ -26,7 +26,9 @@ const (
 	// devices: one counter set per GPU, the whole GPU consuming all of it and
 	// one device per profile placement consuming its engines and memory
 	// slices, so that overlapping placements exclude each other. GPUs without
-	// MIG, or without any profile placement, are published whole.
+	// MIG, or without any profile placement, are published whole. MIG mode
+	// need not be enabled yet: the driver creates the instance for the
+	// placement it is asked to prepare.
 	ModeDynamicMIG Mode = "DynamicMIG"
 )
 
