@@ -260,6 +260,7 @@ func (e *Env) compile(expression string, derived bool) (*program, error) {
 		p.fast, err = e.env.Program(checked,
 			cel.EvalOptions(cel.OptOptimize),
 			cel.CustomDecoratorV2(foldConstantCalls),
+			cel.InterruptCheckFrequency(checkFrequency),
 		)
 		if err != nil {
 			return nil, &CompileError{Expression: expression, Detail: "program instantiation failed: " + err.Error()}

@@ -49,8 +49,7 @@ func (s *Selector) Matches(ctx context.Context, d *Device) (bool, error) {
 }
 
 // eval runs the program. It picks the program without cost tracking when
-// the estimate proves the limit unreachable and nothing needs to interrupt
-// a loop, and the tracked, interruptible program otherwise.
+// the estimate proves the limit unreachable, and the tracked one otherwise.
 func (p *program) eval(ctx context.Context, d *Device) (ref.Val, error) {
 	if d == nil {
 		return nil, &EvalError{Expression: p.expression, Kind: ErrRuntime, Err: errNoDevice}
@@ -65,10 +64,15 @@ func (p *program) eval(ctx context.Context, d *Device) (ref.Val, error) {
 		out ref.Val
 		err error
 	)
-	if p.fast != nil && d.withinLimits && (!p.comprehensions || ctx.Done() == nil) {
-		out, _, err = p.fast.Eval(d.act)
-	} else {
+	switch {
+	case p.fast == nil || !d.withinLimits:
 		out, _, err = p.tracked.ContextEval(ctx, d.act)
+	case p.comprehensions && ctx.Done() != nil:
+		// Only loops check for interruption; binding the context to the
+		// evaluation costs a few allocations, so do it only for them.
+		out, _, err = p.fast.ContextEval(ctx, d.act)
+	default:
+		out, _, err = p.fast.Eval(d.act)
 	}
 	if err != nil {
 		return nil, p.classify(ctx, d, err)

@@ -33,13 +33,26 @@ var benchSelectors = map[string]string{
 	"driver":   `device.driver == "gpu.nvidia.com"`,
 	"memory":   `device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0`,
 	"hopper":   `device.attributes["gpu.nvidia.com"].cudaComputeCapability.compareTo(semver("9.0.0")) >= 0`,
+	"loop":     `["Hopper", "Blackwell"].exists(a, device.attributes["gpu.nvidia.com"].architecture == a)`,
 	"combined": `device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].architecture in ["Hopper", "Blackwell"] && device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0`,
 }
 
 // BenchmarkSelector evaluates one selector on one device, dralloc on a
 // prepared device against upstream's DeviceMatches, in the same run.
 func BenchmarkSelector(b *testing.B) {
-	ctx := context.Background()
+	benchmarkSelectors(b, context.Background(), []string{"driver", "memory", "hopper", "loop", "combined"})
+}
+
+// BenchmarkSelectorCancellable is the same with a context that can be
+// cancelled, as a scheduler passes: a selector that loops then runs
+// interruptibly.
+func BenchmarkSelectorCancellable(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	benchmarkSelectors(b, ctx, []string{"combined", "loop"})
+}
+
+func benchmarkSelectors(b *testing.B, ctx context.Context, names []string) {
 	env, err := celenv.NewEnv(celenv.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -47,7 +60,7 @@ func BenchmarkSelector(b *testing.B) {
 	dev := celenv.NewDevice(driver, benchDevice)
 	up := upstreamCompiler()
 	upDev := upstreamDevice(benchDevice)
-	for _, name := range []string{"driver", "memory", "hopper", "combined"} {
+	for _, name := range names {
 		expr := benchSelectors[name]
 		b.Run(name+"/dralloc", func(b *testing.B) {
 			sel, err := env.Compile(expr)
