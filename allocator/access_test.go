@@ -200,3 +200,21 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Kubernetes picks the most stable of its three allocator implementations that supports all enabled
+// gates; with only the GA gates on, that is one that predates distinctAttribute and consumable capacity.
+func TestAllocateWithOnlyStableGates(t *testing.T) {
+	stable := allocator.Features{DRAAdminAccess: true, DRAPrioritizedList: true, DRAPartitionableDevices: true, DRADeviceTaints: true}
+	classes := []*resourceapi.DeviceClass{anyClass}
+	runAll(t, []scenario{{
+		name: "distinctAttribute is an unsupported constraint", features: &stable, classes: classes,
+		slices:  attrSlice(devices("dev-1", "dev-2")...),
+		claims:  []*resourceapi.ResourceClaim{withConstraints(claim("c", exact("req", "any", 2)), distinctAttr(driverA+"/x"))},
+		wantErr: allocator.ErrInvalidInput, wantErrText: "empty constraint",
+	}, {
+		name: "capacity requests are ignored", features: &stable, classes: classes,
+		slices: attrSlice(devices("dev-1")...),
+		claims: []*resourceapi.ResourceClaim{claim("c", withCapacity(exact("req", "any", 1), "1Gi"))},
+		want:   [][]string{{"req=pool-1/dev-1"}},
+	}})
+}

@@ -216,7 +216,8 @@ func (a *allocation) prepareClaim(ci int) error {
 		if slot.hasSubs && !a.f.DRAPrioritizedList {
 			return inputError(cs.object, field+".firstAvailable", errors.New("has subrequests, but the DRAPrioritizedList feature is disabled"))
 		}
-		if !a.f.DRAConsumableCapacity {
+		// The stable implementation predates consumable capacity and ignores capacity requests.
+		if !a.f.DRAConsumableCapacity && a.f.implementation() != implStable {
 			if req.Exactly != nil && req.Exactly.Capacity != nil {
 				return inputError(cs.object, field+".exactly.capacity", errors.New("has capacity requests, but the DRAConsumableCapacity feature is disabled"))
 			}
@@ -281,7 +282,8 @@ func (a *allocation) prepareClaim(ci int) error {
 		switch {
 		case c.MatchAttribute != nil:
 			cs.constraints[i] = &matchAttribute{constraintBase: base, attr: *c.MatchAttribute}
-		case c.DistinctAttribute != nil:
+		case c.DistinctAttribute != nil && a.f.implementation() != implStable:
+			// The stable implementation does not know distinctAttribute and rejects it below.
 			cs.constraints[i] = &distinctAttribute{constraintBase: base, attr: *c.DistinctAttribute}
 		default:
 			return inputError(cs.object, fmt.Sprintf("spec.devices.constraints[%d]", i), errors.New("empty constraint (unsupported constraint type?)"))

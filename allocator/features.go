@@ -65,3 +65,25 @@ func AllFeatures() Features {
 func (f Features) bindingAndStatus() bool {
 	return f.DRADeviceBindingConditions && f.DRAResourceClaimDeviceStatus
 }
+
+// implementation names the variant of the Kubernetes allocator that a set of gates selects. Kubernetes
+// keeps three (k8s.io/dynamic-resource-allocation/structured: stable, incubating, experimental) and uses
+// the most stable one that supports every enabled gate; they differ in details for fields whose gate is
+// off, which dralloc reproduces.
+type implementation int
+
+const (
+	implStable       implementation = iota // admin access, prioritized list, partitionable devices, taints
+	implIncubating                         // + binding conditions, consumable capacity, fractional ranges
+	implExperimental                       // + list-type and derived attributes, optional node operations, compatibility groups
+)
+
+func (f Features) implementation() implementation {
+	switch {
+	case f.DRAListTypeAttributes || f.DRADerivedAttributes || f.DRAOptionalNodeOperations || f.DRADeviceCompatibilityGroups:
+		return implExperimental
+	case f.DRAConsumableCapacity || f.DRAFractionalCapacityRange || f.bindingAndStatus():
+		return implIncubating
+	}
+	return implStable
+}

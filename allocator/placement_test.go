@@ -131,8 +131,20 @@ func TestAllocateOptionalNodeOperations(t *testing.T) {
 	skip.Spec.SkipNodeOperations = []resourceapi.SkipNodeOperation{resourceapi.SkipNodeOperationAll}
 	declaring := node(node1, nil)
 	declaring.Status.DeclaredFeatures = []string{"DRAOptionalNodeOperations"}
+	experimentalWithoutGate := allocator.AllFeatures()
+	experimentalWithoutGate.DRAOptionalNodeOperations = false
 	runAll(t, []scenario{{
-		name: "devices skipping node operations are not allocated while the gate is off", node: declaring,
+		name: "with the 1.37 default gates the field is ignored, as the allocator Kubernetes then uses does", node: declaring,
+		slices: []*resourceapi.ResourceSlice{skip}, classes: classes,
+		claims: []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 1))},
+		check: func(t *testing.T, r []resourceapi.AllocationResult) {
+			if got := r[0].Devices.Results[0].SkipNodeOperations; got != nil {
+				t.Errorf("skipNodeOperations %v, want none", got)
+			}
+		},
+	}, {
+		name: "devices skipping node operations are not allocated while the gate is off and other alpha gates are on",
+		node: declaring, features: &experimentalWithoutGate,
 		slices: []*resourceapi.ResourceSlice{skip}, classes: classes,
 		claims:  []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 1))},
 		wantErr: allocator.ErrUnsatisfiable,

@@ -30,8 +30,13 @@ type pool struct {
 
 // gatherPools collects the pools with devices for a node in the order the Kubernetes allocator visits
 // them: sorted by driver and pool name, pools with binding conditions last.
+//
+// With only GA gates enabled Kubernetes uses its stable implementation, which visits pools in map order
+// (so its choice among pools is random) and takes node-local slices with shared counters of every node;
+// dralloc keeps the sorted order and reproduces the latter.
 func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 	st, f := a.st, a.f
+	stable := f.implementation() == implStable
 	type candidates struct {
 		gen    int64
 		slices []*sliceEntry
@@ -47,9 +52,12 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 			// As Kubernetes: the slice is ignored, which leaves its pool incomplete.
 			return nil
 		}
-		ok, err := e.sliceFor(node)
-		if err != nil || !ok {
-			return err
+		// The stable implementation takes every slice with shared counters, whatever node it is for.
+		if !(stable && len(spec.SharedCounters) > 0) {
+			ok, err := e.sliceFor(node)
+			if err != nil || !ok {
+				return err
+			}
 		}
 		c := byPool[e.pool]
 		switch {
@@ -71,6 +79,15 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 	for _, e := range st.sharedSlices {
 		if err := consider(e); err != nil {
 			return nil, err
+		}
+	}
+	if stable {
+		for _, e := range st.counterSlices {
+			if e.nodeName != node.Name {
+				if err := consider(e); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 

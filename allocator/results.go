@@ -21,12 +21,14 @@ func (a *allocation) results() ([]resourceapi.AllocationResult, error) {
 		for i, dr := range cs.results {
 			d := dr.dev
 			r := resourceapi.DeviceRequestAllocationResult{
-				Request:            dr.req.fullName(),
-				Driver:             d.id.Driver,
-				Pool:               d.id.Pool,
-				Device:             d.id.Device,
-				Tolerations:        deepCopyTolerations(dr.req.tolerations),
-				SkipNodeOperations: slices.Clone(d.slice.obj.Spec.SkipNodeOperations),
+				Request:     dr.req.fullName(),
+				Driver:      d.id.Driver,
+				Pool:        d.id.Pool,
+				Device:      d.id.Device,
+				Tolerations: deepCopyTolerations(dr.req.tolerations),
+			}
+			if a.f.implementation() == implExperimental {
+				r.SkipNodeOperations = slices.Clone(d.slice.obj.Spec.SkipNodeOperations)
 			}
 			if dr.req.adminAccess {
 				t := true

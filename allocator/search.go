@@ -214,7 +214,9 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 	if !r.adminAccess && a.inUse(d.id) {
 		return false, u, nil
 	}
-	if len(d.slice.obj.Spec.SkipNodeOperations) > 0 {
+	// Only the experimental implementation knows skipNodeOperations; the others allocate such devices
+	// as if the field were not set.
+	if len(d.slice.obj.Spec.SkipNodeOperations) > 0 && a.f.implementation() == implExperimental {
 		if !a.f.DRAOptionalNodeOperations || !nodeDeclares(a.node.Status.DeclaredFeatures, "DRAOptionalNodeOperations") {
 			return false, u, nil
 		}

@@ -23,6 +23,8 @@ type state struct {
 	nodeSlices   map[string][]*sliceEntry // by spec.nodeName, in insertion order
 	sharedSlices []*sliceEntry            // slices without spec.nodeName, in insertion order
 	poolSlices   map[PoolID][]*sliceEntry // all slices of a pool, in insertion order
+	// counterSlices are the node-local slices with shared counters, in insertion order (see gatherPools).
+	counterSlices []*sliceEntry
 
 	classes map[string]*resourceapi.DeviceClass
 	claims  map[types.NamespacedName]*claimEntry
@@ -76,6 +78,9 @@ func (st *state) insertSlice(e *sliceEntry) {
 		st.sharedSlices = insertBySeq(st.sharedSlices, e)
 	}
 	st.poolSlices[e.pool] = insertBySeq(st.poolSlices[e.pool], e)
+	if e.nodeName != "" && len(e.obj.Spec.SharedCounters) > 0 {
+		st.counterSlices = insertBySeq(st.counterSlices, e)
+	}
 }
 
 // removeSlice drops an entry from the indexes.
@@ -89,6 +94,9 @@ func (st *state) removeSlice(e *sliceEntry) {
 		}
 	} else {
 		st.sharedSlices = without(st.sharedSlices, e)
+	}
+	if e.nodeName != "" && len(e.obj.Spec.SharedCounters) > 0 {
+		st.counterSlices = without(st.counterSlices, e)
 	}
 	if l := without(st.poolSlices[e.pool], e); len(l) > 0 {
 		st.poolSlices[e.pool] = l

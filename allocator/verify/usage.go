@@ -115,11 +115,10 @@ func (c *checker) checkUsage(claims []*resourceapi.ResourceClaim, results []reso
 				}
 				inClaim[id] = here
 				if !admin {
-					switch {
-					case c.state.exclusive[id] != "":
-						v(RuleInUse, "device already allocated to claim %s", c.state.exclusive[id])
-					case len(c.state.shares[id]) > 0:
-						v(RuleInUse, "device already shared by allocated claims")
+					// As the Kubernetes allocator: only exclusive allocations make a device in use; shares recorded
+					// while DRAConsumableCapacity was on do not block it once the gate is off.
+					if holder := c.state.exclusive[id]; holder != "" {
+						v(RuleInUse, "device already allocated to claim %s", holder)
 					}
 					if prev, dup := exclusive[id]; dup {
 						v(RuleInUse, "device also allocated to claim %s, request %s (result %d)", prev.claim, prev.request, prev.result)
