@@ -13,11 +13,26 @@ import (
 // Namespace is the namespace of every generated claim.
 const Namespace = "default"
 
-func drawClaims(t *rapid.T, opts Options, classes []*resourceapi.DeviceClass) []*resourceapi.ResourceClaim {
+// drawClaims draws pending claims. Classes that select no published device (the NIC class without a NIC pool)
+// are left out, so that most claims have a chance to fit.
+func drawClaims(t *rapid.T, opts Options, classes []*resourceapi.DeviceClass, slices []*resourceapi.ResourceSlice) []*resourceapi.ResourceClaim {
+	nics := false
+	for _, s := range slices {
+		nics = nics || (s.Spec.Driver == NICDriver && len(s.Spec.Devices) > 0)
+	}
+	usable := classes
+	if !nics {
+		usable = nil
+		for _, c := range classes {
+			if c.Name != ClassNIC {
+				usable = append(usable, c)
+			}
+		}
+	}
 	n := rapid.IntRange(1, opts.MaxClaims).Draw(t, "claims")
 	claims := make([]*resourceapi.ResourceClaim, n)
 	for i := range claims {
-		claims[i] = drawClaim(t, opts, classes, fmt.Sprintf("claim-%d", i))
+		claims[i] = drawClaim(t, opts, usable, nics, fmt.Sprintf("claim-%d", i))
 	}
 	return claims
 }
@@ -30,7 +45,7 @@ func classNames(classes []*resourceapi.DeviceClass) []string {
 	return names
 }
 
-func drawClaim(t *rapid.T, opts Options, classes []*resourceapi.DeviceClass, name string) *resourceapi.ResourceClaim {
+func drawClaim(t *rapid.T, opts Options, classes []*resourceapi.DeviceClass, nics bool, name string) *resourceapi.ResourceClaim {
 	c := &resourceapi.ResourceClaim{}
 	c.Name = name
 	c.Namespace = Namespace
@@ -44,7 +59,7 @@ func drawClaim(t *rapid.T, opts Options, classes []*resourceapi.DeviceClass, nam
 		if opts.FirstAvailable && rapid.IntRange(0, 2).Draw(t, "firstAvailable") == 0 {
 			nSub := rapid.IntRange(1, 3).Draw(t, "subrequests")
 			for s := 0; s < nSub; s++ {
-				e := drawExact(t, opts, names, false)
+				e := drawExact(t, opts, names, nics, false)
 				sub := resourceapi.DeviceSubRequest{
 					Name:            fmt.Sprintf("sub-%d", s),
 					DeviceClassName: e.DeviceClassName,
@@ -58,7 +73,7 @@ func drawClaim(t *rapid.T, opts Options, classes []*resourceapi.DeviceClass, nam
 				refs = append(refs, req.Name+"/"+sub.Name)
 			}
 		} else {
-			req.Exactly = drawExact(t, opts, names, opts.AdminAccess)
+			req.Exactly = drawExact(t, opts, names, nics, opts.AdminAccess)
 		}
 		c.Spec.Devices.Requests = append(c.Spec.Devices.Requests, req)
 	}
@@ -109,7 +124,7 @@ func sameRequest(a, b string) bool {
 	return top(a) == top(b)
 }
 
-func drawExact(t *rapid.T, opts Options, classes []string, admin bool) *resourceapi.ExactDeviceRequest {
+func drawExact(t *rapid.T, opts Options, classes []string, nics, admin bool) *resourceapi.ExactDeviceRequest {
 	e := &resourceapi.ExactDeviceRequest{DeviceClassName: rapid.SampledFrom(classes).Draw(t, "class")}
 	var palette []string
 	switch e.DeviceClassName {
@@ -119,6 +134,9 @@ func drawExact(t *rapid.T, opts Options, classes []string, admin bool) *resource
 		palette = nicSelectors
 	default:
 		palette = anySelectors
+		if !nics {
+			palette = palette[:1]
+		}
 		if opts.CELErrors {
 			palette = append(palette, failingSelectors...)
 		}

@@ -48,17 +48,17 @@ func ClusterGen(opts Options) *rapid.Generator[*Cluster] {
 		if opts.Allocated {
 			c.Allocated = drawAllocated(t, opts, c.Slices)
 		}
-		c.Claims = drawClaims(t, opts, c.Classes)
+		c.Claims = drawClaims(t, opts, c.Classes, c.Slices)
 		c.Node = c.Nodes[rapid.IntRange(0, len(c.Nodes)-1).Draw(t, "node")]
 		return c
 	})
 }
 
-// ClaimsGen draws pending claims for the classes of a cluster, with the features chosen in opts.
-func ClaimsGen(opts Options, classes []*resourceapi.DeviceClass) *rapid.Generator[[]*resourceapi.ResourceClaim] {
+// ClaimsGen draws pending claims for the classes and slices of a cluster, with the features chosen in opts.
+func ClaimsGen(opts Options, classes []*resourceapi.DeviceClass, slices []*resourceapi.ResourceSlice) *rapid.Generator[[]*resourceapi.ResourceClaim] {
 	opts = opts.withDefaults()
 	return rapid.Custom(func(t *rapid.T) []*resourceapi.ResourceClaim {
-		return drawClaims(t, opts, classes)
+		return drawClaims(t, opts, classes, slices)
 	})
 }
 
