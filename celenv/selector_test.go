@@ -9,6 +9,7 @@ import (
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 )
 
@@ -170,18 +171,42 @@ func TestMatchesDoesNotAllocate(t *testing.T) {
 }
 
 func TestMatchesConcurrently(t *testing.T) {
-	dev := NewDevice("gpu.nvidia.com", testGPU())
-	sel, err := testEnv.Compile(`device.capacity["gpu.nvidia.com"].memory.isGreaterThan(quantity("40G")) && device.capacity["dra.example.com"].bandwidth.isLessThan(quantity("2"))`)
-	if err != nil {
-		t.Fatal(err)
+	dev := testGPU()
+	// A quantity too precise for the int64 form is kept as a decimal, the
+	// form Quantity.Cmp converts to in place.
+	dev.Capacity["dra.example.com/precise"] = resourceapi.DeviceCapacity{Value: resource.MustParse("0.000000000001")}
+	dev.Capacity["dra.example.com/huge"] = resourceapi.DeviceCapacity{Value: resource.MustParse("123456789012345678901234567890")}
+	prepared := NewDevice("gpu.nvidia.com", dev)
+	var selectors []*Selector
+	for _, expr := range []string{
+		`device.capacity["gpu.nvidia.com"].memory.isGreaterThan(quantity("40G")) && device.capacity["dra.example.com"].bandwidth.isLessThan(quantity("2"))`,
+		`device.capacity["dra.example.com"].precise.compareTo(quantity("1")) < 0`,
+		`quantity("1").compareTo(device.capacity["dra.example.com"].precise) > 0`,
+		`device.capacity["dra.example.com"].precise == quantity("0.000000000001")`,
+		`device.capacity["gpu.nvidia.com"].memory.add(device.capacity["dra.example.com"].precise).isGreaterThan(quantity("80Gi"))`,
+		`device.capacity["dra.example.com"].precise.asApproximateFloat() > 0.0`,
+		`device.capacity["gpu.nvidia.com"].memory.compareTo(device.capacity["dra.example.com"].huge) < 0`,
+		`device.capacity["dra.example.com"].huge.isGreaterThan(device.capacity["gpu.nvidia.com"].memory)`,
+		`device.capacity["dra.example.com"].huge == quantity("123456789012345678901234567890")`,
+		`!device.capacity["dra.example.com"].huge.isInteger() && sign(device.capacity["dra.example.com"].huge.sub(1)) == 1`,
+		`device.attributes["gpu.nvidia.com"].cudaComputeCapability.isLessThan(semver("10.0.0"))`,
+		`device.attributes["dra.example.com"].ids.sum() == 11 && device.attributes["dra.example.com"].zones.includes("a")`,
+	} {
+		sel, err := testEnv.Compile(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		selectors = append(selectors, sel)
 	}
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			for range 200 {
-				if ok, err := sel.Matches(context.Background(), dev); !ok || err != nil {
-					t.Errorf("got %v, %v", ok, err)
-					return
+			for range 100 {
+				for _, sel := range selectors {
+					if ok, err := sel.Matches(context.Background(), prepared); !ok || err != nil {
+						t.Errorf("%s: got %v, %v", sel.Expression(), ok, err)
+						return
+					}
 				}
 			}
 		})
