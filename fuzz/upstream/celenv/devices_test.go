@@ -46,6 +46,7 @@ func genDevice(r *rand.Rand, i int) *resourceapi.Device {
 		attrs["dra.example.com/zone"] = resourceapi.DeviceAttribute{StringValue: ptr.To(string(rune('a' + r.IntN(3))))}
 		attrs["dra.example.com/rack"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(r.IntN(5)))}
 		attrs["dra.example.com/healthy"] = resourceapi.DeviceAttribute{BoolValue: ptr.To(maybe(0.8))}
+		attrs["dra.example.com/ip"] = resourceapi.DeviceAttribute{StringValue: ptr.To([]string{"10.1.2.3", "192.168.0.7", "fe80::1", "not-an-ip"}[r.IntN(4)])}
 	}
 	if maybe(0.6) {
 		n := 1 + r.IntN(4)
@@ -111,7 +112,7 @@ func genAtom(r *rand.Rand) string {
 	op := ops[r.IntN(len(ops))]
 	g := `device.attributes["gpu.nvidia.com"]`
 	x := `device.attributes["dra.example.com"]`
-	switch r.IntN(16) {
+	switch r.IntN(18) {
 	case 0:
 		return fmt.Sprintf("%s.index %s %d", g, op, r.IntN(8))
 	case 1:
@@ -142,6 +143,10 @@ func genAtom(r *rand.Rand) string {
 		return fmt.Sprintf("device.capacity[%q].?cores.orValue(quantity(\"0\")).isGreaterThan(quantity(\"%d\"))", driver, 50+r.IntN(200))
 	case 14:
 		return fmt.Sprintf("cel.bind(a, %s, a.?index.orValue(0) %s %d)", g, op, r.IntN(8))
+	case 15:
+		return fmt.Sprintf("cidr(%q).containsIP(%s.?ip.orValue(\"0.0.0.0\"))", []string{"10.0.0.0/8", "192.168.0.0/16", "fe80::/10"}[r.IntN(3)], x)
+	case 16:
+		return fmt.Sprintf("format.%s().validate(%s.?architecture.orValue(\"\")).hasValue()", []string{"dns1123Label", "labelValue", "qualifiedName"}[r.IntN(3)], g)
 	default:
 		return fmt.Sprintf("%s.healthy", x)
 	}
