@@ -3,13 +3,10 @@ package celenv
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/ast"
-	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
 	resourceapi "k8s.io/api/resource/v1"
@@ -301,92 +298,10 @@ func isAllowedDerivedElementType(t *cel.Type) bool {
 		t.IsExactType(cel.AnyType) || t.IsExactType(cel.DynType) || t.IsExactType(semverType)
 }
 
-// foldConstantCalls evaluates quantity("...") and semver("...") with
-// constant arguments once, when the program is planned, instead of parsing
-// the literal on every evaluation. Only programs without cost tracking use
-// it, because it removes the parse cost Kubernetes charges.
-func foldConstantCalls(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
-	call, ok := i.(interpreter.InterpretableCall)
-	if !ok {
-		return i, nil
-	}
-	var val ref.Val
-	switch args := call.Args(); {
-	case call.Function() == "quantity" && len(args) == 1:
-		if c, ok := args[0].(interpreter.InterpretableConst); ok {
-			val = stringToQuantity(c.Value())
-			if q, ok := val.(*quantityVal); ok {
-				_ = q.q.String() // fill the cache before the value is shared
-			}
-		}
-	case call.Function() == "semver" && len(args) == 1:
-		if c, ok := args[0].(interpreter.InterpretableConst); ok {
-			val = stringToSemver(c.Value(), types.False)
-		}
-	case call.Function() == "semver" && len(args) == 2:
-		c0, ok0 := args[0].(interpreter.InterpretableConst)
-		c1, ok1 := args[1].(interpreter.InterpretableConst)
-		if ok0 && ok1 {
-			val = stringToSemver(c0.Value(), c1.Value())
-		}
-	}
-	if val == nil || types.IsError(val) {
-		return i, nil
-	}
-	return interpreter.NewConstValue(call.ID(), val), nil
-}
-
 // MaxCost is the worst-case cost of one evaluation on a device within the
 // API's limits, as the API server estimates it when validating an object;
 // math.MaxUint64 when it cannot be bounded.
 func (p *program) MaxCost() uint64 { return p.maxCost }
-
-// cache is a bounded map from expression to compiled result. Lookups are
-// lock-free (sync.Map); inserts evict the oldest entry once the bound is
-// reached, under a mutex that lookups never take.
-type cache[T any] struct {
-	limit   int
-	entries sync.Map // string → T
-	mu      sync.Mutex
-	order   []string // insertion order, guarded by mu
-}
-
-func newCache[T any](limit int) *cache[T] {
-	return &cache[T]{limit: limit}
-}
-
-func (c *cache[T]) get(key string) (T, bool) {
-	var zero T
-	if c.limit <= 0 {
-		return zero, false
-	}
-	v, ok := c.entries.Load(key)
-	if !ok {
-		return zero, false
-	}
-	return v.(T), true
-}
-
-// put stores v unless another caller stored the same key first, and returns
-// whichever value is cached.
-func (c *cache[T]) put(key string, v T) T {
-	if c.limit <= 0 {
-		return v
-	}
-	actual, loaded := c.entries.LoadOrStore(key, v)
-	if loaded {
-		return actual.(T)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.order = append(c.order, key)
-	for len(c.order) > c.limit {
-		c.entries.Delete(c.order[0])
-		c.order[0] = ""
-		c.order = c.order[1:]
-	}
-	return v
-}
 
 // errNotBool is the cause when a selector yields something else than a bool.
 var errNotBool = errors.New("not a bool")
