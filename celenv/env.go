@@ -1,7 +1,6 @@
 package celenv
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/google/cel-go/cel"
@@ -11,45 +10,6 @@ import (
 	"github.com/google/cel-go/interpreter"
 	resourceapi "k8s.io/api/resource/v1"
 )
-
-// Features are the Kubernetes feature gates that change the DRA CEL
-// environment. They carry the gate names without the "DRA" prefix.
-type Features struct {
-	// ConsumableCapacity (DRAConsumableCapacity) declares
-	// device.allowMultipleAllocations.
-	ConsumableCapacity bool
-	// ListTypeAttributes (DRAListTypeAttributes) lets attributes hold lists
-	// and derived attributes evaluate to lists.
-	ListTypeAttributes bool
-}
-
-// DefaultFeatures returns the gates as Kubernetes 1.37 enables them by
-// default: consumable capacity (beta) on, list-type attributes (alpha) off.
-func DefaultFeatures() Features {
-	return Features{ConsumableCapacity: true}
-}
-
-// Options configure an Env. The zero value is what the Kubernetes 1.37
-// scheduler uses.
-type Options struct {
-	// Features selects feature gates; nil means DefaultFeatures().
-	Features *Features
-	// CacheSize bounds the number of compiled expressions kept; 0 means
-	// DefaultCacheSize, a negative value disables caching.
-	CacheSize int
-	// CostLimit is the runtime cost limit of one evaluation; 0 means
-	// resourceapi.CELSelectorExpressionMaxCost (1,000,000).
-	CostLimit uint64
-	// NewExpressions compiles as the API server does for expressions in new
-	// or changed objects: declarations behind a disabled feature gate are
-	// missing. By default expressions compile as the scheduler evaluates
-	// stored objects, with every declaration present, whatever the gates.
-	NewExpressions bool
-}
-
-// DefaultCacheSize is the number of compiled expressions an Env keeps by
-// default.
-const DefaultCacheSize = 1024
 
 // fastPathMargin is how far below the cost limit the worst-case estimate
 // must stay for an expression to run without cost tracking. Kubernetes'
@@ -303,5 +263,3 @@ func isAllowedDerivedElementType(t *cel.Type) bool {
 // math.MaxUint64 when it cannot be bounded.
 func (p *program) MaxCost() uint64 { return p.maxCost }
 
-// errNotBool is the cause when a selector yields something else than a bool.
-var errNotBool = errors.New("not a bool")

@@ -80,7 +80,12 @@ func (p *program) eval(ctx context.Context, d *Device) (ref.Val, error) {
 	return out, nil
 }
 
-var errNoDevice = errors.New("no device")
+var (
+	errNoDevice = errors.New("no device")
+	// errNotBool is the cause when a selector yields something else than a
+	// bool.
+	errNotBool = errors.New("not a bool")
+)
 
 func (p *program) classify(ctx context.Context, d *Device, err error) error {
 	var cancelled interpreter.EvalCancelledError
