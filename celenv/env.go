@@ -262,4 +262,3 @@ func isAllowedDerivedElementType(t *cel.Type) bool {
 // API's limits, as the API server estimates it when validating an object;
 // math.MaxUint64 when it cannot be bounded.
 func (p *program) MaxCost() uint64 { return p.maxCost }
-
