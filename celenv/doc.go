@@ -26,8 +26,9 @@
 //
 // Errors: compile errors are *CompileError (errors.Is ErrCompile, with the
 // position); evaluation errors are *EvalError wrapping ErrCostLimit or
-// ErrRuntime (and the context's cause when the context ended), naming the
-// expression and the device.
+// ErrRuntime (refined by ErrMissingAttribute for lookups of names a device
+// does not publish, and wrapping the context's cause when the context
+// ended), naming the expression and the device.
 //
 // Kubernetes' authorizer libraries are not part of the environment: they
 // only act on variables the DRA environment does not declare.

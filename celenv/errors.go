@@ -6,8 +6,9 @@ import (
 	"strings"
 )
 
-// Sentinel errors. Every error returned by this package wraps exactly one of
-// them, so callers can classify failures with errors.Is.
+// Sentinel errors. Every error returned by this package wraps one of
+// ErrCompile, ErrCostLimit and ErrRuntime, so callers can classify failures
+// with errors.Is.
 var (
 	// ErrCompile reports an expression that Kubernetes would reject when the
 	// object holding it is validated: a syntax or type error, a wrong result
@@ -19,6 +20,11 @@ var (
 	// type mismatch only visible at runtime, a bad attribute value on the
 	// device, or a cancelled context.
 	ErrRuntime = errors.New("cel runtime error")
+	// ErrMissingAttribute refines ErrRuntime: the evaluation looked up a
+	// key a map does not have, typically an attribute or capacity the
+	// device does not publish. Guard such lookups with has() or optional
+	// chaining (.?name.orValue(default)).
+	ErrMissingAttribute = errors.New("cel missing attribute")
 )
 
 // CompileError is the error returned by Compile and CompileDerived.
@@ -74,10 +80,15 @@ func (e *EvalError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns both the classification sentinel and the cause, so
-// errors.Is works for ErrRuntime/ErrCostLimit as well as for a context
-// cause such as context.Canceled.
-func (e *EvalError) Unwrap() []error { return []error{e.Kind, e.Err} }
+// Unwrap returns the classification sentinels and the cause, so errors.Is
+// works for ErrRuntime, ErrCostLimit and ErrMissingAttribute as well as for
+// a context cause such as context.Canceled.
+func (e *EvalError) Unwrap() []error {
+	if e.MissingKey {
+		return []error{e.Kind, ErrMissingAttribute, e.Err}
+	}
+	return []error{e.Kind, e.Err}
+}
 
 // quoteExpression shortens long expressions so that error messages stay
 // readable; the full text is available in the Expression field.

@@ -29,7 +29,7 @@ func TestErrorMessages(t *testing.T) {
 	if got, want := ev.Error(), `evaluate "x": operation cancelled`; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	if !errors.Is(ev, ErrCostLimit) || errors.Is(ev, ErrRuntime) || errors.Is(ev, ErrCompile) {
+	if !errors.Is(ev, ErrCostLimit) || errors.Is(ev, ErrRuntime) || errors.Is(ev, ErrCompile) || errors.Is(ev, ErrMissingAttribute) {
 		t.Error("EvalError classification wrong")
 	}
 }

@@ -81,10 +81,10 @@ func ExampleSelector_Matches() {
 	sel, _ := env.Compile(`device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA")`)
 	_, err := sel.Matches(context.Background(), celenv.NewDevice("gpu.nvidia.com", exampleGPU("gpu-0", "Hopper", "9.0.0", "80Gi")))
 	var ev *celenv.EvalError
-	fmt.Println(errors.Is(err, celenv.ErrRuntime), errors.As(err, &ev) && ev.MissingKey, ev.Device)
+	fmt.Println(errors.Is(err, celenv.ErrRuntime), errors.Is(err, celenv.ErrMissingAttribute), errors.As(err, &ev), ev.Device)
 	fmt.Println(err)
 	// Output:
-	// true true gpu.nvidia.com/gpu-0
+	// true true true gpu.nvidia.com/gpu-0
 	// evaluate "device.attributes[\"gpu.nvidia.com\"].productName.startsWith(\"NVIDIA\")" on device gpu.nvidia.com/gpu-0: no such key: productName (consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() for optional fields)
 }
 

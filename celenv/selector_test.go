@@ -52,7 +52,7 @@ func TestMatchesMissingAttributeErrorNamesExpressionDeviceAndHint(t *testing.T) 
 	if !errors.As(err, &ev) {
 		t.Fatalf("got %v, want *EvalError", err)
 	}
-	if !ev.MissingKey || ev.Device != "gpu.nvidia.com/gpu-0" || ev.Expression != expr || !errors.Is(err, ErrRuntime) {
+	if !ev.MissingKey || ev.Device != "gpu.nvidia.com/gpu-0" || ev.Expression != expr || !errors.Is(err, ErrRuntime) || !errors.Is(err, ErrMissingAttribute) {
 		t.Fatalf("got %+v", ev)
 	}
 	for _, want := range []string{"no such key: nosuch", "gpu.nvidia.com/gpu-0", "has()", "optional chaining"} {
