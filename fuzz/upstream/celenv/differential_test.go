@@ -178,7 +178,7 @@ func upstreamStopsByCost(ctx context.Context, res dracel.CompilationResult, dev 
 // TestDifferentialNewExpressions compiles the corpus as the API server does
 // for new objects, under every combination of the feature gates that change
 // the environment, and as derived attributes: both sides must accept and
-// reject the same expressions.
+// reject the same expressions and estimate the same worst-case cost.
 func TestDifferentialNewExpressions(t *testing.T) {
 	newExpr := environment.NewExpressions
 	compared := 0
@@ -192,14 +192,25 @@ func TestDifferentialNewExpressions(t *testing.T) {
 			for _, derived := range []bool{false, true} {
 				compared++
 				want := up.CompileCELExpression(expr, dracel.Options{EnvType: &newExpr, DerivedAttribute: derived})
-				var err error
+				var (
+					err     error
+					maxCost uint64
+				)
 				if derived {
-					_, err = env.CompileDerived(expr)
+					var d *celenv.Derived
+					if d, err = env.CompileDerived(expr); err == nil {
+						maxCost = d.MaxCost()
+					}
 				} else {
-					_, err = env.Compile(expr)
+					var s *celenv.Selector
+					if s, err = env.Compile(expr); err == nil {
+						maxCost = s.MaxCost()
+					}
 				}
 				if (want.Error != nil) != (err != nil) {
 					t.Errorf("features %+v, derived %v, %q: upstream %v, dralloc %v", f, derived, expr, want.Error, err)
+				} else if err == nil && maxCost != want.MaxCost {
+					t.Errorf("features %+v, derived %v, %q: estimated max cost: upstream %d, dralloc %d", f, derived, expr, want.MaxCost, maxCost)
 				}
 			}
 		}
