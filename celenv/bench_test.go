@@ -32,3 +32,25 @@ func BenchmarkMatches(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkCompileUncached(b *testing.B) {
+	env, err := NewEnv(Options{CacheSize: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := env.Compile(`device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0`); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkNewEnv(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := NewEnv(Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -96,3 +96,31 @@ func BenchmarkNewDevice(b *testing.B) {
 		celenv.NewDevice(driver, benchDevice)
 	}
 }
+
+// BenchmarkCompile compiles one selector without a cache on both sides
+// (upstream with cost estimation, as API validation does; dralloc always
+// estimates).
+func BenchmarkCompile(b *testing.B) {
+	expr := benchSelectors["combined"]
+	b.Run("dralloc", func(b *testing.B) {
+		env, err := celenv.NewEnv(celenv.Options{CacheSize: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := env.Compile(expr); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("upstream", func(b *testing.B) {
+		up := upstreamCompiler()
+		b.ReportAllocs()
+		for b.Loop() {
+			if res := up.CompileCELExpression(expr, dracel.Options{}); res.Error != nil {
+				b.Fatal(res.Error)
+			}
+		}
+	})
+}
