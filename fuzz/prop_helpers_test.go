@@ -15,11 +15,17 @@ import (
 // snapshotOf loads a generated cluster into an allocator snapshot with the cluster's feature gates and
 // deterministic share IDs.
 func snapshotOf(c *fuzz.Cluster) (*allocator.Snapshot, error) {
+	return snapshotWithBudget(c, 0)
+}
+
+// snapshotWithBudget is snapshotOf with a search step budget (0: none).
+func snapshotWithBudget(c *fuzz.Cluster, budget int) (*allocator.Snapshot, error) {
 	features := allocator.Features(c.Features)
 	var next atomic.Int64
 	s := allocator.NewSnapshot(allocator.Options{
-		Features: &features,
-		ShareIDs: func() types.UID { return types.UID(fmt.Sprintf("share-%d", next.Add(1))) },
+		Features:   &features,
+		ShareIDs:   func() types.UID { return types.UID(fmt.Sprintf("share-%d", next.Add(1))) },
+		StepBudget: budget,
 	})
 	for _, n := range c.Nodes {
 		if err := s.AddOrUpdateNode(n); err != nil {
