@@ -137,7 +137,9 @@ func (c *Charge) maxWith(o Charge) {
 	for class, m := range o.Capacity {
 		for n, q := range m {
 			if cur, ok := c.Capacity[class][n]; !ok || cur.Cmp(q) < 0 {
-				c.addCapacity(class, n, resource.Quantity{})
+				if c.Capacity[class] == nil {
+					c.Capacity[class] = map[resourceapi.QualifiedName]resource.Quantity{}
+				}
 				c.Capacity[class][n] = q.DeepCopy()
 			}
 		}

@@ -124,3 +124,19 @@ func TestChargeAllocation(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+func TestChargeDoesNotMutateInventory(t *testing.T) {
+	inv := gpuInventory(t)
+	value := func() string { v := inv.Classes["gpu"][0].Capacity["memory"].Value; return v.String() }
+	before := value()
+	spec := resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
+		{Name: "r", Exactly: exact("gpu", resourceapi.DeviceAllocationModeAll, 0)}}}}
+	for range 3 {
+		if _, err := ChargeClaim(spec, inv, Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := value(); after != before {
+		t.Fatalf("inventory changed: %s → %s", before, after)
+	}
+}
