@@ -74,12 +74,13 @@ func Consumed(requests map[resourceapi.QualifiedName]resource.Quantity, device m
 func resolveAll(requests map[resourceapi.QualifiedName]resource.Quantity, device map[resourceapi.QualifiedName]resourceapi.DeviceCapacity, opts Options, sorted bool) (map[resourceapi.QualifiedName]resource.Quantity, error) {
 	// As the Kubernetes allocator: a request for a capacity the device lacks is a soft mismatch that is
 	// decided before anything else, so that another device can be tried.
-	for _, name := range names(requests, sorted) {
+	var requestBuf, capacityBuf [8]resourceapi.QualifiedName
+	for _, name := range names(requests, sorted, requestBuf[:0]) {
 		if _, ok := device[name]; !ok {
 			return nil, fmt.Errorf("capacity %q: %w: the device does not have it", name, ErrUnsuitable)
 		}
 	}
-	capacities := names(device, sorted)
+	capacities := names(device, sorted, capacityBuf[:0])
 	out := make(map[resourceapi.QualifiedName]resource.Quantity, len(device))
 	// Resolve every capacity before any policy check: an unrepresentable request is fatal whichever
 	// capacity it is on, so the answer must not depend on the order in which capacities are visited.
@@ -110,13 +111,13 @@ func resolveAll(requests map[resourceapi.QualifiedName]resource.Quantity, device
 	return out, nil
 }
 
-// names returns the keys of m, sorted when asked; unsorted it avoids allocating for up to eight names.
-func names[V any](m map[resourceapi.QualifiedName]V, sorted bool) []resourceapi.QualifiedName {
+// names returns the keys of m, sorted when asked; unsorted they are appended to buf, which avoids
+// allocating when buf has room.
+func names[V any](m map[resourceapi.QualifiedName]V, sorted bool, buf []resourceapi.QualifiedName) []resourceapi.QualifiedName {
 	if sorted {
 		return sortedNames(m)
 	}
-	var buf [8]resourceapi.QualifiedName
-	out := buf[:0]
+	out := buf
 	for n := range m {
 		out = append(out, n)
 	}
