@@ -75,7 +75,7 @@ func (p *program) eval(ctx context.Context, d *Device) (ref.Val, error) {
 		out, _, err = p.fast.Eval(d.act)
 	}
 	if err != nil {
-		return nil, p.classify(ctx, d, err)
+		return nil, p.classify(d, err)
 	}
 	return out, nil
 }
@@ -87,7 +87,7 @@ var (
 	errNotBool = errors.New("not a bool")
 )
 
-func (p *program) classify(ctx context.Context, d *Device, err error) error {
+func (p *program) classify(d *Device, err error) error {
 	var cancelled interpreter.EvalCancelledError
 	if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
 		return p.evalError(d, ErrCostLimit, err)
