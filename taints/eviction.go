@@ -60,7 +60,8 @@ type Plan struct {
 //     its claims; pods are taken from status.reservedFor.
 //
 // A taint without timeAdded (the API server always sets it) counts as added at now. Devices that are not in
-// any slice have no taints, as for the controller. For each rule the status reports the pods it evicts, or,
+// any slice have no taints of their own, but rules match them by the driver, pool and device name recorded in
+// the allocation, as for the controller. For each rule the status reports the pods it evicts, or,
 // for a rule whose effect is not NoExecute, the pods it would evict if its effect were NoExecute.
 func (e *Evaluator) Plan(now time.Time, slices []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim) (Plan, error) {
 	devices := map[DeviceID]*resourceapi.Device{}
@@ -94,10 +95,6 @@ func (e *Evaluator) Plan(now time.Time, slices []*resourceapi.ResourceSlice, cla
 		rulesHit := map[string]bool{}
 		for _, res := range c.Status.Allocation.Devices.Results {
 			id := DeviceID{res.Driver, res.Pool, res.Device}
-			dev := devices[id]
-			if dev == nil {
-				continue
-			}
 			consider := func(t resourceapi.DeviceTaint, ruleName string, asIf bool) {
 				if asIf {
 					t.Effect = resourceapi.DeviceTaintEffectNoExecute
@@ -119,8 +116,12 @@ func (e *Evaluator) Plan(now time.Time, slices []*resourceapi.ResourceSlice, cla
 					best = &Eviction{At: at, Device: id, Taint: t, Rule: ruleName}
 				}
 			}
-			for _, t := range dev.Taints {
-				consider(t, "", false)
+			// A device that is no longer published keeps no taints of its own, but rules still match the
+			// driver, pool and device name of the allocation, as for the eviction controller.
+			if dev := devices[id]; dev != nil {
+				for _, t := range dev.Taints {
+					consider(t, "", false)
+				}
 			}
 			e.each(id.Driver, id.Pool, id.Device, func(r *rule) {
 				consider(r.taint, r.name, r.taint.Effect != resourceapi.DeviceTaintEffectNoExecute)

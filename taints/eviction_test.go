@@ -140,3 +140,21 @@ func TestPlanPodTakesItsEarliestClaim(t *testing.T) {
 		t.Fatalf("later %+v", plan.Later)
 	}
 }
+
+func TestPlanRulesMatchUnpublishedDevices(t *testing.T) {
+	added := metav1.NewTime(t0)
+	e, err := NewEvaluator([]*resourceapi.DeviceTaintRule{{ObjectMeta: metav1.ObjectMeta{Name: "drain-node-1"}, Spec: resourceapi.DeviceTaintRuleSpec{
+		DeviceSelector: &resourceapi.DeviceTaintSelector{Pool: sp("node-1")},
+		Taint:          resourceapi.DeviceTaint{Key: "drain", Effect: noExecute, TimeAdded: &added}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The node's slice is gone (the node was removed), the claim still holds gpu-0.
+	plan, err := e.Plan(t0, nil, []*resourceapi.ResourceClaim{claim("orphan", []string{"p"}, result("gpu-0"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Now) != 1 || plan.Now[0].Rule != "drain-node-1" {
+		t.Fatalf("now %+v", plan.Now)
+	}
+}
