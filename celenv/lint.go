@@ -265,6 +265,9 @@ func (r reference) check(devices []*Device) []Finding {
 	}
 	if len(kinds) == 0 {
 		msg := fmt.Sprintf("%s %s is not published by any of the %d devices", r.field(), r.qualified(), len(devices))
+		if guess := r.closestPublished(devices); guess != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", guess)
+		}
 		if otherPlace {
 			if r.capacity {
 				msg += fmt.Sprintf("; it is an attribute: use device.attributes[%q].%s", r.domain, r.name)
@@ -405,4 +408,61 @@ func sortedKeys(m map[string]int) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// closestPublished suggests a published name the reference may have meant:
+// the same name in another domain, or a name of the same domain within two
+// edits ("architecure" for "architecture").
+func (r reference) closestPublished(devices []*Device) string {
+	best, bestDist := "", 3
+	for _, d := range devices {
+		if d == nil {
+			continue
+		}
+		m := d.attrs
+		if r.capacity {
+			m = d.caps
+		}
+		for domain, names := range m {
+			for name := range names {
+				dist := 3
+				switch {
+				case domain == r.domain:
+					dist = editDistance(name, r.name, 3)
+				case name == r.name:
+					dist = 2
+				}
+				q := domain + "/" + name
+				if dist < bestDist || dist == bestDist && best != "" && q < best {
+					best, bestDist = q, dist
+				}
+			}
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, or limit when it is
+// at least limit.
+func editDistance(a, b string, limit int) int {
+	if d := len(a) - len(b); d >= limit || -d >= limit {
+		return limit
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return min(prev[len(b)], limit)
 }

@@ -27,9 +27,9 @@ func TestLintFindings(t *testing.T) {
 	}{
 		{"clean selector", `device.attributes["gpu.nvidia.com"].architecture == "Hopper"`, nil},
 		{"misspelled attribute", `device.attributes["gpu.nvidia.com"].architecure == "Hopper"`,
-			[]string{"UnknownName gpu.nvidia.com/architecure is not published by any of the 2 devices; the lookup fails"}},
+			[]string{"UnknownName gpu.nvidia.com/architecure is not published by any of the 2 devices (did you mean gpu.nvidia.com/architecture?); the lookup fails"}},
 		{"wrong domain", `device.attributes["nvidia.com"].architecture == "Hopper"`,
-			[]string{"UnknownName nvidia.com/architecture is not published"}},
+			[]string{"UnknownName nvidia.com/architecture is not published by any of the 2 devices (did you mean gpu.nvidia.com/architecture?)"}},
 		{"guarded unknown name does not claim a failure", `device.attributes["gpu.nvidia.com"].?nosuch.orValue(false)`,
 			[]string{"UnknownName gpu.nvidia.com/nosuch is not published by any of the 2 devices"}},
 		{"capacity read as an attribute", `device.attributes["gpu.nvidia.com"].memory.isGreaterThan(quantity("1Gi"))`,
@@ -104,5 +104,23 @@ func TestLintNilDevice(t *testing.T) {
 	}
 	if !errors.Is(report.Outcomes[0].Err, ErrRuntime) || !report.Outcomes[1].Matched || len(report.Findings) != 0 {
 		t.Fatalf("got %+v", report)
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"architecture", "architecture", 0},
+		{"architecure", "architecture", 1},
+		{"index", "idnex", 2},
+		{"memory", "mem", 3},
+		{"", "ab", 2},
+		{"abc", "xyz", 3},
+	} {
+		if got := editDistance(tc.a, tc.b, 3); got != tc.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
 	}
 }
