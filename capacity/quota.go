@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"gopkg.in/inf.v0"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -167,8 +166,9 @@ func (c *Charge) scale(n int64) {
 }
 
 func mul(q resource.Quantity, n int64) resource.Quantity {
-	d := q.AsDec()
-	return *resource.NewDecimalQuantity(*new(inf.Dec).Mul(d, inf.NewDec(n, 0)), q.Format)
+	out := q.DeepCopy()
+	out.Mul(n) // exact: falls back to decimal arithmetic past int64
+	return out
 }
 
 func mergeNames(a, b []string) []string {
