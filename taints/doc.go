@@ -10,12 +10,13 @@
 //
 // Main types and functions:
 //
-//   - [ToleratesTaint], [Blocking]: toleration matching and the allocation check of the scheduler.
+//   - [ToleratesTaint], [Tolerated], [Blocking]: toleration matching and the allocation check of the scheduler.
+//   - [ExpandClass]: the SDK extension that taints every device of a DeviceClass with per-device rules.
 //   - [Evaluator]: DeviceTaintRules compiled once ([NewEvaluator]); [Evaluator.Taints] gives a device's
 //     effective taints, [Evaluator.Plan] the eviction plan for allocated claims.
 //   - [Plan], [Eviction]: who is evicted now, who later and when, and the DeviceTaintRule status a
 //     controller would write.
-//   - [Conditions], [Escalate]: None taints as device conditions, and the rules that escalate them to
+//   - [Evaluator.Conditions], [Escalate]: None taints as device conditions, and the rules that escalate them to
 //     NoSchedule or NoExecute.
 //   - [ValidateTaint], [ValidateTaints], [ValidateToleration], [ValidateRule]: API-limit validation that
 //     names the field.
