@@ -160,3 +160,26 @@ func TestPropEvaluatorAgreesWithReference(t *testing.T) {
 		}
 	})
 }
+
+func TestEvaluatorIsSafeForConcurrentUse(t *testing.T) {
+	e, err := NewEvaluator([]*resourceapi.DeviceTaintRule{newRule("r", &resourceapi.DeviceTaintSelector{Pool: sp("p")}, "k", noSchedule)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := &resourceapi.Device{Name: "gpu-0", Taints: []resourceapi.DeviceTaint{{Key: "own", Effect: none}}}
+	done := make(chan []string)
+	for range 4 {
+		go func() {
+			var got []string
+			for range 100 {
+				got = keys(e.Taints("d", "p", dev))
+			}
+			done <- got
+		}()
+	}
+	for range 4 {
+		if got := <-done; !reflect.DeepEqual(got, []string{"own", "k"}) {
+			t.Fatalf("got %v", got)
+		}
+	}
+}
