@@ -224,7 +224,9 @@ func ceilDiv(a, b int64) int64 {
 	return n
 }
 
-// violates reports whether amount breaks the policy. The policy default is always acceptable.
+// violates reports whether amount breaks the policy. The policy default is always acceptable. Kubernetes
+// recognises the default by comparing representations, dralloc by value; for the policies API validation
+// admits (a default that is itself valid) the answers are the same.
 func violates(amount resource.Quantity, p *resourceapi.CapacityRequestPolicy, opts Options) bool {
 	if p == nil {
 		return false
