@@ -55,7 +55,9 @@ func fleet() []*resourceapi.ResourceSlice {
 
 func gpu(m gpuModel, node, minor int) resourceapi.Device {
 	str := func(s string) resourceapi.DeviceAttribute { return resourceapi.DeviceAttribute{StringValue: ptr.To(s)} }
-	ver := func(s string) resourceapi.DeviceAttribute { return resourceapi.DeviceAttribute{VersionValue: ptr.To(s)} }
+	ver := func(s string) resourceapi.DeviceAttribute {
+		return resourceapi.DeviceAttribute{VersionValue: ptr.To(s)}
+	}
 	return resourceapi.Device{
 		Name: fmt.Sprintf("gpu-%d", minor),
 		Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
