@@ -1,0 +1,136 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/dralloc/dralloc/allocator"
+)
+
+// BenchmarkFilter is scenario 1: one op allocates the claim on every node in turn, as a scheduler's filter
+// does; the snapshot (dralloc) or allocator (upstream) is built once outside the loop.
+func BenchmarkFilter(b *testing.B) {
+	for _, nodes := range []int{100, 1000} {
+		cluster := Fleet(nodes, 8)
+		for _, count := range []int64{1, 2, 8} {
+			for _, impl := range Impls {
+				b.Run(fmt.Sprintf("nodes=%d/gpus=%d/%s", nodes, count, impl.Name), func(b *testing.B) {
+					filterLoop(b, impl, cluster, GPUClaim("claim", count), Fits)
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkHalfUsed is scenario 2: gpu-0..3 of every node in use, an 8-GPU claim that fits nowhere.
+func BenchmarkHalfUsed(b *testing.B) {
+	for _, nodes := range []int{100, 1000} {
+		cluster := Fleet(nodes, 8).HalfUsed()
+		for _, impl := range Impls {
+			b.Run(fmt.Sprintf("nodes=%d/%s", nodes, impl.Name), func(b *testing.B) {
+				filterLoop(b, impl, cluster, GPUClaim("claim", 8), DoesNotFit)
+			})
+		}
+	}
+}
+
+// BenchmarkBlowUp is scenario 3: k of 32 identical GPUs plus a NIC nothing provides. Upstream's search is
+// exponential in k; it runs only up to k = 5 (about two seconds an op on a 2-core machine), dralloc for
+// every k. With k = 32 the claim asks for 33 devices, more than a claim may hold: both reject it.
+func BenchmarkBlowUp(b *testing.B) {
+	cluster := Fleet(1, 32)
+	for _, k := range []int64{1, 2, 3, 4, 5, 6, 7, 8, 32} {
+		want := DoesNotFit
+		if k+1 > resourceapi.AllocationResultsMaxSize {
+			want = Rejected
+		}
+		for _, impl := range Impls {
+			if impl.Name == "upstream" && k > 5 && want != Rejected {
+				continue
+			}
+			b.Run(fmt.Sprintf("k=%d/%s", k, impl.Name), func(b *testing.B) {
+				filterLoop(b, impl, cluster, GPUAndNICClaim(k), want)
+			})
+		}
+	}
+}
+
+// BenchmarkBuild is scenario 4: building the snapshot of 1000 nodes against upstream's per-pod construction,
+// and updating one slice of a built snapshot.
+func BenchmarkBuild(b *testing.B) {
+	ctx := context.Background()
+	cluster := Fleet(1000, 8)
+	for _, impl := range Impls {
+		b.Run("nodes=1000/"+impl.Name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := impl.New(ctx, cluster); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("update-one-slice/dralloc", func(b *testing.B) {
+		s, err := NewSnapshot(cluster, allocator.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		gen := int64(1)
+		b.ReportAllocs()
+		for b.Loop() {
+			gen++
+			if err := s.AddOrUpdateSlice(NodeSlice(cluster.Nodes[500].Name, 8, gen)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkParallelFilter is scenario 5: scenario 1 (1000 nodes, two GPUs) with nodes filtered in parallel;
+// run it with -cpu 1,2.
+func BenchmarkParallelFilter(b *testing.B) {
+	ctx := context.Background()
+	cluster := Fleet(1000, 8)
+	claims := []*resourceapi.ResourceClaim{GPUClaim("claim", 2)}
+	for _, impl := range Impls {
+		b.Run(impl.Name, func(b *testing.B) {
+			f, err := impl.New(ctx, cluster)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					node := cluster.Nodes[i%len(cluster.Nodes)]
+					i++
+					if got := f.Filter(ctx, node, claims); got != Fits {
+						b.Errorf("node %s: outcome %d, want %d", node.Name, got, Fits)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+func filterLoop(b *testing.B, impl Impl, cluster Cluster, claim *resourceapi.ResourceClaim, want Outcome) {
+	ctx := context.Background()
+	f, err := impl.New(ctx, cluster)
+	if err != nil {
+		b.Fatal(err)
+	}
+	claims := []*resourceapi.ResourceClaim{claim}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, node := range cluster.Nodes {
+			if got := f.Filter(ctx, node, claims); got != want {
+				b.Fatalf("node %s: outcome %d, want %d", node.Name, got, want)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(cluster.Nodes)), "ns/node")
+}
