@@ -100,6 +100,9 @@ func drawClaim(t *rapid.T, opts Options, classes []*resourceapi.DeviceClass, nic
 			c.Spec.Devices.Constraints = append(c.Spec.Devices.Constraints, con)
 		}
 	}
+	if opts.DerivedAttributes && rapid.Bool().Draw(t, "derived") {
+		addDerived(t, c)
+	}
 	if opts.Config && rapid.Bool().Draw(t, "claimConfig") {
 		cfg := resourceapi.DeviceClaimConfiguration{DeviceConfiguration: opaque(GPUDriver, `{"partition":"auto"}`)}
 		if rapid.Bool().Draw(t, "claimConfigScoped") {
@@ -175,4 +178,41 @@ func drawToleration(t *rapid.T) resourceapi.DeviceToleration {
 	default:
 		return resourceapi.DeviceToleration{Key: rapid.SampledFrom(taintKeys).Draw(t, "tolKey"), Operator: resourceapi.DeviceTolerationOpEqual, Value: "", TolerationSeconds: ptr.To(int64(60)), Effect: resourceapi.DeviceTaintEffectNoExecute}
 	}
+}
+
+// derivedAttributes are derived attributes that are safe on every GPU device.
+var derivedAttributes = []resourceapi.DeviceDerivedAttribute{
+	{Name: "derived/evenNuma", Expression: `device.attributes["gpu.example.com"].numa % 2 == 0`},
+	{Name: "derived/family", Expression: `device.attributes["gpu.example.com"].model.substring(0, 1)`},
+	{Name: "gpu.example.com/model", Expression: `device.attributes["gpu.example.com"].healthy ? "ok" : "degraded"`},
+}
+
+// addDerived gives one GPU request a derived attribute and a constraint that uses it (the API requires each derived
+// attribute to be used by a constraint). The attribute shadows or extends the device's attributes for that
+// request only.
+func addDerived(t *rapid.T, c *resourceapi.ResourceClaim) {
+	var gpuReqs []int
+	for i, r := range c.Spec.Devices.Requests {
+		if r.Exactly != nil && (r.Exactly.DeviceClassName == ClassGPU || r.Exactly.DeviceClassName == ClassA100) {
+			gpuReqs = append(gpuReqs, i)
+		}
+	}
+	if len(gpuReqs) == 0 {
+		return
+	}
+	i := rapid.SampledFrom(gpuReqs).Draw(t, "derivedRequest")
+	da := rapid.SampledFrom(derivedAttributes).Draw(t, "derivedAttribute")
+	e := c.Spec.Devices.Requests[i].Exactly
+	e.DerivedAttributes = append(e.DerivedAttributes, da)
+	name := da.Name
+	con := resourceapi.DeviceConstraint{}
+	if rapid.Bool().Draw(t, "derivedScoped") {
+		con.Requests = []string{c.Spec.Devices.Requests[i].Name}
+	}
+	if rapid.Bool().Draw(t, "derivedDistinct") {
+		con.DistinctAttribute = &name
+	} else {
+		con.MatchAttribute = &name
+	}
+	c.Spec.Devices.Constraints = append(c.Spec.Devices.Constraints, con)
 }

@@ -71,6 +71,9 @@ func drawNodes(t *rapid.T, opts Options) []*v1.Node {
 		nodes[i] = &v1.Node{}
 		nodes[i].Name = name
 		nodes[i].Labels = map[string]string{ZoneLabel: zone, "kubernetes.io/hostname": name}
+		if opts.NodeOperations && rapid.Bool().Draw(t, "declaresNodeOperations") {
+			nodes[i].Status.DeclaredFeatures = []string{"DRAOptionalNodeOperations"}
+		}
 	}
 	return nodes
 }

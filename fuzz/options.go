@@ -46,6 +46,11 @@ type Options struct {
 	Config bool
 	// Allocated adds claims that are already allocated and hold devices, shares and counters.
 	Allocated bool
+	// DerivedAttributes adds requests with derived attributes and constraints on them (DRADerivedAttributes).
+	DerivedAttributes bool
+	// NodeOperations adds slices that skip node operations and nodes that declare DRAOptionalNodeOperations
+	// (DRAOptionalNodeOperations).
+	NodeOperations bool
 	// CELErrors adds selectors that fail at runtime on some devices (a missing attribute); upstream treats such
 	// a failure as a fatal error of the allocation attempt.
 	CELErrors bool
@@ -70,6 +75,8 @@ func AllFeatures() Options {
 		AdminAccess:            true,
 		Config:                 true,
 		Allocated:              true,
+		DerivedAttributes:      true,
+		NodeOperations:         true,
 	}
 }
 

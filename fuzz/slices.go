@@ -93,12 +93,17 @@ func buildPool(t *rapid.T, opts Options, driver, pool string, devices, parts []r
 		groups = append(groups, parts)
 	}
 	generation := int64(rapid.IntRange(2, 3).Draw(t, "generation"))
+	var skip []resourceapi.SkipNodeOperation
+	if opts.NodeOperations && rapid.IntRange(0, 2).Draw(t, "skipNodeOperations") == 0 {
+		skip = []resourceapi.SkipNodeOperation{rapid.SampledFrom([]resourceapi.SkipNodeOperation{"*", resourceapi.SkipNodeOperationNodeUnprepareResources}).Draw(t, "skip")}
+	}
 	var out []*resourceapi.ResourceSlice
 	mk := func(name string) *resourceapi.ResourceSlice {
 		s := &resourceapi.ResourceSlice{}
 		s.Name = name
 		s.Spec.Driver = driver
 		s.Spec.Pool = resourceapi.ResourcePool{Name: pool, Generation: generation}
+		s.Spec.SkipNodeOperations = skip
 		nodeSel(s)
 		return s
 	}

@@ -154,7 +154,8 @@ func (cc *claimCheck) checkGates(r *request) {
 	if r.admin && !cc.features.DRAAdminAccess {
 		cc.violation(RuleFeature, r.name, -1, DeviceID{}, "admin access is requested, but the feature is disabled")
 	}
-	if r.capacity != nil && !cc.features.DRAConsumableCapacity {
+	// The stable variant of the Kubernetes allocator does not know capacity requests and ignores them.
+	if r.capacity != nil && !cc.features.DRAConsumableCapacity && cc.features.variant() >= variantIncubating {
 		cc.violation(RuleFeature, r.name, -1, DeviceID{}, "has capacity requests, but the DRAConsumableCapacity feature is disabled")
 	}
 	if len(r.derived) > 0 && !cc.features.DRADerivedAttributes {
@@ -289,7 +290,8 @@ func (cc *claimCheck) checkDevice(i int, req *request, r *resourceapi.DeviceRequ
 	if !cc.bindingAllowed(d) {
 		cc.violation(RuleFeature, req.name, i, id, "device has binding conditions, but DRADeviceBindingConditions or DRAResourceClaimDeviceStatus is disabled")
 	}
-	if len(d.slice.Spec.SkipNodeOperations) > 0 {
+	// Only the experimental variant of the Kubernetes allocator knows skipNodeOperations; the others ignore it.
+	if len(d.slice.Spec.SkipNodeOperations) > 0 && cc.features.variant() == variantExperimental {
 		switch {
 		case !cc.features.DRAOptionalNodeOperations:
 			cc.violation(RuleFeature, req.name, i, id, "device skips node operations, but the DRAOptionalNodeOperations feature is disabled")
@@ -344,8 +346,12 @@ func (cc *claimCheck) checkBinding(i int, req *request, r *resourceapi.DeviceReq
 		cc.violation(RuleBinding, req.name, i, d.id, "binding conditions %v / failure conditions %v, the device has %v / %v",
 			r.BindingConditions, r.BindingFailureConditions, wantCond, wantFail)
 	}
-	if !equality.Semantic.DeepEqual(nilIfEmpty(r.SkipNodeOperations), nilIfEmpty(d.slice.Spec.SkipNodeOperations)) {
-		cc.violation(RuleBinding, req.name, i, d.id, "skipNodeOperations %v, the slice has %v", r.SkipNodeOperations, d.slice.Spec.SkipNodeOperations)
+	var wantSkip []resourceapi.SkipNodeOperation
+	if cc.features.variant() == variantExperimental {
+		wantSkip = d.slice.Spec.SkipNodeOperations
+	}
+	if !equality.Semantic.DeepEqual(nilIfEmpty(r.SkipNodeOperations), nilIfEmpty(wantSkip)) {
+		cc.violation(RuleBinding, req.name, i, d.id, "skipNodeOperations %v, expected %v", r.SkipNodeOperations, wantSkip)
 	}
 }
 

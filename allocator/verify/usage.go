@@ -178,8 +178,12 @@ func (c *checker) checkUsage(claims []*resourceapi.ResourceClaim, results []reso
 	for id := range c.state.exclusive {
 		counted[id] = true
 	}
-	for id := range c.state.shares {
-		counted[id] = true
+	// The stable variant of the Kubernetes allocator only sees exclusive allocations, so shares draw no counters
+	// there.
+	if c.features.variant() >= variantIncubating {
+		for id := range c.state.shares {
+			counted[id] = true
+		}
 	}
 	c.checkCounters(counted, newDevices, lastUse)
 }

@@ -72,6 +72,26 @@ func AllFeatures() Features {
 	return f
 }
 
+// variant is the implementation of the Kubernetes allocator that the gates select: Kubernetes uses the most
+// stable one that supports every enabled gate, and the older ones do not know some newer fields at all.
+type variant int
+
+const (
+	variantStable       variant = iota // admin access, prioritized list, partitionable devices, taints
+	variantIncubating                  // + binding conditions, consumable capacity, fractional capacity ranges
+	variantExperimental                // + list-type attributes, optional node operations, derived attributes, compatibility groups
+)
+
+func (f Features) variant() variant {
+	switch {
+	case f.DRAListTypeAttributes || f.DRAOptionalNodeOperations || f.DRADerivedAttributes || f.DRADeviceCompatibilityGroups:
+		return variantExperimental
+	case (f.DRADeviceBindingConditions && f.DRAResourceClaimDeviceStatus) || f.DRAConsumableCapacity || f.DRAFractionalCapacityRange:
+		return variantIncubating
+	}
+	return variantStable
+}
+
 // DeviceID names one device.
 type DeviceID struct {
 	Driver, Pool, Device string

@@ -202,12 +202,15 @@ func drawGates(rt *rapid.T) verify.Features {
 	f.DRADeviceBindingConditions = rapid.Bool().Draw(rt, "DRADeviceBindingConditions")
 	f.DRAListTypeAttributes = rapid.Bool().Draw(rt, "DRAListTypeAttributes")
 	f.DRADeviceCompatibilityGroups = rapid.Bool().Draw(rt, "DRADeviceCompatibilityGroups")
+	f.DRADerivedAttributes = rapid.Bool().Draw(rt, "DRADerivedAttributes")
+	f.DRAOptionalNodeOperations = rapid.Bool().Draw(rt, "DRAOptionalNodeOperations")
+	f.DRAResourceClaimDeviceStatus = rapid.Bool().Draw(rt, "DRAResourceClaimDeviceStatus")
 	return f
 }
 
 func configs() map[string]fuzz.Options {
 	return map[string]fuzz.Options{
-		"all":                {MultiSlicePools: true, IncompletePools: true, NetworkAttached: true, PerDeviceNodeSelection: true, Partitionable: true, CompatibilityGroups: true, ConsumableCapacity: true, ListAttributes: true, Taints: true, BindingConditions: true, FirstAvailable: true, AllMode: true, Constraints: true, AdminAccess: true, Config: true, Allocated: true, CELErrors: true},
+		"all":                {MultiSlicePools: true, IncompletePools: true, NetworkAttached: true, PerDeviceNodeSelection: true, Partitionable: true, CompatibilityGroups: true, ConsumableCapacity: true, ListAttributes: true, Taints: true, BindingConditions: true, FirstAvailable: true, AllMode: true, Constraints: true, AdminAccess: true, Config: true, Allocated: true, CELErrors: true, DerivedAttributes: true, NodeOperations: true},
 		"plain":              {MaxDevices: 6, MaxClaims: 3, MaxRequests: 3},
 		"pools":              {MultiSlicePools: true, IncompletePools: true, NetworkAttached: true, PerDeviceNodeSelection: true},
 		"partitionable":      {Partitionable: true, CompatibilityGroups: true, Allocated: true, Constraints: true},
@@ -220,6 +223,8 @@ func configs() map[string]fuzz.Options {
 		"adminAccess":        {AdminAccess: true, Allocated: true, Partitionable: true},
 		"config":             {Config: true, FirstAvailable: true},
 		"celErrors":          {CELErrors: true},
+		"derivedAttributes":  {Constraints: true, DerivedAttributes: true, Partitionable: true, MaxDevices: 5},
+		"nodeOperations":     {NodeOperations: true, NetworkAttached: true, Allocated: true},
 	}
 }
 

@@ -35,6 +35,9 @@ func tags(c *fuzz.Cluster) []string {
 		if s.Spec.NodeSelector != nil || ptr.Deref(s.Spec.AllNodes, false) {
 			set["networkAttached"] = true
 		}
+		if len(s.Spec.SkipNodeOperations) > 0 {
+			set["skipNodeOperations"] = true
+		}
 		if ptr.Deref(s.Spec.PerDeviceNodeSelection, false) {
 			set["perDeviceNodeSelection"] = true
 		}
@@ -99,6 +102,9 @@ func tags(c *fuzz.Cluster) []string {
 				exact = append(exact, *r.Exactly)
 				if ptr.Deref(r.Exactly.AdminAccess, false) {
 					set["adminAccess"] = true
+				}
+				if len(r.Exactly.DerivedAttributes) > 0 {
+					set["derivedAttributes"] = true
 				}
 			}
 			for _, s := range r.FirstAvailable {

@@ -41,6 +41,52 @@ func nicCluster(gates verify.Features) *fuzz.Cluster {
 		Allocated: []*resourceapi.ResourceClaim{held}, Claims: []*resourceapi.ResourceClaim{pending}, Features: gates}
 }
 
+// allWithConstraint: a claim asks for all NICs (or else all GPUs) under a matchAttribute constraint that NICs cannot meet (a fatal
+// error upstream, because a device of an All request cannot be added), and a later claim asks for a GPU where
+// there is none.
+func allWithConstraint() *fuzz.Cluster {
+	c := nicCluster(verify.AllFeatures())
+	c.Allocated = nil
+	c.Slices[0].Spec.Devices[0].AllowMultipleAllocations = nil
+	gpu := &resourceapi.DeviceClass{}
+	gpu.Name = fuzz.ClassGPU
+	gpu.Spec.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "gpu.example.com"`}}}
+	c.Classes = append(c.Classes, gpu)
+	all := c.Claims[0]
+	all.Spec.Devices.Requests[0] = resourceapi.DeviceRequest{Name: "req-0", FirstAvailable: []resourceapi.DeviceSubRequest{
+		{Name: "sub-0", DeviceClassName: fuzz.ClassNIC, AllocationMode: resourceapi.DeviceAllocationModeAll},
+		{Name: "sub-1", DeviceClassName: fuzz.ClassGPU, AllocationMode: resourceapi.DeviceAllocationModeAll},
+	}}
+	model := resourceapi.FullyQualifiedName("gpu.example.com/model")
+	all.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: &model}}
+	second := &resourceapi.ResourceClaim{}
+	second.Name, second.Namespace = "claim-1", "default"
+	second.Spec.Devices.Requests = []resourceapi.DeviceRequest{{Name: "req-0", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: fuzz.ClassGPU, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}
+	c.Claims = append(c.Claims, second)
+	return c
+}
+
+// celErrorFirst: the first claim's selector fails at runtime on a GPU (no NIC attributes), the second claim asks
+// for a NIC where there is none. Upstream evaluates the first claim first and stops with the CEL error.
+func celErrorFirst() *fuzz.Cluster {
+	c := allWithConstraint()
+	gpus := &resourceapi.ResourceSlice{}
+	gpus.Name = "node-0-gpu"
+	gpus.Spec = resourceapi.ResourceSliceSpec{Driver: fuzz.GPUDriver, NodeName: ptr.To("node-0"),
+		Pool:    resourceapi.ResourcePool{Name: "node-0-gpu", Generation: 1, ResourceSliceCount: 1},
+		Devices: []resourceapi.Device{{Name: "gpu-0"}}}
+	c.Slices = []*resourceapi.ResourceSlice{gpus}
+	anyClass := &resourceapi.DeviceClass{}
+	anyClass.Name = fuzz.ClassAny
+	c.Classes = append(c.Classes, anyClass)
+	c.Claims[0].Spec.Devices.Constraints = nil
+	c.Claims[0].Spec.Devices.Requests[0] = resourceapi.DeviceRequest{Name: "req-0", Exactly: &resourceapi.ExactDeviceRequest{
+		DeviceClassName: fuzz.ClassAny, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1,
+		Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.attributes["nic.example.com"].speed >= 100`}}}}}
+	c.Claims[1].Spec.Devices.Requests[0].Exactly.DeviceClassName = fuzz.ClassNIC
+	return c
+}
+
 func TestDifferentialRegressions(t *testing.T) {
 	gateOff := verify.AllFeatures()
 	gateOff.DRAConsumableCapacity = false
@@ -52,6 +98,10 @@ func TestDifferentialRegressions(t *testing.T) {
 		// device is allocated exclusively although the state holds a share of it.
 		{"a share in the state does not block a device while DRAConsumableCapacity is off", nicCluster(gateOff)},
 		{"a share in the state leaves room for another share", nicCluster(verify.AllFeatures())},
+		// D2: upstream meets the fatal constraint error of the All request before it finds that the later claim
+		// has no candidate.
+		{"an All request that breaks a constraint is fatal even when a later claim cannot fit", allWithConstraint()},
+		{"a CEL runtime error in an earlier claim is fatal even when a later claim cannot fit", celErrorFirst()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			compare(t, tc.cluster)
