@@ -41,9 +41,7 @@ func (s *Snapshot) Allocate(ctx context.Context, node *v1.Node, claims []*resour
 		f:      s.f,
 		node:   node,
 		claims: claims,
-		capOpts: capacity.Options{
-			DisableFractionalCapacityRange: !s.f.DRAFractionalCapacityRange,
-		},
+		capOpts: s.capOpts(),
 	}
 	logger := s.opts.Logger
 	results, err := a.run()
@@ -181,6 +179,9 @@ func (a *allocation) run() ([]resourceapi.AllocationResult, error) {
 		}
 	}
 
+	if reason, unsat := a.failFast(); unsat {
+		return nil, a.unsatisfiable(reason)
+	}
 	done, err := a.allocateOne(position{}, false, location{})
 	switch {
 	case errors.Is(err, errResultsExceeded):
@@ -189,15 +190,23 @@ func (a *allocation) run() ([]resourceapi.AllocationResult, error) {
 		return nil, err
 	}
 	if !done {
-		ue := &UnsatisfiableError{Node: a.node.Name}
-		for _, p := range a.pools {
-			if p.invalid {
-				ue.Reasons = append(ue.Reasons, fmt.Sprintf("resource pool %s is invalid: %s", p.id, p.invalidReason))
-			}
-		}
-		return nil, ue
+		return nil, a.unsatisfiable("")
 	}
 	return a.results()
+}
+
+// unsatisfiable builds the "does not fit" answer, naming invalid pools (which Kubernetes reports too).
+func (a *allocation) unsatisfiable(reason string) error {
+	ue := &UnsatisfiableError{Node: a.node.Name}
+	if reason != "" {
+		ue.Reasons = append(ue.Reasons, reason)
+	}
+	for _, p := range a.pools {
+		if p.invalid {
+			ue.Reasons = append(ue.Reasons, fmt.Sprintf("resource pool %s is invalid: %s", p.id, p.invalidReason))
+		}
+	}
+	return ue
 }
 
 // prepareClaim validates one claim as the Kubernetes allocator does before searching (every error here
@@ -351,7 +360,7 @@ func (a *allocation) prepareRequest(ci int, r *request, className string, count 
 					if a.f.DRAConsumableCapacity {
 						// Static capacity only: what others use is checked when the device is taken,
 						// so a matching but busy device keeps "all" from succeeding.
-						_, err := capacity.Consumed(r.capacityRequests(), d.api.Capacity, a.capOpts)
+						_, err := a.consumed(r, d)
 						if errors.Is(err, capacity.ErrUnsuitable) {
 							continue
 						}

@@ -81,7 +81,7 @@ func (a *allocation) selectorsMatch(r *request, d *deviceEntry, class bool) (boo
 // be servable under the device's request policies, and for a device with allowMultipleAllocations what it
 // consumes must fit next to the shares already allocated. It returns what the request consumes.
 func (a *allocation) capacityFits(r *request, d *deviceEntry) (bool, map[resourceapi.QualifiedName]resource.Quantity, error) {
-	consumed, err := capacity.Consumed(r.capacityRequests(), d.api.Capacity, a.capOpts)
+	consumed, err := a.consumed(r, d)
 	if errors.Is(err, capacity.ErrUnsuitable) {
 		return false, nil, nil
 	}
@@ -94,6 +94,15 @@ func (a *allocation) capacityFits(r *request, d *deviceEntry) (bool, map[resourc
 		}
 	}
 	return true, consumed, nil
+}
+
+// consumed is capacity.Consumed, answered from the device's precomputed value for requests without
+// capacity requirements. The map must not be modified.
+func (a *allocation) consumed(r *request, d *deviceEntry) (map[resourceapi.QualifiedName]resource.Quantity, error) {
+	if len(r.capacityRequests()) == 0 {
+		return d.plain.consumed, d.plain.err
+	}
+	return capacity.Consumed(r.capacityRequests(), d.api.Capacity, a.capOpts)
 }
 
 // ledger returns the running capacity ledger of a device, starting from what the cluster's shares use.

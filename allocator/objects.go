@@ -6,8 +6,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
+	"github.com/dralloc/dralloc/capacity"
 	"github.com/dralloc/dralloc/celenv"
 )
 
@@ -54,6 +56,15 @@ type deviceEntry struct {
 	// nodeSel is spec.devices[].nodeSelector parsed once (per-device node selection).
 	nodeSel    *nodeaffinity.NodeSelector
 	nodeSelErr error
+	// plain is what a request without capacity requirements consumes of the device (consumable
+	// capacity), computed once: most requests have none.
+	plain plainConsumption
+}
+
+// plainConsumption is the answer of capacity.Consumed for a request without capacity requirements.
+type plainConsumption struct {
+	consumed map[resourceapi.QualifiedName]resource.Quantity // shared: never modified
+	err      error
 }
 
 func (s *sliceEntry) name() string { return s.obj.Name }
@@ -65,7 +76,7 @@ func (s *sliceEntry) perDeviceNodeSelection() bool {
 }
 
 // newSliceEntry validates the identity fields of a slice and prepares a private copy.
-func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, effectiveTaints func(*deviceEntry) []resourceapi.DeviceTaint) (*sliceEntry, error) {
+func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, effectiveTaints func(*deviceEntry) []resourceapi.DeviceTaint, capOpts capacity.Options) (*sliceEntry, error) {
 	if slice == nil {
 		return nil, inputError("ResourceSlice", "", errors.New("nil object"))
 	}
@@ -103,6 +114,7 @@ func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, effectiveTaints
 			d.nodeSel, d.nodeSelErr = nodeaffinity.NewNodeSelector(dev.NodeSelector)
 		}
 		d.taints = effectiveTaints(d)
+		d.plain.consumed, d.plain.err = capacity.Consumed(nil, dev.Capacity, capOpts)
 		for _, c := range dev.ConsumesCounters {
 			if len(c.CompatibilityGroups) > 0 {
 				e.usesCompatibilityGroups = true

@@ -173,3 +173,24 @@ func TestAllocateResultLimit(t *testing.T) {
 		},
 	}})
 }
+
+func TestAllocateFailsFast(t *testing.T) {
+	classes := []*resourceapi.DeviceClass{anyClass, class("none", "false")}
+	many := []*resourceapi.ResourceSlice{nodeSlice("s1", node1, driverA, "pool-1", manyDevices(32)...)}
+	runAll(t, []scenario{{
+		// Without the check the search tries every 8 of 32 devices before giving up.
+		name: "a request nothing can serve ends the search before it starts", slices: many, classes: classes,
+		claims:  []*resourceapi.ResourceClaim{claim("c", exact("gpus", "any", 8), exact("nic", "none", 1))},
+		wantErr: allocator.ErrUnsatisfiable, wantErrText: "spec.devices.requests[1].exactly needs 1 devices, 0 match and are free",
+	}, {
+		name: "a selector error on a later request is still reported when the search reaches it", slices: many, classes: classes,
+		claims: []*resourceapi.ResourceClaim{claim("c", exact("gpus", "any", 1),
+			exact("bad", "any", 1, `device.attributes["`+driverA+`"].missing == 1`))},
+		wantErr: allocator.ErrInvalidInput,
+	}, {
+		name: "a selector error on a later request is not reported when an earlier request cannot be served", slices: many, classes: classes,
+		claims: []*resourceapi.ResourceClaim{claim("c", exact("nic", "none", 1),
+			exact("bad", "any", 1, `device.attributes["`+driverA+`"].missing == 1`))},
+		wantErr: allocator.ErrUnsatisfiable,
+	}})
+}

@@ -9,6 +9,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/dralloc/dralloc/capacity"
 	"github.com/dralloc/dralloc/celenv"
 	"github.com/dralloc/dralloc/taints"
 )
@@ -52,6 +53,10 @@ func NewSnapshot(opts Options) *Snapshot {
 	return s
 }
 
+func (s *Snapshot) capOpts() capacity.Options {
+	return capacity.Options{DisableFractionalCapacityRange: !s.f.DRAFractionalCapacityRange}
+}
+
 // Features returns the feature gates the snapshot was created with.
 func (s *Snapshot) Features() Features { return s.f }
 
@@ -93,7 +98,7 @@ func (s *Snapshot) AddOrUpdateSlice(slice *resourceapi.ResourceSlice) error {
 		if exists {
 			seq = old.seq
 		}
-		e, err := newSliceEntry(slice, seq, s.effectiveTaints)
+		e, err := newSliceEntry(slice, seq, s.effectiveTaints, s.capOpts())
 		if err != nil {
 			return err
 		}

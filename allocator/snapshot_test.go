@@ -239,11 +239,14 @@ func TestAllocateConcurrentReaders(t *testing.T) {
 }
 
 func TestAllocateHonoursContextAndBudget(t *testing.T) {
-	s := allocator.NewSnapshot(allocator.Options{StepBudget: 50})
+	s := allocator.NewSnapshot(allocator.Options{StepBudget: 10})
 	must(t, s.AddOrUpdateClass(anyClass))
-	must(t, s.AddOrUpdateClass(class("none", "false")))
-	must(t, s.AddOrUpdateSlice(attrSlice(manyDevices(20)...)[0]))
-	hopeless := []*resourceapi.ResourceClaim{claim("c", exact("gpus", "any", 5), exact("nic", "none", 1))}
+	var unique []resourceapi.Device
+	for i := range 20 {
+		unique = append(unique, device(fmt.Sprintf("dev-%d", i), map[string]any{"numa": i}))
+	}
+	must(t, s.AddOrUpdateSlice(attrSlice(unique...)[0]))
+	hopeless := []*resourceapi.ResourceClaim{withConstraints(claim("c", exact("gpus", "any", 5)), matchAttr(driverA+"/numa"))}
 	if _, err := s.Allocate(context.Background(), node(node1, nil), hopeless); !errors.Is(err, allocator.ErrSearchBudget) {
 		t.Errorf("budget: got %v, want ErrSearchBudget", err)
 	}

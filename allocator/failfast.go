@@ -1,0 +1,91 @@
+package allocator
+
+import (
+	"errors"
+	"fmt"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/dralloc/dralloc/capacity"
+)
+
+// failFast looks, before searching, for a request that cannot be satisfied whatever the other requests
+// get: a request without alternatives that has fewer candidate devices (matching, free in the cluster,
+// not blocked by a taint) than it needs. The search would otherwise try every combination of the earlier
+// requests before finding out.
+//
+// Kubernetes reports some input errors only when its search reaches them (a selector or capacity
+// request failing on one device, a derived attribute failing, a constraint that "all devices" break).
+// To keep its answers, the check looks at requests in the order the search does and gives up as soon as
+// one of them could produce such an error before the unserved request is reached.
+func (a *allocation) failFast() (string, bool) {
+	for ci := range a.perClaim {
+		cs := &a.perClaim[ci]
+		for ri := range cs.slots {
+			slot := &cs.slots[ri]
+			for _, r := range slot.alts {
+				if r.mode == resourceapi.DeviceAllocationModeAll || len(r.derived) > 0 {
+					return "", false
+				}
+			}
+			if slot.hasSubs {
+				// Any alternative may be searched: it must not hide an error either.
+				for _, r := range slot.alts {
+					if _, ok := a.countCandidates(r); !ok {
+						return "", false
+					}
+				}
+				continue
+			}
+			r := slot.alts[0]
+			if r.numDevices <= 0 {
+				continue
+			}
+			n, ok := a.countCandidates(r)
+			if !ok {
+				return "", false
+			}
+			if n < r.numDevices {
+				return fmt.Sprintf("%s: %s needs %d devices, %d match and are free", cs.object, r.field, r.numDevices, n), true
+			}
+		}
+	}
+	return "", false
+}
+
+// countCandidates counts devices that could serve r; false when evaluating one failed. It visits every
+// device the search could visit for r, in the search's order of checks, so that an error the search
+// would report is seen here too.
+func (a *allocation) countCandidates(r *request) (int, bool) {
+	n := 0
+	for _, p := range a.pools {
+		if p.incomplete || p.invalid {
+			continue
+		}
+		for _, e := range p.slices {
+			for _, d := range e.devices {
+				if !r.adminAccess && a.st.inUse[d.id] > 0 {
+					continue
+				}
+				ok, err := a.selectable(r, d)
+				if err != nil {
+					return 0, false
+				}
+				if ok && a.f.DRAConsumableCapacity {
+					_, err := a.consumed(r, d)
+					if err != nil && !errors.Is(err, capacity.ErrUnsuitable) {
+						return 0, false
+					}
+					ok = err == nil
+				}
+				if ok && a.f.DRADeviceTaints && blocked(d.taints, r.tolerations) {
+					ok = false
+				}
+				if ok {
+					n++
+				}
+			}
+		}
+	}
+	return n, true
+}
