@@ -35,12 +35,12 @@ func (s *Snapshot) Allocate(ctx context.Context, node *v1.Node, claims []*resour
 		return nil, s.envErr
 	}
 	a := &allocation{
-		ctx:    ctx,
-		s:      s,
-		st:     s.st,
-		f:      s.f,
-		node:   node,
-		claims: claims,
+		ctx:     ctx,
+		s:       s,
+		st:      s.st,
+		f:       s.f,
+		node:    node,
+		claims:  claims,
 		capOpts: s.capOpts(),
 	}
 	logger := s.opts.Logger
