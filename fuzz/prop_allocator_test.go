@@ -43,6 +43,8 @@ func perFeature() map[string]fuzz.Options {
 		"config":             {Config: true, FirstAvailable: true},
 		"allocated":          {Allocated: true, Partitionable: true, ConsumableCapacity: true, NetworkAttached: true},
 		"celErrors":          {CELErrors: true},
+		"derivedAttributes":  {DerivedAttributes: true, Constraints: true, Partitionable: true},
+		"nodeOperations":     {NodeOperations: true, NetworkAttached: true},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -68,4 +69,9 @@ func allocate(ctx context.Context, c *fuzz.Cluster) ([]resourceapi.AllocationRes
 func small(o fuzz.Options) fuzz.Options {
 	o.MaxNodes, o.MaxDevices, o.MaxClaims, o.MaxRequests = 2, 3, 2, 2
 	return o
+}
+
+func nodeNameSelector(name string) *v1.NodeSelector {
+	return &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{{
+		Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{name}}}}}}
 }
