@@ -44,6 +44,7 @@ func bruteForce(ctx context.Context, c *fuzz.Cluster, budget int) (verdict, []re
 	// Per request alternative: the devices that pass the per-device rules on their own.
 	type slot struct{ alternatives []option }
 	var slots [][]slot // per claim, per request
+	tooMany := false
 	for ci, claim := range c.Claims {
 		var claimSlots []slot
 		for _, dr := range claim.Spec.Devices.Requests {
@@ -56,9 +57,12 @@ func bruteForce(ctx context.Context, c *fuzz.Cluster, budget int) (verdict, []re
 					}
 				}
 				o := option{req: name, top: dr.Name}
-				if mode == resourceapi.DeviceAllocationModeAll {
+				switch {
+				case mode == resourceapi.DeviceAllocationModeAll:
 					o.devices = [][]fuzz.DeviceRef{cands}
-				} else {
+				case binomial(len(cands), int(count)) > budget:
+					tooMany = true
+				default:
 					o.devices = combinations(cands, int(count))
 				}
 				alts = append(alts, o)
@@ -73,6 +77,9 @@ func bruteForce(ctx context.Context, c *fuzz.Cluster, budget int) (verdict, []re
 			claimSlots = append(claimSlots, slot{alts})
 		}
 		slots = append(slots, claimSlots)
+	}
+	if tooMany {
+		return undecided, nil
 	}
 	results := make([]resourceapi.AllocationResult, len(c.Claims))
 	checked := 0
@@ -249,4 +256,19 @@ func combinations(items []fuzz.DeviceRef, k int) [][]fuzz.DeviceRef {
 		rec(0)
 	}
 	return out
+}
+
+// binomial returns n choose k, saturating at a large value.
+func binomial(n, k int) int {
+	if k < 0 || k > n {
+		return 0
+	}
+	r := 1
+	for i := 1; i <= k; i++ {
+		r = r * (n - k + i) / i
+		if r > 1<<30 {
+			return 1 << 30
+		}
+	}
+	return r
 }

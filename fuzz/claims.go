@@ -163,6 +163,12 @@ func drawExact(t *rapid.T, opts Options, classes []string, nics, admin bool) *re
 		e.Capacity = &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{
 			"bandwidth": qty(rapid.SampledFrom([]string{"5G", "10G", "30G", "60G"}).Draw(t, "bandwidth")),
 		}}
+		if rapid.Bool().Draw(t, "coresRequest") {
+			e.Capacity.Requests["cores"] = qty(rapid.SampledFrom([]string{"250m", "1", "1500m"}).Draw(t, "cores"))
+		}
+	}
+	if opts.ResultLimit && e.DeviceClassName == ClassNIC && e.AllocationMode == resourceapi.DeviceAllocationModeExactCount && rapid.Bool().Draw(t, "many") {
+		e.Count = int64(rapid.SampledFrom([]int{16, 17, 30, 33}).Draw(t, "manyCount"))
 	}
 	return e
 }

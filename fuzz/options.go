@@ -51,6 +51,9 @@ type Options struct {
 	// NodeOperations adds slices that skip node operations and nodes that declare DRAOptionalNodeOperations
 	// (DRAOptionalNodeOperations).
 	NodeOperations bool
+	// ResultLimit adds node-local pools of many virtual functions and requests for 16 to 33 of them, around the
+	// limit of 32 results per claim.
+	ResultLimit bool
 	// CELErrors adds selectors that fail at runtime on some devices (a missing attribute); upstream treats such
 	// a failure as a fatal error of the allocation attempt.
 	CELErrors bool
@@ -77,6 +80,7 @@ func AllFeatures() Options {
 		Allocated:              true,
 		DerivedAttributes:      true,
 		NodeOperations:         true,
+		ResultLimit:            true,
 	}
 }
 

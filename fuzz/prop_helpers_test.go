@@ -68,6 +68,7 @@ func allocate(ctx context.Context, c *fuzz.Cluster) ([]resourceapi.AllocationRes
 // small keeps clusters small enough for the exhaustive search.
 func small(o fuzz.Options) fuzz.Options {
 	o.MaxNodes, o.MaxDevices, o.MaxClaims, o.MaxRequests = 2, 3, 2, 2
+	o.ResultLimit = false
 	return o
 }
 

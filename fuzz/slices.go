@@ -32,6 +32,17 @@ func drawSlices(t *rapid.T, opts Options, nodes []*v1.Node) []*resourceapi.Resou
 		}
 		nodeSel := func(s *resourceapi.ResourceSlice) { s.Spec.NodeName = ptr.To(node.Name) }
 		out = append(out, buildPool(t, opts, GPUDriver, pool, devices, parts, counters, nodeSel)...)
+		if opts.ResultLimit && rapid.Bool().Draw(t, "vfs") {
+			n := rapid.IntRange(15, 36).Draw(t, "vfCount")
+			vfs := make([]resourceapi.Device, n)
+			for j := range vfs {
+				vfs[j] = resourceapi.Device{Name: fmt.Sprintf("vf-%d", j), Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+					"speed": {IntValue: ptr.To(int64(10))},
+					"zone":  {StringValue: ptr.To(node.Labels[ZoneLabel])},
+				}}
+			}
+			out = append(out, buildPool(t, opts, NICDriver, node.Name+"-vfs", vfs, nil, nil, nodeSel)...)
+		}
 	}
 	if opts.NetworkAttached && rapid.Bool().Draw(t, "network") {
 		n := rapid.IntRange(1, opts.MaxDevices).Draw(t, "nics")
@@ -224,6 +235,14 @@ func drawNIC(t *rapid.T, opts Options, name string) resourceapi.Device {
 		}
 	}
 	d.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"bandwidth": bw}
+	if ptr.Deref(d.AllowMultipleAllocations, false) && rapid.Bool().Draw(t, "cores") {
+		// Fractional request policy: with DRAFractionalCapacityRange a request of 250m consumes 300m, without it
+		// the arithmetic is done on integers.
+		d.Capacity["cores"] = resourceapi.DeviceCapacity{Value: qty("4"), RequestPolicy: &resourceapi.CapacityRequestPolicy{
+			Default:    ptr.To(qty("500m")),
+			ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: ptr.To(qty("100m")), Step: ptr.To(qty("100m"))},
+		}}
+	}
 	drawDeviceExtras(t, opts, &d)
 	return d
 }
