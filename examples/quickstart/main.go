@@ -1,5 +1,6 @@
 // Command quickstart tells the dralloc story on a small in-memory fleet: what the nodes publish, which devices
-// each DeviceClass selects, and why a selector is rejected.
+// each DeviceClass selects and why a selector is rejected, where a claim fits and with which devices (checked
+// by an independent verifier), what-if questions on a fork, and a maintenance taint that evicts some claims.
 package main
 
 import (
@@ -22,11 +23,11 @@ func run() error {
 		fmt.Printf("%-12s %d× %s (%s)\n", *s.Spec.NodeName, len(s.Spec.Devices), *attrs["productName"].StringValue,
 			*attrs["architecture"].StringValue)
 	}
-	if err := maintenance(slices); err != nil {
-		return err
-	}
 	if err := classes(slices); err != nil {
 		return err
 	}
-	return nil
+	if err := schedule(slices); err != nil {
+		return err
+	}
+	return maintenance(slices)
 }
