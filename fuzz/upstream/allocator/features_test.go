@@ -117,11 +117,17 @@ func tags(c *fuzz.Cluster) []string {
 				if e.Count > 1 {
 					set["countAbove1"] = true
 				}
+				if e.Count > 15 {
+					set["countNear32Limit"] = true
+				}
 				if len(e.Tolerations) > 0 {
 					set["tolerations"] = true
 				}
 				if e.Capacity != nil {
 					set["capacityRequests"] = true
+					if q, ok := e.Capacity.Requests["cores"]; ok && q.MilliValue()%1000 != 0 {
+						set["fractionalCapacity"] = true
+					}
 				}
 				if len(e.Selectors) > 0 {
 					set["requestSelectors"] = true
