@@ -281,7 +281,7 @@ func (cc *claimCheck) checkDevice(i int, req *request, r *resourceapi.DeviceRequ
 	case d.pool.invalid != "":
 		cc.violation(RulePool, req.name, i, id, "resource pool %s/%s is invalid: %s", r.Driver, r.Pool, d.pool.invalid)
 	}
-	if !d.reach {
+	if !d.reach && d.ignored == "" {
 		cc.violation(RuleNode, req.name, i, id, "node %s cannot reach the device", cc.in.Node.Name)
 	}
 	if len(d.dev.ConsumesCounters) > 0 && !cc.features.DRAPartitionableDevices {
