@@ -35,7 +35,19 @@ func (c *Cluster) Verify(ctx context.Context, results []resourceapi.AllocationRe
 
 // CheckAllocations is a property test: for every cluster drawn from clusters, allocate must not mutate the
 // cluster, and when it allocates, every result must pass allocator/verify. Build clusters with ClusterGen, and
-// map them (rapid.Map) to put in your own DeviceClasses, ResourceSlices or claims.
+// map them (rapid.Map) to put in your own DeviceClasses, ResourceSlices or claims. In a driver's or a
+// scheduler's CI:
+//
+//	func TestPropMySchedulerAllocations(t *testing.T) {
+//		clusters := rapid.Map(fuzz.ClusterGen(fuzz.AllFeatures()), func(c *fuzz.Cluster) *fuzz.Cluster {
+//			c.Classes = append(c.Classes, myDeviceClass())
+//			c.Slices = append(c.Slices, mySlicesFor(c.Node)...)
+//			return c
+//		})
+//		fuzz.CheckAllocations(t, clusters, func(ctx context.Context, c *fuzz.Cluster) ([]resourceapi.AllocationResult, error) {
+//			return myScheduler(c).Allocate(ctx, c.Node, c.Claims)
+//		})
+//	}
 func CheckAllocations(t *testing.T, clusters *rapid.Generator[*Cluster], allocate AllocateFunc) {
 	t.Helper()
 	rapid.Check(t, func(rt *rapid.T) {
