@@ -84,7 +84,7 @@ type allocation struct {
 
 // claimState is what the search knows about one claim.
 type claimState struct {
-	object      string // "ResourceClaim ns/name"
+	claim       *resourceapi.ResourceClaim
 	slots       []requestSlot
 	constraints []constraint
 	results     []deviceResult
@@ -102,7 +102,7 @@ type request struct {
 	claimIdx, reqIdx, subIdx int
 	parent                   string // name of the enclosing request for a subrequest
 	name                     string
-	field                    string // field path of the request or subrequest
+	sub                      bool // a subrequest: spec.devices.requests[reqIdx].firstAvailable[subIdx]
 	class                    *resourceapi.DeviceClass
 	mode                     resourceapi.DeviceAllocationMode
 	adminAccess              bool
@@ -113,6 +113,19 @@ type request struct {
 	numDevices               int
 	allDevices               []candidate // for allocationMode All
 	classSel, reqSel         []*celenv.Selector
+}
+
+// name is the claim's kind and name, as errors name it.
+func (cs *claimState) name() string {
+	return "ResourceClaim " + cs.claim.Namespace + "/" + cs.claim.Name
+}
+
+// path is the field path of the request or subrequest, as errors name it.
+func (r *request) path() string {
+	if r.sub {
+		return fmt.Sprintf("spec.devices.requests[%d].firstAvailable[%d]", r.reqIdx, r.subIdx)
+	}
+	return fmt.Sprintf("spec.devices.requests[%d].exactly", r.reqIdx)
 }
 
 // fullName is the name used in results and constraints: "request" or "request/subrequest".
@@ -214,25 +227,24 @@ func (a *allocation) unsatisfiable(reason string) error {
 func (a *allocation) prepareClaim(ci int) error {
 	claim := a.claims[ci]
 	cs := &a.perClaim[ci]
-	cs.object = "ResourceClaim " + claim.Namespace + "/" + claim.Name
+	cs.claim = claim
 	minDevices := 0
 	cs.slots = make([]requestSlot, len(claim.Spec.Devices.Requests))
 	for ri := range claim.Spec.Devices.Requests {
 		req := &claim.Spec.Devices.Requests[ri]
-		field := fmt.Sprintf("spec.devices.requests[%d]", ri)
 		slot := &cs.slots[ri]
 		slot.hasSubs = len(req.FirstAvailable) > 0
 		if slot.hasSubs && !a.f.DRAPrioritizedList {
-			return inputError(cs.object, field+".firstAvailable", errors.New("has subrequests, but the DRAPrioritizedList feature is disabled"))
+			return inputError(cs.name(), requestPath(ri)+".firstAvailable", errors.New("has subrequests, but the DRAPrioritizedList feature is disabled"))
 		}
 		// The stable implementation predates consumable capacity and ignores capacity requests.
 		if !a.f.DRAConsumableCapacity && a.f.implementation() != implStable {
 			if req.Exactly != nil && req.Exactly.Capacity != nil {
-				return inputError(cs.object, field+".exactly.capacity", errors.New("has capacity requests, but the DRAConsumableCapacity feature is disabled"))
+				return inputError(cs.name(), requestPath(ri)+".exactly.capacity", errors.New("has capacity requests, but the DRAConsumableCapacity feature is disabled"))
 			}
 			for si := range req.FirstAvailable {
 				if req.FirstAvailable[si].Capacity != nil {
-					return inputError(cs.object, fmt.Sprintf("%s.firstAvailable[%d].capacity", field, si), errors.New("has capacity requests, but the DRAConsumableCapacity feature is disabled"))
+					return inputError(cs.name(), fmt.Sprintf("%s.firstAvailable[%d].capacity", requestPath(ri), si), errors.New("has capacity requests, but the DRAConsumableCapacity feature is disabled"))
 				}
 			}
 		}
@@ -245,7 +257,7 @@ func (a *allocation) prepareClaim(ci int) error {
 					claimIdx: ci, reqIdx: ri, subIdx: si,
 					parent:      req.Name,
 					name:        sub.Name,
-					field:       fmt.Sprintf("%s.firstAvailable[%d]", field, si),
+					sub:         true,
 					mode:        sub.AllocationMode,
 					selectors:   sub.Selectors,
 					tolerations: sub.Tolerations,
@@ -260,12 +272,11 @@ func (a *allocation) prepareClaim(ci int) error {
 		} else {
 			ex := req.Exactly
 			if ex == nil {
-				return inputError(cs.object, field, errors.New("neither exactly nor firstAvailable is set"))
+				return inputError(cs.name(), requestPath(ri), errors.New("neither exactly nor firstAvailable is set"))
 			}
 			r := &request{
 				claimIdx: ci, reqIdx: ri,
 				name:        req.Name,
-				field:       field + ".exactly",
 				mode:        ex.AllocationMode,
 				adminAccess: ex.AdminAccess != nil && *ex.AdminAccess,
 				selectors:   ex.Selectors,
@@ -279,7 +290,7 @@ func (a *allocation) prepareClaim(ci int) error {
 			minForRequest = r.numDevices
 		}
 		if minForRequest > resourceapi.AllocationResultsMaxSize-minDevices {
-			return inputError(cs.object, field, fmt.Errorf("adding %d devices exceeds the claim limit of %d, with %d already accounted for", minForRequest, resourceapi.AllocationResultsMaxSize, minDevices))
+			return inputError(cs.name(), requestPath(ri), fmt.Errorf("adding %d devices exceeds the claim limit of %d, with %d already accounted for", minForRequest, resourceapi.AllocationResultsMaxSize, minDevices))
 		}
 		minDevices += minForRequest
 	}
@@ -295,18 +306,20 @@ func (a *allocation) prepareClaim(ci int) error {
 			// The stable implementation does not know distinctAttribute and rejects it below.
 			cs.constraints[i] = &distinctAttribute{constraintBase: base, attr: *c.DistinctAttribute}
 		default:
-			return inputError(cs.object, fmt.Sprintf("spec.devices.constraints[%d]", i), errors.New("empty constraint (unsupported constraint type?)"))
+			return inputError(cs.name(), fmt.Sprintf("spec.devices.constraints[%d]", i), errors.New("empty constraint (unsupported constraint type?)"))
 		}
 	}
 	return nil
 }
 
+func requestPath(ri int) string { return fmt.Sprintf("spec.devices.requests[%d]", ri) }
+
 // prepareRequest checks one request or subrequest and, for allocationMode All, collects its devices.
 func (a *allocation) prepareRequest(ci int, r *request, className string, count int64, derived []resourceapi.DeviceDerivedAttribute, hasAdminAccess bool) error {
-	object := a.perClaim[ci].object
+	object := a.perClaim[ci].name
 	if len(derived) > 0 {
 		if !a.f.DRADerivedAttributes {
-			return inputError(object, r.field+".derivedAttributes", errors.New("cannot handle request with derived attributes, the DRADerivedAttributes feature is disabled"))
+			return inputError(object(), r.path()+".derivedAttributes", errors.New("cannot handle request with derived attributes, the DRADerivedAttributes feature is disabled"))
 		}
 		r.derived = make(map[resourceapi.FullyQualifiedName]string, len(derived))
 		for _, d := range derived {
@@ -315,18 +328,18 @@ func (a *allocation) prepareRequest(ci int, r *request, className string, count 
 	}
 	for i, sel := range r.selectors {
 		if sel.CEL == nil {
-			return inputError(object, fmt.Sprintf("%s.selectors[%d]", r.field, i), errors.New("CEL expression empty (unsupported selector type?)"))
+			return inputError(object(), fmt.Sprintf("%s.selectors[%d]", r.path(), i), errors.New("CEL expression empty (unsupported selector type?)"))
 		}
 	}
 	if !a.f.DRAAdminAccess && hasAdminAccess {
-		return inputError(object, r.field+".adminAccess", errors.New("admin access is requested, but the DRAAdminAccess feature is disabled"))
+		return inputError(object(), r.path()+".adminAccess", errors.New("admin access is requested, but the DRAAdminAccess feature is disabled"))
 	}
 	if className == "" {
-		return inputError(object, r.field+".deviceClassName", errors.New("missing device class name (unsupported request type?)"))
+		return inputError(object(), r.path()+".deviceClassName", errors.New("missing device class name (unsupported request type?)"))
 	}
 	class, ok := a.st.classes[className]
 	if !ok {
-		return inputError(object, r.field+".deviceClassName", fmt.Errorf("device class %s not found", className))
+		return inputError(object(), r.path()+".deviceClassName", fmt.Errorf("device class %s not found", className))
 	}
 	r.class = class
 	r.classSel = make([]*celenv.Selector, len(class.Spec.Selectors))
@@ -335,7 +348,7 @@ func (a *allocation) prepareRequest(ci int, r *request, className string, count 
 	switch r.mode {
 	case resourceapi.DeviceAllocationModeExactCount:
 		if count > math.MaxInt {
-			return inputError(object, r.field+".count", fmt.Errorf("exact count %d is too large", count))
+			return inputError(object(), r.path()+".count", fmt.Errorf("exact count %d is too large", count))
 		}
 		r.numDevices = int(count)
 	case resourceapi.DeviceAllocationModeAll:
@@ -343,10 +356,10 @@ func (a *allocation) prepareRequest(ci int, r *request, className string, count 
 		r.allDevices = make([]candidate, 0, resourceapi.AllocationResultsMaxSize)
 		for _, p := range a.pools {
 			if p.incomplete {
-				return fmt.Errorf("%s: %s: asks for all devices, but resource pool %s is currently being updated: %w", object, r.field, p.id, ErrPoolNotReady)
+				return fmt.Errorf("%s: %s: asks for all devices, but resource pool %s is currently being updated: %w", object(), r.path(), p.id, ErrPoolNotReady)
 			}
 			if p.invalid {
-				return fmt.Errorf("%s: %s: asks for all devices, but resource pool %s is currently invalid: %w", object, r.field, p.id, ErrPoolNotReady)
+				return fmt.Errorf("%s: %s: asks for all devices, but resource pool %s is currently invalid: %w", object(), r.path(), p.id, ErrPoolNotReady)
 			}
 			for _, e := range p.slices {
 				for _, d := range e.devices {
@@ -365,7 +378,7 @@ func (a *allocation) prepareRequest(ci int, r *request, className string, count 
 							continue
 						}
 						if err != nil {
-							return inputError(object, r.field+".capacity", fmt.Errorf("checking capacity for device %s: %w", d.id, err))
+							return inputError(object(), r.path()+".capacity", fmt.Errorf("checking capacity for device %s: %w", d.id, err))
 						}
 					}
 					r.allDevices = append(r.allDevices, candidate{dev: d, pool: p})
@@ -374,7 +387,7 @@ func (a *allocation) prepareRequest(ci int, r *request, className string, count 
 		}
 		r.numDevices = len(r.allDevices)
 	default:
-		return inputError(object, r.field+".allocationMode", fmt.Errorf("unsupported count mode %q", r.mode))
+		return inputError(object(), r.path()+".allocationMode", fmt.Errorf("unsupported count mode %q", r.mode))
 	}
 	return nil
 }

@@ -47,11 +47,11 @@ func (c *constraintBase) lookup(r *request, d *deviceEntry, name resourceapi.Ful
 		}
 		prog, err := a.s.env.CompileDerived(expr)
 		if err != nil {
-			return nil, inputError(a.perClaim[r.claimIdx].object, r.field+".derivedAttributes", fmt.Errorf("compile derived attribute %s: %w", name, err))
+			return nil, inputError(a.perClaim[r.claimIdx].name(), r.path()+".derivedAttributes", fmt.Errorf("compile derived attribute %s: %w", name, err))
 		}
 		v, err := prog.Evaluate(a.ctx, d.cel)
 		if err != nil {
-			return nil, inputError(a.perClaim[r.claimIdx].object, r.field+".derivedAttributes", fmt.Errorf("evaluate derived attribute %s on device %s: %w", name, d.id, err))
+			return nil, inputError(a.perClaim[r.claimIdx].name(), r.path()+".derivedAttributes", fmt.Errorf("evaluate derived attribute %s on device %s: %w", name, d.id, err))
 		}
 		attr := &v
 		a.derived[key] = attr

@@ -46,7 +46,7 @@ func (a *allocation) failFast() (string, bool) {
 				return "", false
 			}
 			if n < r.numDevices {
-				return fmt.Sprintf("%s: %s needs %d devices, %d match and are free", cs.object, r.field, r.numDevices, n), true
+				return fmt.Sprintf("%s: %s needs %d devices, %d match and are free", cs.name(), r.path(), r.numDevices, n), true
 			}
 		}
 	}

@@ -47,28 +47,40 @@ func (a *allocation) selectable(r *request, d *deviceEntry) (bool, error) {
 // use.
 func (a *allocation) selectorsMatch(r *request, d *deviceEntry, class bool) (bool, error) {
 	sels, compiled := r.selectors, r.reqSel
-	object, field := a.perClaim[r.claimIdx].object, r.field+".selectors"
 	if class {
 		sels, compiled = r.class.Spec.Selectors, r.classSel
-		object, field = "DeviceClass "+r.class.Name, "spec.selectors"
+	}
+	// The object and field are only built for an error.
+	where := func(i int, suffix string) (string, string) {
+		if class {
+			return "DeviceClass " + r.class.Name, fmt.Sprintf("spec.selectors[%d]%s", i, suffix)
+		}
+		return a.perClaim[r.claimIdx].name(), fmt.Sprintf("%s.selectors[%d]%s", r.path(), i, suffix)
 	}
 	for i, sel := range sels {
-		f := fmt.Sprintf("%s[%d].cel.expression", field, i)
 		if sel.CEL == nil {
-			return false, inputError(object, f[:len(f)-len(".cel.expression")], errors.New("CEL expression empty (unsupported selector type?)"))
+			object, f := where(i, "")
+			return false, inputError(object, f, errors.New("CEL expression empty (unsupported selector type?)"))
 		}
 		s := compiled[i]
 		if s == nil {
 			var err error
 			s, err = a.s.env.Compile(sel.CEL.Expression)
 			if err != nil {
+				object, f := where(i, ".cel.expression")
 				return false, inputError(object, f, err)
 			}
 			compiled[i] = s
 		}
-		ok, err := s.Matches(a.ctx, d.cel)
-		if err != nil {
-			return false, inputError(object, f, fmt.Errorf("device %s: %w", d.id, err))
+		ok, cached := a.s.verdicts.get(s, d)
+		if !cached {
+			var err error
+			ok, err = s.Matches(a.ctx, d.cel)
+			if err != nil {
+				object, f := where(i, ".cel.expression")
+				return false, inputError(object, f, fmt.Errorf("device %s: %w", d.id, err))
+			}
+			a.s.verdicts.put(s, d, ok)
 		}
 		if !ok {
 			return false, nil
@@ -86,7 +98,7 @@ func (a *allocation) capacityFits(r *request, d *deviceEntry) (bool, map[resourc
 		return false, nil, nil
 	}
 	if err != nil {
-		return false, nil, inputError(a.perClaim[r.claimIdx].object, r.field+".capacity", fmt.Errorf("checking capacity for device %s: %w", d.id, err))
+		return false, nil, inputError(a.perClaim[r.claimIdx].name(), r.path()+".capacity", fmt.Errorf("checking capacity for device %s: %w", d.id, err))
 	}
 	if _, shared := a.st.consumed[d.id]; shared || a.shares[d.id] > 0 {
 		if !a.ledger(d).Fits(consumed) {

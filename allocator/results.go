@@ -53,7 +53,7 @@ func (a *allocation) results() ([]resourceapi.AllocationResult, error) {
 		res.Devices.Config = a.config(ci, claim)
 		ns, err := a.nodeSelector(cs.results)
 		if err != nil {
-			return nil, fmt.Errorf("%s: create node selector: %w", cs.object, err)
+			return nil, fmt.Errorf("%s: create node selector: %w", cs.name(), err)
 		}
 		res.NodeSelector = ns
 	}

@@ -27,6 +27,9 @@ type Snapshot struct {
 	opts   Options
 	env    *celenv.Env
 	envErr error
+	// verdicts caches selector results per device across Allocate calls; shared with forks, whose
+	// devices are the same prepared entries.
+	verdicts *verdictCache
 
 	// Set on forks: the parent, the parent's revision when forked, and the changes made since, which
 	// Commit replays onto the parent when the parent changed in the meantime.
@@ -42,7 +45,7 @@ func NewSnapshot(opts Options) *Snapshot {
 	if opts.Features != nil {
 		f = *opts.Features
 	}
-	s := &Snapshot{st: newState(), f: f, opts: opts, env: opts.CEL}
+	s := &Snapshot{st: newState(), f: f, opts: opts, env: opts.CEL, verdicts: &verdictCache{}}
 	if s.env == nil {
 		cf := celFeatures(f)
 		s.env, s.envErr = celenv.NewEnv(celenv.Options{Features: &cf})
@@ -275,14 +278,15 @@ func (s *Snapshot) Fork() *Snapshot {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return &Snapshot{
-		st:      s.st.clone(),
-		f:       s.f,
-		opts:    s.opts,
-		env:     s.env,
-		envErr:  s.envErr,
-		parent:  s,
-		baseRev: s.st.rev,
-		closed:  s.closed,
+		st:       s.st.clone(),
+		f:        s.f,
+		opts:     s.opts,
+		env:      s.env,
+		envErr:   s.envErr,
+		verdicts: s.verdicts,
+		parent:   s,
+		baseRev:  s.st.rev,
+		closed:   s.closed,
 	}
 }
 
