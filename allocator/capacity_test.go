@@ -1,6 +1,8 @@
 package allocator_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -130,4 +132,32 @@ func TestAllocateConsumableCapacity(t *testing.T) {
 		claims: []*resourceapi.ResourceClaim{claim("c", withCapacity(exact("req", "any", 1), "250m"))},
 		check:  wantShares("shared-1 share-1 300m"),
 	}})
+}
+
+// As the Kubernetes scheduler builds its allocated state: with DRAConsumableCapacity off, an allocated
+// result with a share ID holds its device exclusively.
+func TestAllocatedSharesWithoutConsumableCapacity(t *testing.T) {
+	noCapacity := allocator.DefaultFeatures()
+	noCapacity.DRAConsumableCapacity = false
+	held := []*resourceapi.ResourceClaim{allocatedClaim("other", sharedResult("shared-1", "old", "1Gi"))}
+	runAll(t, []scenario{{
+		name: "a share in the cluster holds the device exclusively while the gate is off", features: &noCapacity,
+		slices: attrSlice(shareable("shared-1", "10Gi", nil)), classes: []*resourceapi.DeviceClass{anyClass},
+		allocated: held,
+		claims:    []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 1))},
+		wantErr:   allocator.ErrUnsatisfiable,
+	}, {
+		name:   "a share in the cluster leaves room for another share while the gate is on",
+		slices: attrSlice(shareable("shared-1", "10Gi", nil)), classes: []*resourceapi.DeviceClass{anyClass},
+		allocated: held, shareIDs: sequentialShareIDs(),
+		claims: []*resourceapi.ResourceClaim{claim("c", withCapacity(exact("req", "any", 1), "9Gi"))},
+		check:  wantShares("shared-1 share-1 9Gi"),
+	}})
+}
+
+func TestSnapshotRejectsUnknownStrategy(t *testing.T) {
+	s := allocator.NewSnapshot(allocator.Options{Strategy: allocator.Strategy(7)})
+	if _, err := s.Allocate(context.Background(), node(node1, nil), nil); !errors.Is(err, allocator.ErrInvalidInput) {
+		t.Errorf("got %v, want ErrInvalidInput", err)
+	}
 }

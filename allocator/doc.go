@@ -25,6 +25,33 @@
 // filters nodes in parallel) while updates wait for them. Inputs are never mutated: objects handed to a
 // Snapshot are copied, and results share no memory with the snapshot.
 //
+// # Same answers as Kubernetes
+//
+// Kubernetes keeps three implementations of its allocator and uses the most stable one that supports
+// every enabled gate (with the 1.37 default gates that is the "incubating" one). They differ for fields
+// whose gate is off, and dralloc follows the one the gates select: for example skipNodeOperations is
+// ignored unless an alpha gate is on, and with only the GA gates a distinctAttribute constraint is
+// rejected. The allocated state is derived from claims as kube-scheduler derives it: results with
+// adminAccess hold nothing, and results with a share ID hold a share only while DRAConsumableCapacity is
+// on. Known differences:
+//
+//   - With only the GA gates on, Kubernetes visits pools in Go map order (its choice among pools is
+//     random); dralloc visits them sorted. Whether claims fit is the same.
+//   - Kubernetes reports invalid pools on a node as a per-node error; dralloc reports them as
+//     *UnsatisfiableError with the pool and the reason.
+//   - When slices of one pool generation disagree on resourceSliceCount, Kubernetes uses the count of
+//     the first slice its informer lists; dralloc uses the first slice added to the snapshot.
+//   - When allocated devices already break the compatibility-group rule on a counter set, Kubernetes'
+//     answer depends on the order it reads slices; dralloc admits no further device on that set.
+//
+// # Cost
+//
+// Work that depends only on the objects is done when they change: CEL views of devices, effective
+// taints, parsed node selectors, what a request without capacity requirements consumes. Selector
+// verdicts are cached per (compiled selector, prepared device) across calls. Before searching,
+// Allocate checks that every request without alternatives has enough candidate devices, so a claim
+// nothing can serve fails at once instead of after every combination of the other requests.
+//
 // Imports: celenv (CEL selectors), capacity (consumable capacity and shared counters), taints (device
 // taints and tolerations), k8s.io/api, k8s.io/apimachinery and k8s.io/component-helpers (node selector
 // matching). Nothing in dralloc imports allocator's internals.

@@ -46,6 +46,10 @@ func NewSnapshot(opts Options) *Snapshot {
 		f = *opts.Features
 	}
 	s := &Snapshot{st: newState(), f: f, opts: opts, env: opts.CEL, verdicts: &verdictCache{}}
+	if opts.Strategy != FirstFit {
+		s.envErr = fmt.Errorf("%w: unsupported strategy %s", ErrInvalidInput, opts.Strategy)
+		return s
+	}
 	if s.env == nil {
 		cf := celFeatures(f)
 		s.env, s.envErr = celenv.NewEnv(celenv.Options{Features: &cf})
