@@ -1,0 +1,307 @@
+package allocator
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dralloc/dralloc/celenv"
+)
+
+// RequeueOptions configure a Requeue. The zero value uses the gates Kubernetes 1.37 enables by default and
+// a new CEL environment.
+type RequeueOptions struct {
+	// Features are the feature gates; nil means DefaultFeatures().
+	Features *Features
+	// CEL is the environment that compiles and evaluates selectors. nil means a new environment with the
+	// features above; share the Env of the Snapshot to share its compile cache.
+	CEL *celenv.Env
+}
+
+// Requeue tells a scheduler which pending claims may fit after a cluster event, as the queueing hints of
+// kube-scheduler's DRA plugin decide whether a pod that failed scheduling is worth retrying.
+//
+// It is fed the events an informer delivers: DeviceClasses, ResourceSlices, DeviceTaintRules and the
+// deallocation of claims, and it holds the pending claims (claims without an allocation that a pod waits
+// for). Pending claims are indexed by the DeviceClass names of their requests and subrequests, and the
+// class verdicts of every published device are computed when the device or the class changes, so an event
+// costs time proportional to the devices it touches, the classes that select them and the claims that
+// ask for those classes, never a scan of all pending claims.
+//
+// The answer of an event is a superset: every pending claim that did not fit before the event and fits
+// after it is returned; a returned claim may still not fit (the devices may be on another node, too few,
+// or taken by a constraint). Claims are returned sorted by namespace and name.
+//
+// A Requeue is safe for concurrent use; events are applied one at a time. Inputs are never mutated.
+type Requeue struct {
+	mu  sync.Mutex
+	f   Features
+	env *celenv.Env
+
+	classes map[string]*rqClass
+	slices  map[string]*rqSlice
+	pools   map[PoolID]map[string]*rqSlice
+	devices map[DeviceID][]*rqDevice
+	rules   map[string]resourceapi.DeviceTaintRuleSpec
+	pending map[types.NamespacedName]*rqClaim
+	byClass map[string][]*rqEntry
+
+	// epoch marks the claims already woken by the event in progress; woken collects them.
+	epoch uint64
+	woken []*rqClaim
+}
+
+// rqClass is a DeviceClass with compiled selectors.
+type rqClass struct {
+	selectors []*celenv.Selector
+}
+
+// rqSlice is a published ResourceSlice as the Requeue keeps it.
+type rqSlice struct {
+	name    string
+	pool    PoolID
+	spec    *resourceapi.ResourceSliceSpec
+	devices []*rqDevice
+}
+
+// rqDevice is one published device with the classes whose selectors select it (or fail on it).
+type rqDevice struct {
+	id      DeviceID
+	api     *resourceapi.Device
+	view    *celenv.Device
+	classes []rqVerdict
+}
+
+// rqVerdict records that the selectors of a class select a device, or that one of them failed on it
+// (which makes the allocation of every claim using the class fail while the device exists).
+type rqVerdict struct {
+	class  string
+	failed bool
+}
+
+// rqClaim is a pending claim.
+type rqClaim struct {
+	key     types.NamespacedName
+	mark    uint64
+	entries []*rqEntry
+}
+
+// rqEntry is one request or subrequest of a pending claim, listed under its class.
+type rqEntry struct {
+	claim     *rqClaim
+	class     string
+	pos       int
+	selectors []*celenv.Selector
+	all       bool
+	admin     bool
+}
+
+// NewRequeue returns an empty Requeue. It fails only when a new CEL environment cannot be built.
+func NewRequeue(opts RequeueOptions) (*Requeue, error) {
+	f := DefaultFeatures()
+	if opts.Features != nil {
+		f = *opts.Features
+	}
+	env := opts.CEL
+	if env == nil {
+		cf := celenv.DefaultFeatures()
+		cf.ConsumableCapacity = f.DRAConsumableCapacity
+		cf.ListTypeAttributes = f.DRAListTypeAttributes
+		var err error
+		if env, err = celenv.NewEnv(celenv.Options{Features: &cf}); err != nil {
+			return nil, fmt.Errorf("requeue: build CEL environment: %w", err)
+		}
+	}
+	return &Requeue{
+		f:       f,
+		env:     env,
+		classes: map[string]*rqClass{},
+		slices:  map[string]*rqSlice{},
+		pools:   map[PoolID]map[string]*rqSlice{},
+		devices: map[DeviceID][]*rqDevice{},
+		rules:   map[string]resourceapi.DeviceTaintRuleSpec{},
+		pending: map[types.NamespacedName]*rqClaim{},
+		byClass: map[string][]*rqEntry{},
+	}, nil
+}
+
+// Len returns the number of pending claims.
+func (r *Requeue) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending)
+}
+
+// AddPending registers a claim that a pod waits for and that has no allocation yet, or replaces the one
+// with the same namespace and name. Its selectors are compiled now; a selector that does not compile, a
+// claim with an allocation or a request without a class is an error naming the claim and the field, and
+// leaves the Requeue unchanged.
+func (r *Requeue) AddPending(claim *resourceapi.ResourceClaim) error {
+	if claim == nil {
+		return rqInputError("ResourceClaim", "", errors.New("claim is nil"))
+	}
+	obj := "ResourceClaim " + claim.Namespace + "/" + claim.Name
+	if claim.Name == "" {
+		return rqInputError(obj, "metadata.name", errors.New("name is required"))
+	}
+	if claim.Status.Allocation != nil {
+		return rqInputError(obj, "status.allocation", errors.New("an allocated claim is not pending"))
+	}
+	c := &rqClaim{key: types.NamespacedName{Namespace: claim.Namespace, Name: claim.Name}}
+	for i := range claim.Spec.Devices.Requests {
+		req := &claim.Spec.Devices.Requests[i]
+		path := fmt.Sprintf("spec.devices.requests[%d]", i)
+		switch {
+		case req.Exactly != nil:
+			e, err := r.rqNewEntry(obj, path+".exactly", req.Exactly.DeviceClassName, req.Exactly.Selectors,
+				req.Exactly.AllocationMode == resourceapi.DeviceAllocationModeAll,
+				req.Exactly.AdminAccess != nil && *req.Exactly.AdminAccess)
+			if err != nil {
+				return err
+			}
+			e.claim = c
+			c.entries = append(c.entries, e)
+		case len(req.FirstAvailable) > 0:
+			for j := range req.FirstAvailable {
+				sub := &req.FirstAvailable[j]
+				e, err := r.rqNewEntry(obj, fmt.Sprintf("%s.firstAvailable[%d]", path, j), sub.DeviceClassName, sub.Selectors,
+					sub.AllocationMode == resourceapi.DeviceAllocationModeAll, false)
+				if err != nil {
+					return err
+				}
+				e.claim = c
+				c.entries = append(c.entries, e)
+			}
+		default:
+			return rqInputError(obj, path, errors.New("exactly or firstAvailable is required"))
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.removePending(c.key)
+	r.pending[c.key] = c
+	for _, e := range c.entries {
+		list := r.byClass[e.class]
+		e.pos = len(list)
+		r.byClass[e.class] = append(list, e)
+	}
+	return nil
+}
+
+func (r *Requeue) rqNewEntry(obj, path, class string, sels []resourceapi.DeviceSelector, all, admin bool) (*rqEntry, error) {
+	if class == "" {
+		return nil, rqInputError(obj, path+".deviceClassName", errors.New("a device class name is required"))
+	}
+	compiled, err := r.compileSelectors(obj, path+".selectors", sels)
+	if err != nil {
+		return nil, err
+	}
+	return &rqEntry{class: class, selectors: compiled, all: all, admin: admin}, nil
+}
+
+func (r *Requeue) compileSelectors(obj, path string, sels []resourceapi.DeviceSelector) ([]*celenv.Selector, error) {
+	var out []*celenv.Selector
+	for i := range sels {
+		field := fmt.Sprintf("%s[%d].cel", path, i)
+		if sels[i].CEL == nil {
+			return nil, rqInputError(obj, field, errors.New("a CEL selector is required"))
+		}
+		s, err := r.env.Compile(sels[i].CEL.Expression)
+		if err != nil {
+			return nil, rqInputError(obj, field+".expression", err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// RemovePending forgets a pending claim (it was allocated or deleted); an unknown claim is ignored.
+func (r *Requeue) RemovePending(namespace, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.removePending(types.NamespacedName{Namespace: namespace, Name: name})
+}
+
+func (r *Requeue) removePending(key types.NamespacedName) {
+	c := r.pending[key]
+	if c == nil {
+		return
+	}
+	delete(r.pending, key)
+	for _, e := range c.entries {
+		list := r.byClass[e.class]
+		last := list[len(list)-1]
+		list[e.pos] = last
+		last.pos = e.pos
+		list[len(list)-1] = nil
+		list = list[:len(list)-1]
+		if len(list) == 0 {
+			delete(r.byClass, e.class)
+		} else {
+			r.byClass[e.class] = list
+		}
+	}
+}
+
+// rqInputError is an *InputError wrapping ErrInvalidInput.
+func rqInputError(object, field string, err error) error {
+	return &InputError{Object: object, Field: field, Err: err}
+}
+
+// begin starts collecting the claims an event wakes.
+func (r *Requeue) begin() {
+	r.epoch++
+	r.woken = r.woken[:0]
+}
+
+// wake adds a claim to the event's answer once.
+func (r *Requeue) wake(c *rqClaim) {
+	if c.mark == r.epoch {
+		return
+	}
+	c.mark = r.epoch
+	r.woken = append(r.woken, c)
+}
+
+// end returns the woken claims sorted by namespace and name.
+func (r *Requeue) end() []types.NamespacedName {
+	if len(r.woken) == 0 {
+		return nil
+	}
+	slices.SortFunc(r.woken, func(a, b *rqClaim) int {
+		if c := cmp.Compare(a.key.Namespace, b.key.Namespace); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.key.Name, b.key.Name)
+	})
+	out := make([]types.NamespacedName, len(r.woken))
+	for i, c := range r.woken {
+		out[i] = c.key
+		r.woken[i] = nil
+	}
+	r.woken = r.woken[:0]
+	return out
+}
+
+// selectorsVerdict evaluates selectors on a device: selected when all match, failed when one fails. A
+// failure counts as selected, because a failing selector makes the allocation fail while the device exists
+// and therefore a change of the device may let a claim fit.
+func selectorsVerdict(ctx context.Context, sels []*celenv.Selector, view *celenv.Device) (selected, failed bool) {
+	selected = true
+	for _, s := range sels {
+		ok, err := s.Matches(ctx, view)
+		if err != nil {
+			return true, true
+		}
+		if !ok {
+			selected = false
+		}
+	}
+	return selected, false
+}

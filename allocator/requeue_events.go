@@ -1,0 +1,421 @@
+package allocator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dralloc/dralloc/celenv"
+)
+
+// The events below each return the pending claims that may fit after the event. A device "made available"
+// wakes every pending request whose class and request selectors select it (or fail on it). A device that
+// disappears or changes wakes only what its old version can explain: requests for all devices of a class
+// (fewer devices to take may now fit) and requests whose selectors failed on it (the failure made the whole
+// allocation fail, as in Kubernetes).
+
+// AddOrUpdateClass adds a DeviceClass or replaces the one with the same name, and returns the pending
+// claims that may fit now: those with a request for the class whose selectors now select a device they did
+// not select before (or that were waiting for the class to exist), and requests for all devices of the
+// class whenever the selected set changed. A selector that does not compile is an error naming the class
+// and field; the class then counts as missing, as the allocator treats it.
+func (r *Requeue) AddOrUpdateClass(ctx context.Context, class *resourceapi.DeviceClass) ([]types.NamespacedName, error) {
+	if class == nil {
+		return nil, rqInputError("DeviceClass", "", errors.New("class is nil"))
+	}
+	if class.Name == "" {
+		return nil, rqInputError("DeviceClass", "metadata.name", errors.New("name is required"))
+	}
+	sels, err := r.compileSelectors("DeviceClass "+class.Name, "spec.selectors", class.Spec.Selectors)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.deleteClass(class.Name)
+		return nil, err
+	}
+	old := r.classes[class.Name]
+	nc := &rqClass{selectors: sels}
+	r.classes[class.Name] = nc
+	if old != nil && slices.Equal(old.selectors, nc.selectors) {
+		// Compiled selectors come from the Env's cache: the same expressions give the same verdicts.
+		return nil, nil
+	}
+	r.begin()
+	if old == nil {
+		// Requests for all devices of a class that did not exist could not be allocated; now they may be,
+		// even when the class selects no device.
+		for _, e := range r.byClass[class.Name] {
+			if e.all {
+				r.wake(e.claim)
+			}
+		}
+	}
+	for _, s := range r.slices {
+		for _, d := range s.devices {
+			i := slices.IndexFunc(d.classes, func(v rqVerdict) bool { return v.class == class.Name })
+			var before rqVerdict
+			had := i >= 0
+			if had {
+				before = d.classes[i]
+			}
+			selected, failed := selectorsVerdict(ctx, nc.selectors, d.view)
+			after := rqVerdict{class: class.Name, failed: failed}
+			if had == selected && (!had || before == after) {
+				continue
+			}
+			if had {
+				r.wakeBy(ctx, d, before, true, false)
+				d.classes = slices.Delete(d.classes, i, i+1)
+			}
+			if selected {
+				d.classes = append(d.classes, after)
+				r.wakeBy(ctx, d, after, false, false)
+			}
+		}
+	}
+	return r.end(), nil
+}
+
+// DeleteClass removes a DeviceClass. Claims that use it cannot be allocated, so no claim is woken.
+func (r *Requeue) DeleteClass(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.deleteClass(name)
+}
+
+func (r *Requeue) deleteClass(name string) {
+	if _, ok := r.classes[name]; !ok {
+		return
+	}
+	delete(r.classes, name)
+	for _, s := range r.slices {
+		for _, d := range s.devices {
+			d.classes = slices.DeleteFunc(d.classes, func(v rqVerdict) bool { return v.class == name })
+		}
+	}
+}
+
+// AddOrUpdateSlice adds a ResourceSlice or replaces the one with the same name, and returns the pending
+// claims that may fit now. When only devices changed (same device names and counter consumption, same
+// node selection, pool and counters), only the new and changed devices count; otherwise the pool's
+// completeness or validity may have changed and every device of the pool counts.
+func (r *Requeue) AddOrUpdateSlice(ctx context.Context, slice *resourceapi.ResourceSlice) ([]types.NamespacedName, error) {
+	if err := rqValidateSlice(slice); err != nil {
+		return nil, err
+	}
+	spec := slice.Spec.DeepCopy()
+	ns := &rqSlice{name: slice.Name, pool: PoolID{Driver: spec.Driver, Pool: spec.Pool.Name}, spec: spec}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.slices[slice.Name]
+	whole := old == nil || !rqSameShape(old, ns)
+	ns.devices = make([]*rqDevice, len(spec.Devices))
+	for i := range spec.Devices {
+		api := &spec.Devices[i]
+		if !whole && equality.Semantic.DeepEqual(old.devices[i].api, api) {
+			ns.devices[i] = old.devices[i]
+			continue
+		}
+		ns.devices[i] = r.newDevice(ctx, ns.pool, api)
+	}
+	if old != nil {
+		r.unindexSlice(old)
+	}
+	r.indexSlice(ns)
+
+	r.begin()
+	if whole {
+		if old != nil {
+			for _, d := range old.devices {
+				r.wakeGone(ctx, d)
+			}
+			if old.pool != ns.pool {
+				r.wakePool(ctx, old.pool)
+			}
+		}
+		r.wakePool(ctx, ns.pool)
+		return r.end(), nil
+	}
+	for i, d := range ns.devices {
+		if d != old.devices[i] {
+			r.wakeGone(ctx, old.devices[i])
+			r.wakeAvailable(ctx, d, false)
+		}
+	}
+	return r.end(), nil
+}
+
+// DeleteSlice removes a ResourceSlice and returns the pending claims that may fit now: requests for all
+// devices of a class its devices belonged to, requests whose selectors failed on them, and, because the
+// pool's validity may have changed, whatever the pool's other devices can serve. An unknown name does
+// nothing.
+func (r *Requeue) DeleteSlice(ctx context.Context, name string) []types.NamespacedName {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.slices[name]
+	if old == nil {
+		return nil
+	}
+	r.unindexSlice(old)
+	r.begin()
+	for _, d := range old.devices {
+		r.wakeGone(ctx, d)
+	}
+	r.wakePool(ctx, old.pool)
+	return r.end()
+}
+
+// ClaimDeallocated returns the pending claims that may fit now that the claim's devices are free: the
+// devices of its allocation (results with adminAccess held nothing and free nothing) and the devices that
+// draw on the same shared counters. Requests with adminAccess may use devices in use, so freeing a device
+// wakes them only when counters or shared capacity are freed with it. A claim without an allocation frees
+// nothing.
+func (r *Requeue) ClaimDeallocated(ctx context.Context, claim *resourceapi.ResourceClaim) ([]types.NamespacedName, error) {
+	if claim == nil {
+		return nil, rqInputError("ResourceClaim", "", errors.New("claim is nil"))
+	}
+	if claim.Status.Allocation == nil {
+		return nil, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.begin()
+	for i := range claim.Status.Allocation.Devices.Results {
+		res := &claim.Status.Allocation.Devices.Results[i]
+		if res.AdminAccess != nil && *res.AdminAccess {
+			continue
+		}
+		id := DeviceID{Driver: res.Driver, Pool: res.Pool, Device: res.Device}
+		for _, d := range r.devices[id] {
+			shared := len(d.api.ConsumesCounters) > 0 ||
+				(d.api.AllowMultipleAllocations != nil && *d.api.AllowMultipleAllocations)
+			r.wakeAvailable(ctx, d, !shared)
+			if len(d.api.ConsumesCounters) > 0 {
+				r.wakeCounterUsers(ctx, d)
+			}
+		}
+	}
+	return r.end(), nil
+}
+
+// AddOrUpdateTaintRule adds a DeviceTaintRule or replaces the one with the same name and returns the
+// pending claims that may fit now: a changed rule may no longer taint the devices the previous version
+// selected. A new rule only adds taints and wakes nothing. With DRADeviceTaints off taints never block and
+// nothing is woken.
+func (r *Requeue) AddOrUpdateTaintRule(ctx context.Context, rule *resourceapi.DeviceTaintRule) ([]types.NamespacedName, error) {
+	if rule == nil {
+		return nil, rqInputError("DeviceTaintRule", "", errors.New("rule is nil"))
+	}
+	if rule.Name == "" {
+		return nil, rqInputError("DeviceTaintRule", "metadata.name", errors.New("name is required"))
+	}
+	spec := *rule.Spec.DeepCopy()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old, had := r.rules[rule.Name]
+	r.rules[rule.Name] = spec
+	if !had || equality.Semantic.DeepEqual(old, spec) {
+		return nil, nil
+	}
+	return r.untaint(ctx, old), nil
+}
+
+// DeleteTaintRule removes a DeviceTaintRule and returns the pending claims that may fit now that the
+// devices it selected lost its taint.
+func (r *Requeue) DeleteTaintRule(ctx context.Context, name string) []types.NamespacedName {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old, had := r.rules[name]
+	if !had {
+		return nil
+	}
+	delete(r.rules, name)
+	return r.untaint(ctx, old)
+}
+
+// untaint wakes the claims that the devices a rule selected can serve.
+func (r *Requeue) untaint(ctx context.Context, old resourceapi.DeviceTaintRuleSpec) []types.NamespacedName {
+	// As the allocator: only NoSchedule and NoExecute block allocation.
+	if !r.f.DRADeviceTaints || old.DeviceSelector == nil ||
+		(old.Taint.Effect != resourceapi.DeviceTaintEffectNoSchedule && old.Taint.Effect != resourceapi.DeviceTaintEffectNoExecute) {
+		return nil
+	}
+	sel := old.DeviceSelector
+	r.begin()
+	visit := func(s *rqSlice) {
+		if (sel.Driver != nil && *sel.Driver != s.pool.Driver) || (sel.Pool != nil && *sel.Pool != s.pool.Pool) {
+			return
+		}
+		for _, d := range s.devices {
+			if sel.Device == nil || *sel.Device == d.id.Device {
+				r.wakeAvailable(ctx, d, false)
+			}
+		}
+	}
+	if sel.Driver != nil && sel.Pool != nil {
+		for _, s := range r.pools[PoolID{Driver: *sel.Driver, Pool: *sel.Pool}] {
+			visit(s)
+		}
+	} else {
+		for _, s := range r.slices {
+			visit(s)
+		}
+	}
+	return r.end()
+}
+
+// newDevice prepares a device and records the classes that select it.
+func (r *Requeue) newDevice(ctx context.Context, pool PoolID, api *resourceapi.Device) *rqDevice {
+	d := &rqDevice{
+		id:   DeviceID{Driver: pool.Driver, Pool: pool.Pool, Device: api.Name},
+		api:  api,
+		view: celenv.NewDevice(pool.Driver, api),
+	}
+	for name, c := range r.classes {
+		if selected, failed := selectorsVerdict(ctx, c.selectors, d.view); selected {
+			d.classes = append(d.classes, rqVerdict{class: name, failed: failed})
+		}
+	}
+	return d
+}
+
+func (r *Requeue) indexSlice(s *rqSlice) {
+	r.slices[s.name] = s
+	p := r.pools[s.pool]
+	if p == nil {
+		p = map[string]*rqSlice{}
+		r.pools[s.pool] = p
+	}
+	p[s.name] = s
+	for _, d := range s.devices {
+		r.devices[d.id] = append(r.devices[d.id], d)
+	}
+}
+
+func (r *Requeue) unindexSlice(s *rqSlice) {
+	delete(r.slices, s.name)
+	if p := r.pools[s.pool]; p != nil {
+		delete(p, s.name)
+		if len(p) == 0 {
+			delete(r.pools, s.pool)
+		}
+	}
+	for _, d := range s.devices {
+		list := slices.DeleteFunc(r.devices[d.id], func(x *rqDevice) bool { return x == d })
+		if len(list) == 0 {
+			delete(r.devices, d.id)
+		} else {
+			r.devices[d.id] = list
+		}
+	}
+}
+
+// wakeBy wakes the pending requests for one class that a device serves. gone means the device (in this
+// version) is going away: only requests for all devices and requests whose selectors fail on it care.
+// skipAdmin leaves out requests with adminAccess, which may use the device while it is in use.
+func (r *Requeue) wakeBy(ctx context.Context, d *rqDevice, v rqVerdict, gone, skipAdmin bool) {
+	for _, e := range r.byClass[v.class] {
+		if e.claim.mark == r.epoch || (skipAdmin && e.admin) {
+			continue
+		}
+		if v.failed {
+			r.wake(e.claim)
+			continue
+		}
+		selected, failed := selectorsVerdict(ctx, e.selectors, d.view)
+		if failed || (selected && (!gone || e.all)) {
+			r.wake(e.claim)
+		}
+	}
+}
+
+func (r *Requeue) wakeAvailable(ctx context.Context, d *rqDevice, skipAdmin bool) {
+	for _, v := range d.classes {
+		r.wakeBy(ctx, d, v, false, skipAdmin)
+	}
+}
+
+func (r *Requeue) wakeGone(ctx context.Context, d *rqDevice) {
+	for _, v := range d.classes {
+		r.wakeBy(ctx, d, v, true, false)
+	}
+}
+
+// wakePool treats every device of a pool as made available.
+func (r *Requeue) wakePool(ctx context.Context, pool PoolID) {
+	for _, s := range r.pools[pool] {
+		for _, d := range s.devices {
+			r.wakeAvailable(ctx, d, false)
+		}
+	}
+}
+
+// wakeCounterUsers treats the devices of d's pool that consume one of d's counter sets as made available:
+// the counters d held are free again.
+func (r *Requeue) wakeCounterUsers(ctx context.Context, d *rqDevice) {
+	for _, s := range r.pools[PoolID{Driver: d.id.Driver, Pool: d.id.Pool}] {
+		for _, o := range s.devices {
+			if o != d && rqSharesCounters(d.api, o.api) {
+				r.wakeAvailable(ctx, o, false)
+			}
+		}
+	}
+}
+
+func rqSharesCounters(a, b *resourceapi.Device) bool {
+	for i := range a.ConsumesCounters {
+		for j := range b.ConsumesCounters {
+			if a.ConsumesCounters[i].CounterSet == b.ConsumesCounters[j].CounterSet {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// rqSameShape reports whether a new version of a slice differs from the old one only in the content of
+// devices that keep their names and counter consumption, so that the pool's completeness and validity
+// cannot have changed.
+func rqSameShape(old, ns *rqSlice) bool {
+	if old.pool != ns.pool || len(old.spec.Devices) != len(ns.spec.Devices) {
+		return false
+	}
+	a, b := *old.spec, *ns.spec
+	a.Devices, b.Devices = nil, nil
+	if !equality.Semantic.DeepEqual(a, b) {
+		return false
+	}
+	for i := range ns.spec.Devices {
+		od, nd := &old.spec.Devices[i], &ns.spec.Devices[i]
+		if od.Name != nd.Name || !equality.Semantic.DeepEqual(od.ConsumesCounters, nd.ConsumesCounters) {
+			return false
+		}
+	}
+	return true
+}
+
+func rqValidateSlice(slice *resourceapi.ResourceSlice) error {
+	if slice == nil {
+		return rqInputError("ResourceSlice", "", errors.New("slice is nil"))
+	}
+	obj := "ResourceSlice " + slice.Name
+	switch {
+	case slice.Name == "":
+		return rqInputError(obj, "metadata.name", errors.New("name is required"))
+	case slice.Spec.Driver == "":
+		return rqInputError(obj, "spec.driver", errors.New("driver is required"))
+	case slice.Spec.Pool.Name == "":
+		return rqInputError(obj, "spec.pool.name", errors.New("pool name is required"))
+	}
+	for i := range slice.Spec.Devices {
+		if slice.Spec.Devices[i].Name == "" {
+			return rqInputError(obj, fmt.Sprintf("spec.devices[%d].name", i), errors.New("name is required"))
+		}
+	}
+	return nil
+}
