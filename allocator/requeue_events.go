@@ -20,9 +20,9 @@ import (
 // allocation fail, as in Kubernetes).
 
 // AddOrUpdateClass adds a DeviceClass or replaces the one with the same name, and returns the pending
-// claims that may fit now: those with a request for the class whose selectors now select a device they did
-// not select before (or that were waiting for the class to exist), and requests for all devices of the
-// class whenever the selected set changed. A selector that does not compile is an error naming the class
+// claims that may fit now: every claim that names the class when it did not exist before, otherwise those
+// with a request for the class whose selectors now select a device they did not select before, and
+// requests for all devices of the class whenever the selected set changed. A selector that does not compile is an error naming the class
 // and field; the class then counts as missing, as the allocator treats it.
 func (r *Requeue) AddOrUpdateClass(ctx context.Context, class *resourceapi.DeviceClass) ([]types.NamespacedName, error) {
 	if class == nil {
@@ -47,12 +47,11 @@ func (r *Requeue) AddOrUpdateClass(ctx context.Context, class *resourceapi.Devic
 	}
 	r.begin()
 	if old == nil {
-		// Requests for all devices of a class that did not exist could not be allocated; now they may be,
-		// even when the class selects no device.
+		// As in Kubernetes, a missing class fails the allocation of the whole claim, even when the request
+		// that names it is only one alternative of a firstAvailable list: every claim that names the class
+		// may fit now, whatever the class selects.
 		for _, e := range r.byClass[class.Name] {
-			if e.all {
-				r.wake(e.claim)
-			}
+			r.wake(e.claim)
 		}
 	}
 	for _, s := range r.slices {

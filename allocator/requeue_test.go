@@ -117,32 +117,31 @@ func TestRequeueWakesTheClaimsAnEventMayLetFit(t *testing.T) {
 		},
 		want: []string{"ns/wants-ecc"},
 	}, {
-		name:    "a claim whose class is missing wakes when the class appears and selects a device",
+		name:    "claims that name a missing class wake when it appears, whatever it selects",
 		classes: []*resourceapi.DeviceClass{rqClass("gpu", "")},
 		slices:  []*resourceapi.ResourceSlice{rqSlice("n1", rqGPU("gpu-0", "a", 40))},
 		pending: []*resourceapi.ResourceClaim{
 			rqClaim("ns", "wants-a", rqRequest{class: "gpu-a"}),
-			rqClaim("ns", "wants-b", rqRequest{class: "gpu-b"}),
-		},
-		event: func(ctx context.Context, r *allocator.Requeue) ([]types.NamespacedName, error) {
-			if _, err := r.AddOrUpdateClass(ctx, rqClass("gpu-b", rqModelB)); err != nil {
-				return nil, err
-			}
-			return r.AddOrUpdateClass(ctx, rqClass("gpu-a", rqModelA))
-		},
-		want: []string{"ns/wants-a"},
-	}, {
-		name:    "a new class that selects nothing wakes requests for all of its devices",
-		classes: []*resourceapi.DeviceClass{rqClass("gpu", "")},
-		slices:  []*resourceapi.ResourceSlice{rqSlice("n1", rqGPU("gpu-0", "a", 40))},
-		pending: []*resourceapi.ResourceClaim{
-			rqClaim("ns", "all-b", rqRequest{class: "gpu-b", all: true}),
-			rqClaim("ns", "one-b", rqRequest{class: "gpu-b"}),
+			// The missing class failed the whole claim although the second alternative fits.
+			rqClaim("ns", "b-or-any", rqRequest{alternatives: []rqRequest{{class: "gpu-b"}, {class: "gpu"}}}),
+			rqClaim("ns", "wants-any", rqRequest{class: "gpu"}),
 		},
 		event: func(ctx context.Context, r *allocator.Requeue) ([]types.NamespacedName, error) {
 			return r.AddOrUpdateClass(ctx, rqClass("gpu-b", rqModelB))
 		},
-		want: []string{"ns/all-b"},
+		want: []string{"ns/b-or-any"},
+	}, {
+		name:    "a class added with a selector that does not compile counts as missing",
+		classes: []*resourceapi.DeviceClass{rqClass("gpu", ""), rqClass("gpu-a", rqModelA)},
+		slices:  []*resourceapi.ResourceSlice{rqSlice("n1", rqGPU("gpu-0", "a", 40))},
+		pending: []*resourceapi.ResourceClaim{rqClaim("ns", "wants-a", rqRequest{class: "gpu-a"})},
+		event: func(ctx context.Context, r *allocator.Requeue) ([]types.NamespacedName, error) {
+			if _, err := r.AddOrUpdateClass(ctx, rqClass("gpu-a", "device.")); err == nil {
+				return nil, errors.New("a selector that does not compile was accepted")
+			}
+			return r.AddOrUpdateClass(ctx, rqClass("gpu-a", rqModelA))
+		},
+		want: []string{"ns/wants-a"},
 	}, {
 		name:   "a changed class wakes the requests for the devices it now selects",
 		slices: []*resourceapi.ResourceSlice{rqSlice("n1", rqGPU("gpu-0", "a", 40), rqGPU("gpu-1", "b", 40))},
