@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -38,11 +39,12 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 	st, f := a.st, a.f
 	stable := f.implementation() == implStable
 	type candidates struct {
+		id     PoolID
 		gen    int64
 		slices []*sliceEntry
 	}
-	byPool := map[PoolID]*candidates{}
-	var order []PoolID
+	// A node sees few pools: a slice searched linearly beats a map.
+	var byPool []candidates
 	consider := func(e *sliceEntry) error {
 		spec := &e.obj.Spec
 		if !f.DRAPartitionableDevices && (spec.PerDeviceNodeSelection != nil || len(spec.SharedCounters) > 0) {
@@ -59,11 +61,16 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 				return err
 			}
 		}
-		c := byPool[e.pool]
+		var c *candidates
+		for i := range byPool {
+			if byPool[i].id == e.pool {
+				c = &byPool[i]
+				break
+			}
+		}
 		switch {
 		case c == nil:
-			byPool[e.pool] = &candidates{gen: e.generation(), slices: []*sliceEntry{e}}
-			order = append(order, e.pool)
+			byPool = append(byPool, candidates{id: e.pool, gen: e.generation(), slices: []*sliceEntry{e}})
 		case e.generation() > c.gen:
 			c.gen, c.slices = e.generation(), []*sliceEntry{e}
 		case e.generation() == c.gen:
@@ -91,13 +98,15 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 		}
 	}
 
-	var pools, withBinding []*pool
-	for _, id := range order {
-		c := byPool[id]
+	pools := make([]*pool, 0, len(byPool))
+	var withBinding []*pool
+	for i := range byPool {
+		c := &byPool[i]
+		id := c.id
 		want := c.slices[0].obj.Spec.Pool.ResourceSliceCount
 		var p *pool
 		if int64(len(c.slices)) == want {
-			p = buildPool(id, c.slices, nil, f)
+			p = a.s.pools.pool(id, c.slices, f)
 		} else {
 			obsolete, all := a.poolGeneration(id, c.gen)
 			if obsolete {
@@ -236,4 +245,28 @@ func (p *pool) hasBindingConditions() bool {
 		}
 	}
 	return false
+}
+
+// poolCache keeps pools built from the complete set of slices a node sees, so that the many nodes of a
+// filter pass do not rebuild them on every call. An entry is used only for exactly the slice entries it
+// was built from; entries are immutable, so a changed slice never meets a stale pool.
+type poolCache struct {
+	m sync.Map // PoolID → *cachedPool
+}
+
+type cachedPool struct {
+	slices []*sliceEntry
+	pool   *pool
+}
+
+func (c *poolCache) pool(id PoolID, entries []*sliceEntry, f Features) *pool {
+	if v, ok := c.m.Load(id); ok {
+		cp := v.(*cachedPool)
+		if slices.Equal(cp.slices, entries) {
+			return cp.pool
+		}
+	}
+	p := buildPool(id, entries, nil, f)
+	c.m.Store(id, &cachedPool{slices: slices.Clone(entries), pool: p})
+	return p
 }

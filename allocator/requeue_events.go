@@ -113,14 +113,27 @@ func (r *Requeue) AddOrUpdateSlice(ctx context.Context, slice *resourceapi.Resou
 	defer r.mu.Unlock()
 	old := r.slices[slice.Name]
 	whole := old == nil || !rqSameShape(old, ns)
+	var previous map[string]*rqDevice
+	if whole && old != nil && old.pool == ns.pool {
+		previous = make(map[string]*rqDevice, len(old.devices))
+		for _, d := range old.devices {
+			previous[d.id.Device] = d
+		}
+	}
 	ns.devices = make([]*rqDevice, len(spec.Devices))
 	for i := range spec.Devices {
 		api := &spec.Devices[i]
-		if !whole && equality.Semantic.DeepEqual(old.devices[i].api, api) {
-			ns.devices[i] = old.devices[i]
-			continue
+		var prev *rqDevice
+		if !whole {
+			prev = old.devices[i]
+			if equality.Semantic.DeepEqual(prev.api, api) {
+				ns.devices[i] = prev
+				continue
+			}
+		} else {
+			prev = previous[api.Name]
 		}
-		ns.devices[i] = r.newDevice(ctx, ns.pool, api)
+		ns.devices[i] = r.newDevice(ctx, ns.pool, api, prev)
 	}
 	if old != nil {
 		r.unindexSlice(old)
@@ -268,13 +281,21 @@ func (r *Requeue) untaint(ctx context.Context, old resourceapi.DeviceTaintRuleSp
 	return r.end()
 }
 
-// newDevice prepares a device and records the classes that select it.
-func (r *Requeue) newDevice(ctx context.Context, pool PoolID, api *resourceapi.Device) *rqDevice {
+// newDevice prepares a device and records the classes that select it. prev is the device's previous
+// version in the same pool, if any: when CEL sees the same device (same attributes, capacity and
+// allowMultipleAllocations; taints, counters and binding conditions are not visible to CEL), its prepared
+// view and class verdicts are reused.
+func (r *Requeue) newDevice(ctx context.Context, pool PoolID, api *resourceapi.Device, prev *rqDevice) *rqDevice {
 	d := &rqDevice{
-		id:   DeviceID{Driver: pool.Driver, Pool: pool.Pool, Device: api.Name},
-		api:  api,
-		view: celenv.NewDevice(pool.Driver, api),
+		id:  DeviceID{Driver: pool.Driver, Pool: pool.Pool, Device: api.Name},
+		api: api,
 	}
+	if prev != nil && prev.id == d.id && rqSameForCEL(prev.api, api) {
+		d.view = prev.view
+		d.classes = slices.Clone(prev.classes)
+		return d
+	}
+	d.view = celenv.NewDevice(pool.Driver, api)
 	for name, c := range r.classes {
 		if selected, failed := selectorsVerdict(ctx, c.selectors, d.view); selected {
 			d.classes = append(d.classes, rqVerdict{class: name, failed: failed})
@@ -364,6 +385,13 @@ func (r *Requeue) wakeCounterUsers(ctx context.Context, d *rqDevice) {
 			}
 		}
 	}
+}
+
+func rqSameForCEL(a, b *resourceapi.Device) bool {
+	return a.Name == b.Name &&
+		equality.Semantic.DeepEqual(a.Attributes, b.Attributes) &&
+		equality.Semantic.DeepEqual(a.Capacity, b.Capacity) &&
+		equality.Semantic.DeepEqual(a.AllowMultipleAllocations, b.AllowMultipleAllocations)
 }
 
 func rqSharesCounters(a, b *resourceapi.Device) bool {

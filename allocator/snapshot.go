@@ -30,6 +30,8 @@ type Snapshot struct {
 	// verdicts caches selector results per device across Allocate calls; shared with forks, whose
 	// devices are the same prepared entries.
 	verdicts *verdictCache
+	// pools caches pools built from complete slice sets; shared with forks like verdicts.
+	pools *poolCache
 
 	// Set on forks: the parent, the parent's revision when forked, and the changes made since, which
 	// Commit replays onto the parent when the parent changed in the meantime.
@@ -45,7 +47,7 @@ func NewSnapshot(opts Options) *Snapshot {
 	if opts.Features != nil {
 		f = *opts.Features
 	}
-	s := &Snapshot{st: newState(), f: f, opts: opts, env: opts.CEL, verdicts: &verdictCache{}}
+	s := &Snapshot{st: newState(), f: f, opts: opts, env: opts.CEL, verdicts: &verdictCache{}, pools: &poolCache{}}
 	if opts.Strategy != FirstFit {
 		s.envErr = fmt.Errorf("%w: unsupported strategy %s", ErrInvalidInput, opts.Strategy)
 		return s
@@ -288,6 +290,7 @@ func (s *Snapshot) Fork() *Snapshot {
 		env:      s.env,
 		envErr:   s.envErr,
 		verdicts: s.verdicts,
+		pools:    s.pools,
 		parent:   s,
 		baseRev:  s.st.rev,
 		closed:   s.closed,
