@@ -126,7 +126,7 @@ func (r *Requeue) AddOrUpdateSlice(ctx context.Context, slice *resourceapi.Resou
 		var prev *rqDevice
 		if !whole {
 			prev = old.devices[i]
-			if equality.Semantic.DeepEqual(prev.api, api) {
+			if rqSameDevice(prev.api, api) {
 				ns.devices[i] = prev
 				continue
 			}
@@ -387,11 +387,63 @@ func (r *Requeue) wakeCounterUsers(ctx context.Context, d *rqDevice) {
 	}
 }
 
+// rqSameForCEL reports whether CEL sees two devices alike: the same name, attributes, capacity values and
+// allowMultipleAllocations. It compares field by field because reflection-based equality dominated the cost
+// of a slice update.
 func rqSameForCEL(a, b *resourceapi.Device) bool {
-	return a.Name == b.Name &&
-		equality.Semantic.DeepEqual(a.Attributes, b.Attributes) &&
-		equality.Semantic.DeepEqual(a.Capacity, b.Capacity) &&
-		equality.Semantic.DeepEqual(a.AllowMultipleAllocations, b.AllowMultipleAllocations)
+	if a.Name != b.Name || !rqSameBoolPtr(a.AllowMultipleAllocations, b.AllowMultipleAllocations) ||
+		len(a.Attributes) != len(b.Attributes) || len(a.Capacity) != len(b.Capacity) {
+		return false
+	}
+	for name, x := range a.Attributes {
+		y, ok := b.Attributes[name]
+		if !ok || !rqSameAttribute(&x, &y) {
+			return false
+		}
+	}
+	for name, x := range a.Capacity {
+		y, ok := b.Capacity[name]
+		if !ok || x.Value.Cmp(y.Value) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// rqSameDevice reports whether two versions of a device are equal in everything the allocator reads.
+func rqSameDevice(a, b *resourceapi.Device) bool {
+	if !rqSameForCEL(a, b) {
+		return false
+	}
+	for name, x := range a.Capacity {
+		if y := b.Capacity[name]; (x.RequestPolicy != nil || y.RequestPolicy != nil) &&
+			!equality.Semantic.DeepEqual(x.RequestPolicy, y.RequestPolicy) {
+			return false
+		}
+	}
+	ra, rb := *a, *b
+	ra.Attributes, ra.Capacity, rb.Attributes, rb.Capacity = nil, nil, nil, nil
+	return equality.Semantic.DeepEqual(ra, rb)
+}
+
+func rqSameAttribute(a, b *resourceapi.DeviceAttribute) bool {
+	return rqSamePtr(a.IntValue, b.IntValue) && rqSameBoolPtr(a.BoolValue, b.BoolValue) &&
+		rqSamePtr(a.StringValue, b.StringValue) && rqSamePtr(a.VersionValue, b.VersionValue) &&
+		rqSameList(a.IntValues, b.IntValues) && rqSameList(a.BoolValues, b.BoolValues) &&
+		rqSameList(a.StringValues, b.StringValues) && rqSameList(a.VersionValues, b.VersionValues)
+}
+
+func rqSamePtr[T int64 | string](a, b *T) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+func rqSameBoolPtr(a, b *bool) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+// rqSameList tells an empty list from a missing one, as the API does.
+func rqSameList[T comparable](a, b []T) bool {
+	return (a == nil) == (b == nil) && slices.Equal(a, b)
 }
 
 func rqSharesCounters(a, b *resourceapi.Device) bool {
