@@ -44,7 +44,8 @@ type Options struct {
 	// request position); when it runs out Allocate returns an error wrapping ErrSearchBudget. 0 means no
 	// bound beyond the context.
 	StepBudget int
-	// Logger receives progress at V(5) (one line per call) and V(6) (per claim); the zero value discards.
+	// Logger receives one line per Allocate call at V(5), as the Kubernetes allocator logs; the zero value
+	// discards.
 	Logger logr.Logger
 	// CEL is the environment that compiles and evaluates selectors. nil means a new environment with the
 	// features above; share one Env between snapshots to share its compile cache.

@@ -53,7 +53,7 @@ func (a *allocation) results() ([]resourceapi.AllocationResult, error) {
 		res.Devices.Config = a.config(ci, claim)
 		ns, err := a.nodeSelector(cs.results)
 		if err != nil {
-			return nil, fmt.Errorf("%s: create node selector: %w", cs.name(), err)
+			return nil, err
 		}
 		res.NodeSelector = ns
 	}
@@ -179,7 +179,13 @@ func (a *allocation) nodeSelector(results []deviceResult) (*v1.NodeSelector, err
 			term.MatchFields = mergeRequirements(term.MatchFields, sel.NodeSelectorTerms[0].MatchFields)
 			term.MatchExpressions = mergeRequirements(term.MatchExpressions, sel.NodeSelectorTerms[0].MatchExpressions)
 		default:
-			return nil, fmt.Errorf("unsupported ResourceSlice.NodeSelector with %d terms", len(sel.NodeSelectorTerms))
+			// As Kubernetes: a claim's node selector cannot express the union of several terms.
+			field := "spec.nodeSelector"
+			if d.slice.perDeviceNodeSelection() {
+				field = "spec.devices.nodeSelector"
+			}
+			return nil, inputError("ResourceSlice "+d.slice.name(), field,
+				fmt.Errorf("unsupported node selector with %d terms on allocated device %s", len(sel.NodeSelectorTerms), d.id))
 		}
 	}
 	if len(term.MatchFields) == 0 && len(term.MatchExpressions) == 0 {
