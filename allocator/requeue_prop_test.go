@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
@@ -18,13 +19,15 @@ import (
 
 // rqCluster is a small cluster kept in a Snapshot and a Requeue side by side.
 type rqCluster struct {
-	snap    *allocator.Snapshot
-	rq      *allocator.Requeue
-	nodes   []string
-	slices  map[string]*resourceapi.ResourceSlice // by node
-	holders []*resourceapi.ResourceClaim
-	rules   []string
-	pending []*resourceapi.ResourceClaim
+	snap   *allocator.Snapshot
+	rq     *allocator.Requeue
+	nodes  []string
+	slices map[string]*resourceapi.ResourceSlice // by node
+	// counters is the slice with node n0's shared counters when its GPUs are partitions.
+	counters *resourceapi.ResourceSlice
+	holders  []*resourceapi.ResourceClaim
+	rules    []string
+	pending  []*resourceapi.ResourceClaim
 }
 
 // Selectors the generator draws from: some select by model or memory, one fails on devices without the
@@ -45,13 +48,45 @@ func rqGenDevice(t *rapid.T, name string) resourceapi.Device {
 	return d
 }
 
-func rqGenSlice(t *rapid.T, node string) *resourceapi.ResourceSlice {
+func rqGenSlice(t *rapid.T, node string, partitioned bool) *resourceapi.ResourceSlice {
 	n := rapid.IntRange(1, 3).Draw(t, "devices")
 	var devs []resourceapi.Device
 	for i := range n {
-		devs = append(devs, rqGenDevice(t, fmt.Sprintf("gpu-%d", i)))
+		devs = append(devs, rqGenPartition(t, rqGenDevice(t, fmt.Sprintf("gpu-%d", i)), partitioned))
 	}
-	return rqSlice(node, devs...)
+	s := rqSlice(node, devs...)
+	if partitioned {
+		s.Spec.Pool.ResourceSliceCount = 2
+	}
+	return s
+}
+
+// rqGenPartition makes a device of a partitioned pool draw 20Gi or 40Gi from the pool's counter set.
+func rqGenPartition(t *rapid.T, d resourceapi.Device, partitioned bool) resourceapi.Device {
+	if partitioned {
+		gi := rapid.SampledFrom([]int64{20, 40}).Draw(t, "partitionGi")
+		d.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{
+			CounterSet: "gpu-0",
+			Counters:   map[string]resourceapi.Counter{"mem": {Value: *resource.NewQuantity(gi<<30, resource.BinarySI)}},
+		}}
+	}
+	return d
+}
+
+// rqCounterSlice publishes node's counter set "gpu-0" with memGi of memory.
+func rqCounterSlice(node string, memGi int64) *resourceapi.ResourceSlice {
+	return &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-counters"},
+		Spec: resourceapi.ResourceSliceSpec{
+			Driver:   rqDriver,
+			Pool:     resourceapi.ResourcePool{Name: node, ResourceSliceCount: 2},
+			NodeName: &node,
+			SharedCounters: []resourceapi.CounterSet{{
+				Name:     "gpu-0",
+				Counters: map[string]resourceapi.Counter{"mem": {Value: *resource.NewQuantity(memGi<<30, resource.BinarySI)}},
+			}},
+		},
+	}
 }
 
 func rqGenClass(t *rapid.T, name string) *resourceapi.DeviceClass {
@@ -121,8 +156,14 @@ func rqGenCluster(t *rapid.T) *rqCluster {
 		_, err := c.rq.AddOrUpdateClass(ctx, class)
 		rqMust(t, err)
 	}
+	if rapid.Bool().Draw(t, "partitioned") {
+		c.counters = rqCounterSlice("n0", 40)
+		rqMust(t, c.snap.AddOrUpdateSlice(c.counters))
+		_, err := c.rq.AddOrUpdateSlice(ctx, c.counters)
+		rqMust(t, err)
+	}
 	for _, node := range c.nodes[:2] {
-		s := rqGenSlice(t, node)
+		s := rqGenSlice(t, node, node == "n0" && c.counters != nil)
 		c.slices[node] = s
 		rqMust(t, c.snap.AddOrUpdateSlice(s))
 		_, err := c.rq.AddOrUpdateSlice(ctx, s)
@@ -184,6 +225,9 @@ func (c *rqCluster) fits(t *rapid.T) []bool {
 func (c *rqCluster) event(t *rapid.T) (string, []types.NamespacedName) {
 	ctx := context.Background()
 	kinds := []string{"update slice", "delete slice", "new slice", "change class"}
+	if c.counters != nil {
+		kinds = append(kinds, "change counters")
+	}
 	if len(c.holders) > 0 {
 		kinds = append(kinds, "deallocate")
 	}
@@ -207,13 +251,13 @@ func (c *rqCluster) event(t *rapid.T) (string, []types.NamespacedName) {
 		}
 		switch change {
 		case 0:
-			s.Spec.Devices[i] = rqGenDevice(t, s.Spec.Devices[i].Name)
+			s.Spec.Devices[i] = rqGenPartition(t, rqGenDevice(t, s.Spec.Devices[i].Name), node == "n0" && c.counters != nil)
 		case 1:
 			s.Spec.Devices[i].Taints = nil
 		case 2:
 			s.Spec.Devices = slices.Delete(s.Spec.Devices, i, i+1)
 		case 3:
-			s.Spec.Devices = append(s.Spec.Devices, rqGenDevice(t, fmt.Sprintf("gpu-%d", len(s.Spec.Devices)+10)))
+			s.Spec.Devices = append(s.Spec.Devices, rqGenPartition(t, rqGenDevice(t, fmt.Sprintf("gpu-%d", len(s.Spec.Devices)+10)), node == "n0" && c.counters != nil))
 		}
 		c.slices[node] = s
 		rqMust(t, c.snap.AddOrUpdateSlice(s))
@@ -229,8 +273,19 @@ func (c *rqCluster) event(t *rapid.T) (string, []types.NamespacedName) {
 		delete(c.slices, node)
 		rqMust(t, c.snap.DeleteSlice(s.Name))
 		return kind, c.rq.DeleteSlice(ctx, s.Name)
+	case "change counters":
+		old := c.counters.Spec.SharedCounters[0].Counters["mem"].Value
+		gi := int64(20)
+		if old.Cmp(*resource.NewQuantity(20<<30, resource.BinarySI)) == 0 {
+			gi = 60
+		}
+		c.counters = rqCounterSlice("n0", gi)
+		rqMust(t, c.snap.AddOrUpdateSlice(c.counters))
+		got, err := c.rq.AddOrUpdateSlice(ctx, c.counters)
+		rqMust(t, err)
+		return kind, got
 	case "new slice":
-		s := rqGenSlice(t, "n2")
+		s := rqGenSlice(t, "n2", false)
 		c.slices["n2"] = s
 		rqMust(t, c.snap.AddOrUpdateSlice(s))
 		got, err := c.rq.AddOrUpdateSlice(ctx, s)
@@ -265,6 +320,7 @@ func (c *rqCluster) event(t *rapid.T) (string, []types.NamespacedName) {
 
 func TestPropRequeueNeverMissesAClaimThatNowFits(t *testing.T) {
 	woken, fitsNow := 0, 0
+	fitsAfter := map[string]int{}
 	rapid.Check(t, func(t *rapid.T) {
 		c := rqGenCluster(t)
 		for range rapid.IntRange(1, 3).Draw(t, "events") {
@@ -281,6 +337,7 @@ func TestPropRequeueNeverMissesAClaimThatNowFits(t *testing.T) {
 				key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 				if !before[i] && after[i] {
 					fitsNow++
+					fitsAfter[kind]++
 					if !slices.Contains(got, key) {
 						t.Fatalf("%s: claim %s fits now but was not woken (woken: %v)\nclaim: %+v", kind, key, got, p.Spec.Devices.Requests)
 					}
@@ -292,7 +349,7 @@ func TestPropRequeueNeverMissesAClaimThatNowFits(t *testing.T) {
 	if fitsNow == 0 {
 		t.Errorf("no event let a claim fit in any run; the generator needs adjusting")
 	}
-	t.Logf("claims that started to fit: %d, claims woken: %d", fitsNow, woken)
+	t.Logf("claims that started to fit: %d %v, claims woken: %d", fitsNow, fitsAfter, woken)
 }
 
 func cmpNamespacedName(a, b types.NamespacedName) int {
