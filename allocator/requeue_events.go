@@ -45,6 +45,7 @@ func (r *Requeue) AddOrUpdateClass(ctx context.Context, class *resourceapi.Devic
 		// Compiled selectors come from the Env's cache: the same expressions give the same verdicts.
 		return nil, nil
 	}
+	verdictCtx := context.WithoutCancel(ctx)
 	r.begin()
 	if old == nil {
 		// As in Kubernetes, a missing class fails the allocation of the whole claim, even when the request
@@ -62,7 +63,7 @@ func (r *Requeue) AddOrUpdateClass(ctx context.Context, class *resourceapi.Devic
 			if had {
 				before = d.classes[i]
 			}
-			selected, failed := selectorsVerdict(ctx, nc.selectors, d.view)
+			selected, failed := selectorsVerdict(verdictCtx, nc.selectors, d.view)
 			after := rqVerdict{class: class.Name, failed: failed}
 			if had == selected && (!had || before == after) {
 				continue
@@ -296,8 +297,11 @@ func (r *Requeue) newDevice(ctx context.Context, pool PoolID, api *resourceapi.D
 		return d
 	}
 	d.view = celenv.NewDevice(pool.Driver, api)
+	// Class verdicts are kept until the device or the class changes, so a cancelled ctx must not record
+	// failures; selectors are cost-bounded, so the evaluation ends anyway.
+	verdictCtx := context.WithoutCancel(ctx)
 	for name, c := range r.classes {
-		if selected, failed := selectorsVerdict(ctx, c.selectors, d.view); selected {
+		if selected, failed := selectorsVerdict(verdictCtx, c.selectors, d.view); selected {
 			d.classes = append(d.classes, rqVerdict{class: name, failed: failed})
 		}
 	}

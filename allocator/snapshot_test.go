@@ -280,3 +280,39 @@ func TestAllocateIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+func TestForkCommitsWhileReadersRun(t *testing.T) {
+	s := allocator.NewSnapshot(allocator.Options{})
+	must(t, s.AddOrUpdateClass(anyClass))
+	must(t, s.AddOrUpdateSlice(attrSlice(manyDevices(16)...)[0]))
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 1))})
+				if err != nil && !errors.Is(err, allocator.ErrUnsatisfiable) {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 16 {
+		f := s.Fork()
+		must(t, f.AddOrUpdateClaim(allocatedClaim(fmt.Sprintf("h%d", i), result(driverA, "pool-1", fmt.Sprintf("dev-%02d", i)))))
+		must(t, f.Commit())
+	}
+	close(stop)
+	wg.Wait()
+	if _, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 1))}); !errors.Is(err, allocator.ErrUnsatisfiable) {
+		t.Errorf("all 16 devices committed as held: got %v", err)
+	}
+}

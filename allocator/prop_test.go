@@ -1,0 +1,126 @@
+package allocator_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"pgregory.net/rapid"
+
+	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/fuzz"
+)
+
+// outcome is what an Allocate call answered, comparable across snapshots.
+type outcome struct {
+	results []resourceapi.AllocationResult
+	err     string
+}
+
+func allocateOn(s *allocator.Snapshot, c *fuzz.Cluster) outcome {
+	r, err := s.Allocate(context.Background(), c.Node, c.Claims)
+	o := outcome{results: r}
+	if err != nil {
+		o.err = err.Error()
+	}
+	return o
+}
+
+// load adds objects of the cluster to a snapshot; which selects the slices, claims and rules to add.
+func load(t *rapid.T, s *allocator.Snapshot, c *fuzz.Cluster, which func(i int) bool) {
+	i := 0
+	next := func() bool { i++; return which(i - 1) }
+	for _, o := range c.Classes {
+		if next() {
+			if err := s.AddOrUpdateClass(o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, o := range c.Slices {
+		if next() {
+			if err := s.AddOrUpdateSlice(o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, o := range c.Allocated {
+		if next() {
+			if err := s.AddOrUpdateClaim(o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, o := range c.TaintRules {
+		if next() {
+			if err := s.AddOrUpdateTaintRule(o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func options(c *fuzz.Cluster) allocator.Options {
+	f := allocator.Features(c.Features)
+	return allocator.Options{Features: &f, ShareIDs: func() types.UID { return "share" }}
+}
+
+// A fork that receives part of the objects answers as a snapshot built with all of them, and so does its
+// parent once the fork is committed.
+func TestPropForkAgreesWithFreshSnapshot(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(t, "cluster")
+		split := rapid.SliceOfN(rapid.Bool(), 64, 64).Draw(t, "inParent")
+
+		fresh := allocator.NewSnapshot(options(c))
+		load(t, fresh, c, func(int) bool { return true })
+		want := allocateOn(fresh, c)
+
+		parent := allocator.NewSnapshot(options(c))
+		load(t, parent, c, func(i int) bool { return i >= len(split) || split[i] })
+		fork := parent.Fork()
+		load(t, fork, c, func(i int) bool { return i < len(split) && !split[i] })
+		if got := allocateOn(fork, c); !reflect.DeepEqual(got, want) {
+			t.Fatalf("fork answered\n%+v\nfresh snapshot answered\n%+v", got, want)
+		}
+		if err := fork.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if got := allocateOn(parent, c); !reflect.DeepEqual(got, want) {
+			t.Fatalf("parent after commit answered\n%+v\nfresh snapshot answered\n%+v", got, want)
+		}
+	})
+}
+
+// Deleting objects and adding them again, or updating them with themselves, leaves the answer unchanged:
+// the indexes are maintained, not rebuilt.
+func TestPropUpdatesKeepIndexes(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(t, "cluster")
+		s := allocator.NewSnapshot(options(c))
+		load(t, s, c, func(int) bool { return true })
+		want := allocateOn(s, c)
+
+		for _, o := range c.Slices {
+			if err := s.AddOrUpdateSlice(o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, o := range c.Allocated {
+			if err := s.DeleteClaim(o.Namespace, o.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, o := range c.TaintRules {
+			if err := s.DeleteTaintRule(o.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		load(t, s, c, func(int) bool { return true })
+		if got := allocateOn(s, c); !reflect.DeepEqual(got, want) {
+			t.Fatalf("after updates\n%+v\nbefore\n%+v", got, want)
+		}
+	})
+}
