@@ -38,6 +38,14 @@ type RequeueOptions struct {
 // after it is returned; a returned claim may still not fit (the devices may be on another node, too few,
 // or taken by a constraint). Claims are returned sorted by namespace and name.
 //
+// The context of an event bounds the evaluation of request selectors; when it has ended they count as
+// failing, which makes the answer larger, never smaller. Class verdicts, which are kept, are evaluated
+// without the context's deadline (selectors are cost-bounded).
+//
+// The Requeue keeps its own prepared copy of every published device (the CEL view, as a Snapshot does), so
+// that deallocations and taint changes, which name devices only, can be answered without the slices.
+// Node events are not covered: a node whose labels change can make slices with a node selector usable.
+//
 // A Requeue is safe for concurrent use; events are applied one at a time. Inputs are never mutated.
 type Requeue struct {
 	mu  sync.Mutex

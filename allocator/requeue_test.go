@@ -387,3 +387,43 @@ func TestRequeueDoesNotMutateInputs(t *testing.T) {
 		}
 	}
 }
+
+func TestRequeueCancelledContextWakesMoreNeverLess(t *testing.T) {
+	r, err := allocator.NewRequeue(allocator.RequeueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, c := range []*resourceapi.DeviceClass{rqClass("gpu-a", rqModelA), rqClass("gpu-b", rqModelB)} {
+		if _, err := r.AddOrUpdateClass(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []*resourceapi.ResourceClaim{
+		rqClaim("ns", "big-a", rqRequest{class: "gpu-a", exprs: []string{rqBig}}),
+		rqClaim("ns", "wants-b", rqRequest{class: "gpu-b"}),
+	} {
+		if err := r.AddPending(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	got, err := r.AddOrUpdateSlice(cancelled, rqSlice("n1", rqGPU("gpu-0", "a", 40)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The request selector could not be evaluated, so the claim counts as a candidate.
+	if want := []string{"ns/big-a"}; !slices.Equal(rqNames(got), want) {
+		t.Errorf("woken with a cancelled context: %v, want %v", rqNames(got), want)
+	}
+	// The class verdicts recorded under the cancelled context are exact: freeing the device later wakes
+	// nothing for class gpu-b, and the request selector now rejects the 40Gi device.
+	got, err = r.ClaimDeallocated(ctx, rqAllocated("held", "n1", false, "gpu-0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Errorf("woken after the cancelled update: %v, want none", rqNames(got))
+	}
+}
