@@ -36,7 +36,8 @@
 // on. Known differences:
 //
 //   - With only the GA gates on, Kubernetes visits pools in Go map order (its choice among pools is
-//     random); dralloc visits them sorted. Whether claims fit is the same.
+//     random) and the slices of a pool in listing order; dralloc visits both sorted. Whether claims fit
+//     is the same.
 //   - Kubernetes reports invalid pools on a node as a per-node error; dralloc reports them as
 //     *UnsatisfiableError with the pool and the reason.
 //   - When slices of one pool generation disagree on resourceSliceCount, Kubernetes uses the count of
