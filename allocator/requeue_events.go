@@ -128,6 +128,8 @@ func (r *Requeue) AddOrUpdateSlice(ctx context.Context, slice *resourceapi.Resou
 		if !whole {
 			prev = old.devices[i]
 			if rqSameDevice(prev.api, api) {
+				// Point at the new copy so that the old spec is not kept alive.
+				prev.api = api
 				ns.devices[i] = prev
 				continue
 			}
