@@ -8,6 +8,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/celenv"
 )
 
 // The requeue benchmarks measure one event against a cluster of 100 nodes with 8 GPUs each and 100
@@ -129,4 +130,52 @@ func BenchmarkRequeueClaimDeallocated(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkRequeueScanBaseline is what the index replaces: a queueing hint that, for the device freed in
+// BenchmarkRequeueClaimDeallocated, scans every pending claim and evaluates its class and request selectors
+// on the device (selectors compiled and the device prepared beforehand, as the index has them).
+func BenchmarkRequeueScanBaseline(b *testing.B) {
+	ctx := context.Background()
+	env, err := celenv.NewEnv(celenv.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	classSel := make([]*celenv.Selector, rqBenchClasses)
+	for c := range rqBenchClasses {
+		if classSel[c], err = env.Compile(fmt.Sprintf(`device.attributes["gpu.example.com"].model == %q`, rqBenchModel(c))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reqSel, err := env.Compile(`device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	freed := rqBenchSlice(0, "1.0", false).Spec.Devices[3]
+	dev := celenv.NewDevice(rqDriver, &freed)
+	for _, pending := range []int{100, 10000} {
+		b.Run(fmt.Sprintf("pending=%d/spread/woken=%d", pending, pending/rqBenchClasses), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				woken := 0
+				for k := range pending {
+					ok, err := classSel[k%rqBenchClasses].Matches(ctx, dev)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if ok {
+						if ok, err = reqSel.Matches(ctx, dev); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if ok {
+						woken++
+					}
+				}
+				if woken != pending/rqBenchClasses {
+					b.Fatalf("woken %d, want %d", woken, pending/rqBenchClasses)
+				}
+			}
+		})
+	}
 }
