@@ -95,8 +95,11 @@ type rqVerdict struct {
 
 // rqClaim is a pending claim.
 type rqClaim struct {
-	key     types.NamespacedName
-	mark    uint64
+	key  types.NamespacedName
+	mark uint64
+	// missing counts the entries whose class does not exist: as in Kubernetes a missing class fails the
+	// whole claim, so such a claim is never woken until its last missing class appears.
+	missing int
 	entries []*rqEntry
 }
 
@@ -198,6 +201,9 @@ func (r *Requeue) AddPending(claim *resourceapi.ResourceClaim) error {
 		list := r.byClass[e.class]
 		e.pos = len(list)
 		r.byClass[e.class] = append(list, e)
+		if r.classes[e.class] == nil {
+			c.missing++
+		}
 	}
 	return nil
 }
@@ -270,7 +276,7 @@ func (r *Requeue) begin() {
 
 // wake adds a claim to the event's answer once.
 func (r *Requeue) wake(c *rqClaim) {
-	if c.mark == r.epoch {
+	if c.mark == r.epoch || c.missing > 0 {
 		return
 	}
 	c.mark = r.epoch

@@ -52,6 +52,9 @@ func (r *Requeue) AddOrUpdateClass(ctx context.Context, class *resourceapi.Devic
 		// that names it is only one alternative of a firstAvailable list: every claim that names the class
 		// may fit now, whatever the class selects.
 		for _, e := range r.byClass[class.Name] {
+			e.claim.missing--
+		}
+		for _, e := range r.byClass[class.Name] {
 			r.wake(e.claim)
 		}
 	}
@@ -93,6 +96,9 @@ func (r *Requeue) deleteClass(name string) {
 		return
 	}
 	delete(r.classes, name)
+	for _, e := range r.byClass[name] {
+		e.claim.missing++
+	}
 	for _, s := range r.slices {
 		for _, d := range s.devices {
 			d.classes = slices.DeleteFunc(d.classes, func(v rqVerdict) bool { return v.class == name })

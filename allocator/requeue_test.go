@@ -3,6 +3,7 @@ package allocator_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -130,6 +131,34 @@ func TestRequeueWakesTheClaimsAnEventMayLetFit(t *testing.T) {
 			return r.AddOrUpdateClass(ctx, rqClass("gpu-b", rqModelB))
 		},
 		want: []string{"ns/b-or-any"},
+	}, {
+		name:    "a claim that still names a missing class is not woken by devices for its other requests",
+		classes: []*resourceapi.DeviceClass{rqClass("gpu", ""), rqClass("gpu-a", rqModelA)},
+		pending: []*resourceapi.ResourceClaim{
+			rqClaim("ns", "a-and-b", rqRequest{class: "gpu-a"}, rqRequest{class: "gpu-b"}),
+			rqClaim("ns", "a-or-b", rqRequest{alternatives: []rqRequest{{class: "gpu-a"}, {class: "gpu-b"}}}),
+			rqClaim("ns", "wants-a", rqRequest{class: "gpu-a"}),
+		},
+		event: func(ctx context.Context, r *allocator.Requeue) ([]types.NamespacedName, error) {
+			return r.AddOrUpdateSlice(ctx, rqSlice("n1", rqGPU("gpu-0", "a", 40)))
+		},
+		want: []string{"ns/wants-a"},
+	}, {
+		name:    "a deleted class puts its claims to sleep until it is back",
+		classes: []*resourceapi.DeviceClass{rqClass("gpu", ""), rqClass("gpu-a", rqModelA), rqClass("gpu-b", rqModelB)},
+		pending: []*resourceapi.ResourceClaim{
+			rqClaim("ns", "a-and-b", rqRequest{class: "gpu-a"}, rqRequest{class: "gpu-b"}),
+			rqClaim("ns", "wants-a", rqRequest{class: "gpu-a"}),
+		},
+		event: func(ctx context.Context, r *allocator.Requeue) ([]types.NamespacedName, error) {
+			r.DeleteClass("gpu-b")
+			got, err := r.AddOrUpdateSlice(ctx, rqSlice("n1", rqGPU("gpu-0", "a", 40)))
+			if err != nil || !slices.Equal(rqNames(got), []string{"ns/wants-a"}) {
+				return nil, fmt.Errorf("with gpu-b deleted: woken %v (%v), want [ns/wants-a]", rqNames(got), err)
+			}
+			return r.AddOrUpdateClass(ctx, rqClass("gpu-b", rqModelB))
+		},
+		want: []string{"ns/a-and-b"},
 	}, {
 		name:    "a class added with a selector that does not compile counts as missing",
 		classes: []*resourceapi.DeviceClass{rqClass("gpu", ""), rqClass("gpu-a", rqModelA)},
