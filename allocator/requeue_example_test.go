@@ -2,6 +2,7 @@ package allocator_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -86,7 +87,7 @@ func ExampleNewRequeue() {
 	// Output:
 	// new slice: [ml/train]
 	// unchanged slice: []
-	// pending: 1
+	// pending: 0
 }
 
 // When a claim's devices are freed, the pending claims those devices can serve are worth retrying.
@@ -161,4 +162,78 @@ func ExampleRequeue_DeleteTaintRule() {
 	// Output:
 	// rule added: []
 	// rule deleted: [ml/infer]
+}
+
+// A driver that clears a device's taint in its ResourceSlice wakes the claims the device serves; a
+// request for all devices of a class also wakes when a device of the class goes away.
+func ExampleRequeue_AddOrUpdateSlice() {
+	ctx := context.Background()
+	r := exampleRequeue(ctx)
+	err := r.AddPending(&resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "every-a100"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name:    "gpus",
+			Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "a100", AllocationMode: resourceapi.DeviceAllocationModeAll},
+		}}}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	tainted := exampleGPUSlice("node-1", "h100", "a100")
+	for i := range tainted.Spec.Devices {
+		tainted.Spec.Devices[i].Taints = []resourceapi.DeviceTaint{{Key: "gpu.example.com/unhealthy", Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+	}
+	if _, err := r.AddOrUpdateSlice(ctx, tainted); err != nil {
+		panic(err)
+	}
+
+	// The H100 is healthy again.
+	healed := tainted.DeepCopy()
+	healed.Spec.Devices[0].Taints = nil
+	woken, err := r.AddOrUpdateSlice(ctx, healed)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("taint cleared:", woken)
+
+	// The tainted A100 is no longer published: "every-a100" has one device fewer to take, and because the
+	// slice's device list changed, the pool's other devices count as available again (the change may have
+	// made an invalid pool valid), which wakes "train" too.
+	healed.Spec.Devices = healed.Spec.Devices[:1]
+	woken, err = r.AddOrUpdateSlice(ctx, healed)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("device removed:", woken)
+	// Output:
+	// taint cleared: [ml/train]
+	// device removed: [ml/every-a100 ml/train]
+}
+
+// A pending claim is checked when it is registered; invalid input names the claim and the field.
+func ExampleRequeue_AddPending() {
+	r, err := allocator.NewRequeue(allocator.RequeueOptions{})
+	if err != nil {
+		panic(err)
+	}
+	err = r.AddPending(&resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "train"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "gpu",
+			Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: "h100",
+				Selectors:       []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.attributes["gpu.example.com"].memory >`}}},
+			},
+		}}}},
+	})
+	var ie *allocator.InputError
+	if errors.As(err, &ie) {
+		fmt.Println(ie.Object)
+		fmt.Println(ie.Field)
+	}
+	fmt.Println("pending:", r.Len())
+	// Output:
+	// ResourceClaim ml/train
+	// spec.devices.requests[0].exactly.selectors[0].cel.expression
+	// pending: 0
 }
