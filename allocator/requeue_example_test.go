@@ -87,7 +87,7 @@ func ExampleNewRequeue() {
 	// Output:
 	// new slice: [ml/train]
 	// unchanged slice: []
-	// pending: 0
+	// pending: 1
 }
 
 // When a claim's devices are freed, the pending claims those devices can serve are worth retrying.
