@@ -376,3 +376,53 @@ func cmpNamespacedName(a, b types.NamespacedName) int {
 	}
 	return 0
 }
+
+// fitTogether tells whether the claims (a pod's claims) can be allocated together on some node.
+func (c *rqCluster) fitTogether(t *rapid.T, claims []*resourceapi.ResourceClaim) bool {
+	for _, node := range c.nodes {
+		_, err := c.snap.Allocate(context.Background(), rqNode(node), claims)
+		if err == nil {
+			return true
+		}
+		if errors.Is(err, allocator.ErrSearchBudget) {
+			t.Fatalf("claims on %s: %v", node, err)
+		}
+	}
+	return false
+}
+
+// A scheduler requeues a pod when any of its claims is woken, so the answer must also never miss a pod
+// whose claims did not fit together before the event and do after it.
+func TestPropRequeueWakesAPodWhoseClaimsNowFitTogether(t *testing.T) {
+	podsNow := 0
+	rapid.Check(t, func(t *rapid.T) {
+		c := rqGenCluster(t)
+		// The pod's two claims ask for plain devices, so that events often decide whether they fit together.
+		var pod []*resourceapi.ResourceClaim
+		for i := range 2 {
+			p := rqClaim("pod", fmt.Sprintf("claim-%d", i), rqRequest{
+				class: rapid.SampledFrom(rqClassNames[:3]).Draw(t, "podClass"),
+				count: int64(rapid.IntRange(1, 2).Draw(t, "podCount")),
+			})
+			rqMust(t, c.rq.AddPending(p))
+			pod = append(pod, p)
+		}
+		for range rapid.IntRange(1, 4).Draw(t, "events") {
+			before := c.fitTogether(t, pod)
+			kind, got := c.event(t)
+			if before || !c.fitTogether(t, pod) {
+				continue
+			}
+			podsNow++
+			if !slices.ContainsFunc(pod, func(p *resourceapi.ResourceClaim) bool {
+				return slices.Contains(got, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+			}) {
+				t.Fatalf("%s: the pod's claims fit together now but neither was woken (woken: %v)", kind, got)
+			}
+		}
+	})
+	if podsNow == 0 {
+		t.Errorf("no event let a pod fit in any run; the generator needs adjusting")
+	}
+	t.Logf("pods whose claims started to fit together: %d", podsNow)
+}
