@@ -30,9 +30,11 @@ type RequeueOptions struct {
 // It is fed the events an informer delivers: DeviceClasses, ResourceSlices, DeviceTaintRules and the
 // deallocation of claims, and it holds the pending claims (claims without an allocation that a pod waits
 // for). Pending claims are indexed by the DeviceClass names of their requests and subrequests, and the
-// class verdicts of every published device are computed when the device or the class changes, so an event
-// costs time proportional to the devices it touches, the classes that select them and the claims that
-// ask for those classes, never a scan of all pending claims.
+// class verdicts of every published device are computed when the device or the class changes (a device
+// whose attributes or capacity change is evaluated against every class once), so an event costs time
+// proportional to the devices it touches, the classes that select them and the claims that ask for those
+// classes, never a scan of all pending claims. A claim that names a missing class cannot be allocated
+// and is not woken until its last missing class appears.
 //
 // The answer of an event is a superset: every pending claim that did not fit before the event and fits
 // after it is returned; a returned claim may still not fit (the devices may be on another node, too few,

@@ -20,7 +20,8 @@ import (
 // allocation fail, as in Kubernetes).
 
 // AddOrUpdateClass adds a DeviceClass or replaces the one with the same name, and returns the pending
-// claims that may fit now: every claim that names the class when it did not exist before, otherwise those
+// claims that may fit now: every claim that names the class when it did not exist before (unless the claim
+// names another class that is still missing), otherwise those
 // with a request for the class whose selectors now select a device they did not select before, and
 // requests for all devices of the class whenever the selected set changed. A selector that does not compile is an error naming the class
 // and field; the class then counts as missing, as the allocator treats it.
