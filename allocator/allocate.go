@@ -180,11 +180,7 @@ func (a *allocation) run() ([]resourceapi.AllocationResult, error) {
 	}
 	a.pools = pools
 	a.matches = map[matchKey]bool{}
-	a.derived = map[derivedKey]*resourceapi.DeviceAttribute{}
-	a.taken = map[DeviceID][]int{}
-	a.shares = map[DeviceID]int{}
-	a.ledgers = map[DeviceID]*capacity.Ledger{}
-	a.counters = map[*pool]*capacity.Counters{}
+	// The other maps are created on first use: most calls need none of them.
 	a.perClaim = make([]claimState, len(a.claims))
 	for i := range a.claims {
 		if err := a.prepareClaim(i); err != nil {

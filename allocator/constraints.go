@@ -54,6 +54,9 @@ func (c *constraintBase) lookup(r *request, d *deviceEntry, name resourceapi.Ful
 			return nil, inputError(a.perClaim[r.claimIdx].name(), r.path()+".derivedAttributes", fmt.Errorf("evaluate derived attribute %s on device %s: %w", name, d.id, err))
 		}
 		attr := &v
+		if a.derived == nil {
+			a.derived = map[derivedKey]*resourceapi.DeviceAttribute{}
+		}
 		a.derived[key] = attr
 		return attr, nil
 	}

@@ -125,6 +125,9 @@ func (a *allocation) ledger(d *deviceEntry) *capacity.Ledger {
 		if used, ok := a.st.consumed[d.id]; ok {
 			l.Add(used)
 		}
+		if a.ledgers == nil {
+			a.ledgers = map[DeviceID]*capacity.Ledger{}
+		}
 		a.ledgers[d.id] = l
 	}
 	return l
@@ -144,6 +147,9 @@ func (a *allocation) poolCounters(p *pool) *capacity.Counters {
 					}
 				}
 			}
+		}
+		if a.counters == nil {
+			a.counters = map[*pool]*capacity.Counters{}
 		}
 		a.counters[p] = c
 	}

@@ -254,6 +254,9 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 		u.constraints++
 	}
 	if !multi {
+		if a.taken == nil {
+			a.taken = map[DeviceID][]int{}
+		}
 		a.taken[d.id] = append(a.taken[d.id], pos.claim)
 		u.taken = true
 	}
@@ -266,6 +269,9 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 		}
 		if multi {
 			a.ledger(d).Add(consumed)
+			if a.shares == nil {
+				a.shares = map[DeviceID]int{}
+			}
 			a.shares[d.id]++
 			u.share = true
 			u.consumed = consumed
