@@ -9,9 +9,11 @@
 // [Options] chooses which of these features appear, so a test can focus on one feature or combine all of them.
 // Every object is valid as the Kubernetes API server would accept it.
 //
-// [CheckAllocations] runs an allocator (any function with the shape of dralloc's Snapshot.Allocate) on generated
-// clusters and fails the test when a result does not pass allocator/verify. Users' CI can call it with their own
-// classes and drivers by editing the drawn cluster before the check.
+// [CheckAllocations] runs an allocator (an [AllocateFunc]: given a drawn cluster, allocate its pending claims on its
+// node) on generated clusters and fails the test when the cluster is mutated or a result does not pass
+// allocator/verify. Users' CI can call it with their own classes and drivers by mapping the drawn clusters
+// (rapid.Map) before the check. [Cluster.Verify] checks one proposed allocation; [Cluster.Input] gives the
+// verifier's view of a cluster.
 //
 // Only tests import this package. It may import allocator/verify, celenv, and the Kubernetes API types; it never
 // imports the allocator's search code.
