@@ -34,18 +34,13 @@ func (s *Snapshot) Allocate(ctx context.Context, node *v1.Node, claims []*resour
 	if s.envErr != nil {
 		return nil, s.envErr
 	}
-	a := &allocation{
-		ctx:     ctx,
-		s:       s,
-		st:      s.st,
-		f:       s.f,
-		node:    node,
-		claims:  claims,
-		capOpts: s.capOpts(),
-	}
-	logger := s.opts.Logger
+	a := getAllocation()
+	a.ctx, a.s, a.st, a.f, a.node, a.claims, a.capOpts = ctx, s, s.st, s.f, node, claims, s.capOpts()
 	results, err := a.run()
-	logger.V(5).Info("Allocation done", "node", node.Name, "claims", len(claims), "success", err == nil, "steps", a.steps, "err", err)
+	if logger := s.opts.Logger; logger.V(5).Enabled() {
+		logger.V(5).Info("Allocation done", "node", node.Name, "claims", len(claims), "success", err == nil, "steps", a.steps, "err", err)
+	}
+	putAllocation(a)
 	return results, err
 }
 
@@ -73,6 +68,7 @@ type allocation struct {
 	steps   int
 
 	perClaim []claimState
+	scratch
 
 	matches  map[matchKey]bool
 	derived  map[derivedKey]*resourceapi.DeviceAttribute
@@ -179,9 +175,11 @@ func (a *allocation) run() ([]resourceapi.AllocationResult, error) {
 		return nil, err
 	}
 	a.pools = pools
-	a.matches = map[matchKey]bool{}
-	// The other maps are created on first use: most calls need none of them.
-	a.perClaim = make([]claimState, len(a.claims))
+	// The maps other than matches are created on first use: most calls need none of them.
+	if a.matches == nil {
+		a.matches = map[matchKey]bool{}
+	}
+	a.perClaim = grow(a.perClaim, len(a.claims))
 	for i := range a.claims {
 		if err := a.prepareClaim(i); err != nil {
 			return nil, err
@@ -223,12 +221,13 @@ func (a *allocation) unsatisfiable(reason string) error {
 func (a *allocation) prepareClaim(ci int) error {
 	claim := a.claims[ci]
 	cs := &a.perClaim[ci]
-	cs.claim = claim
+	*cs = claimState{claim: claim, slots: cs.slots, results: cs.results[:0], constraints: cs.constraints}
 	minDevices := 0
-	cs.slots = make([]requestSlot, len(claim.Spec.Devices.Requests))
+	cs.slots = grow(cs.slots, len(claim.Spec.Devices.Requests))
 	for ri := range claim.Spec.Devices.Requests {
 		req := &claim.Spec.Devices.Requests[ri]
 		slot := &cs.slots[ri]
+		*slot = requestSlot{alts: slot.alts[:0]}
 		slot.hasSubs = len(req.FirstAvailable) > 0
 		if slot.hasSubs && !a.f.DRAPrioritizedList {
 			return inputError(cs.name(), requestPath(ri)+".firstAvailable", errors.New("has subrequests, but the DRAPrioritizedList feature is disabled"))
@@ -249,7 +248,8 @@ func (a *allocation) prepareClaim(ci int) error {
 			minForRequest = math.MaxInt
 			for si := range req.FirstAvailable {
 				sub := &req.FirstAvailable[si]
-				r := &request{
+				r := a.newRequest()
+				*r = request{
 					claimIdx: ci, reqIdx: ri, subIdx: si,
 					parent:      req.Name,
 					name:        sub.Name,
@@ -270,7 +270,8 @@ func (a *allocation) prepareClaim(ci int) error {
 			if ex == nil {
 				return inputError(cs.name(), requestPath(ri), errors.New("neither exactly nor firstAvailable is set"))
 			}
-			r := &request{
+			r := a.newRequest()
+			*r = request{
 				claimIdx: ci, reqIdx: ri,
 				name:        req.Name,
 				mode:        ex.AllocationMode,
@@ -282,7 +283,7 @@ func (a *allocation) prepareClaim(ci int) error {
 			if err := a.prepareRequest(ci, r, ex.DeviceClassName, ex.Count, ex.DerivedAttributes, ex.AdminAccess != nil); err != nil {
 				return err
 			}
-			slot.alts = []*request{r}
+			slot.alts = append(slot.alts, r)
 			minForRequest = r.numDevices
 		}
 		if minForRequest > resourceapi.AllocationResultsMaxSize-minDevices {
@@ -290,9 +291,11 @@ func (a *allocation) prepareClaim(ci int) error {
 		}
 		minDevices += minForRequest
 	}
-	cs.results = make([]deviceResult, 0, minDevices)
+	if cap(cs.results) < minDevices {
+		cs.results = make([]deviceResult, 0, minDevices)
+	}
 
-	cs.constraints = make([]constraint, len(claim.Spec.Devices.Constraints))
+	cs.constraints = grow(cs.constraints, len(claim.Spec.Devices.Constraints))
 	for i, c := range claim.Spec.Devices.Constraints {
 		base := constraintBase{a: a, requests: c.Requests}
 		switch {
@@ -338,8 +341,8 @@ func (a *allocation) prepareRequest(ci int, r *request, className string, count 
 		return inputError(object(), r.path()+".deviceClassName", fmt.Errorf("device class %s not found", className))
 	}
 	r.class = class
-	r.classSel = make([]*celenv.Selector, len(class.Spec.Selectors))
-	r.reqSel = make([]*celenv.Selector, len(r.selectors))
+	r.classSel = a.newSelectors(len(class.Spec.Selectors))
+	r.reqSel = a.newSelectors(len(r.selectors))
 
 	switch r.mode {
 	case resourceapi.DeviceAllocationModeExactCount:

@@ -72,7 +72,7 @@ func (a *allocation) selectorsMatch(r *request, d *deviceEntry, class bool) (boo
 			}
 			compiled[i] = s
 		}
-		ok, cached := a.s.verdicts.get(s, d)
+		ok, cached := d.verdicts.get(s)
 		if !cached {
 			var err error
 			ok, err = s.Matches(a.ctx, d.cel)
@@ -80,7 +80,7 @@ func (a *allocation) selectorsMatch(r *request, d *deviceEntry, class bool) (boo
 				object, f := where(i, ".cel.expression")
 				return false, inputError(object, f, fmt.Errorf("device %s: %w", d.id, err))
 			}
-			a.s.verdicts.put(s, d, ok)
+			d.verdicts.put(s, ok)
 		}
 		if !ok {
 			return false, nil

@@ -43,6 +43,8 @@ type sliceEntry struct {
 	devices    []*deviceEntry
 	// usesCompatibilityGroups is true when a device names compatibility groups on a counter.
 	usesCompatibilityGroups bool
+	// poolSlot caches the pool built from this entry and its siblings; a copy gets its own.
+	poolSlot *poolSlot
 }
 
 // deviceEntry is one device of a slice, prepared once.
@@ -59,6 +61,8 @@ type deviceEntry struct {
 	// plain is what a request without capacity requirements consumes of the device (consumable
 	// capacity), computed once: most requests have none.
 	plain plainConsumption
+	// verdicts caches selector results for cel, across Allocate calls and forks.
+	verdicts *verdicts
 }
 
 // plainConsumption is the answer of capacity.Consumed for a request without capacity requirements.
@@ -90,7 +94,7 @@ func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, effectiveTaints
 		return nil, inputError(object, "spec.pool.name", errors.New("must not be empty"))
 	}
 	obj := slice.DeepCopy()
-	e := &sliceEntry{
+	e := &sliceEntry{poolSlot: &poolSlot{},
 		obj:  obj,
 		seq:  seq,
 		pool: PoolID{Driver: obj.Spec.Driver, Pool: obj.Spec.Pool.Name},
@@ -105,10 +109,11 @@ func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, effectiveTaints
 	for i := range obj.Spec.Devices {
 		dev := &obj.Spec.Devices[i]
 		d := &deviceEntry{
-			id:    DeviceID{Driver: e.pool.Driver, Pool: e.pool.Pool, Device: dev.Name},
-			slice: e,
-			api:   dev,
-			cel:   celenv.NewDevice(obj.Spec.Driver, dev),
+			id:       DeviceID{Driver: e.pool.Driver, Pool: e.pool.Pool, Device: dev.Name},
+			slice:    e,
+			api:      dev,
+			cel:      celenv.NewDevice(obj.Spec.Driver, dev),
+			verdicts: &verdicts{},
 		}
 		if dev.NodeSelector != nil {
 			d.nodeSel, d.nodeSelErr = nodeaffinity.NewNodeSelector(dev.NodeSelector)
@@ -129,6 +134,7 @@ func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, effectiveTaints
 // prepared CEL views are shared.
 func (s *sliceEntry) withTaints(effectiveTaints func(*deviceEntry) []resourceapi.DeviceTaint) *sliceEntry {
 	c := *s
+	c.poolSlot = &poolSlot{}
 	c.devices = make([]*deviceEntry, len(s.devices))
 	for i, d := range s.devices {
 		nd := *d

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -27,6 +27,8 @@ type pool struct {
 	others      []*sliceEntry
 	counterSets []resourceapi.CounterSet
 	counterIdx  map[string]int // counter set name → index in counterSets
+	// binding: a device for this node lists binding conditions; such pools are visited last.
+	binding bool
 }
 
 // gatherPools collects the pools with devices for a node in the order the Kubernetes allocator visits
@@ -38,13 +40,8 @@ type pool struct {
 func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 	st, f := a.st, a.f
 	stable := f.implementation() == implStable
-	type candidates struct {
-		id     PoolID
-		gen    int64
-		slices []*sliceEntry
-	}
 	// A node sees few pools: a slice searched linearly beats a map.
-	var byPool []candidates
+	byPool := a.byPool[:0]
 	consider := func(e *sliceEntry) error {
 		spec := &e.obj.Spec
 		if !f.DRAPartitionableDevices && (spec.PerDeviceNodeSelection != nil || len(spec.SharedCounters) > 0) {
@@ -61,7 +58,7 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 				return err
 			}
 		}
-		var c *candidates
+		var c *poolCandidates
 		for i := range byPool {
 			if byPool[i].id == e.pool {
 				c = &byPool[i]
@@ -70,9 +67,9 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 		}
 		switch {
 		case c == nil:
-			byPool = append(byPool, candidates{id: e.pool, gen: e.generation(), slices: []*sliceEntry{e}})
+			byPool = append(byPool, poolCandidates{id: e.pool, gen: e.generation(), slices: a.oneEntry(e)})
 		case e.generation() > c.gen:
-			c.gen, c.slices = e.generation(), []*sliceEntry{e}
+			c.gen, c.slices = e.generation(), a.oneEntry(e)
 		case e.generation() == c.gen:
 			c.slices = append(c.slices, e)
 		}
@@ -98,7 +95,8 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 		}
 	}
 
-	pools := make([]*pool, 0, len(byPool))
+	a.byPool = byPool
+	pools := a.poolBuf[:0]
 	var withBinding []*pool
 	for i := range byPool {
 		c := &byPool[i]
@@ -127,7 +125,9 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 	}
 	sortPools(pools)
 	sortPools(withBinding)
-	return append(pools, withBinding...), nil
+	pools = append(pools, withBinding...)
+	a.poolBuf = pools
+	return pools, nil
 }
 
 // poolGeneration returns whether a pool has slices newer than gen, and otherwise all its slices of that
@@ -160,6 +160,10 @@ func sortPools(pools []*pool) {
 // buildPool sorts and validates the slices of a complete pool. all, when set, is every slice of the
 // pool's generation; those not in forNode only contribute counters and allocated devices.
 func buildPool(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
+	return computeBinding(buildPoolSlices(id, forNode, all, f))
+}
+
+func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 	forNode = slices.Clone(forNode)
 	slices.SortFunc(forNode, func(x, y *sliceEntry) int { return cmp.Compare(x.name(), y.name()) })
 	p := &pool{id: id}
@@ -236,37 +240,45 @@ func (p *pool) markInvalid(reason string) *pool {
 }
 
 // hasBindingConditions: a device for this node lists binding conditions (even an empty, non-nil list).
-func (p *pool) hasBindingConditions() bool {
+// It is computed when the pool is built.
+func (p *pool) hasBindingConditions() bool { return p.binding }
+
+func computeBinding(p *pool) *pool {
 	for _, e := range p.slices {
 		for _, d := range e.devices {
 			if d.api.BindingConditions != nil {
-				return true
+				p.binding = true
+				return p
 			}
 		}
 	}
-	return false
+	return p
 }
 
 // poolCache keeps pools built from the complete set of slices a node sees, so that the many nodes of a
 // filter pass do not rebuild them on every call. An entry is used only for exactly the slice entries it
-// was built from; entries are immutable, so a changed slice never meets a stale pool.
-type poolCache struct {
-	m sync.Map // PoolID → *cachedPool
+// was built from and the same features; entries are immutable, so a changed slice never meets a stale
+// pool. The cached pool hangs off the first slice entry: a lookup is an atomic load and a comparison of
+// a few pointers.
+type poolCache struct{}
+
+// poolSlot holds the pool last built from a slice entry and the slices that came with it.
+type poolSlot struct {
+	p atomic.Pointer[cachedPool]
 }
 
 type cachedPool struct {
 	slices []*sliceEntry
+	f      Features
 	pool   *pool
 }
 
 func (c *poolCache) pool(id PoolID, entries []*sliceEntry, f Features) *pool {
-	if v, ok := c.m.Load(id); ok {
-		cp := v.(*cachedPool)
-		if slices.Equal(cp.slices, entries) {
-			return cp.pool
-		}
+	slot := entries[0].poolSlot
+	if cp := slot.p.Load(); cp != nil && cp.f == f && slices.Equal(cp.slices, entries) {
+		return cp.pool
 	}
 	p := buildPool(id, entries, nil, f)
-	c.m.Store(id, &cachedPool{slices: slices.Clone(entries), pool: p})
+	slot.p.Store(&cachedPool{slices: slices.Clone(entries), f: f, pool: p})
 	return p
 }

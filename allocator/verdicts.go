@@ -1,41 +1,57 @@
 package allocator
 
 import (
-	"sync"
 	"sync/atomic"
 
 	"github.com/dralloc/dralloc/celenv"
 )
 
-// maxVerdicts bounds the verdict cache; when it is full it starts afresh.
-const maxVerdicts = 1 << 20
+// maxVerdicts bounds the verdicts remembered per device; when the list is full the oldest is dropped.
+const maxVerdicts = 64
 
-// verdictCache remembers whether a compiled selector matched a prepared device. Both are immutable, so a
-// verdict never goes stale: a changed slice gets new device entries and a changed expression compiles to
-// another selector. Only successful evaluations are cached, so errors are reported as before. It is safe
-// for concurrent use.
-type verdictCache struct {
-	m sync.Map // verdictKey → bool
-	n atomic.Int64
+// verdicts remembers whether compiled selectors matched a prepared device. Both are immutable, so a
+// verdict never goes stale: a changed slice gets new device entries (with a new list) and a changed
+// expression compiles to another selector. Only successful evaluations are kept, so errors are reported
+// as before. The list hangs off the device: a lookup is one atomic load and a scan of a few pointers,
+// with no hashing and no allocation. Copies of an entry that share its CEL view share the list. It is
+// safe for concurrent use: writers replace the list, readers never see it change.
+type verdicts struct {
+	list atomic.Pointer[[]verdict]
 }
 
-type verdictKey struct {
-	sel *celenv.Selector
-	dev *deviceEntry
+type verdict struct {
+	sel     *celenv.Selector
+	matches bool
 }
 
-func (c *verdictCache) get(sel *celenv.Selector, d *deviceEntry) (matches, ok bool) {
-	v, ok := c.m.Load(verdictKey{sel, d})
-	if !ok {
+func (v *verdicts) get(sel *celenv.Selector) (matches, ok bool) {
+	l := v.list.Load()
+	if l == nil {
 		return false, false
 	}
-	return v.(bool), true
+	for _, x := range *l {
+		if x.sel == sel {
+			return x.matches, true
+		}
+	}
+	return false, false
 }
 
-func (c *verdictCache) put(sel *celenv.Selector, d *deviceEntry, matches bool) {
-	if c.n.Add(1) > maxVerdicts {
-		c.m.Clear()
-		c.n.Store(0)
+func (v *verdicts) put(sel *celenv.Selector, matches bool) {
+	for {
+		old := v.list.Load()
+		var prev []verdict
+		if old != nil {
+			prev = *old
+		}
+		if len(prev) >= maxVerdicts {
+			prev = prev[1:]
+		}
+		next := make([]verdict, len(prev), len(prev)+1)
+		copy(next, prev)
+		next = append(next, verdict{sel: sel, matches: matches})
+		if v.list.CompareAndSwap(old, &next) {
+			return
+		}
 	}
-	c.m.Store(verdictKey{sel, d}, matches)
 }

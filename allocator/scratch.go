@@ -1,0 +1,106 @@
+package allocator
+
+import (
+	"sync"
+
+	"github.com/dralloc/dralloc/celenv"
+)
+
+// Every Allocate call needs the same working state: per-claim slices, prepared requests, compiled
+// selector slots and a few small maps. A filter pass calls Allocate once per node, so the state is kept
+// in a sync.Pool and reused: in the common case a call on a node where the claims do not fit allocates
+// nothing but its error, and a call where they fit allocates only the results it returns.
+var allocations = sync.Pool{New: func() any { return new(allocation) }}
+
+// chunk is the size of the first buffers for requests and selector slots; later ones double.
+const chunk = 16
+
+// scratch is the reusable part of an allocation.
+type scratch struct {
+	reqBuf   []request
+	selBuf   []*celenv.Selector
+	poolBuf  []*pool
+	entryBuf []*sliceEntry
+	byPool   []poolCandidates
+}
+
+// poolCandidates are the slices of the newest generation of one pool that a node sees.
+type poolCandidates struct {
+	id     PoolID
+	gen    int64
+	slices []*sliceEntry
+}
+
+func getAllocation() *allocation {
+	a := allocations.Get().(*allocation)
+	a.steps = 0
+	clear(a.matches)
+	clear(a.derived)
+	clear(a.taken)
+	clear(a.shares)
+	clear(a.ledgers)
+	clear(a.counters)
+	a.reqBuf = a.reqBuf[:0]
+	a.selBuf = a.selBuf[:0]
+	a.entryBuf = a.entryBuf[:0]
+	return a
+}
+
+// putAllocation returns the state to the pool, dropping what points into the caller's objects and the
+// snapshot so that they can be collected.
+func putAllocation(a *allocation) {
+	a.ctx, a.s, a.st, a.node, a.claims, a.pools = nil, nil, nil, nil, nil, nil
+	for i := range a.perClaim {
+		a.perClaim[i].claim = nil
+	}
+	clear(a.reqBuf[:cap(a.reqBuf)])
+	clear(a.selBuf[:cap(a.selBuf)])
+	clear(a.poolBuf[:cap(a.poolBuf)])
+	clear(a.entryBuf[:cap(a.entryBuf)])
+	clear(a.byPool[:cap(a.byPool)])
+	allocations.Put(a)
+}
+
+// grow returns s with length n, reusing its array when it is large enough. Elements keep their old
+// values: callers overwrite them.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// newRequest returns a request slot that stays valid for the call: a full buffer is replaced, never
+// grown in place, so pointers into it remain good.
+func (a *allocation) newRequest() *request {
+	if len(a.reqBuf) == cap(a.reqBuf) {
+		a.reqBuf = make([]request, 0, max(chunk, 2*cap(a.reqBuf)))
+	}
+	a.reqBuf = a.reqBuf[:len(a.reqBuf)+1]
+	return &a.reqBuf[len(a.reqBuf)-1]
+}
+
+// newSelectors returns n empty selector slots, valid for the call.
+func (a *allocation) newSelectors(n int) []*celenv.Selector {
+	if n == 0 {
+		return nil
+	}
+	if cap(a.selBuf)-len(a.selBuf) < n {
+		a.selBuf = make([]*celenv.Selector, 0, max(chunk, 2*cap(a.selBuf), n))
+	}
+	l := len(a.selBuf)
+	a.selBuf = a.selBuf[:l+n]
+	s := a.selBuf[l : l+n : l+n]
+	clear(s)
+	return s
+}
+
+// oneEntry returns a one-element slice holding e, valid for the call; appending to it copies.
+func (a *allocation) oneEntry(e *sliceEntry) []*sliceEntry {
+	if len(a.entryBuf) == cap(a.entryBuf) {
+		a.entryBuf = make([]*sliceEntry, 0, max(chunk, 2*cap(a.entryBuf)))
+	}
+	l := len(a.entryBuf)
+	a.entryBuf = append(a.entryBuf, e)
+	return a.entryBuf[l : l+1 : l+1]
+}
