@@ -1,4 +1,4 @@
-package fuzz_test
+package fuzz
 
 import (
 	"context"
@@ -12,34 +12,40 @@ import (
 
 	"github.com/dralloc/dralloc/allocator/verify"
 	"github.com/dralloc/dralloc/capacity"
-	"github.com/dralloc/dralloc/fuzz"
 )
 
-// The exhaustive search: it tries every choice of subrequest and devices for every request, and accepts a choice
-// when allocator/verify finds no violation of a rule about which devices may be chosen. It is deliberately
-// naive, independent of the allocator's search, and only meant for small clusters.
-
-// decoration rules concern what a result records about a chosen device, not the choice itself; the brute force
-// does not try to reproduce them.
+// decoration rules concern what a result records about a chosen device, not the choice itself; the exhaustive
+// search does not try to reproduce them.
 var decoration = []verify.Rule{verify.RuleConfig, verify.RuleNodeSelector, verify.RuleTolerations, verify.RuleBinding, verify.RuleShare}
 
-type verdict int
+// Verdict is the answer of the exhaustive search.
+type Verdict int
 
 const (
-	infeasible verdict = iota
-	feasible
-	undecided // too many combinations
+	// DoesNotFit: no choice of devices is valid.
+	DoesNotFit Verdict = iota
+	// Fits: the search found a valid choice.
+	Fits
+	// Undecided: there were more choices than the budget allows.
+	Undecided
 )
 
 type option struct {
 	req     string // request or request/subrequest name
 	top     string
-	devices [][]fuzz.DeviceRef
+	devices [][]DeviceRef
 }
 
-// bruteForce decides whether the pending claims of c fit on its node. budget bounds the number of complete
-// proposals checked.
-func bruteForce(ctx context.Context, c *fuzz.Cluster, budget int) (verdict, []resourceapi.AllocationResult) {
+// Exhaustive decides whether the pending claims of a small cluster fit on its node by trying every choice of
+// subrequest and devices for every request, and accepting a choice when allocator/verify finds no violation of a
+// rule about which devices may be chosen. It is deliberately naive and independent of any allocator's search: an
+// oracle for "does not fit" answers on clusters with a handful of devices. budget bounds the number of complete
+// choices checked. Where Kubernetes' allocator is stricter within one allocation attempt than the API's rules
+// (a device taken with admin access is not taken again by a later claim, and counts against shared counters),
+// the search is at least as strict, so Fits means Kubernetes finds an allocation too. With Fits it returns the
+// allocation; its results record devices, admin access, share IDs and consumed capacity, not configuration or
+// node selectors.
+func Exhaustive(ctx context.Context, c *Cluster, budget int) (Verdict, []resourceapi.AllocationResult) {
 	devices := c.Devices()
 	// Per request alternative: the devices that pass the per-device rules on their own.
 	type slot struct{ alternatives []option }
@@ -50,7 +56,7 @@ func bruteForce(ctx context.Context, c *fuzz.Cluster, budget int) (verdict, []re
 		for _, dr := range claim.Spec.Devices.Requests {
 			var alts []option
 			add := func(name string, count int64, mode resourceapi.DeviceAllocationMode, probe *resourceapi.ResourceClaim) {
-				var cands []fuzz.DeviceRef
+				var cands []DeviceRef
 				for _, d := range devices {
 					if ok := singleOK(ctx, c, ci, probe, name, d); ok {
 						cands = append(cands, d)
@@ -59,7 +65,7 @@ func bruteForce(ctx context.Context, c *fuzz.Cluster, budget int) (verdict, []re
 				o := option{req: name, top: dr.Name}
 				switch {
 				case mode == resourceapi.DeviceAllocationModeAll:
-					o.devices = [][]fuzz.DeviceRef{cands}
+					o.devices = [][]DeviceRef{cands}
 				case binomial(len(cands), int(count)) > budget:
 					tooMany = true
 				default:
@@ -79,27 +85,27 @@ func bruteForce(ctx context.Context, c *fuzz.Cluster, budget int) (verdict, []re
 		slots = append(slots, claimSlots)
 	}
 	if tooMany {
-		return undecided, nil
+		return Undecided, nil
 	}
 	results := make([]resourceapi.AllocationResult, len(c.Claims))
 	checked := 0
 	share := 0
-	var try func(ci, ri int) verdict
-	try = func(ci, ri int) verdict {
+	var try func(ci, ri int) Verdict
+	try = func(ci, ri int) Verdict {
 		if ci == len(c.Claims) {
 			checked++
 			if checked > budget {
-				return undecided
+				return Undecided
 			}
 			if acceptable(ctx, c, results) {
-				return feasible
+				return Fits
 			}
-			return infeasible
+			return DoesNotFit
 		}
 		if ri == len(slots[ci]) {
 			return try(ci+1, 0)
 		}
-		outcome := infeasible
+		outcome := DoesNotFit
 		for _, alt := range slots[ci][ri].alternatives {
 			for _, set := range alt.devices {
 				n := len(results[ci].Devices.Results)
@@ -108,11 +114,11 @@ func bruteForce(ctx context.Context, c *fuzz.Cluster, budget int) (verdict, []re
 					results[ci].Devices.Results = append(results[ci].Devices.Results, resultFor(c, ci, alt.req, d, share))
 				}
 				v := try(ci, ri+1)
-				if v == feasible {
-					return feasible
+				if v == Fits {
+					return Fits
 				}
-				if v == undecided {
-					outcome = undecided
+				if v == Undecided {
+					outcome = Undecided
 				}
 				results[ci].Devices.Results = results[ci].Devices.Results[:n]
 			}
@@ -120,7 +126,7 @@ func bruteForce(ctx context.Context, c *fuzz.Cluster, budget int) (verdict, []re
 		return outcome
 	}
 	v := try(0, 0)
-	if v != feasible {
+	if v != Fits {
 		return v, nil
 	}
 	return v, results
@@ -149,7 +155,7 @@ func probeClaim(claim *resourceapi.ResourceClaim, request string, sub *resourcea
 	return p
 }
 
-func singleOK(ctx context.Context, c *fuzz.Cluster, ci int, probe *resourceapi.ResourceClaim, req string, d fuzz.DeviceRef) bool {
+func singleOK(ctx context.Context, c *Cluster, ci int, probe *resourceapi.ResourceClaim, req string, d DeviceRef) bool {
 	r := resultFor(c, ci, req, d, 0)
 	in := c.Input()
 	vs, err := verify.Check(ctx, in, []*resourceapi.ResourceClaim{probe}, []resourceapi.AllocationResult{{
@@ -167,7 +173,7 @@ func singleOK(ctx context.Context, c *fuzz.Cluster, ci int, probe *resourceapi.R
 
 // resultFor builds the result entry for a device: admin access, share ID and consumed capacity as Kubernetes
 // records them.
-func resultFor(c *fuzz.Cluster, ci int, req string, d fuzz.DeviceRef, share int) resourceapi.DeviceRequestAllocationResult {
+func resultFor(c *Cluster, ci int, req string, d DeviceRef, share int) resourceapi.DeviceRequestAllocationResult {
 	r := resourceapi.DeviceRequestAllocationResult{Request: req, Driver: d.Driver, Pool: d.Pool, Device: d.Device.Name}
 	e := exactOf(c.Claims[ci], req)
 	if e != nil && ptr.Deref(e.AdminAccess, false) {
@@ -205,7 +211,7 @@ func exactOf(claim *resourceapi.ResourceClaim, ref string) *resourceapi.ExactDev
 // acceptable: verify finds no violation of a choice rule, and the proposal respects what the Kubernetes
 // allocator additionally enforces within one allocation attempt: a device taken with admin access is not
 // taken again by a later claim, and draws on no counters.
-func acceptable(ctx context.Context, c *fuzz.Cluster, results []resourceapi.AllocationResult) bool {
+func acceptable(ctx context.Context, c *Cluster, results []resourceapi.AllocationResult) bool {
 	vs, err := c.Verify(ctx, results)
 	if err != nil {
 		return false
@@ -237,9 +243,9 @@ func acceptable(ctx context.Context, c *fuzz.Cluster, results []resourceapi.Allo
 	return true
 }
 
-func combinations(items []fuzz.DeviceRef, k int) [][]fuzz.DeviceRef {
-	var out [][]fuzz.DeviceRef
-	var cur []fuzz.DeviceRef
+func combinations(items []DeviceRef, k int) [][]DeviceRef {
+	var out [][]DeviceRef
+	var cur []DeviceRef
 	var rec func(start int)
 	rec = func(start int) {
 		if len(cur) == k {

@@ -54,11 +54,11 @@ func TestPropNoFalseUnsatisfiable(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		c := fuzz.ClusterGen(small(fuzz.AllFeatures())).Draw(rt, "cluster")
 		_, err := allocate(context.Background(), c)
-		v, found := bruteForce(context.Background(), c, 20000)
+		v, found := fuzz.Exhaustive(context.Background(), c, 20000)
 		switch {
-		case v == undecided:
+		case v == fuzz.Undecided:
 			return
-		case v == feasible && errors.Is(err, allocator.ErrUnsatisfiable):
+		case v == fuzz.Fits && errors.Is(err, allocator.ErrUnsatisfiable):
 			rt.Fatalf("the allocator says the claims do not fit, but this allocation is valid: %v\nallocator: %v", found, err)
 		}
 	})

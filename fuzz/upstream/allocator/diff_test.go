@@ -183,6 +183,13 @@ func compare(rt interface{ Errorf(string, ...any) }, c *fuzz.Cluster) (outcome, 
 			up.outcome, up.err, ours.outcome, ours.err, dump(up.results), dump(ours.results))
 		return up.outcome, agreed
 	}
+	if up.outcome == doesNotFit && small(c) {
+		// The exhaustive search over allocator/verify must not find an allocation where Kubernetes finds none:
+		// that would make the verifier more lenient than Kubernetes.
+		if v, found := fuzz.Exhaustive(ctx, c, 2000); v == fuzz.Fits {
+			fail("upstream says the claims do not fit, but the exhaustive search finds an allocation that passes verify: %s", dump(found))
+		}
+	}
 	if up.outcome != allocated {
 		return up.outcome, agreed
 	}
@@ -270,7 +277,11 @@ func TestDifferential(t *testing.T) {
 					return
 				}
 				o, agreed := compare(rt, c)
-				all.add(tags(c), o, agreed)
+				tg := tags(c)
+				if o == doesNotFit && small(c) {
+					tg = append(tg, "does not fit, checked exhaustively")
+				}
+				all.add(tg, o, agreed)
 			})
 		})
 	}
@@ -297,4 +308,13 @@ func knownDivergence(c *fuzz.Cluster) string {
 		}
 	}
 	return ""
+}
+
+// small: few enough devices and requests for the exhaustive search.
+func small(c *fuzz.Cluster) bool {
+	requests := 0
+	for _, cl := range c.Claims {
+		requests += len(cl.Spec.Devices.Requests)
+	}
+	return len(c.Devices()) <= 10 && requests <= 3
 }
