@@ -204,9 +204,16 @@ func (a *allocation) run() ([]resourceapi.AllocationResult, error) {
 
 // unsatisfiable builds the "does not fit" answer, naming invalid pools (which Kubernetes reports too).
 func (a *allocation) unsatisfiable(reason string) error {
-	ue := &UnsatisfiableError{Node: a.node.Name}
+	// One allocation holds the error and room for its first reason: a filter pass meets this on most
+	// nodes.
+	both := &struct {
+		e UnsatisfiableError
+		r [1]string
+	}{e: UnsatisfiableError{Node: a.node.Name}}
+	ue := &both.e
 	if reason != "" {
-		ue.Reasons = append(ue.Reasons, reason)
+		both.r[0] = reason
+		ue.Reasons = both.r[:1]
 	}
 	for _, p := range a.pools {
 		if p.invalid {

@@ -2,7 +2,7 @@ package allocator
 
 import (
 	"errors"
-	"fmt"
+	"strconv"
 
 	resourceapi "k8s.io/api/resource/v1"
 
@@ -46,7 +46,7 @@ func (a *allocation) failFast() (string, bool) {
 				return "", false
 			}
 			if n < r.numDevices {
-				return fmt.Sprintf("%s: %s needs %d devices, %d match and are free", cs.name(), r.path(), r.numDevices, n), true
+				return a.tooFewReason(cs, r, n), true
 			}
 		}
 	}
@@ -58,13 +58,14 @@ func (a *allocation) failFast() (string, bool) {
 // would report is seen here too.
 func (a *allocation) countCandidates(r *request) (int, bool) {
 	n := 0
+	anyInUse := len(a.st.inUse) > 0
 	for _, p := range a.pools {
 		if p.incomplete || p.invalid {
 			continue
 		}
 		for _, e := range p.slices {
 			for _, d := range e.devices {
-				if !r.adminAccess && a.st.inUse[d.id] > 0 {
+				if anyInUse && !r.adminAccess && a.st.inUse[d.id] > 0 {
 					continue
 				}
 				ok, err := a.selectable(r, d)
@@ -88,4 +89,30 @@ func (a *allocation) countCandidates(r *request) (int, bool) {
 		}
 	}
 	return n, true
+}
+
+// tooFewReason is "<claim>: <request path> needs N devices, M match and are free", built in the call's
+// buffer so that the string is the only allocation.
+func (a *allocation) tooFewReason(cs *claimState, r *request, n int) string {
+	b := a.textBuf[:0]
+	b = append(b, "ResourceClaim "...)
+	b = append(b, cs.claim.Namespace...)
+	b = append(b, '/')
+	b = append(b, cs.claim.Name...)
+	b = append(b, ": spec.devices.requests["...)
+	b = strconv.AppendInt(b, int64(r.reqIdx), 10)
+	if r.sub {
+		b = append(b, "].firstAvailable["...)
+		b = strconv.AppendInt(b, int64(r.subIdx), 10)
+		b = append(b, ']')
+	} else {
+		b = append(b, "].exactly"...)
+	}
+	b = append(b, " needs "...)
+	b = strconv.AppendInt(b, int64(r.numDevices), 10)
+	b = append(b, " devices, "...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, " match and are free"...)
+	a.textBuf = b
+	return string(b)
 }

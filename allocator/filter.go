@@ -12,16 +12,20 @@ import (
 )
 
 // selectable decides whether a device may serve a request, ignoring what is in use: binding conditions
-// allowed, the class's selectors, the request's selectors, per-device node selection. Verdicts are cached
-// for the call; CEL failures are fatal, as in Kubernetes (they are reported for the first device they
-// happen on, in visiting order).
+// allowed, the class's selectors, the request's selectors, per-device node selection. Selector verdicts
+// are cached on the device across calls, so a lookup costs a few pointer comparisons; only per-device
+// node selection, which depends on the node, is cached for the call. CEL failures are fatal, as in
+// Kubernetes (they are reported for the first device they happen on, in visiting order).
 func (a *allocation) selectable(r *request, d *deviceEntry) (bool, error) {
 	if !a.f.bindingAndStatus() && len(d.api.BindingConditions) > 0 {
 		return false, nil
 	}
+	perDevice := d.slice.perDeviceNodeSelection()
 	key := matchKey{dev: d, req: r}
-	if v, ok := a.matches[key]; ok {
-		return v, nil
+	if perDevice {
+		if v, ok := a.matches[key]; ok {
+			return v, nil
+		}
 	}
 	ok, err := a.selectorsMatch(r, d, true)
 	if err != nil {
@@ -33,13 +37,15 @@ func (a *allocation) selectable(r *request, d *deviceEntry) (bool, error) {
 			return false, err
 		}
 	}
-	if ok && d.slice.perDeviceNodeSelection() {
-		ok, err = d.availableOn(a.node)
-		if err != nil {
-			return false, inputError("ResourceSlice "+d.slice.name(), "spec.devices.nodeSelector", fmt.Errorf("device %s: node selection: %w", d.id.Device, err))
+	if perDevice {
+		if ok {
+			ok, err = d.availableOn(a.node)
+			if err != nil {
+				return false, inputError("ResourceSlice "+d.slice.name(), "spec.devices.nodeSelector", fmt.Errorf("device %s: node selection: %w", d.id.Device, err))
+			}
 		}
+		a.matches[key] = ok
 	}
-	a.matches[key] = ok
 	return ok, nil
 }
 

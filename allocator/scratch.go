@@ -22,6 +22,7 @@ type scratch struct {
 	poolBuf  []*pool
 	entryBuf []*sliceEntry
 	byPool   []poolCandidates
+	textBuf  []byte
 }
 
 // poolCandidates are the slices of the newest generation of one pool that a node sees.
@@ -53,11 +54,11 @@ func putAllocation(a *allocation) {
 	for i := range a.perClaim {
 		a.perClaim[i].claim = nil
 	}
-	clear(a.reqBuf[:cap(a.reqBuf)])
-	clear(a.selBuf[:cap(a.selBuf)])
-	clear(a.poolBuf[:cap(a.poolBuf)])
-	clear(a.entryBuf[:cap(a.entryBuf)])
-	clear(a.byPool[:cap(a.byPool)])
+	clear(a.reqBuf)
+	clear(a.selBuf)
+	clear(a.poolBuf)
+	clear(a.entryBuf)
+	clear(a.byPool)
 	allocations.Put(a)
 }
 
