@@ -18,12 +18,24 @@ const (
 	// (sorted by name) and devices (in slice order) as the Kubernetes allocator does and takes the first
 	// combination that satisfies every claim, so it returns the devices the scheduler would pick.
 	FirstFit Strategy = iota
+	// BestFit packs: among the devices that fit, it prefers those whose shared counter sets (the GPUs of
+	// partitions) are already partly used, the fullest first; then the smallest device; whole counter
+	// sets (a whole GPU next to its partitions) last; then the placement that rules out the fewest other
+	// placements, which keeps large free blocks together. It keeps whole devices free for large requests.
+	BestFit
+	// Spread spreads: among the devices that fit, it prefers those whose counter sets or shared capacity
+	// are least used.
+	Spread
 )
 
 func (s Strategy) String() string {
 	switch s {
 	case FirstFit:
 		return "FirstFit"
+	case BestFit:
+		return "BestFit"
+	case Spread:
+		return "Spread"
 	default:
 		return fmt.Sprintf("Strategy(%d)", int(s))
 	}

@@ -24,6 +24,10 @@ type position struct {
 // request never takes the same combination twice in another order.
 type location struct {
 	pool, slice, device int
+	// order is the request's candidates in the order of a strategy other than FirstFit, and rank the
+	// index in it where the scan resumes (see allocateRanked).
+	order []location
+	rank  int
 }
 
 // allocateOne is the depth-first search of the Kubernetes allocator: it finds one device for the request
@@ -102,6 +106,9 @@ func (a *allocation) allocateOne(pos position, allocSub bool, start location) (b
 		return true, nil
 	}
 
+	if a.s.opts.Strategy != FirstFit {
+		return a.allocateRanked(pos, allocSub, r, next, start)
+	}
 	for pi := start.pool; pi < len(a.pools); pi++ {
 		p := a.pools[pi]
 		if p.incomplete || p.invalid {

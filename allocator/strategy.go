@@ -1,0 +1,241 @@
+package allocator
+
+import "sort"
+
+// ranked is one candidate device of a request under a strategy other than FirstFit, with the keys the
+// strategy sorts by.
+type ranked struct {
+	at location
+	// whole: the device consumes every counter of a counter set in full (a whole GPU next to its
+	// partitions).
+	whole bool
+	// fill is how much of what the device draws on is already in use, from 0 (untouched) to 1: the
+	// counter sets it consumes from, or the capacity of a device that already serves shares.
+	fill float64
+	// size is the share of its counter sets the device consumes, from 0 to 1.
+	size float64
+	// blocks counts the devices of the same pool that fit now and would no longer fit once this device
+	// takes its counters: the placements this one rules out. Fewer keeps larger free blocks together.
+	blocks int
+}
+
+// rankCandidates lists the devices the first-fit scan of allocateOne would visit for request r, in the
+// order of the snapshot's strategy. Devices that no selector admits are left out; every other device is
+// kept, so the search that walks this list (taking the devices of one request in list order, as the
+// first-fit scan takes them in upstream order) explores the same combinations and finds an allocation
+// exactly when FirstFit does. Ties keep upstream order.
+//
+// Selectors are evaluated for every device before the search takes any, so a selector that fails at run
+// time on some device fails the allocation even where FirstFit would have found a fit before reaching it.
+func (a *allocation) rankCandidates(r *request) ([]location, error) {
+	var list []ranked
+	for pi, p := range a.pools {
+		if p.incomplete || p.invalid {
+			continue
+		}
+		var ctrSiblings map[string][]*deviceEntry
+		for si, e := range p.slices {
+			for di, d := range e.devices {
+				ok, err := a.selectable(r, d)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					continue
+				}
+				c := ranked{at: location{pool: pi, slice: si, device: di}}
+				if len(d.api.ConsumesCounters) > 0 && len(p.counterSets) > 0 {
+					if ctrSiblings == nil {
+						ctrSiblings = counterUsers(p)
+					}
+					a.rankCounters(&c, p, d, ctrSiblings)
+				} else if a.f.DRAConsumableCapacity && a.sharesInUse(d.id) {
+					c.fill = a.capacityFill(d)
+				}
+				list = append(list, c)
+			}
+		}
+	}
+	less := bestFitLess
+	if a.s.opts.Strategy == Spread {
+		less = spreadLess
+	}
+	sort.SliceStable(list, func(i, j int) bool { return less(&list[i], &list[j]) })
+	order := make([]location, len(list))
+	for i := range list {
+		order[i] = list[i].at
+	}
+	return order, nil
+}
+
+// bestFitLess packs: devices whose counter sets are already partly used first (the fullest first), whole
+// counter sets last, then the smallest device, then the one that rules out the fewest other placements.
+func bestFitLess(x, y *ranked) bool {
+	if x.whole != y.whole {
+		return !x.whole
+	}
+	if x.fill != y.fill {
+		return x.fill > y.fill
+	}
+	if x.size != y.size {
+		return x.size < y.size
+	}
+	return x.blocks < y.blocks
+}
+
+// spreadLess spreads: the least used counter sets and devices first.
+func spreadLess(x, y *ranked) bool {
+	return x.fill < y.fill
+}
+
+// counterUsers indexes the pool's devices on this node by the counter sets they consume from.
+func counterUsers(p *pool) map[string][]*deviceEntry {
+	m := map[string][]*deviceEntry{}
+	for _, e := range p.slices {
+		for _, d := range e.devices {
+			for _, dc := range d.api.ConsumesCounters {
+				m[dc.CounterSet] = append(m[dc.CounterSet], d)
+			}
+		}
+	}
+	return m
+}
+
+// rankCounters fills in the keys of a device that consumes shared counters.
+func (a *allocation) rankCounters(c *ranked, p *pool, d *deviceEntry, users map[string][]*deviceEntry) {
+	ctr := a.poolCounters(p)
+	var fill, size float64
+	sets := 0
+	for _, dc := range d.api.ConsumesCounters {
+		idx, ok := p.counterIdx[dc.CounterSet]
+		if !ok {
+			continue
+		}
+		set := p.counterSets[idx]
+		var setUsed, setSize float64
+		n, full := 0, len(set.Counters) > 0
+		for name, total := range set.Counters {
+			t := total.Value.AsApproximateFloat64()
+			if t <= 0 {
+				continue
+			}
+			n++
+			if rem, ok := ctr.Remaining(dc.CounterSet, name); ok {
+				setUsed += 1 - rem.AsApproximateFloat64()/t
+			}
+			want, ok := dc.Counters[name]
+			if !ok {
+				full = false
+				continue
+			}
+			w := want.Value.AsApproximateFloat64()
+			setSize += w / t
+			if w < t {
+				full = false
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		sets++
+		fill += setUsed / float64(n)
+		size += setSize / float64(n)
+		c.whole = c.whole || full
+	}
+	if sets > 0 {
+		c.fill = fill / float64(sets)
+		c.size = size / float64(sets)
+	}
+	if !ctr.Fits(d.api.ConsumesCounters) {
+		return
+	}
+	seen := map[*deviceEntry]bool{d: true}
+	var open []*deviceEntry
+	for _, dc := range d.api.ConsumesCounters {
+		for _, o := range users[dc.CounterSet] {
+			if !seen[o] {
+				seen[o] = true
+				if ctr.Fits(o.api.ConsumesCounters) {
+					open = append(open, o)
+				}
+			}
+		}
+	}
+	ctr.Add(d.api.ConsumesCounters)
+	for _, o := range open {
+		if !ctr.Fits(o.api.ConsumesCounters) {
+			c.blocks++
+		}
+	}
+	ctr.Remove(d.api.ConsumesCounters)
+}
+
+// capacityFill is the mean share of a shared device's capacity already consumed.
+func (a *allocation) capacityFill(d *deviceEntry) float64 {
+	l := a.ledger(d)
+	var sum float64
+	n := 0
+	for name, c := range d.api.Capacity {
+		t := c.Value.AsApproximateFloat64()
+		if t <= 0 {
+			continue
+		}
+		used := l.Used(name)
+		sum += used.AsApproximateFloat64() / t
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}
+
+// allocateRanked is the device scan of allocateOne for strategies other than FirstFit: it walks the
+// request's candidates in the strategy's order, from start.rank on, with the same checks as the
+// first-fit scan. The order is computed when the search reaches the request's first device and is kept
+// for the request's further devices, so that each combination is tried once.
+func (a *allocation) allocateRanked(pos position, allocSub bool, r *request, next position, start location) (bool, error) {
+	order := start.order
+	if order == nil {
+		var err error
+		if order, err = a.rankCandidates(r); err != nil {
+			return false, err
+		}
+	}
+	for k := start.rank; k < len(order); k++ {
+		at := order[k]
+		p := a.pools[at.pool]
+		d := p.slices[at.slice].devices[at.device]
+		if r.adminAccess && a.takenByClaim(d.id, pos.claim) {
+			continue
+		}
+		if !r.adminAccess && a.inUse(d.id) {
+			continue
+		}
+		if a.f.DRAConsumableCapacity {
+			ok, _, err := a.capacityFits(r, d)
+			if err != nil {
+				return false, err
+			}
+			if !ok {
+				continue
+			}
+		}
+		ok, undo, err := a.allocateDevice(pos, r, candidate{dev: d, pool: p}, false)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			continue
+		}
+		done, err := a.allocateOne(next, allocSub, location{order: order, rank: k + 1})
+		if err == nil && done {
+			return true, nil
+		}
+		a.rollback(undo)
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
