@@ -27,10 +27,8 @@ type Snapshot struct {
 	opts   Options
 	env    *celenv.Env
 	envErr error
-	// verdicts caches selector results per device across Allocate calls; shared with forks, whose
+	// pools caches pools built from complete slice sets; shared with forks, whose
 	// devices are the same prepared entries.
-	verdicts *verdictCache
-	// pools caches pools built from complete slice sets; shared with forks like verdicts.
 	pools *poolCache
 
 	// Set on forks: the parent, the parent's revision when forked, and the changes made since, which
@@ -47,7 +45,7 @@ func NewSnapshot(opts Options) *Snapshot {
 	if opts.Features != nil {
 		f = *opts.Features
 	}
-	s := &Snapshot{st: newState(), f: f, opts: opts, env: opts.CEL, verdicts: &verdictCache{}, pools: &poolCache{}}
+	s := &Snapshot{st: newState(), f: f, opts: opts, env: opts.CEL, pools: &poolCache{}}
 	if opts.Strategy < FirstFit || opts.Strategy > Spread {
 		s.envErr = fmt.Errorf("%w: unsupported strategy %s", ErrInvalidInput, opts.Strategy)
 		return s
@@ -284,16 +282,15 @@ func (s *Snapshot) Fork() *Snapshot {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return &Snapshot{
-		st:       s.st.clone(),
-		f:        s.f,
-		opts:     s.opts,
-		env:      s.env,
-		envErr:   s.envErr,
-		verdicts: s.verdicts,
-		pools:    s.pools,
-		parent:   s,
-		baseRev:  s.st.rev,
-		closed:   s.closed,
+		st:      s.st.clone(),
+		f:       s.f,
+		opts:    s.opts,
+		env:     s.env,
+		envErr:  s.envErr,
+		pools:   s.pools,
+		parent:  s,
+		baseRev: s.st.rev,
+		closed:  s.closed,
 	}
 }
 
