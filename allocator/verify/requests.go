@@ -143,6 +143,10 @@ func (cc *claimCheck) checkRequests() bool {
 		}
 	}
 	for i, con := range devs.Constraints {
+		// The stable variant of the Kubernetes allocator knows only matchAttribute.
+		if con.MatchAttribute == nil && con.DistinctAttribute != nil && cc.features.variant() == variantStable {
+			cc.violation(RuleFeature, "", -1, DeviceID{}, "spec.devices.constraints[%d]: distinctAttribute is not supported with only the GA feature gates enabled (unsupported constraint type)", i)
+		}
 		if con.MatchAttribute == nil && con.DistinctAttribute == nil {
 			cc.violation(RuleInvalidInput, "", -1, DeviceID{}, "spec.devices.constraints[%d]: empty constraint (unsupported constraint type?)", i)
 		}

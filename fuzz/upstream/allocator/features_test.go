@@ -146,6 +146,9 @@ func tags(c *fuzz.Cluster) []string {
 	if c.Features != verify.AllFeatures() {
 		set["someGatesOff"] = true
 	}
+	if stableVariant(c.Features) {
+		set["stableVariant (outcomes only)"] = true
+	}
 	for _, cl := range c.Claims {
 		for _, r := range cl.Spec.Devices.Requests {
 			if r.Exactly != nil && r.Exactly.DeviceClassName == fuzz.ClassAny {
