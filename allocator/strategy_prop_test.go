@@ -1,0 +1,106 @@
+package allocator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"pgregory.net/rapid"
+
+	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/fuzz"
+)
+
+// strategyStepBudget bounds each search of the strategy property tests; a search that runs out is not
+// compared.
+const strategyStepBudget = 20000
+
+// allocateWithStrategy builds a snapshot of the generated cluster with the strategy and allocates its claims.
+func allocateWithStrategy(ctx context.Context, c *fuzz.Cluster, strategy allocator.Strategy) ([]resourceapi.AllocationResult, error) {
+	features := allocator.Features(c.Features)
+	var next atomic.Int64
+	s := allocator.NewSnapshot(allocator.Options{
+		Strategy:   strategy,
+		Features:   &features,
+		ShareIDs:   func() types.UID { return types.UID(fmt.Sprintf("share-%d", next.Add(1))) },
+		StepBudget: strategyStepBudget,
+	})
+	for _, n := range c.Nodes {
+		if err := s.AddOrUpdateNode(n); err != nil {
+			return nil, err
+		}
+	}
+	for _, x := range c.Slices {
+		if err := s.AddOrUpdateSlice(x); err != nil {
+			return nil, err
+		}
+	}
+	for _, x := range c.Classes {
+		if err := s.AddOrUpdateClass(x); err != nil {
+			return nil, err
+		}
+	}
+	for _, x := range c.TaintRules {
+		if err := s.AddOrUpdateTaintRule(x); err != nil {
+			return nil, err
+		}
+	}
+	for _, x := range c.Allocated {
+		if err := s.AddOrUpdateClaim(x); err != nil {
+			return nil, err
+		}
+	}
+	return s.Allocate(ctx, c.Node, c.Claims)
+}
+
+// strategyOptions are the generator options of the strategy property tests: every feature except
+// selectors that fail at run time, since BestFit and Spread evaluate the selectors of every candidate before
+// the search, and so report such a failure where FirstFit may find a fit before reaching the device.
+func strategyOptions() fuzz.Options {
+	o := fuzz.AllFeatures()
+	o.CELErrors = false
+	return o
+}
+
+// Every allocation BestFit and Spread make on generated clusters passes allocator/verify, and the cluster
+// is not mutated.
+func TestPropStrategyAllocationsVerify(t *testing.T) {
+	for _, st := range []allocator.Strategy{allocator.BestFit, allocator.Spread} {
+		t.Run(st.String(), func(t *testing.T) {
+			fuzz.CheckAllocations(t, fuzz.ClusterGen(strategyOptions()), func(ctx context.Context, c *fuzz.Cluster) ([]resourceapi.AllocationResult, error) {
+				return allocateWithStrategy(ctx, c, st)
+			})
+		})
+	}
+}
+
+// BestFit and Spread search the same combinations as FirstFit in another order: claims fit under them
+// exactly when they fit under FirstFit, and input errors are the same.
+func TestPropStrategiesAgreeOnFeasibility(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		c := fuzz.ClusterGen(strategyOptions()).Draw(rt, "cluster")
+		ctx := context.Background()
+		_, ffErr := allocateWithStrategy(ctx, c, allocator.FirstFit)
+		if errors.Is(ffErr, allocator.ErrSearchBudget) {
+			return
+		}
+		for _, st := range []allocator.Strategy{allocator.BestFit, allocator.Spread} {
+			res, err := allocateWithStrategy(ctx, c, st)
+			if errors.Is(err, allocator.ErrSearchBudget) {
+				continue
+			}
+			switch {
+			case ffErr == nil && err != nil:
+				rt.Fatalf("FirstFit allocates, %s answers %v", st, err)
+			case ffErr != nil && err == nil:
+				rt.Fatalf("FirstFit answers %v, %s allocates %v", ffErr, st, res)
+			case ffErr != nil && errors.Is(ffErr, allocator.ErrUnsatisfiable) != errors.Is(err, allocator.ErrUnsatisfiable):
+				rt.Fatalf("FirstFit answers %v, %s answers %v", ffErr, st, err)
+			}
+		}
+	})
+}
