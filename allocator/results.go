@@ -162,13 +162,7 @@ func (a *allocation) nodeSelector(results []deviceResult) (*v1.NodeSelector, err
 			nodeName, sel = d.api.NodeName, d.api.NodeSelector
 		}
 		if nodeName != nil || (d.api.BindsToNode != nil && *d.api.BindsToNode) {
-			return &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
-				MatchFields: []v1.NodeSelectorRequirement{{
-					Key:      "metadata.name",
-					Operator: v1.NodeSelectorOpIn,
-					Values:   []string{a.node.Name},
-				}},
-			}}}, nil
+			return pinnedTo(a.node.Name), nil
 		}
 		if sel == nil {
 			continue
@@ -219,4 +213,20 @@ func sameRequirement(x, y v1.NodeSelectorRequirement) bool {
 		}
 	}
 	return true
+}
+
+// pinnedTo is the node selector of a claim bound to one node. Its parts are allocated together: a
+// filter pass builds one for every node where a claim fits.
+func pinnedTo(nodeName string) *v1.NodeSelector {
+	all := &struct {
+		sel    v1.NodeSelector
+		term   [1]v1.NodeSelectorTerm
+		req    [1]v1.NodeSelectorRequirement
+		values [1]string
+	}{}
+	all.values[0] = nodeName
+	all.req[0] = v1.NodeSelectorRequirement{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: all.values[:]}
+	all.term[0].MatchFields = all.req[:]
+	all.sel.NodeSelectorTerms = all.term[:]
+	return &all.sel
 }

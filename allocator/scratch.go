@@ -23,6 +23,7 @@ type scratch struct {
 	entryBuf []*sliceEntry
 	byPool   []poolCandidates
 	textBuf  []byte
+	intBuf   []int
 }
 
 // poolCandidates are the slices of the newest generation of one pool that a node sees.
@@ -44,6 +45,7 @@ func getAllocation() *allocation {
 	a.reqBuf = a.reqBuf[:0]
 	a.selBuf = a.selBuf[:0]
 	a.entryBuf = a.entryBuf[:0]
+	a.intBuf = a.intBuf[:0]
 	return a
 }
 
@@ -104,4 +106,14 @@ func (a *allocation) oneEntry(e *sliceEntry) []*sliceEntry {
 	l := len(a.entryBuf)
 	a.entryBuf = append(a.entryBuf, e)
 	return a.entryBuf[l : l+1 : l+1]
+}
+
+// oneInt returns a one-element slice holding v, valid for the call; appending to it copies.
+func (a *allocation) oneInt(v int) []int {
+	if len(a.intBuf) == cap(a.intBuf) {
+		a.intBuf = make([]int, 0, max(chunk, 2*cap(a.intBuf)))
+	}
+	l := len(a.intBuf)
+	a.intBuf = append(a.intBuf, v)
+	return a.intBuf[l : l+1 : l+1]
 }

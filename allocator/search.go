@@ -171,7 +171,8 @@ func (a *allocation) allocateOne(pos position, allocSub bool, start location) (b
 
 // inUse: allocated exclusively in the cluster or taken by a claim of this call.
 func (a *allocation) inUse(id DeviceID) bool {
-	return a.st.inUse[id] > 0 || len(a.taken[id]) > 0
+	// Hashing an ID costs more than the rest of a candidate's checks: skip it when nothing is in use.
+	return (len(a.st.inUse) > 0 && a.st.inUse[id] > 0) || (len(a.taken) > 0 && len(a.taken[id]) > 0)
 }
 
 func (a *allocation) takenByClaim(id DeviceID, claim int) bool {
@@ -264,7 +265,11 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 		if a.taken == nil {
 			a.taken = map[DeviceID][]int{}
 		}
-		a.taken[d.id] = append(a.taken[d.id], pos.claim)
+		if list := a.taken[d.id]; len(list) > 0 {
+			a.taken[d.id] = append(list, pos.claim)
+		} else {
+			a.taken[d.id] = a.oneInt(pos.claim)
+		}
 		u.taken = true
 	}
 	res := deviceResult{req: r, dev: d}
