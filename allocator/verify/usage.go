@@ -37,16 +37,19 @@ func (c *checker) gatherState(checked []*resourceapi.ResourceClaim) {
 			continue
 		}
 		for _, r := range cl.Status.Allocation.Devices.Results {
-			c.state.add(claimName(cl), r)
+			c.state.add(claimName(cl), r, c.features.DRAConsumableCapacity)
 		}
 	}
 }
 
-func (u *usage) add(claim string, r resourceapi.DeviceRequestAllocationResult) {
+// add records one result of an allocated claim as kube-scheduler gathers its allocated state: admin access holds
+// nothing, a result with a share ID holds a share only while DRAConsumableCapacity is on, and anything else (a
+// share written while the gate was on included) holds the device exclusively.
+func (u *usage) add(claim string, r resourceapi.DeviceRequestAllocationResult, consumableCapacity bool) {
 	id := DeviceID{r.Driver, r.Pool, r.Device}
 	switch {
 	case ptr.Deref(r.AdminAccess, false):
-	case r.ShareID != nil:
+	case r.ShareID != nil && consumableCapacity:
 		if u.shares[id] == nil {
 			u.shares[id] = map[types.UID]string{}
 		}
@@ -115,8 +118,8 @@ func (c *checker) checkUsage(claims []*resourceapi.ResourceClaim, results []reso
 				}
 				inClaim[id] = here
 				if !admin {
-					// As the Kubernetes allocator: only exclusive allocations make a device in use; shares recorded
-					// while DRAConsumableCapacity was on do not block it once the gate is off.
+					// Exclusive holders include shares recorded while DRAConsumableCapacity was on: with the gate
+					// off, kube-scheduler counts them as exclusive allocations.
 					if holder := c.state.exclusive[id]; holder != "" {
 						v(RuleInUse, "device already allocated to claim %s", holder)
 					}

@@ -40,9 +40,10 @@ func listerOf(classes []*resourceapi.DeviceClass) classLister {
 	return l
 }
 
-// allocatedState gathers the allocated state of claims as the Kubernetes scheduler does: admin access holds
-// nothing, a shareID holds a share and its consumed capacity, anything else holds the device.
-func allocatedState(claims []*resourceapi.ResourceClaim) structured.AllocatedState {
+// allocatedState gathers the allocated state of claims as kube-scheduler does (foreachAllocatedDevice in its
+// DRA plugin): admin access holds nothing; a shareID holds a share and its consumed capacity only while
+// DRAConsumableCapacity is on; anything else, shares written while the gate was on included, holds the device.
+func allocatedState(claims []*resourceapi.ResourceClaim, consumableCapacity bool) structured.AllocatedState {
 	state := structured.AllocatedState{
 		AllocatedDevices:         sets.New[structured.DeviceID](),
 		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
@@ -57,7 +58,7 @@ func allocatedState(claims []*resourceapi.ResourceClaim) structured.AllocatedSta
 				continue
 			}
 			id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
-			if r.ShareID == nil {
+			if r.ShareID == nil || !consumableCapacity {
 				state.AllocatedDevices.Insert(id)
 				continue
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -47,7 +46,7 @@ type answer struct {
 func runUpstream(ctx context.Context, c *fuzz.Cluster) answer {
 	features := upstreamFeatures(c.Features)
 	cache := cel.NewCache(100, cel.Features{EnableConsumableCapacity: features.ConsumableCapacity, EnableListTypeAttributes: features.ListTypeAttributes})
-	a, err := structured.NewAllocator(ctx, features, allocatedState(c.Allocated), listerOf(c.Classes), taintedSlices(c), cache)
+	a, err := structured.NewAllocator(ctx, features, allocatedState(c.Allocated, c.Features.DRAConsumableCapacity), listerOf(c.Classes), taintedSlices(c), cache)
 	if err != nil {
 		return answer{outcome: fatal, err: err}
 	}
@@ -277,10 +276,6 @@ func TestDifferential(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
 				c := fuzz.ClusterGen(opts).Draw(rt, "cluster")
 				c.Features = drawGates(rt)
-				if reason := knownDivergence(c); reason != "" && skipKnown {
-					all.add([]string{"filtered: " + reason}, "", true)
-					return
-				}
 				o, agreed := compare(rt, c)
 				tg := tags(c)
 				if o == doesNotFit && small(c) {
@@ -291,28 +286,6 @@ func TestDifferential(t *testing.T) {
 		})
 	}
 	all.log(t)
-}
-
-// skipKnown filters the cases of known, documented divergences (see knownDivergence) instead of failing on them;
-// set DRALLOC_REPORT_KNOWN_DIVERGENCES to see them fail.
-var skipKnown = os.Getenv("DRALLOC_REPORT_KNOWN_DIVERGENCES") == ""
-
-// knownDivergence names the known divergence a case falls under, or "". The filter is deliberately narrow: it
-// removes only the generated combination that shows the divergence, and counts it.
-//
-// D1: with DRAConsumableCapacity off, Kubernetes ignores shares in the allocated state (its in-use check only sees
-// exclusive allocations) and allocates such a device exclusively; dralloc still treats the device as in use.
-func knownDivergence(c *fuzz.Cluster) string {
-	if !c.Features.DRAConsumableCapacity {
-		for _, cl := range c.Allocated {
-			for _, r := range cl.Status.Allocation.Devices.Results {
-				if r.ShareID != nil {
-					return "D1 shares in the state with DRAConsumableCapacity off"
-				}
-			}
-		}
-	}
-	return ""
 }
 
 // small: few enough devices and requests for the exhaustive search.

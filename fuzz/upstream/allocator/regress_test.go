@@ -1,8 +1,6 @@
 package allocator_test
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -95,37 +93,18 @@ func TestDifferentialRegressions(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		cluster *fuzz.Cluster
-		known   string // a documented divergence (see knownDivergence): logged, not failed
 	}{
-		// D1: upstream's in-use check only sees exclusive allocations; with DRAConsumableCapacity off the
-		// device is allocated exclusively although the state holds a share of it.
-		{"a share in the state does not block a device while DRAConsumableCapacity is off", nicCluster(gateOff), "D1"},
-		{"a share in the state leaves room for another share", nicCluster(verify.AllFeatures()), ""},
+		// D1: kube-scheduler counts a share as a share only while DRAConsumableCapacity is on; with the gate off
+		// the device is held exclusively, so it is not allocated again.
+		{"a share in the state holds the device exclusively while DRAConsumableCapacity is off", nicCluster(gateOff)},
+		{"a share in the state leaves room for another share", nicCluster(verify.AllFeatures())},
 		// D2: upstream meets the fatal constraint error of the All request before it finds that the later claim
 		// has no candidate.
-		{"an All request that breaks a constraint is fatal even when a later claim cannot fit", allWithConstraint(), ""},
-		{"a CEL runtime error in an earlier claim is fatal even when a later claim cannot fit", celErrorFirst(), ""},
+		{"an All request that breaks a constraint is fatal even when a later claim cannot fit", allWithConstraint()},
+		{"a CEL runtime error in an earlier claim is fatal even when a later claim cannot fit", celErrorFirst()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.known == "" || !skipKnown {
-				compare(t, tc.cluster)
-				return
-			}
-			var r recorder
-			if _, agreed := compare(&r, tc.cluster); agreed {
-				t.Logf("known divergence %s no longer shows: remove it from knownDivergence", tc.known)
-			} else {
-				t.Logf("known divergence %s, documented in knownDivergence: %s", tc.known, r.first)
-			}
+			compare(t, tc.cluster)
 		})
-	}
-}
-
-// recorder keeps the first error of a comparison whose disagreement is known.
-type recorder struct{ first string }
-
-func (r *recorder) Errorf(format string, args ...any) {
-	if r.first == "" {
-		r.first = strings.SplitN(fmt.Sprintf(format, args...), "\n", 2)[0]
 	}
 }
