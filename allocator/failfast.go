@@ -31,7 +31,7 @@ func (a *allocation) failFast() (string, bool) {
 			if slot.hasSubs {
 				// Any alternative may be searched: it must not hide an error either.
 				for _, r := range slot.alts {
-					if _, ok := a.countCandidates(r); !ok {
+					if _, ok := a.countCandidates(r, 0); !ok {
 						return "", false
 					}
 				}
@@ -41,7 +41,13 @@ func (a *allocation) failFast() (string, bool) {
 			if r.numDevices <= 0 {
 				continue
 			}
-			n, ok := a.countCandidates(r)
+			// After the last request nothing is checked any more: once it has enough candidates the
+			// answer is "search", so counting the rest (and seeing their errors) changes nothing.
+			limit := 0
+			if ci == len(a.perClaim)-1 && ri == len(cs.slots)-1 {
+				limit = r.numDevices
+			}
+			n, ok := a.countCandidates(r, limit)
 			if !ok {
 				return "", false
 			}
@@ -55,8 +61,8 @@ func (a *allocation) failFast() (string, bool) {
 
 // countCandidates counts devices that could serve r; false when evaluating one failed. It visits every
 // device the search could visit for r, in the search's order of checks, so that an error the search
-// would report is seen here too.
-func (a *allocation) countCandidates(r *request) (int, bool) {
+// would report is seen here too; with limit > 0 it stops once limit devices are found.
+func (a *allocation) countCandidates(r *request, limit int) (int, bool) {
 	n := 0
 	anyInUse := len(a.st.inUse) > 0
 	for _, p := range a.pools {
@@ -84,6 +90,9 @@ func (a *allocation) countCandidates(r *request) (int, bool) {
 				}
 				if ok {
 					n++
+					if n == limit {
+						return n, true
+					}
 				}
 			}
 		}

@@ -81,7 +81,7 @@ func (a *allocation) selectorsMatch(r *request, d *deviceEntry, class bool) (boo
 		ok, cached := d.verdicts.get(s)
 		if !cached {
 			var err error
-			ok, err = s.Matches(a.ctx, d.cel)
+			ok, err = s.Matches(a.ctx, d.cel.view())
 			if err != nil {
 				object, f := where(i, ".cel.expression")
 				return false, inputError(object, f, fmt.Errorf("device %s: %w", d.id, err))

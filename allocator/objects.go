@@ -3,6 +3,7 @@ package allocator
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -52,7 +53,7 @@ type deviceEntry struct {
 	id    DeviceID
 	slice *sliceEntry
 	api   *resourceapi.Device // points into slice.obj
-	cel   *celenv.Device
+	cel   *lazyView           // the prepared CEL view, built on first use
 	// taints are the effective taints: the device's own followed by those of matching DeviceTaintRules.
 	taints []resourceapi.DeviceTaint
 	// nodeSel is spec.devices[].nodeSelector parsed once (per-device node selection).
@@ -79,7 +80,7 @@ func (s *sliceEntry) perDeviceNodeSelection() bool {
 	return s.obj.Spec.PerDeviceNodeSelection != nil && *s.obj.Spec.PerDeviceNodeSelection
 }
 
-// newSliceEntry validates the identity fields of a slice and prepares a private copy.
+// newSliceEntry validates the identity fields of a slice, which must be a private copy, and prepares it.
 func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, effectiveTaints func(*deviceEntry) []resourceapi.DeviceTaint, capOpts capacity.Options) (*sliceEntry, error) {
 	if slice == nil {
 		return nil, inputError("ResourceSlice", "", errors.New("nil object"))
@@ -93,7 +94,9 @@ func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, effectiveTaints
 	case slice.Spec.Pool.Name == "":
 		return nil, inputError(object, "spec.pool.name", errors.New("must not be empty"))
 	}
-	obj := slice.DeepCopy()
+	// The caller hands over a private copy; entries never modify it, so entries built from the same
+	// copy (a fork's change replayed on its parent) may share it.
+	obj := slice
 	e := &sliceEntry{poolSlot: &poolSlot{},
 		obj:  obj,
 		seq:  seq,
@@ -112,7 +115,7 @@ func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, effectiveTaints
 			id:       DeviceID{Driver: e.pool.Driver, Pool: e.pool.Pool, Device: dev.Name},
 			slice:    e,
 			api:      dev,
-			cel:      celenv.NewDevice(obj.Spec.Driver, dev),
+			cel:      &lazyView{driver: obj.Spec.Driver, api: dev},
 			verdicts: &verdicts{},
 		}
 		if dev.NodeSelector != nil {
@@ -196,4 +199,25 @@ func (d *deviceEntry) availableOn(node *v1.Node) (bool, error) {
 	}
 	allNodes := d.api.AllNodes != nil && *d.api.AllNodes
 	return nodeMatches(node, nodeName, allNodes, d.nodeSel, d.nodeSelErr, d.api.NodeSelector != nil)
+}
+
+// lazyView builds a device's prepared CEL view the first time a selector or derived attribute needs it:
+// most devices of a large cluster are never evaluated against a new expression again once their
+// verdicts are cached, and building the view is most of the cost of adding a slice. Copies of an entry
+// share it. It is safe for concurrent use; two callers racing may both build the view, one is kept.
+type lazyView struct {
+	p      atomic.Pointer[celenv.Device]
+	driver string
+	api    *resourceapi.Device
+}
+
+func (l *lazyView) view() *celenv.Device {
+	if v := l.p.Load(); v != nil {
+		return v
+	}
+	v := celenv.NewDevice(l.driver, l.api)
+	if l.p.CompareAndSwap(nil, v) {
+		return v
+	}
+	return l.p.Load()
 }
