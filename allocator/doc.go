@@ -47,9 +47,12 @@
 //
 // # Cost
 //
-// Work that depends only on the objects is done when they change: CEL views of devices, effective
-// taints, parsed node selectors, what a request without capacity requirements consumes. Selector
-// verdicts are cached per (compiled selector, prepared device) across calls. Before searching,
+// Work that depends only on the objects is done when they change: effective taints, parsed node
+// selectors, what a request without capacity requirements consumes; a device's CEL view is built the
+// first time an expression needs it. Selector verdicts are kept on the device per compiled selector
+// and pools on the slices they are built from, across calls, so a lookup is a few pointer comparisons.
+// The working state of a call is reused (a sync.Pool): a call where the claims do not fit allocates only
+// its error and reason, and one where they fit allocates only the results it returns. Before searching,
 // Allocate checks that every request without alternatives has enough candidate devices, so a claim
 // nothing can serve fails at once instead of after every combination of the other requests.
 //

@@ -106,7 +106,7 @@ func (a *allocation) capacityFits(r *request, d *deviceEntry) (bool, map[resourc
 	if err != nil {
 		return false, nil, inputError(a.perClaim[r.claimIdx].name(), r.path()+".capacity", fmt.Errorf("checking capacity for device %s: %w", d.id, err))
 	}
-	if _, shared := a.st.consumed[d.id]; shared || a.shares[d.id] > 0 {
+	if a.sharedNow(d.id) {
 		if !a.ledger(d).Fits(consumed) {
 			return false, nil, nil
 		}
@@ -166,4 +166,15 @@ func (a *allocation) poolCounters(p *pool) *capacity.Counters {
 func blocked(ts []resourceapi.DeviceTaint, tolerations []resourceapi.DeviceToleration) bool {
 	_, ok := taints.Blocking(ts, tolerations)
 	return ok
+}
+
+// sharedNow: the device serves shares in the cluster or in this call. Most calls meet no shared device
+// at all, so the lookups (which hash the ID) are skipped while both maps are empty.
+func (a *allocation) sharedNow(id DeviceID) bool {
+	if len(a.st.consumed) > 0 {
+		if _, ok := a.st.consumed[id]; ok {
+			return true
+		}
+	}
+	return len(a.shares) > 0 && a.shares[id] > 0
 }

@@ -187,11 +187,7 @@ func (a *allocation) takenByClaim(id DeviceID, claim int) bool {
 // sharesInUse: the device already serves shares, in the cluster or in this call; its counters are then
 // already consumed.
 func (a *allocation) sharesInUse(id DeviceID) bool {
-	if a.st.shares[id] > 0 || a.shares[id] > 0 {
-		return true
-	}
-	_, ok := a.st.consumed[id]
-	return ok
+	return (len(a.st.shares) > 0 && a.st.shares[id] > 0) || a.sharedNow(id)
 }
 
 // undo records what allocateDevice changed, so rollback can restore it.
