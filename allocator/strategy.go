@@ -1,6 +1,10 @@
 package allocator
 
-import "sort"
+import (
+	"math"
+	"slices"
+	"sort"
+)
 
 // ranked is one candidate device of a request under a strategy other than FirstFit, with the keys the
 // strategy sorts by.
@@ -33,7 +37,7 @@ func (a *allocation) rankCandidates(r *request) ([]location, error) {
 		if p.incomplete || p.invalid {
 			continue
 		}
-		var ctrSiblings map[string][]*deviceEntry
+		var sets *poolSets
 		for si, e := range p.slices {
 			for di, d := range e.devices {
 				ok, err := a.selectable(r, d)
@@ -45,10 +49,10 @@ func (a *allocation) rankCandidates(r *request) ([]location, error) {
 				}
 				c := ranked{at: location{pool: pi, slice: si, device: di}}
 				if len(d.api.ConsumesCounters) > 0 && len(p.counterSets) > 0 {
-					if ctrSiblings == nil {
-						ctrSiblings = counterUsers(p)
+					if sets == nil {
+						sets = newPoolSets(p)
 					}
-					a.rankCounters(&c, p, d, ctrSiblings)
+					a.rankCounters(&c, p, d, sets)
 				} else if a.f.DRAConsumableCapacity && a.sharesInUse(d.id) {
 					c.fill = a.capacityFill(d)
 				}
@@ -88,24 +92,43 @@ func spreadLess(x, y *ranked) bool {
 	return x.fill < y.fill
 }
 
-// counterUsers indexes the pool's devices on this node by the counter sets they consume from.
-func counterUsers(p *pool) map[string][]*deviceEntry {
-	m := map[string][]*deviceEntry{}
+// poolSets is what ranking needs of a pool's counter sets: the devices on this node that consume from each
+// set, and each set's counter names in sorted order, so that sums over counters come out the same on every
+// call.
+type poolSets struct {
+	users map[string][]*deviceEntry
+	names [][]string // by index in pool.counterSets
+}
+
+func newPoolSets(p *pool) *poolSets {
+	ps := &poolSets{users: map[string][]*deviceEntry{}, names: make([][]string, len(p.counterSets))}
 	for _, e := range p.slices {
 		for _, d := range e.devices {
 			for _, dc := range d.api.ConsumesCounters {
-				m[dc.CounterSet] = append(m[dc.CounterSet], d)
+				ps.users[dc.CounterSet] = append(ps.users[dc.CounterSet], d)
 			}
 		}
 	}
-	return m
+	for i, set := range p.counterSets {
+		names := make([]string, 0, len(set.Counters))
+		for name := range set.Counters {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		ps.names[i] = names
+	}
+	return ps
 }
 
+// roundKey rounds a ranking key so that float sums equal in exact arithmetic compare equal, and ties fall
+// to upstream order.
+func roundKey(x float64) float64 { return math.Round(x*1e9) / 1e9 }
+
 // rankCounters fills in the keys of a device that consumes shared counters.
-func (a *allocation) rankCounters(c *ranked, p *pool, d *deviceEntry, users map[string][]*deviceEntry) {
+func (a *allocation) rankCounters(c *ranked, p *pool, d *deviceEntry, sets *poolSets) {
 	ctr := a.poolCounters(p)
 	var fill, size float64
-	sets := 0
+	counted := 0
 	for _, dc := range d.api.ConsumesCounters {
 		idx, ok := p.counterIdx[dc.CounterSet]
 		if !ok {
@@ -114,7 +137,8 @@ func (a *allocation) rankCounters(c *ranked, p *pool, d *deviceEntry, users map[
 		set := p.counterSets[idx]
 		var setUsed, setSize float64
 		n, full := 0, len(set.Counters) > 0
-		for name, total := range set.Counters {
+		for _, name := range sets.names[idx] {
+			total := set.Counters[name]
 			t := total.Value.AsApproximateFloat64()
 			if t <= 0 {
 				continue
@@ -137,14 +161,14 @@ func (a *allocation) rankCounters(c *ranked, p *pool, d *deviceEntry, users map[
 		if n == 0 {
 			continue
 		}
-		sets++
+		counted++
 		fill += setUsed / float64(n)
 		size += setSize / float64(n)
 		c.whole = c.whole || full
 	}
-	if sets > 0 {
-		c.fill = fill / float64(sets)
-		c.size = size / float64(sets)
+	if counted > 0 {
+		c.fill = roundKey(fill / float64(counted))
+		c.size = roundKey(size / float64(counted))
 	}
 	if !ctr.Fits(d.api.ConsumesCounters) {
 		return
@@ -152,7 +176,7 @@ func (a *allocation) rankCounters(c *ranked, p *pool, d *deviceEntry, users map[
 	seen := map[*deviceEntry]bool{d: true}
 	var open []*deviceEntry
 	for _, dc := range d.api.ConsumesCounters {
-		for _, o := range users[dc.CounterSet] {
+		for _, o := range sets.users[dc.CounterSet] {
 			if !seen[o] {
 				seen[o] = true
 				if ctr.Fits(o.api.ConsumesCounters) {
@@ -187,7 +211,7 @@ func (a *allocation) capacityFill(d *deviceEntry) float64 {
 	if n == 0 {
 		return 0
 	}
-	return sum / float64(n)
+	return roundKey(sum / float64(n))
 }
 
 // allocateRanked is the device scan of allocateOne for strategies other than FirstFit: it walks the
