@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
 
@@ -100,6 +101,24 @@ func TestPropStrategiesAgreeOnFeasibility(t *testing.T) {
 				rt.Fatalf("FirstFit answers %v, %s allocates %v", ffErr, st, res)
 			case ffErr != nil && errors.Is(ffErr, allocator.ErrUnsatisfiable) != errors.Is(err, allocator.ErrUnsatisfiable):
 				rt.Fatalf("FirstFit answers %v, %s answers %v", ffErr, st, err)
+			}
+		}
+	})
+}
+
+// BestFit and Spread give the same answer for the same input, from two snapshots built independently.
+func TestPropStrategiesDeterministic(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		c := fuzz.ClusterGen(strategyOptions()).Draw(rt, "cluster")
+		ctx := context.Background()
+		for _, st := range []allocator.Strategy{allocator.BestFit, allocator.Spread} {
+			r1, err1 := allocateWithStrategy(ctx, c, st)
+			r2, err2 := allocateWithStrategy(ctx, c, st)
+			if (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
+				rt.Fatalf("%s: errors differ: %v / %v", st, err1, err2)
+			}
+			if !equality.Semantic.DeepEqual(r1, r2) {
+				rt.Fatalf("%s: results differ:\n%v\n%v", st, r1, r2)
 			}
 		}
 	})
