@@ -20,7 +20,8 @@
 // allocator (k8s.io/dynamic-resource-allocation/structured) visits them and therefore picks the same
 // devices. [BestFit] (pack partly used GPUs, keep whole ones free) and [Spread] (least used first) search
 // the same combinations in another order: they find an allocation exactly when FirstFit does, but may
-// pick other devices. Feature gates are one [Features] value with the Kubernetes gate names; the zero [Options] use
+// pick other devices. (They evaluate the selectors of every candidate of a request first, so a selector
+// that fails at run time on one device fails them even where FirstFit finds a fit before that device.) Feature gates are one [Features] value with the Kubernetes gate names; the zero [Options] use
 // the gates Kubernetes 1.37 enables by default.
 //
 // A Snapshot is safe for concurrent use: many goroutines may call Allocate at the same time (a scheduler
