@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
@@ -62,6 +63,9 @@ type deviceEntry struct {
 	// plain is what a request without capacity requirements consumes of the device (consumable
 	// capacity), computed once: most requests have none.
 	plain plainConsumption
+	// twin is the index in the slice of the first device this one is interchangeable with (itself
+	// when it is the first), or -1; see interchangeable.
+	twin int
 	// verdicts caches selector results for cel, across Allocate calls and forks.
 	verdicts *verdicts
 }
@@ -130,7 +134,46 @@ func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, effectiveTaints
 		}
 		e.devices[i] = d
 	}
+	markTwins(e)
 	return e, nil
+}
+
+// markTwins groups the devices of a slice that no check can tell apart: everything but the name is
+// equal (CEL does not see the name) and nothing ties a device to others or to state outside the
+// slice (shared counters, shares, binding conditions, per-device node selection).
+func markTwins(e *sliceEntry) {
+	var firsts []int
+	for i, d := range e.devices {
+		d.twin = -1
+		if e.perDeviceNodeSelection() || len(d.api.ConsumesCounters) > 0 || d.api.BindingConditions != nil ||
+			d.api.BindingFailureConditions != nil || (d.api.AllowMultipleAllocations != nil && *d.api.AllowMultipleAllocations) {
+			continue
+		}
+		for _, f := range firsts {
+			if sameButName(e.devices[f].api, d.api) {
+				d.twin = f
+				break
+			}
+		}
+		if d.twin < 0 {
+			d.twin = i
+			firsts = append(firsts, i)
+		}
+	}
+}
+
+func sameButName(x, y *resourceapi.Device) bool {
+	xc, yc := *x, *y
+	xc.Name, yc.Name = "", ""
+	return equality.Semantic.DeepEqual(xc, yc)
+}
+
+// interchangeable: a search that failed after taking x fails after taking y in its place, so it need
+// not be tried. Twins of one slice mirror each other under every check (selectors and derived
+// attributes see the same CEL view, constraints the same attributes, capacity the same values), and the
+// effective taints, which rules may give by name, must both be empty.
+func interchangeable(x, y *deviceEntry) bool {
+	return x.slice == y.slice && x.twin >= 0 && x.twin == y.twin && len(x.taints) == 0 && len(y.taints) == 0
 }
 
 // withTaints returns a copy of the entry whose devices carry freshly computed effective taints; the

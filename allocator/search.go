@@ -109,6 +109,11 @@ func (a *allocation) allocateOne(pos position, allocSub bool, start location) (b
 	if a.s.opts.Strategy != FirstFit {
 		return a.allocateRanked(pos, allocSub, r, next, start)
 	}
+	// Devices that failed here: an interchangeable one would fail the same way (symmetry), so the
+	// search never tries permutations of identical devices. Upstream tries them and fails too, so the
+	// answer is the same.
+	var failed [8]*deviceEntry
+	nFailed := 0
 	for pi := start.pool; pi < len(a.pools); pi++ {
 		p := a.pools[pi]
 		if p.incomplete || p.invalid {
@@ -124,8 +129,14 @@ func (a *allocation) allocateOne(pos position, allocSub bool, start location) (b
 			if pi == start.pool && si == start.slice {
 				di0 = start.device
 			}
+		devices:
 			for di := di0; di < len(e.devices); di++ {
 				d := e.devices[di]
+				for _, f := range failed[:nFailed] {
+					if interchangeable(f, d) {
+						continue devices
+					}
+				}
 				if r.adminAccess && a.takenByClaim(d.id, pos.claim) {
 					continue
 				}
@@ -162,6 +173,10 @@ func (a *allocation) allocateOne(pos position, allocSub bool, start location) (b
 				a.rollback(undo)
 				if err != nil {
 					return false, err
+				}
+				if d.twin >= 0 && nFailed < len(failed) {
+					failed[nFailed] = d
+					nFailed++
 				}
 			}
 		}

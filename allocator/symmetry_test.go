@@ -1,0 +1,58 @@
+package allocator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/dralloc/dralloc/allocator"
+)
+
+// TestSymmetryKeepsSearchSmall: two requests that each have enough candidates but together need more
+// devices than the node has. Every request passes the candidate count, so only the search can tell; the
+// Kubernetes allocator tries every combination of the first request (C(21,10) of them). Devices that
+// differ only in name are interchangeable, and the search tries one of each kind per position.
+func TestSymmetryKeepsSearchSmall(t *testing.T) {
+	const budget = 5000
+	for _, tc := range []struct {
+		name    string
+		attrs   func(i int) map[string]any
+		wantErr error
+	}{
+		{
+			name:    "21 identical devices: does not fit, decided within the step budget",
+			attrs:   func(int) map[string]any { return map[string]any{"model": "a100"} },
+			wantErr: allocator.ErrUnsatisfiable,
+		},
+		{
+			name:    "21 devices with distinct serials: the search gives up, reported apart from does not fit",
+			attrs:   func(i int) map[string]any { return map[string]any{"model": "a100", "serial": i} },
+			wantErr: allocator.ErrSearchBudget,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var devs []resourceapi.Device
+			for i := range 21 {
+				devs = append(devs, device(fmt.Sprintf("gpu-%d", i), tc.attrs(i)))
+			}
+			s := allocator.NewSnapshot(allocator.Options{StepBudget: budget})
+			if err := s.AddOrUpdateSlice(nodeSlice("s", node1, driverA, node1, devs...)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.AddOrUpdateClass(class("gpu", `device.attributes["`+driverA+`"].model == "a100"`)); err != nil {
+				t.Fatal(err)
+			}
+			c := claim("c", exact("a", "gpu", 10), exact("b", "gpu", 12))
+			_, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{c})
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("got %v, want %v", err, tc.wantErr)
+			}
+			if errors.Is(err, allocator.ErrSearchBudget) && errors.Is(err, allocator.ErrUnsatisfiable) {
+				t.Fatalf("%v is both gave up and does not fit", err)
+			}
+		})
+	}
+}
