@@ -4,6 +4,10 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/dralloc/dralloc/capacity"
 )
 
 // ranked is one candidate device of a request under a strategy other than FirstFit, with the keys the
@@ -98,6 +102,39 @@ func spreadLess(x, y *ranked) bool {
 type poolSets struct {
 	users map[string][]*deviceEntry
 	names [][]string // by index in pool.counterSets
+	// fitting caches, per counter set, the users that fit the counters as they stand before the request
+	// takes a device; ranking happens before that, so the counters do not change meanwhile.
+	fitting map[string][]*deviceEntry
+}
+
+// open returns the devices consuming from a counter set that fit now.
+func (ps *poolSets) open(ctr *capacity.Counters, set string) []*deviceEntry {
+	if list, ok := ps.fitting[set]; ok {
+		return list
+	}
+	var list []*deviceEntry
+	for _, o := range ps.users[set] {
+		if ctr.Fits(o.api.ConsumesCounters) {
+			list = append(list, o)
+		}
+	}
+	if ps.fitting == nil {
+		ps.fitting = map[string][]*deviceEntry{}
+	}
+	ps.fitting[set] = list
+	return list
+}
+
+// seenBefore: the device consumes from one of the counter sets already looked at, so it was counted there.
+func seenBefore(done []resourceapi.DeviceCounterConsumption, o *deviceEntry) bool {
+	for _, dc := range done {
+		for _, oc := range o.api.ConsumesCounters {
+			if oc.CounterSet == dc.CounterSet {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func newPoolSets(p *pool) *poolSets {
@@ -170,18 +207,15 @@ func (a *allocation) rankCounters(c *ranked, p *pool, d *deviceEntry, sets *pool
 		c.fill = roundKey(fill / float64(counted))
 		c.size = roundKey(size / float64(counted))
 	}
-	if !ctr.Fits(d.api.ConsumesCounters) {
+	// Only BestFit breaks ties by the placements a device rules out.
+	if a.s.opts.Strategy != BestFit || !ctr.Fits(d.api.ConsumesCounters) {
 		return
 	}
-	seen := map[*deviceEntry]bool{d: true}
 	var open []*deviceEntry
-	for _, dc := range d.api.ConsumesCounters {
-		for _, o := range sets.users[dc.CounterSet] {
-			if !seen[o] {
-				seen[o] = true
-				if ctr.Fits(o.api.ConsumesCounters) {
-					open = append(open, o)
-				}
+	for i, dc := range d.api.ConsumesCounters {
+		for _, o := range sets.open(ctr, dc.CounterSet) {
+			if o != d && !seenBefore(d.api.ConsumesCounters[:i], o) {
+				open = append(open, o)
 			}
 		}
 	}
