@@ -57,7 +57,11 @@
 // The working state of a call is reused (a sync.Pool): a call where the claims do not fit allocates only
 // its error and reason, and one where they fit allocates only the results it returns. Before searching,
 // Allocate checks that every request without alternatives has enough candidate devices, so a claim
-// nothing can serve fails at once instead of after every combination of the other requests.
+// nothing can serve fails at once instead of after every combination of the other requests. Devices of
+// a slice that differ only in name are interchangeable: once the search fails after taking one, it
+// skips the others at that position, so it never tries permutations of identical devices (Kubernetes
+// tries them and fails too, so the answers are the same). Options.StepBudget bounds what is left, and
+// running out of it is reported as [ErrSearchBudget], never as [ErrUnsatisfiable].
 //
 // Imports: celenv (CEL selectors), capacity (consumable capacity and shared counters), taints (device
 // taints and tolerations), k8s.io/api, k8s.io/apimachinery and k8s.io/component-helpers (node selector
