@@ -83,15 +83,18 @@ func (a *allocation) chosen(ci, ri int) *request {
 // names none.
 func (a *allocation) config(ci int, claim *resourceapi.ResourceClaim) []resourceapi.DeviceAllocationConfiguration {
 	var out []resourceapi.DeviceAllocationConfiguration
-	type span struct{ start, end int }
-	byClass := map[string]span{}
+	// A claim names few classes: a list searched linearly, reused across calls, beats a map.
+	byClass := a.spans[:0]
+requests:
 	for ri := range claim.Spec.Devices.Requests {
 		r := a.chosen(ci, ri)
-		if sp, ok := byClass[r.class.Name]; ok {
-			for i := sp.start; i < sp.end; i++ {
-				out[i].Requests = append(out[i].Requests, r.fullName())
+		for _, sp := range byClass {
+			if sp.class == r.class.Name {
+				for i := sp.start; i < sp.end; i++ {
+					out[i].Requests = append(out[i].Requests, r.fullName())
+				}
+				continue requests
 			}
-			continue
 		}
 		start := len(out)
 		for _, c := range r.class.Spec.Config {
@@ -101,7 +104,7 @@ func (a *allocation) config(ci int, claim *resourceapi.ResourceClaim) []resource
 				DeviceConfiguration: *c.DeviceConfiguration.DeepCopy(),
 			})
 		}
-		byClass[r.class.Name] = span{start: start, end: len(out)}
+		byClass = append(byClass, classSpan{class: r.class.Name, start: start, end: len(out)})
 	}
 	for _, c := range claim.Spec.Devices.Config {
 		if len(c.Requests) == 0 || a.configApplies(ci, claim, c.Requests) {
@@ -117,6 +120,7 @@ func (a *allocation) config(ci int, claim *resourceapi.ResourceClaim) []resource
 			out[i].Requests = nil
 		}
 	}
+	a.spans = byClass[:0]
 	return out
 }
 

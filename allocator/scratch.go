@@ -24,6 +24,13 @@ type scratch struct {
 	byPool   []poolCandidates
 	textBuf  []byte
 	intBuf   []int
+	spans    []classSpan
+}
+
+// classSpan is where the configuration of one class lies in a result's config list.
+type classSpan struct {
+	class      string
+	start, end int
 }
 
 // poolCandidates are the slices of the newest generation of one pool that a node sees.
