@@ -3,6 +3,7 @@ package allocator
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
@@ -163,9 +164,45 @@ func markTwins(e *sliceEntry) {
 }
 
 func sameButName(x, y *resourceapi.Device) bool {
-	xc, yc := *x, *y
-	xc.Name, yc.Name = "", ""
-	return equality.Semantic.DeepEqual(xc, yc)
+	if len(x.Attributes) != len(y.Attributes) || len(x.Capacity) != len(y.Capacity) {
+		return false
+	}
+	// Attributes and capacities are compared by hand (reflection allocates for every map entry); the
+	// remaining fields are rarely set and compared generically.
+	for k, xa := range x.Attributes {
+		ya, ok := y.Attributes[k]
+		if !ok || !sameAttribute(xa, ya) {
+			return false
+		}
+	}
+	for k, xc := range x.Capacity {
+		yc, ok := y.Capacity[k]
+		if !ok || xc.Value.Cmp(yc.Value) != 0 || (xc.RequestPolicy != nil) != (yc.RequestPolicy != nil) ||
+			(xc.RequestPolicy != nil && !equality.Semantic.DeepEqual(xc.RequestPolicy, yc.RequestPolicy)) {
+			return false
+		}
+	}
+	xr, yr := *x, *y
+	xr.Name, yr.Name = "", ""
+	xr.Attributes, yr.Attributes = nil, nil
+	xr.Capacity, yr.Capacity = nil, nil
+	return equality.Semantic.DeepEqual(xr, yr)
+}
+
+func sameAttribute(x, y resourceapi.DeviceAttribute) bool {
+	return samePtr(x.IntValue, y.IntValue) && samePtr(x.BoolValue, y.BoolValue) &&
+		samePtr(x.StringValue, y.StringValue) && samePtr(x.VersionValue, y.VersionValue) &&
+		sameList(x.IntValues, y.IntValues) && sameList(x.StringValues, y.StringValues) &&
+		sameList(x.BoolValues, y.BoolValues) && sameList(x.VersionValues, y.VersionValues)
+}
+
+// sameList: equal elements, and nil only together (an empty list and a missing one may read differently).
+func sameList[T comparable](x, y []T) bool {
+	return (x == nil) == (y == nil) && slices.Equal(x, y)
+}
+
+func samePtr[T comparable](x, y *T) bool {
+	return (x == nil) == (y == nil) && (x == nil || *x == *y)
 }
 
 // interchangeable: a search that failed after taking x fails after taking y in its place, so it need
