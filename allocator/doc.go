@@ -21,8 +21,13 @@
 // devices. [BestFit] (pack partly used GPUs, keep whole ones free) and [Spread] (least used first) search
 // the same combinations in another order: they find an allocation exactly when FirstFit does, but may
 // pick other devices. (They evaluate the selectors of every candidate of a request first, so a selector
-// that fails at run time on one device fails them even where FirstFit finds a fit before that device.) Feature gates are one [Features] value with the Kubernetes gate names; the zero [Options] use
-// the gates Kubernetes 1.37 enables by default.
+// that fails at run time on one device fails them even where FirstFit finds a fit before that device.)
+// Feature gates are one [Features] value with the Kubernetes gate names; the zero [Options] use the gates
+// Kubernetes 1.37 enables by default.
+//
+// A [Requeue] answers the scheduler's other question: after a cluster event (a slice added or changed, a
+// claim deallocated, a taint removed, a class changed), which pending claims may fit now. It indexes the
+// pending claims by DeviceClass, so an event costs what it touches, not the number of pending claims.
 //
 // A Snapshot is safe for concurrent use: many goroutines may call Allocate at the same time (a scheduler
 // filters nodes in parallel) while updates wait for them. Inputs are never mutated: objects handed to a
