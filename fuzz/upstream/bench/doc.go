@@ -2,7 +2,7 @@
 // upstream allocator (k8s.io/dynamic-resource-allocation/structured) side by side, in the same process, on the
 // same objects.
 //
-// The scenarios are those of the performance issue: a scheduler's filter loop over 100 and 1000 nodes of eight
+// The scenarios: a scheduler's filter loop over 100 and 1000 nodes of eight
 // GPUs, the same fleet half used, a claim that cannot fit on a node of 32 identical GPUs (upstream's
 // exponential case), building and updating the snapshot, and a fragmentation run over partitionable GPUs.
 package bench
