@@ -3,13 +3,10 @@ package allocator_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync/atomic"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
 
 	"github.com/dralloc/dralloc/allocator"
@@ -22,38 +19,9 @@ const strategyStepBudget = 20000
 
 // allocateWithStrategy builds a snapshot of the generated cluster with the strategy and allocates its claims.
 func allocateWithStrategy(ctx context.Context, c *fuzz.Cluster, strategy allocator.Strategy) ([]resourceapi.AllocationResult, error) {
-	features := allocator.Features(c.Features)
-	var next atomic.Int64
-	s := allocator.NewSnapshot(allocator.Options{
-		Strategy:   strategy,
-		Features:   &features,
-		ShareIDs:   func() types.UID { return types.UID(fmt.Sprintf("share-%d", next.Add(1))) },
-		StepBudget: strategyStepBudget,
-	})
-	for _, n := range c.Nodes {
-		if err := s.AddOrUpdateNode(n); err != nil {
-			return nil, err
-		}
-	}
-	for _, x := range c.Slices {
-		if err := s.AddOrUpdateSlice(x); err != nil {
-			return nil, err
-		}
-	}
-	for _, x := range c.Classes {
-		if err := s.AddOrUpdateClass(x); err != nil {
-			return nil, err
-		}
-	}
-	for _, x := range c.TaintRules {
-		if err := s.AddOrUpdateTaintRule(x); err != nil {
-			return nil, err
-		}
-	}
-	for _, x := range c.Allocated {
-		if err := s.AddOrUpdateClaim(x); err != nil {
-			return nil, err
-		}
+	s, err := c.Snapshot(allocator.Options{Strategy: strategy, StepBudget: strategyStepBudget})
+	if err != nil {
+		return nil, err
 	}
 	return s.Allocate(ctx, c.Node, c.Claims)
 }

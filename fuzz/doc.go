@@ -13,8 +13,9 @@
 // node) on generated clusters and fails the test when the cluster is mutated or a result does not pass
 // allocator/verify. Users' CI can call it with their own classes and drivers by mapping the drawn clusters
 // (rapid.Map) before the check. [Cluster.Verify] checks one proposed allocation; [Cluster.Input] gives the
-// verifier's view of a cluster.
+// verifier's view of a cluster; [Cluster.Snapshot] loads it into a dralloc allocator snapshot.
 //
-// Only tests import this package. It may import allocator/verify, celenv, and the Kubernetes API types; it never
-// imports the allocator's search code.
+// Only tests import this package. It may import allocator (to load snapshots), allocator/verify, celenv and the
+// Kubernetes API types; allocations are judged only by allocator/verify, which shares no code with the
+// allocator's search.
 package fuzz

@@ -2,12 +2,9 @@ package fuzz_test
 
 import (
 	"context"
-	"fmt"
-	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/fuzz"
@@ -26,39 +23,7 @@ func snapshotOf(c *fuzz.Cluster) (*allocator.Snapshot, error) {
 
 // snapshotWithBudget is snapshotOf with a search step budget (0: none).
 func snapshotWithBudget(c *fuzz.Cluster, budget int) (*allocator.Snapshot, error) {
-	features := allocator.Features(c.Features)
-	var next atomic.Int64
-	s := allocator.NewSnapshot(allocator.Options{
-		Features:   &features,
-		ShareIDs:   func() types.UID { return types.UID(fmt.Sprintf("share-%d", next.Add(1))) },
-		StepBudget: budget,
-	})
-	for _, n := range c.Nodes {
-		if err := s.AddOrUpdateNode(n); err != nil {
-			return nil, err
-		}
-	}
-	for _, x := range c.Slices {
-		if err := s.AddOrUpdateSlice(x); err != nil {
-			return nil, err
-		}
-	}
-	for _, x := range c.Classes {
-		if err := s.AddOrUpdateClass(x); err != nil {
-			return nil, err
-		}
-	}
-	for _, x := range c.TaintRules {
-		if err := s.AddOrUpdateTaintRule(x); err != nil {
-			return nil, err
-		}
-	}
-	for _, x := range c.Allocated {
-		if err := s.AddOrUpdateClaim(x); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
+	return c.Snapshot(allocator.Options{StepBudget: budget})
 }
 
 // allocate is the fuzz.AllocateFunc of dralloc's allocator.

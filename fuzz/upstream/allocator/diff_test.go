@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,27 +67,7 @@ func runUpstream(ctx context.Context, c *fuzz.Cluster) answer {
 }
 
 func runDralloc(ctx context.Context, c *fuzz.Cluster) answer {
-	features := allocator.Features(c.Features)
-	var next atomic.Int64
-	s := allocator.NewSnapshot(allocator.Options{Features: &features,
-		ShareIDs: func() types.UID { return types.UID(fmt.Sprintf("share-%d", next.Add(1))) }})
-	add := func(err error) error { return err }
-	var err error
-	for _, n := range c.Nodes {
-		err = errors.Join(err, add(s.AddOrUpdateNode(n)))
-	}
-	for _, x := range c.Slices {
-		err = errors.Join(err, s.AddOrUpdateSlice(x))
-	}
-	for _, x := range c.Classes {
-		err = errors.Join(err, s.AddOrUpdateClass(x))
-	}
-	for _, x := range c.TaintRules {
-		err = errors.Join(err, s.AddOrUpdateTaintRule(x))
-	}
-	for _, x := range c.Allocated {
-		err = errors.Join(err, s.AddOrUpdateClaim(x))
-	}
+	s, err := c.Snapshot(allocator.Options{})
 	if err != nil {
 		return answer{outcome: fatal, err: err}
 	}

@@ -1,0 +1,51 @@
+package fuzz
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dralloc/dralloc/allocator"
+)
+
+// Snapshot loads the cluster into an allocator snapshot: its nodes, slices, classes, taint rules and allocated
+// claims. Options whose Features are nil get the cluster's feature gates, and options without ShareIDs get
+// deterministic share IDs (share-1, share-2, …), so that the same cluster always gives the same results.
+func (c *Cluster) Snapshot(opts allocator.Options) (*allocator.Snapshot, error) {
+	if opts.Features == nil {
+		features := allocator.Features(c.Features)
+		opts.Features = &features
+	}
+	if opts.ShareIDs == nil {
+		var next atomic.Int64
+		opts.ShareIDs = func() types.UID { return types.UID(fmt.Sprintf("share-%d", next.Add(1))) }
+	}
+	s := allocator.NewSnapshot(opts)
+	for _, n := range c.Nodes {
+		if err := s.AddOrUpdateNode(n); err != nil {
+			return nil, err
+		}
+	}
+	for _, x := range c.Slices {
+		if err := s.AddOrUpdateSlice(x); err != nil {
+			return nil, err
+		}
+	}
+	for _, x := range c.Classes {
+		if err := s.AddOrUpdateClass(x); err != nil {
+			return nil, err
+		}
+	}
+	for _, x := range c.TaintRules {
+		if err := s.AddOrUpdateTaintRule(x); err != nil {
+			return nil, err
+		}
+	}
+	for _, x := range c.Allocated {
+		if err := s.AddOrUpdateClaim(x); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
