@@ -137,44 +137,12 @@ func (a *allocation) allocateOne(pos position, allocSub bool, start location) (b
 						continue devices
 					}
 				}
-				if r.adminAccess && a.takenByClaim(d.id, pos.claim) {
-					continue
+				done, tried, err := a.tryDevice(pos, next, allocSub, r, candidate{dev: d, pool: p}, true,
+					location{pool: pi, slice: si, device: di + 1})
+				if err != nil || done {
+					return done, err
 				}
-				if !r.adminAccess && a.inUse(d.id) {
-					continue
-				}
-				ok, err := a.selectable(r, d)
-				if err != nil {
-					return false, err
-				}
-				if !ok {
-					continue
-				}
-				if a.f.DRAConsumableCapacity {
-					ok, _, err := a.capacityFits(r, d)
-					if err != nil {
-						return false, err
-					}
-					if !ok {
-						continue
-					}
-				}
-				ok, undo, err := a.allocateDevice(pos, r, candidate{dev: d, pool: p}, false)
-				if err != nil {
-					return false, err
-				}
-				if !ok {
-					continue
-				}
-				done, err := a.allocateOne(next, allocSub, location{pool: pi, slice: si, device: di + 1})
-				if err == nil && done {
-					return true, nil
-				}
-				a.rollback(undo)
-				if err != nil {
-					return false, err
-				}
-				if d.twin >= 0 && nFailed < len(failed) {
+				if tried && d.twin >= 0 && nFailed < len(failed) {
 					failed[nFailed] = d
 					nFailed++
 				}
@@ -182,6 +150,37 @@ func (a *allocation) allocateOne(pos position, allocSub bool, start location) (b
 		}
 	}
 	return false, nil
+}
+
+// tryDevice is one step of every device scan: unless the request cannot take c.dev (in use, its selectors
+// false — checkSelectors is false when a strategy has evaluated them already —, or its capacity too small), it
+// takes the device, searches the rest of the claims from resume, and gives the device back when the rest
+// fails. tried reports that the device was taken and the rest failed with it.
+func (a *allocation) tryDevice(pos, next position, allocSub bool, r *request, c candidate, checkSelectors bool, resume location) (done, tried bool, err error) {
+	d := c.dev
+	if r.adminAccess && a.takenByClaim(d.id, pos.claim) || !r.adminAccess && a.inUse(d.id) {
+		return false, false, nil
+	}
+	if checkSelectors {
+		if ok, err := a.selectable(r, d); err != nil || !ok {
+			return false, false, err
+		}
+	}
+	if a.f.DRAConsumableCapacity {
+		if ok, _, err := a.capacityFits(r, d); err != nil || !ok {
+			return false, false, err
+		}
+	}
+	ok, undo, err := a.allocateDevice(pos, r, c, false)
+	if err != nil || !ok {
+		return false, false, err
+	}
+	done, err = a.allocateOne(next, allocSub, resume)
+	if err == nil && done {
+		return true, true, nil
+	}
+	a.rollback(undo)
+	return false, true, err
 }
 
 // inUse: allocated exclusively in the cluster or taken by a claim of this call.

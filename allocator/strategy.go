@@ -250,7 +250,7 @@ func (a *allocation) capacityFill(d *deviceEntry) float64 {
 
 // allocateRanked is the device scan of allocateOne for strategies other than FirstFit: it walks the
 // request's candidates in the strategy's order, from start.rank on, with the same checks as the
-// first-fit scan. The order is computed when the search reaches the request's first device and is kept
+// first-fit scan (tryDevice; selectors were evaluated when ranking). The order is computed when the search reaches the request's first device and is kept
 // for the request's further devices, so that each combination is tried once.
 func (a *allocation) allocateRanked(pos position, allocSub bool, r *request, next position, start location) (bool, error) {
 	order := start.order
@@ -264,35 +264,9 @@ func (a *allocation) allocateRanked(pos position, allocSub bool, r *request, nex
 		at := order[k]
 		p := a.pools[at.pool]
 		d := p.slices[at.slice].devices[at.device]
-		if r.adminAccess && a.takenByClaim(d.id, pos.claim) {
-			continue
-		}
-		if !r.adminAccess && a.inUse(d.id) {
-			continue
-		}
-		if a.f.DRAConsumableCapacity {
-			ok, _, err := a.capacityFits(r, d)
-			if err != nil {
-				return false, err
-			}
-			if !ok {
-				continue
-			}
-		}
-		ok, undo, err := a.allocateDevice(pos, r, candidate{dev: d, pool: p}, false)
-		if err != nil {
-			return false, err
-		}
-		if !ok {
-			continue
-		}
-		done, err := a.allocateOne(next, allocSub, location{order: order, rank: k + 1})
-		if err == nil && done {
-			return true, nil
-		}
-		a.rollback(undo)
-		if err != nil {
-			return false, err
+		done, _, err := a.tryDevice(pos, next, allocSub, r, candidate{dev: d, pool: p}, false, location{order: order, rank: k + 1})
+		if err != nil || done {
+			return done, err
 		}
 	}
 	return false, nil
