@@ -253,35 +253,14 @@ func parseCIDR(raw string) (netip.Prefix, error) {
 }
 
 func cidrUnary(f func(netip.Prefix) ref.Val) func(ref.Val) ref.Val {
-	return func(arg ref.Val) ref.Val {
-		c, ok := arg.(cidrVal)
-		if !ok {
-			return types.MaybeNoSuchOverloadErr(arg)
-		}
-		return f(c.prefix)
-	}
+	return unaryOf(func(c cidrVal) ref.Val { return f(c.prefix) })
 }
 
-func cidrContainsIP(arg, other ref.Val) ref.Val {
-	c, ok := arg.(cidrVal)
-	if !ok {
-		return types.MaybeNoSuchOverloadErr(arg)
-	}
-	ip, ok := other.(ipVal)
-	if !ok {
-		return types.MaybeNoSuchOverloadErr(other)
-	}
-	return types.Bool(c.prefix.Contains(ip.addr))
-}
-
-func cidrContainsCIDR(arg, other ref.Val) ref.Val {
-	c, ok := arg.(cidrVal)
-	if !ok {
-		return types.MaybeNoSuchOverloadErr(arg)
-	}
-	o, ok := other.(cidrVal)
-	if !ok {
-		return types.MaybeNoSuchOverloadErr(other)
-	}
-	return types.Bool(c.prefix.Overlaps(o.prefix) && c.prefix.Bits() <= o.prefix.Bits())
-}
+var (
+	cidrContainsIP = binaryOf(func(c cidrVal, ip ipVal) ref.Val {
+		return types.Bool(c.prefix.Contains(ip.addr))
+	})
+	cidrContainsCIDR = binaryOf(func(c, o cidrVal) ref.Val {
+		return types.Bool(c.prefix.Overlaps(o.prefix) && c.prefix.Bits() <= o.prefix.Bits())
+	})
+)

@@ -157,41 +157,15 @@ func isQuantity(arg ref.Val) ref.Val {
 }
 
 func quantityUnary(f func(*resource.Quantity) ref.Val) func(ref.Val) ref.Val {
-	return func(arg ref.Val) ref.Val {
-		v, ok := arg.(*quantityVal)
-		if !ok {
-			return types.MaybeNoSuchOverloadErr(arg)
-		}
-		return f(&v.q)
-	}
+	return unaryOf(func(v *quantityVal) ref.Val { return f(&v.q) })
 }
 
 func quantityBinary(f func(a, b *resource.Quantity) ref.Val) func(ref.Val, ref.Val) ref.Val {
-	return func(arg, other ref.Val) ref.Val {
-		a, ok := arg.(*quantityVal)
-		if !ok {
-			return types.MaybeNoSuchOverloadErr(arg)
-		}
-		b, ok := other.(*quantityVal)
-		if !ok {
-			return types.MaybeNoSuchOverloadErr(arg)
-		}
-		return f(&a.q, &b.q)
-	}
+	return binaryOf(func(a, b *quantityVal) ref.Val { return f(&a.q, &b.q) })
 }
 
 func quantityWithInt(f func(a *resource.Quantity, b int64) ref.Val) func(ref.Val, ref.Val) ref.Val {
-	return func(arg, other ref.Val) ref.Val {
-		a, ok := arg.(*quantityVal)
-		if !ok {
-			return types.MaybeNoSuchOverloadErr(arg)
-		}
-		b, ok := other.(types.Int)
-		if !ok {
-			return types.MaybeNoSuchOverloadErr(arg)
-		}
-		return f(&a.q, int64(b))
-	}
+	return binaryOf(func(a *quantityVal, b types.Int) ref.Val { return f(&a.q, int64(b)) })
 }
 
 // compareQuantities compares without touching a or b: Quantity.Cmp converts

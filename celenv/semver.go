@@ -171,25 +171,9 @@ func parseSemver(s string, normalize bool) (semver.Version, error) {
 }
 
 func semverUnary(f func(*semver.Version) ref.Val) func(ref.Val) ref.Val {
-	return func(arg ref.Val) ref.Val {
-		v, ok := arg.(*semverVal)
-		if !ok {
-			return types.MaybeNoSuchOverloadErr(arg)
-		}
-		return f(&v.v)
-	}
+	return unaryOf(func(v *semverVal) ref.Val { return f(&v.v) })
 }
 
 func semverBinary(f func(a, b *semver.Version) ref.Val) func(ref.Val, ref.Val) ref.Val {
-	return func(arg, other ref.Val) ref.Val {
-		a, ok := arg.(*semverVal)
-		if !ok {
-			return types.MaybeNoSuchOverloadErr(arg)
-		}
-		b, ok := other.(*semverVal)
-		if !ok {
-			return types.MaybeNoSuchOverloadErr(arg)
-		}
-		return f(&a.v, &b.v)
-	}
+	return binaryOf(func(a, b *semverVal) ref.Val { return f(&a.v, &b.v) })
 }

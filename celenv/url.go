@@ -106,11 +106,5 @@ func stringToURL(arg ref.Val) ref.Val {
 }
 
 func urlUnary(f func(*url.URL) ref.Val) func(ref.Val) ref.Val {
-	return func(arg ref.Val) ref.Val {
-		v, ok := arg.(urlVal)
-		if !ok {
-			return types.MaybeNoSuchOverloadErr(arg)
-		}
-		return f(v.u)
-	}
+	return unaryOf(func(v urlVal) ref.Val { return f(v.u) })
 }
