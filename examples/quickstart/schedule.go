@@ -10,6 +10,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/verify"
@@ -29,7 +30,8 @@ func schedule(slices []*resourceapi.ResourceSlice) error {
 		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: *s.Spec.NodeName}}
 		nodes = append(nodes, node)
 	}
-	for _, c := range deviceClasses() {
+	classes := deviceClasses()
+	for _, c := range classes {
 		if err := snap.AddOrUpdateClass(c); err != nil {
 			return err
 		}
@@ -37,7 +39,7 @@ func schedule(slices []*resourceapi.ResourceSlice) error {
 
 	// Four Hopper GPUs that must all be the same product (matchAttribute on productName).
 	train := claim("train", request("gpus", "gpu-hopper.nvidia.com", 4))
-	train.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: ptrTo[resourceapi.FullyQualifiedName]("gpu.nvidia.com/productName")}}
+	train.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: ptr.To[resourceapi.FullyQualifiedName]("gpu.nvidia.com/productName")}}
 
 	fmt.Println("\n== scheduling: claim ml/train asks for 4 Hopper GPUs of one product")
 	var fits []string
@@ -51,7 +53,7 @@ func schedule(slices []*resourceapi.ResourceSlice) error {
 		default:
 			fits = append(fits, node.Name)
 			fmt.Printf("%-12s fits with %s\n", node.Name, devices(results[0]))
-			violations, err := verify.Check(ctx, verify.Input{Slices: slices, Classes: deviceClasses(), Node: node},
+			violations, err := verify.Check(ctx, verify.Input{Slices: slices, Classes: classes, Node: node},
 				[]*resourceapi.ResourceClaim{train}, results)
 			if err != nil {
 				return err
@@ -125,5 +127,3 @@ func nodeNamed(nodes []*v1.Node, name string) *v1.Node {
 	}
 	return nil
 }
-
-func ptrTo[T any](v T) *T { return &v }
