@@ -41,21 +41,13 @@ func (regexLibrary) ProgramOptions() []cel.ProgramOption {
 	)}
 }
 
-func regexFind(strVal, reVal ref.Val) ref.Val {
-	str, ok := strVal.(types.String)
-	if !ok {
-		return types.MaybeNoSuchOverloadErr(strVal)
-	}
-	pattern, ok := reVal.(types.String)
-	if !ok {
-		return types.MaybeNoSuchOverloadErr(reVal)
-	}
+var regexFind = binaryOf(func(str, pattern types.String) ref.Val {
 	re, err := regexp.Compile(string(pattern))
 	if err != nil {
 		return types.NewErr("Illegal regex: %v", err.Error())
 	}
 	return types.String(re.FindString(string(str)))
-}
+})
 
 func regexFindAll(strVal, reVal, nVal ref.Val) ref.Val {
 	str, ok := strVal.(types.String)

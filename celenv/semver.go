@@ -107,34 +107,18 @@ func (semverLibrary) CompileOptions() []cel.EnvOption {
 
 func (semverLibrary) ProgramOptions() []cel.ProgramOption { return nil }
 
-func stringToSemver(arg, normalizeArg ref.Val) ref.Val {
-	s, ok := arg.(types.String)
-	if !ok {
-		return types.MaybeNoSuchOverloadErr(arg)
-	}
-	normalize, ok := normalizeArg.(types.Bool)
-	if !ok {
-		return types.MaybeNoSuchOverloadErr(arg)
-	}
+var stringToSemver = binaryOf(func(s types.String, normalize types.Bool) ref.Val {
 	v, err := parseSemver(string(s), bool(normalize))
 	if err != nil {
 		return types.WrapErr(err)
 	}
 	return &semverVal{v: v}
-}
+})
 
-func isSemver(arg, normalizeArg ref.Val) ref.Val {
-	s, ok := arg.(types.String)
-	if !ok {
-		return types.MaybeNoSuchOverloadErr(arg)
-	}
-	normalize, ok := normalizeArg.(types.Bool)
-	if !ok {
-		return types.MaybeNoSuchOverloadErr(arg)
-	}
+var isSemver = binaryOf(func(s types.String, normalize types.Bool) ref.Val {
 	_, err := parseSemver(string(s), bool(normalize))
 	return types.Bool(err == nil)
-}
+})
 
 // parseSemver parses strictly (semver.org 2.0.0) or, with normalize, the way
 // Kubernetes' semver(s, true) does: a leading "v" is dropped, leading zeros
