@@ -23,25 +23,49 @@ import (
 // names the object and field; a cancelled ctx gives an error wrapping the context's cause; running out of
 // Options.StepBudget gives [ErrSearchBudget]. The snapshot, node and claims are not modified.
 func (s *Snapshot) Allocate(ctx context.Context, node *v1.Node, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {
+	var results []resourceapi.AllocationResult
+	err := s.do(ctx, node, claims, func(a *allocation) (err error) {
+		results, err = a.run()
+		return err
+	})
+	return results, err
+}
+
+// Fits reports whether the claims can be allocated on the node, without building the allocation: the
+// question a scheduler's filter or an autoscaler's simulation asks of every node. It searches exactly as
+// Allocate does and fails for the same input, cancellation and budget errors; where Allocate would wrap
+// [ErrUnsatisfiable] it returns false and no error, allocating nothing. Allocate on the chosen node
+// returns the allocation (and, on a node where the claims do not fit, the reasons).
+func (s *Snapshot) Fits(ctx context.Context, node *v1.Node, claims []*resourceapi.ResourceClaim) (bool, error) {
+	var fits bool
+	err := s.do(ctx, node, claims, func(a *allocation) (err error) {
+		fits, err = a.search()
+		return err
+	})
+	return fits, err
+}
+
+// do runs fn on the working state of one call, under the read lock.
+func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.ResourceClaim, fn func(*allocation) error) error {
 	if node == nil {
-		return nil, inputError("Node", "", errors.New("nil object"))
+		return inputError("Node", "", errors.New("nil object"))
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	if s.envErr != nil {
-		return nil, s.envErr
+		return s.envErr
 	}
 	a := getAllocation()
 	a.ctx, a.s, a.st, a.f, a.node, a.claims, a.capOpts = ctx, s, s.st, s.f, node, claims, s.capOpts()
-	results, err := a.run()
+	err := fn(a)
 	if logger := s.opts.Logger; logger.V(5).Enabled() {
 		logger.V(5).Info("Allocation done", "node", node.Name, "claims", len(claims), "success", err == nil, "steps", a.steps, "err", err)
 	}
 	putAllocation(a)
-	return results, err
+	return err
 }
 
 // AllocateOnNode is Allocate for a node added with [Snapshot.AddOrUpdateNode].
@@ -66,14 +90,15 @@ type allocation struct {
 	claims  []*resourceapi.ResourceClaim
 	pools   []*pool
 	steps   int
+	short   shortfall // set when failing fast found a request without enough candidates
 
 	perClaim []claimState
 	scratch
 
 	matches  map[matchKey]bool
 	derived  map[derivedKey]*resourceapi.DeviceAttribute
-	taken    map[DeviceID][]int // exclusive devices taken in this call, with the claims taking them
-	shares   map[DeviceID]int   // shares taken in this call
+	taken    takenSet         // exclusive devices taken in this call, with the claims taking them
+	shares   map[DeviceID]int // shares taken in this call
 	ledgers  map[DeviceID]*capacity.Ledger
 	counters map[*pool]*capacity.Counters
 }
@@ -108,7 +133,8 @@ type request struct {
 	derived                  map[resourceapi.FullyQualifiedName]string
 	numDevices               int
 	allDevices               []candidate // for allocationMode All
-	classSel, reqSel         []*celenv.Selector
+	classSel, reqSel         []*celenv.Selector // the class's are shared and read-only; reqSel is compiled on first use
+	classErr                 []error            // why a class selector did not compile
 }
 
 // name is the claim's kind and name, as errors name it.
@@ -165,14 +191,27 @@ type deviceResult struct {
 
 // run validates the claims, searches, and builds the results.
 func (a *allocation) run() ([]resourceapi.AllocationResult, error) {
+	fits, err := a.search()
+	switch {
+	case err != nil:
+		return nil, err
+	case !fits:
+		return nil, a.unsatisfiable()
+	}
+	return a.results()
+}
+
+// search validates the claims and searches; false means the claims do not fit (a.short tells why when
+// failing fast decided it).
+func (a *allocation) search() (bool, error) {
 	for i, c := range a.claims {
 		if c == nil {
-			return nil, inputError("ResourceClaim", fmt.Sprintf("claims[%d]", i), errors.New("nil object"))
+			return false, inputError("ResourceClaim", fmt.Sprintf("claims[%d]", i), errors.New("nil object"))
 		}
 	}
 	pools, err := a.gatherPools(a.node)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	a.pools = pools
 	// The maps other than matches are created on first use: most calls need none of them.
@@ -182,28 +221,26 @@ func (a *allocation) run() ([]resourceapi.AllocationResult, error) {
 	a.perClaim = grow(a.perClaim, len(a.claims))
 	for i := range a.claims {
 		if err := a.prepareClaim(i); err != nil {
-			return nil, err
+			return false, err
 		}
 	}
 
-	if reason, unsat := a.failFast(); unsat {
-		return nil, a.unsatisfiable(reason)
+	if short, unsat := a.failFast(); unsat {
+		a.short = short
+		return false, nil
 	}
 	done, err := a.allocateOne(position{}, false, location{})
 	switch {
 	case errors.Is(err, errResultsExceeded):
-		done, err = false, nil
+		return false, nil
 	case err != nil:
-		return nil, err
+		return false, err
 	}
-	if !done {
-		return nil, a.unsatisfiable("")
-	}
-	return a.results()
+	return done, nil
 }
 
 // unsatisfiable builds the "does not fit" answer, naming invalid pools (which Kubernetes reports too).
-func (a *allocation) unsatisfiable(reason string) error {
+func (a *allocation) unsatisfiable() error {
 	// One allocation holds the error and room for its first reason: a filter pass meets this on most
 	// nodes.
 	both := &struct {
@@ -211,8 +248,8 @@ func (a *allocation) unsatisfiable(reason string) error {
 		r [1]string
 	}{e: UnsatisfiableError{Node: a.node.Name}}
 	ue := &both.e
-	if reason != "" {
-		both.r[0] = reason
+	if a.short.cs != nil {
+		both.r[0] = a.tooFewReason(a.short)
 		ue.Reasons = both.r[:1]
 	}
 	for _, p := range a.pools {
@@ -343,12 +380,11 @@ func (a *allocation) prepareRequest(ci int, r *request, className string, count 
 	if className == "" {
 		return inputError(object(), r.path()+".deviceClassName", errors.New("missing device class name (unsupported request type?)"))
 	}
-	class, ok := a.st.classes[className]
+	ce, ok := a.st.classes[className]
 	if !ok {
 		return inputError(object(), r.path()+".deviceClassName", fmt.Errorf("device class %s not found", className))
 	}
-	r.class = class
-	r.classSel = a.newSelectors(len(class.Spec.Selectors))
+	r.class, r.classSel, r.classErr = ce.obj, ce.sel, ce.selErr
 	r.reqSel = a.newSelectors(len(r.selectors))
 
 	switch r.mode {

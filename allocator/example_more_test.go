@@ -87,3 +87,41 @@ func ExampleDefaultFeatures() {
 	fmt.Println(snap.Features().DRAListTypeAttributes, snap.Features().DRAConsumableCapacity)
 	// Output: true true
 }
+
+// A scheduler's filter asks every node whether the pod's claims fit, and only the chosen node for the
+// allocation: Fits searches as Allocate does but builds no result.
+func ExampleSnapshot_Fits() {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	_ = snap.AddOrUpdateClass(&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}})
+	var nodes []*v1.Node
+	for i, gpus := range []int{1, 4, 2} {
+		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i)}}
+		nodes = append(nodes, node)
+		_ = snap.AddOrUpdateSlice(gpuSlice(node.Name, "H100", gpus))
+	}
+	claims := []*resourceapi.ResourceClaim{gpuClaim("train", 2)}
+
+	ctx := context.Background()
+	var feasible []*v1.Node
+	for _, node := range nodes {
+		ok, err := snap.Fits(ctx, node, claims)
+		if err != nil {
+			panic(err)
+		}
+		if ok {
+			feasible = append(feasible, node)
+		}
+	}
+	for _, node := range feasible {
+		fmt.Println("fits on", node.Name)
+	}
+	results, err := snap.Allocate(ctx, feasible[0], claims)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(feasible[0].Name, "gets", results[0].Devices.Results[0].Device, results[0].Devices.Results[1].Device)
+	// Output:
+	// fits on node-1
+	// fits on node-2
+	// node-1 gets gpu-0 gpu-1
+}

@@ -18,21 +18,21 @@ import (
 // request failing on one device, a derived attribute failing, a constraint that "all devices" break).
 // To keep its answers, the check looks at requests in the order the search does and gives up as soon as
 // one of them could produce such an error before the unserved request is reached.
-func (a *allocation) failFast() (string, bool) {
+func (a *allocation) failFast() (shortfall, bool) {
 	for ci := range a.perClaim {
 		cs := &a.perClaim[ci]
 		for ri := range cs.slots {
 			slot := &cs.slots[ri]
 			for _, r := range slot.alts {
 				if r.mode == resourceapi.DeviceAllocationModeAll || len(r.derived) > 0 {
-					return "", false
+					return shortfall{}, false
 				}
 			}
 			if slot.hasSubs {
 				// Any alternative may be searched: it must not hide an error either.
 				for _, r := range slot.alts {
 					if _, ok := a.countCandidates(r, 0); !ok {
-						return "", false
+						return shortfall{}, false
 					}
 				}
 				continue
@@ -49,14 +49,21 @@ func (a *allocation) failFast() (string, bool) {
 			}
 			n, ok := a.countCandidates(r, limit)
 			if !ok {
-				return "", false
+				return shortfall{}, false
 			}
 			if n < r.numDevices {
-				return a.tooFewReason(cs, r, n), true
+				return shortfall{cs: cs, r: r, n: n}, true
 			}
 		}
 	}
-	return "", false
+	return shortfall{}, false
+}
+
+// shortfall is a request with fewer candidates (n) than it needs; cs is nil for none.
+type shortfall struct {
+	cs *claimState
+	r  *request
+	n  int
 }
 
 // countCandidates counts devices that could serve r; false when evaluating one failed. It visits every
@@ -102,7 +109,8 @@ func (a *allocation) countCandidates(r *request, limit int) (int, bool) {
 
 // tooFewReason is "<claim>: <request path> needs N devices, M match and are free", built in the call's
 // buffer so that the string is the only allocation.
-func (a *allocation) tooFewReason(cs *claimState, r *request, n int) string {
+func (a *allocation) tooFewReason(sf shortfall) string {
+	cs, r, n := sf.cs, sf.r, sf.n
 	b := a.textBuf[:0]
 	b = append(b, "ResourceClaim "...)
 	b = append(b, cs.claim.Namespace...)

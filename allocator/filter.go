@@ -71,12 +71,16 @@ func (a *allocation) selectorsMatch(r *request, d *deviceEntry, class bool) (boo
 		s := compiled[i]
 		if s == nil {
 			var err error
-			s, err = a.s.env.Compile(sel.CEL.Expression)
+			if class {
+				err = r.classErr[i]
+			} else {
+				s, err = a.s.env.Compile(sel.CEL.Expression)
+				compiled[i] = s
+			}
 			if err != nil {
 				object, f := where(i, ".cel.expression")
 				return false, inputError(object, f, err)
 			}
-			compiled[i] = s
 		}
 		ok, cached := d.verdicts.get(s)
 		if !cached {

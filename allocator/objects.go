@@ -30,6 +30,29 @@ type PoolID struct {
 
 func (p PoolID) String() string { return p.Driver + "/" + p.Pool }
 
+// classEntry is a DeviceClass with its selectors compiled when it was added. A selector that does not
+// compile keeps its error, which is reported when a request uses the class, as Kubernetes does.
+type classEntry struct {
+	obj    *resourceapi.DeviceClass
+	sel    []*celenv.Selector
+	selErr []error
+}
+
+func newClassEntry(class *resourceapi.DeviceClass, env *celenv.Env) *classEntry {
+	c := &classEntry{obj: class}
+	if env == nil {
+		return c // the snapshot cannot allocate (see Snapshot.envErr)
+	}
+	c.sel = make([]*celenv.Selector, len(class.Spec.Selectors))
+	c.selErr = make([]error, len(class.Spec.Selectors))
+	for i, sel := range class.Spec.Selectors {
+		if sel.CEL != nil {
+			c.sel[i], c.selErr[i] = env.Compile(sel.CEL.Expression)
+		}
+	}
+	return c
+}
+
 // sliceEntry is a ResourceSlice as the snapshot keeps it: a private copy, prepared once. Entries are
 // immutable once built; a change builds a new entry, so forks can share them.
 type sliceEntry struct {
@@ -44,10 +67,13 @@ type sliceEntry struct {
 	nodeSel    *nodeaffinity.NodeSelector
 	nodeSelErr error
 	devices    []*deviceEntry
+	// perDevice is spec.perDeviceNodeSelection.
+	perDevice bool
 	// usesCompatibilityGroups is true when a device names compatibility groups on a counter.
 	usesCompatibilityGroups bool
-	// poolSlot caches the pool built from this entry and its siblings; a copy gets its own.
-	poolSlot *poolSlot
+	// caches holds the pool built from this entry and its siblings, and the pools gathered for the node
+	// whose slice list starts with this entry; a copy gets its own.
+	caches *entryCaches
 }
 
 // deviceEntry is one device of a slice, prepared once.
@@ -81,9 +107,7 @@ func (s *sliceEntry) name() string { return s.obj.Name }
 
 func (s *sliceEntry) generation() int64 { return s.obj.Spec.Pool.Generation }
 
-func (s *sliceEntry) perDeviceNodeSelection() bool {
-	return s.obj.Spec.PerDeviceNodeSelection != nil && *s.obj.Spec.PerDeviceNodeSelection
-}
+func (s *sliceEntry) perDeviceNodeSelection() bool { return s.perDevice }
 
 // newSliceEntry validates the identity fields of a slice, which must be a private copy, and prepares it.
 func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, effectiveTaints func(*deviceEntry) []resourceapi.DeviceTaint, capOpts capacity.Options) (*sliceEntry, error) {
@@ -102,7 +126,7 @@ func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, effectiveTaints
 	// The caller hands over a private copy; entries never modify it, so entries built from the same
 	// copy (a fork's change replayed on its parent) may share it.
 	obj := slice
-	e := &sliceEntry{poolSlot: &poolSlot{},
+	e := &sliceEntry{caches: &entryCaches{},
 		obj:  obj,
 		seq:  seq,
 		pool: PoolID{Driver: obj.Spec.Driver, Pool: obj.Spec.Pool.Name},
@@ -110,6 +134,7 @@ func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, effectiveTaints
 	if obj.Spec.NodeName != nil {
 		e.nodeName = *obj.Spec.NodeName
 	}
+	e.perDevice = obj.Spec.PerDeviceNodeSelection != nil && *obj.Spec.PerDeviceNodeSelection
 	if obj.Spec.NodeSelector != nil {
 		e.nodeSel, e.nodeSelErr = nodeaffinity.NewNodeSelector(obj.Spec.NodeSelector)
 	}
@@ -217,7 +242,7 @@ func interchangeable(x, y *deviceEntry) bool {
 // prepared CEL views are shared.
 func (s *sliceEntry) withTaints(effectiveTaints func(*deviceEntry) []resourceapi.DeviceTaint) *sliceEntry {
 	c := *s
-	c.poolSlot = &poolSlot{}
+	c.caches = &entryCaches{}
 	c.devices = make([]*deviceEntry, len(s.devices))
 	for i, d := range s.devices {
 		nd := *d

@@ -40,6 +40,38 @@ type pool struct {
 func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 	st, f := a.st, a.f
 	stable := f.implementation() == implStable
+	local := st.nodeSlices[node.Name]
+	key := gathered{local: listID(local), shared: listID(st.sharedSlices), f: f}
+	if stable {
+		key.counters = listID(st.counterSlices)
+	}
+	if len(st.sharedSlices) > 0 || key.counters.n > 0 {
+		key.node = node
+	}
+	var slot *nodeSlot
+	if len(local) > 0 {
+		slot = &local[0].caches.node
+		if g := slot.p.Load(); g != nil && g.local == key.local && g.shared == key.shared &&
+			g.counters == key.counters && g.node == key.node && g.f == f {
+			return g.pools, nil
+		}
+	}
+	pools, cacheable, err := a.gatherPoolsFrom(node, local)
+	if err == nil && cacheable && slot != nil {
+		g := key
+		g.pools = slices.Clone(pools)
+		slot.p.Store(&g)
+	}
+	return pools, err
+}
+
+// gatherPoolsFrom does the work of gatherPools. cacheable is false when the answer depends on more
+// than the node's slices, the shared ones and the node (a pool that is incomplete for the node is
+// checked against all its slices).
+func (a *allocation) gatherPoolsFrom(node *v1.Node, local []*sliceEntry) (pools []*pool, cacheable bool, err error) {
+	st, f := a.st, a.f
+	stable := f.implementation() == implStable
+	cacheable = true
 	// A node sees few pools: a slice searched linearly beats a map.
 	byPool := a.byPool[:0]
 	consider := func(e *sliceEntry) error {
@@ -75,28 +107,28 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 		}
 		return nil
 	}
-	for _, e := range st.nodeSlices[node.Name] {
+	for _, e := range local {
 		if err := consider(e); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	for _, e := range st.sharedSlices {
 		if err := consider(e); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	if stable {
 		for _, e := range st.counterSlices {
 			if e.nodeName != node.Name {
 				if err := consider(e); err != nil {
-					return nil, err
+					return nil, false, err
 				}
 			}
 		}
 	}
 
 	a.byPool = byPool
-	pools := a.poolBuf[:0]
+	pools = a.poolBuf[:0]
 	var withBinding []*pool
 	for i := range byPool {
 		c := &byPool[i]
@@ -106,6 +138,7 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 		if int64(len(c.slices)) == want {
 			p = a.s.pools.pool(id, c.slices, f)
 		} else {
+			cacheable = false
 			obsolete, all := a.poolGeneration(id, c.gen)
 			if obsolete {
 				// A newer generation exists but publishes nothing for this node: the pool is gone here.
@@ -127,7 +160,7 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 	sortPools(withBinding)
 	pools = append(pools, withBinding...)
 	a.poolBuf = pools
-	return pools, nil
+	return pools, cacheable, nil
 }
 
 // poolGeneration returns whether a pool has slices newer than gen, and otherwise all its slices of that
@@ -262,9 +295,43 @@ func computeBinding(p *pool) *pool {
 // a few pointers.
 type poolCache struct{}
 
+// entryCaches are the caches that hang off a slice entry.
+type entryCaches struct {
+	pool poolSlot
+	node nodeSlot
+}
+
 // poolSlot holds the pool last built from a slice entry and the slices that came with it.
 type poolSlot struct {
 	p atomic.Pointer[cachedPool]
+}
+
+// nodeSlot holds the pools last gathered for the node whose node-local slice list starts with the entry,
+// and what they were gathered from. Slice lists are immutable (a change replaces the list), so comparing
+// a list's first element and length tells whether it is the same list.
+type nodeSlot struct {
+	p atomic.Pointer[gathered]
+}
+
+type gathered struct {
+	local, shared, counters listKey
+	// node is compared only when slices that select nodes by label were considered.
+	node  *v1.Node
+	f     Features
+	pools []*pool
+}
+
+// listKey identifies an immutable slice list.
+type listKey struct {
+	first *sliceEntry
+	n     int
+}
+
+func listID(l []*sliceEntry) listKey {
+	if len(l) == 0 {
+		return listKey{}
+	}
+	return listKey{first: l[0], n: len(l)}
 }
 
 type cachedPool struct {
@@ -274,7 +341,7 @@ type cachedPool struct {
 }
 
 func (c *poolCache) pool(id PoolID, entries []*sliceEntry, f Features) *pool {
-	slot := entries[0].poolSlot
+	slot := &entries[0].caches.pool
 	if cp := slot.p.Load(); cp != nil && cp.f == f && slices.Equal(cp.slices, entries) {
 		return cp.pool
 	}

@@ -2,6 +2,7 @@ package allocator_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -121,6 +122,33 @@ func TestPropUpdatesKeepIndexes(t *testing.T) {
 		load(t, s, c, func(int) bool { return true })
 		if got := allocateOn(s, c); !reflect.DeepEqual(got, want) {
 			t.Fatalf("after updates\n%+v\nbefore\n%+v", got, want)
+		}
+	})
+}
+
+// Fits answers what Allocate answers: true exactly where Allocate returns results, false where it
+// reports "does not fit", and the same error for everything else.
+func TestPropFitsAgreesWithAllocate(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(t, "cluster")
+		s := allocator.NewSnapshot(options(c))
+		load(t, s, c, func(int) bool { return true })
+		ctx := context.Background()
+		results, allocErr := s.Allocate(ctx, c.Node, c.Claims)
+		fits, fitsErr := s.Fits(ctx, c.Node, c.Claims)
+		switch {
+		case allocErr == nil:
+			if !fits || fitsErr != nil {
+				t.Fatalf("Allocate found %d results, Fits answered %v, %v", len(results), fits, fitsErr)
+			}
+		case errors.Is(allocErr, allocator.ErrUnsatisfiable):
+			if fits || fitsErr != nil {
+				t.Fatalf("Allocate: %v; Fits answered %v, %v", allocErr, fits, fitsErr)
+			}
+		default:
+			if fits || fitsErr == nil || fitsErr.Error() != allocErr.Error() {
+				t.Fatalf("Allocate: %v; Fits answered %v, %v", allocErr, fits, fitsErr)
+			}
 		}
 	})
 }

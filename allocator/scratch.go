@@ -23,7 +23,6 @@ type scratch struct {
 	entryBuf []*sliceEntry
 	byPool   []poolCandidates
 	textBuf  []byte
-	intBuf   []int
 	spans    []classSpan
 }
 
@@ -43,16 +42,16 @@ type poolCandidates struct {
 func getAllocation() *allocation {
 	a := allocations.Get().(*allocation)
 	a.steps = 0
+	a.short = shortfall{}
 	clear(a.matches)
 	clear(a.derived)
-	clear(a.taken)
+	a.taken.reset()
 	clear(a.shares)
 	clear(a.ledgers)
 	clear(a.counters)
 	a.reqBuf = a.reqBuf[:0]
 	a.selBuf = a.selBuf[:0]
 	a.entryBuf = a.entryBuf[:0]
-	a.intBuf = a.intBuf[:0]
 	return a
 }
 
@@ -60,6 +59,7 @@ func getAllocation() *allocation {
 // snapshot so that they can be collected.
 func putAllocation(a *allocation) {
 	a.ctx, a.s, a.st, a.node, a.claims, a.pools = nil, nil, nil, nil, nil, nil
+	a.short = shortfall{}
 	for i := range a.perClaim {
 		a.perClaim[i].claim = nil
 	}
@@ -68,6 +68,7 @@ func putAllocation(a *allocation) {
 	clear(a.poolBuf)
 	clear(a.entryBuf)
 	clear(a.byPool)
+	a.taken.reset()
 	allocations.Put(a)
 }
 
@@ -113,14 +114,4 @@ func (a *allocation) oneEntry(e *sliceEntry) []*sliceEntry {
 	l := len(a.entryBuf)
 	a.entryBuf = append(a.entryBuf, e)
 	return a.entryBuf[l : l+1 : l+1]
-}
-
-// oneInt returns a one-element slice holding v, valid for the call; appending to it copies.
-func (a *allocation) oneInt(v int) []int {
-	if len(a.intBuf) == cap(a.intBuf) {
-		a.intBuf = make([]int, 0, max(chunk, 2*cap(a.intBuf)))
-	}
-	l := len(a.intBuf)
-	a.intBuf = append(a.intBuf, v)
-	return a.intBuf[l : l+1 : l+1]
 }

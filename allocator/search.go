@@ -158,7 +158,7 @@ func (a *allocation) allocateOne(pos position, allocSub bool, start location) (b
 // fails. tried reports that the device was taken and the rest failed with it.
 func (a *allocation) tryDevice(pos, next position, allocSub bool, r *request, c candidate, checkSelectors bool, resume location) (done, tried bool, err error) {
 	d := c.dev
-	if r.adminAccess && a.takenByClaim(d.id, pos.claim) || !r.adminAccess && a.inUse(d.id) {
+	if r.adminAccess && a.taken.byClaim(d, pos.claim) || !r.adminAccess && a.inUse(d) {
 		return false, false, nil
 	}
 	if checkSelectors {
@@ -184,18 +184,87 @@ func (a *allocation) tryDevice(pos, next position, allocSub bool, r *request, c 
 }
 
 // inUse: allocated exclusively in the cluster or taken by a claim of this call.
-func (a *allocation) inUse(id DeviceID) bool {
+func (a *allocation) inUse(d *deviceEntry) bool {
 	// Hashing an ID costs more than the rest of a candidate's checks: skip it when nothing is in use.
-	return (len(a.st.inUse) > 0 && a.st.inUse[id] > 0) || (len(a.taken) > 0 && len(a.taken[id]) > 0)
+	return (len(a.st.inUse) > 0 && a.st.inUse[d.id] > 0) || a.taken.has(d)
 }
 
-func (a *allocation) takenByClaim(id DeviceID, claim int) bool {
-	for _, c := range a.taken[id] {
-		if c == claim {
+// takenSet is the exclusive devices taken in one call, with the claim taking each. A call usually takes
+// few devices, so a list searched linearly beats hashing; past maxTakenList entries (a large gang) a
+// count per device answers has as well. Entries are compared by pointer: within one call a device ID has
+// exactly one entry (a pool whose slices repeat a device name is invalid and not searched).
+type takenSet struct {
+	list  []takenDevice
+	count map[*deviceEntry]int // used when len(list) passed maxTakenList; nil or empty otherwise
+}
+
+const maxTakenList = 32
+
+type takenDevice struct {
+	dev   *deviceEntry
+	claim int
+}
+
+func (t *takenSet) has(d *deviceEntry) bool {
+	if len(t.count) > 0 {
+		return t.count[d] > 0
+	}
+	for i := range t.list {
+		if t.list[i].dev == d {
 			return true
 		}
 	}
 	return false
+}
+
+func (t *takenSet) byClaim(d *deviceEntry, claim int) bool {
+	for i := range t.list {
+		if t.list[i].dev == d && t.list[i].claim == claim {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *takenSet) add(d *deviceEntry, claim int) {
+	t.list = append(t.list, takenDevice{dev: d, claim: claim})
+	switch {
+	case len(t.count) > 0:
+		t.count[d]++
+	case len(t.list) > maxTakenList:
+		if t.count == nil {
+			t.count = map[*deviceEntry]int{}
+		}
+		for _, x := range t.list {
+			t.count[x.dev]++
+		}
+	}
+}
+
+// remove drops the newest entry for d and claim (the search undoes in reverse order).
+func (t *takenSet) remove(d *deviceEntry, claim int) {
+	for i := len(t.list) - 1; i >= 0; i-- {
+		if t.list[i].dev == d && t.list[i].claim == claim {
+			t.list = append(t.list[:i], t.list[i+1:]...)
+			break
+		}
+	}
+	if len(t.count) > 0 {
+		if t.count[d] <= 1 {
+			delete(t.count, d)
+		} else {
+			t.count[d]--
+		}
+		if len(t.list) <= maxTakenList {
+			clear(t.count)
+		}
+	}
+}
+
+func (t *takenSet) reset() {
+	clear(t.list)
+	t.list = t.list[:0]
+	clear(t.count)
 }
 
 // sharesInUse: the device already serves shares, in the cluster or in this call; its counters are then
@@ -226,10 +295,10 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 	cs := &a.perClaim[pos.claim]
 	u := undo{pos: pos, c: c, req: r, resultsBefore: len(cs.results)}
 	multi := a.f.DRAConsumableCapacity && d.api.AllowMultipleAllocations != nil && *d.api.AllowMultipleAllocations
-	if !multi && r.adminAccess && a.takenByClaim(d.id, pos.claim) {
+	if !multi && r.adminAccess && a.taken.byClaim(d, pos.claim) {
 		return false, u, nil
 	}
-	if !r.adminAccess && a.inUse(d.id) {
+	if !r.adminAccess && a.inUse(d) {
 		return false, u, nil
 	}
 	// Only the experimental implementation knows skipNodeOperations; the others allocate such devices
@@ -272,14 +341,7 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 		u.constraints++
 	}
 	if !multi {
-		if a.taken == nil {
-			a.taken = map[DeviceID][]int{}
-		}
-		if list := a.taken[d.id]; len(list) > 0 {
-			a.taken[d.id] = append(list, pos.claim)
-		} else {
-			a.taken[d.id] = a.oneInt(pos.claim)
-		}
+		a.taken.add(d, pos.claim)
 		u.taken = true
 	}
 	res := deviceResult{req: r, dev: d}
@@ -321,18 +383,7 @@ func (a *allocation) rollback(u undo) {
 		addCount(a.shares, d.id, -1)
 	}
 	if u.taken {
-		list := a.taken[d.id]
-		for i := len(list) - 1; i >= 0; i-- {
-			if list[i] == u.pos.claim {
-				list = append(list[:i:i], list[i+1:]...)
-				break
-			}
-		}
-		if len(list) == 0 {
-			delete(a.taken, d.id)
-		} else {
-			a.taken[d.id] = list
-		}
+		a.taken.remove(d, u.pos.claim)
 	}
 	for i := u.constraints - 1; i >= 0; i-- {
 		cs.constraints[i].remove(u.req, d)

@@ -139,7 +139,7 @@ func (s *Snapshot) AddOrUpdateClass(class *resourceapi.DeviceClass) error {
 	}
 	class = class.DeepCopy()
 	return s.change(func(s *Snapshot) error {
-		s.st.classes[class.Name] = class
+		s.st.classes[class.Name] = newClassEntry(class, s.env)
 		return nil
 	})
 }

@@ -26,7 +26,7 @@ type state struct {
 	// counterSlices are the node-local slices with shared counters, in insertion order (see gatherPools).
 	counterSlices []*sliceEntry
 
-	classes map[string]*resourceapi.DeviceClass
+	classes map[string]*classEntry
 	claims  map[types.NamespacedName]*claimEntry
 	rules   map[string]*resourceapi.DeviceTaintRule
 	taints  *taints.Evaluator // nil when there are no rules
@@ -43,7 +43,7 @@ func newState() *state {
 		slices:     map[string]*sliceEntry{},
 		nodeSlices: map[string][]*sliceEntry{},
 		poolSlices: map[PoolID][]*sliceEntry{},
-		classes:    map[string]*resourceapi.DeviceClass{},
+		classes:    map[string]*classEntry{},
 		claims:     map[types.NamespacedName]*claimEntry{},
 		rules:      map[string]*resourceapi.DeviceTaintRule{},
 		nodes:      map[string]*v1.Node{},

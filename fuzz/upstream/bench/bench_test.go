@@ -64,6 +64,9 @@ func BenchmarkBuild(b *testing.B) {
 	ctx := context.Background()
 	cluster := Fleet(1000, 8)
 	for _, impl := range Impls {
+		if impl.SameBuild {
+			continue
+		}
 		b.Run("nodes=1000/"+impl.Name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -31,20 +31,42 @@ type Filter interface {
 type Impl struct {
 	Name string
 	New  func(ctx context.Context, c Cluster) (Filter, error)
+	// SameBuild: the impl builds what the one before it builds (it only filters differently), so build
+	// benchmarks skip it.
+	SameBuild bool
 }
 
-// Impls are the allocators every benchmark compares, in the same run: dralloc and upstream.
+// Impls are the allocators every benchmark compares, in the same run: dralloc's Allocate, dralloc's Fits
+// (the same search without building the result) and upstream.
 var Impls = []Impl{
-	{"dralloc", func(_ context.Context, c Cluster) (Filter, error) {
+	{Name: "dralloc", New: func(_ context.Context, c Cluster) (Filter, error) {
 		s, err := NewSnapshot(c, allocator.Options{})
 		return drallocFilter{s}, err
 	}},
-	{"upstream", func(ctx context.Context, c Cluster) (Filter, error) {
+	{Name: "dralloc-fits", SameBuild: true, New: func(_ context.Context, c Cluster) (Filter, error) {
+		s, err := NewSnapshot(c, allocator.Options{})
+		return drallocFits{s}, err
+	}},
+	{Name: "upstream", New: func(ctx context.Context, c Cluster) (Filter, error) {
 		return NewUpstream(ctx, c, nil)
 	}},
 }
 
 type drallocFilter struct{ s *allocator.Snapshot }
+
+type drallocFits struct{ s *allocator.Snapshot }
+
+func (f drallocFits) Filter(ctx context.Context, node *v1.Node, claims []*resourceapi.ResourceClaim) Outcome {
+	ok, err := f.s.Fits(ctx, node, claims)
+	switch {
+	case err != nil:
+		return Rejected
+	case ok:
+		return Fits
+	default:
+		return DoesNotFit
+	}
+}
 
 func (f drallocFilter) Filter(ctx context.Context, node *v1.Node, claims []*resourceapi.ResourceClaim) Outcome {
 	_, err := f.s.Allocate(ctx, node, claims)
