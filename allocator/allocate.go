@@ -132,7 +132,7 @@ type request struct {
 	capacity                 *resourceapi.CapacityRequirements
 	derived                  map[resourceapi.FullyQualifiedName]string
 	numDevices               int
-	allDevices               []candidate // for allocationMode All
+	allDevices               []candidate        // for allocationMode All
 	classSel, reqSel         []*celenv.Selector // the class's are shared and read-only; reqSel is compiled on first use
 	classErr                 []error            // why a class selector did not compile
 }
