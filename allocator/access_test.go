@@ -2,6 +2,7 @@ package allocator_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -217,4 +218,34 @@ func TestAllocateWithOnlyStableGates(t *testing.T) {
 		claims: []*resourceapi.ResourceClaim{claim("c", withCapacity(exact("req", "any", 1), "1Gi"))},
 		want:   [][]string{{"req=pool-1/dev-1"}},
 	}})
+}
+
+// Devices are prepared when a call first meets them, with the rules in force when their slice was added
+// or last re-tainted: a rule added to the parent after a fork, before anything was prepared, taints the
+// parent's devices and not the fork's.
+func TestLazyDevicesKeepTheRulesOfTheirSnapshot(t *testing.T) {
+	s := allocator.NewSnapshot(allocator.Options{})
+	must(t, s.AddOrUpdateSlice(attrSlice(devices("dev-1")...)[0]))
+	must(t, s.AddOrUpdateClass(anyClass))
+	fork := s.Fork()
+	must(t, s.AddOrUpdateTaintRule(taintRule("maintenance", "dev-1", noSchedule)))
+
+	ctx, n := context.Background(), node(node1, nil)
+	c := []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 1))}
+	if _, err := s.Allocate(ctx, n, c); !errors.Is(err, allocator.ErrUnsatisfiable) {
+		t.Fatalf("parent with the rule: got %v, want does not fit", err)
+	}
+	if _, err := fork.Allocate(ctx, n, c); err != nil {
+		t.Fatalf("fork without the rule: %v", err)
+	}
+
+	// And the other way round: the fork adds a rule after the parent prepared the devices.
+	fork2 := s.Fork()
+	must(t, fork2.DeleteTaintRule("maintenance"))
+	if _, err := fork2.Allocate(ctx, n, c); err != nil {
+		t.Fatalf("fork that deleted the rule: %v", err)
+	}
+	if _, err := s.Allocate(ctx, n, c); !errors.Is(err, allocator.ErrUnsatisfiable) {
+		t.Fatalf("parent still has the rule: got %v, want does not fit", err)
+	}
 }

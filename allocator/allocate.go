@@ -404,7 +404,7 @@ func (a *allocation) prepareRequest(ci int, r *request, className string, count 
 				return fmt.Errorf("%s: %s: asks for all devices, but resource pool %s is currently invalid: %w", object(), r.path(), p.id, ErrPoolNotReady)
 			}
 			for _, e := range p.slices {
-				for _, d := range e.devices {
+				for _, d := range e.devices() {
 					ok, err := a.selectable(r, d)
 					if err != nil {
 						return err

@@ -77,7 +77,7 @@ func (a *allocation) countCandidates(r *request, limit int) (int, bool) {
 			continue
 		}
 		for _, e := range p.slices {
-			for _, d := range e.devices {
+			for _, d := range e.devices() {
 				if anyInUse && !r.adminAccess && a.st.inUse[d.id] > 0 {
 					continue
 				}

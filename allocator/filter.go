@@ -122,7 +122,7 @@ func (a *allocation) capacityFits(r *request, d *deviceEntry) (bool, map[resourc
 // capacity requirements. The map must not be modified.
 func (a *allocation) consumed(r *request, d *deviceEntry) (map[resourceapi.QualifiedName]resource.Quantity, error) {
 	if len(r.capacityRequests()) == 0 {
-		return d.plain.consumed, d.plain.err
+		return d.plainConsumed()
 	}
 	return capacity.Consumed(r.capacityRequests(), d.api.Capacity, a.capOpts)
 }
@@ -151,7 +151,7 @@ func (a *allocation) poolCounters(p *pool) *capacity.Counters {
 		c = capacity.NewCounters(p.counterSets)
 		for _, list := range [][]*sliceEntry{p.slices, p.others} {
 			for _, e := range list {
-				for _, d := range e.devices {
+				for _, d := range e.devices() {
 					if len(d.api.ConsumesCounters) > 0 && a.st.allocated(d.id) {
 						c.Add(d.api.ConsumesCounters)
 					}

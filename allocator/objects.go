@@ -14,6 +14,7 @@ import (
 
 	"github.com/dralloc/dralloc/capacity"
 	"github.com/dralloc/dralloc/celenv"
+	"github.com/dralloc/dralloc/taints"
 )
 
 // DeviceID identifies a device: the driver, the pool and the device name inside the pool.
@@ -66,7 +67,10 @@ type sliceEntry struct {
 	// is considered for a node, which is when Kubernetes reports it.
 	nodeSel    *nodeaffinity.NodeSelector
 	nodeSelErr error
-	devices    []*deviceEntry
+	// taints and capOpts are what the devices are prepared with (see devices): the rules in force and
+	// the capacity options when the entry was built.
+	taints  *taints.Evaluator
+	capOpts capacity.Options
 	// perDevice is spec.perDeviceNodeSelection.
 	perDevice bool
 	// usesCompatibilityGroups is true when a device names compatibility groups on a counter.
@@ -88,11 +92,10 @@ type deviceEntry struct {
 	nodeSel    *nodeaffinity.NodeSelector
 	nodeSelErr error
 	// plain is what a request without capacity requirements consumes of the device (consumable
-	// capacity), computed once: most requests have none.
-	plain plainConsumption
-	// twin is the index in the slice of the first device this one is interchangeable with (itself
-	// when it is the first), or -1; see interchangeable.
-	twin int
+	// capacity), computed on first use: most requests have none. Shared by copies of the entry.
+	plain *atomic.Pointer[plainConsumption]
+	// idx is the device's index in its slice.
+	idx int
 	// verdicts caches selector results for cel, across Allocate calls and forks.
 	verdicts *verdicts
 }
@@ -109,27 +112,36 @@ func (s *sliceEntry) generation() int64 { return s.obj.Spec.Pool.Generation }
 
 func (s *sliceEntry) perDeviceNodeSelection() bool { return s.perDevice }
 
-// newSliceEntry validates the identity fields of a slice, which must be a private copy, and prepares it.
-func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, effectiveTaints func(*deviceEntry) []resourceapi.DeviceTaint, capOpts capacity.Options) (*sliceEntry, error) {
+// newSliceEntry validates the identity fields of a slice, which must not change any more (a private copy,
+// or an object the caller promised not to modify), and indexes it. Its devices are prepared when a call
+// first needs them (see devices): building a large snapshot costs little more than indexing its slices,
+// and slices of nodes that are never asked about cost nothing more.
+func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, ev *taints.Evaluator, capOpts capacity.Options) (*sliceEntry, error) {
 	if slice == nil {
 		return nil, inputError("ResourceSlice", "", errors.New("nil object"))
 	}
-	object := "ResourceSlice " + slice.Name
 	switch {
 	case slice.Name == "":
 		return nil, inputError("ResourceSlice", "metadata.name", errors.New("must not be empty"))
 	case slice.Spec.Driver == "":
-		return nil, inputError(object, "spec.driver", errors.New("must not be empty"))
+		return nil, inputError("ResourceSlice "+slice.Name, "spec.driver", errors.New("must not be empty"))
 	case slice.Spec.Pool.Name == "":
-		return nil, inputError(object, "spec.pool.name", errors.New("must not be empty"))
+		return nil, inputError("ResourceSlice "+slice.Name, "spec.pool.name", errors.New("must not be empty"))
 	}
-	// The caller hands over a private copy; entries never modify it, so entries built from the same
-	// copy (a fork's change replayed on its parent) may share it.
+	// Entries never modify the object, so entries built from the same object (a fork's change replayed
+	// on its parent) may share it. The entry and its caches are allocated together.
 	obj := slice
-	e := &sliceEntry{caches: &entryCaches{},
-		obj:  obj,
-		seq:  seq,
-		pool: PoolID{Driver: obj.Spec.Driver, Pool: obj.Spec.Pool.Name},
+	block := &struct {
+		e sliceEntry
+		c entryCaches
+	}{}
+	e := &block.e
+	*e = sliceEntry{caches: &block.c,
+		obj:     obj,
+		seq:     seq,
+		pool:    PoolID{Driver: obj.Spec.Driver, Pool: obj.Spec.Pool.Name},
+		taints:  ev,
+		capOpts: capOpts,
 	}
 	if obj.Spec.NodeName != nil {
 		e.nodeName = *obj.Spec.NodeName
@@ -138,54 +150,118 @@ func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, effectiveTaints
 	if obj.Spec.NodeSelector != nil {
 		e.nodeSel, e.nodeSelErr = nodeaffinity.NewNodeSelector(obj.Spec.NodeSelector)
 	}
-	e.devices = make([]*deviceEntry, len(obj.Spec.Devices))
 	for i := range obj.Spec.Devices {
-		dev := &obj.Spec.Devices[i]
-		d := &deviceEntry{
-			id:       DeviceID{Driver: e.pool.Driver, Pool: e.pool.Pool, Device: dev.Name},
-			slice:    e,
-			api:      dev,
-			cel:      &lazyView{driver: obj.Spec.Driver, api: dev},
-			verdicts: &verdicts{},
-		}
-		if dev.NodeSelector != nil {
-			d.nodeSel, d.nodeSelErr = nodeaffinity.NewNodeSelector(dev.NodeSelector)
-		}
-		d.taints = effectiveTaints(d)
-		d.plain.consumed, d.plain.err = capacity.Consumed(nil, dev.Capacity, capOpts)
-		for _, c := range dev.ConsumesCounters {
+		for _, c := range obj.Spec.Devices[i].ConsumesCounters {
 			if len(c.CompatibilityGroups) > 0 {
 				e.usesCompatibilityGroups = true
 			}
 		}
-		e.devices[i] = d
 	}
-	markTwins(e)
 	return e, nil
 }
 
-// markTwins groups the devices of a slice that no check can tell apart: everything but the name is
-// equal (CEL does not see the name) and nothing ties a device to others or to state outside the
-// slice (shared counters, shares, binding conditions, per-device node selection).
-func markTwins(e *sliceEntry) {
+// devices returns the slice's prepared devices, preparing them on first use. It is safe for concurrent
+// use: two callers racing may both prepare them, one result is kept.
+func (e *sliceEntry) devices() []*deviceEntry {
+	if p := e.caches.devices.Load(); p != nil {
+		return *p
+	}
+	devs := e.prepareDevices()
+	if e.caches.devices.CompareAndSwap(nil, &devs) {
+		return devs
+	}
+	return *e.caches.devices.Load()
+}
+
+// prepareDevices builds the device entries: IDs, effective taints, per-device node selectors, what a
+// request without capacity requirements consumes, and twins. The entries and their caches are
+// allocated in blocks, a few allocations per slice rather than per device.
+func (e *sliceEntry) prepareDevices() []*deviceEntry {
+	obj := e.obj
+	n := len(obj.Spec.Devices)
+	entries := make([]deviceEntry, n)
+	caches := make([]deviceCaches, n)
+	devs := make([]*deviceEntry, n)
+	for i := range obj.Spec.Devices {
+		dev := &obj.Spec.Devices[i]
+		d := &entries[i]
+		*d = deviceEntry{
+			id:       DeviceID{Driver: e.pool.Driver, Pool: e.pool.Pool, Device: dev.Name},
+			slice:    e,
+			api:      dev,
+			cel:      &caches[i].view,
+			verdicts: &caches[i].verdicts,
+			plain:    &caches[i].plain,
+			idx:      i,
+		}
+		caches[i].view.driver, caches[i].view.api = obj.Spec.Driver, dev
+		if dev.NodeSelector != nil {
+			d.nodeSel, d.nodeSelErr = nodeaffinity.NewNodeSelector(dev.NodeSelector)
+		}
+		d.taints = effectiveTaints(e.taints, d)
+		devs[i] = d
+	}
+	return devs
+}
+
+// deviceCaches are what a device entry computes on first use; copies of the entry share them.
+type deviceCaches struct {
+	view     lazyView
+	verdicts verdicts
+	plain    atomic.Pointer[plainConsumption]
+}
+
+// plainConsumed is capacity.Consumed for a request without capacity requirements. The map must not be
+// modified.
+func (d *deviceEntry) plainConsumed() (map[resourceapi.QualifiedName]resource.Quantity, error) {
+	p := d.plain.Load()
+	if p == nil {
+		c, err := capacity.Consumed(nil, d.api.Capacity, d.slice.capOpts)
+		d.plain.CompareAndSwap(nil, &plainConsumption{consumed: c, err: err})
+		p = d.plain.Load()
+	}
+	return p.consumed, p.err
+}
+
+// effectiveTaints are a device's own taints followed by those the rules give it.
+func effectiveTaints(ev *taints.Evaluator, d *deviceEntry) []resourceapi.DeviceTaint {
+	if ev == nil {
+		return d.api.Taints
+	}
+	return ev.Taints(d.id.Driver, d.id.Pool, d.api)
+}
+
+// twins groups the devices of a slice that no check can tell apart: everything but the name is equal
+// (CEL does not see the name) and nothing ties a device to others or to state outside the slice (shared
+// counters, shares, binding conditions, per-device node selection). Entry i is the index of the first
+// device device i is interchangeable with (i itself for the first of a group), or -1. Only a search that
+// fails on a device asks, so the comparison is made then, once per entry.
+func (e *sliceEntry) twins() []int {
+	if p := e.caches.twins.Load(); p != nil {
+		return *p
+	}
+	devs := e.devices()
+	tw := make([]int, len(devs))
 	var firsts []int
-	for i, d := range e.devices {
-		d.twin = -1
+	for i, d := range devs {
+		tw[i] = -1
 		if e.perDeviceNodeSelection() || len(d.api.ConsumesCounters) > 0 || d.api.BindingConditions != nil ||
 			d.api.BindingFailureConditions != nil || (d.api.AllowMultipleAllocations != nil && *d.api.AllowMultipleAllocations) {
 			continue
 		}
 		for _, f := range firsts {
-			if sameButName(e.devices[f].api, d.api) {
-				d.twin = f
+			if sameButName(devs[f].api, d.api) {
+				tw[i] = f
 				break
 			}
 		}
-		if d.twin < 0 {
-			d.twin = i
+		if tw[i] < 0 {
+			tw[i] = i
 			firsts = append(firsts, i)
 		}
 	}
+	e.caches.twins.CompareAndSwap(nil, &tw)
+	return *e.caches.twins.Load()
 }
 
 func sameButName(x, y *resourceapi.Device) bool {
@@ -235,20 +311,33 @@ func samePtr[T comparable](x, y *T) bool {
 // attributes see the same CEL view, constraints the same attributes, capacity the same values), and the
 // effective taints, which rules may give by name, must both be empty.
 func interchangeable(x, y *deviceEntry) bool {
-	return x.slice == y.slice && x.twin >= 0 && x.twin == y.twin && len(x.taints) == 0 && len(y.taints) == 0
+	if x.slice != y.slice || len(x.taints) != 0 || len(y.taints) != 0 {
+		return false
+	}
+	tw := x.slice.twins()
+	return tw[x.idx] >= 0 && tw[x.idx] == tw[y.idx]
 }
 
-// withTaints returns a copy of the entry whose devices carry freshly computed effective taints; the
-// prepared CEL views are shared.
-func (s *sliceEntry) withTaints(effectiveTaints func(*deviceEntry) []resourceapi.DeviceTaint) *sliceEntry {
+// hasTwins: the device may have interchangeable siblings (see twins).
+func (d *deviceEntry) hasTwins() bool { return d.slice.twins()[d.idx] >= 0 }
+
+// withTaints returns a copy of the entry for other rules. Devices already prepared are copied with their
+// effective taints recomputed, sharing their CEL views and verdicts; otherwise the copy prepares its own.
+func (s *sliceEntry) withTaints(ev *taints.Evaluator) *sliceEntry {
 	c := *s
 	c.caches = &entryCaches{}
-	c.devices = make([]*deviceEntry, len(s.devices))
-	for i, d := range s.devices {
-		nd := *d
-		nd.slice = &c
-		nd.taints = effectiveTaints(&nd)
-		c.devices[i] = &nd
+	c.taints = ev
+	if p := s.caches.devices.Load(); p != nil {
+		devs := make([]*deviceEntry, len(*p))
+		entries := make([]deviceEntry, len(*p))
+		for i, d := range *p {
+			entries[i] = *d
+			nd := &entries[i]
+			nd.slice = &c
+			nd.taints = effectiveTaints(ev, nd)
+			devs[i] = nd
+		}
+		c.caches.devices.Store(&devs)
 	}
 	return &c
 }
@@ -283,7 +372,7 @@ func (s *sliceEntry) sliceFor(node *v1.Node) (bool, error) {
 		return ok, nil
 	}
 	if s.perDeviceNodeSelection() {
-		for i, d := range s.devices {
+		for i, d := range s.devices() {
 			ok, err := d.availableOn(node)
 			if err != nil {
 				return false, inputError("ResourceSlice "+s.obj.Name, fmt.Sprintf("spec.devices[%d].nodeSelector", i), fmt.Errorf("node selection: %w", err))

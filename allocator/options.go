@@ -59,6 +59,10 @@ type Options struct {
 	// Logger receives one line per Allocate call at V(5), as the Kubernetes allocator logs; the zero value
 	// discards.
 	Logger logr.Logger
+	// NoCopy makes the snapshot keep the objects it is given instead of copying them. The caller must then
+	// never modify an object after handing it over; objects from an informer's cache qualify, as they must
+	// not be modified anyway. The copy is most of the cost of adding a slice.
+	NoCopy bool
 	// CEL is the environment that compiles and evaluates selectors. nil means a new environment with the
 	// features above; share one Env between snapshots to share its compile cache.
 	CEL *celenv.Env

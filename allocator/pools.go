@@ -228,7 +228,7 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 	}
 	names := map[string]bool{}
 	for _, e := range p.slices {
-		for _, d := range e.devices {
+		for _, d := range e.devices() {
 			if names[d.id.Device] {
 				return p.markInvalid(fmt.Sprintf("duplicate device name %s", d.id.Device))
 			}
@@ -250,7 +250,7 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 	}
 	for _, list := range [][]*sliceEntry{p.slices, p.others} {
 		for _, e := range list {
-			for _, d := range e.devices {
+			for _, d := range e.devices() {
 				for _, c := range d.api.ConsumesCounters {
 					i, ok := p.counterIdx[c.CounterSet]
 					if !ok {
@@ -278,7 +278,7 @@ func (p *pool) hasBindingConditions() bool { return p.binding }
 
 func computeBinding(p *pool) *pool {
 	for _, e := range p.slices {
-		for _, d := range e.devices {
+		for _, d := range e.devices() {
 			if d.api.BindingConditions != nil {
 				p.binding = true
 				return p
@@ -297,8 +297,10 @@ type poolCache struct{}
 
 // entryCaches are the caches that hang off a slice entry.
 type entryCaches struct {
-	pool poolSlot
-	node nodeSlot
+	pool    poolSlot
+	node    nodeSlot
+	devices atomic.Pointer[[]*deviceEntry] // see sliceEntry.devices
+	twins   atomic.Pointer[[]int]          // see sliceEntry.twins
 }
 
 // poolSlot holds the pool last built from a slice entry and the slices that came with it.

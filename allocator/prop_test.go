@@ -152,3 +152,19 @@ func TestPropFitsAgreesWithAllocate(t *testing.T) {
 		}
 	})
 }
+
+// A snapshot that keeps its inputs (NoCopy) answers as one that copies them.
+func TestPropNoCopyAnswersAsCopy(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(t, "cluster")
+		copied := allocator.NewSnapshot(options(c))
+		load(t, copied, c, func(int) bool { return true })
+		opts := options(c)
+		opts.NoCopy = true
+		kept := allocator.NewSnapshot(opts)
+		load(t, kept, c, func(int) bool { return true })
+		if got, want := allocateOn(kept, c), allocateOn(copied, c); !reflect.DeepEqual(got, want) {
+			t.Fatalf("NoCopy answered\n%+v\ncopying snapshot answered\n%+v", got, want)
+		}
+	})
+}

@@ -129,9 +129,10 @@ func (a *allocation) allocateOne(pos position, allocSub bool, start location) (b
 			if pi == start.pool && si == start.slice {
 				di0 = start.device
 			}
+			devs := e.devices()
 		devices:
-			for di := di0; di < len(e.devices); di++ {
-				d := e.devices[di]
+			for di := di0; di < len(devs); di++ {
+				d := devs[di]
 				for _, f := range failed[:nFailed] {
 					if interchangeable(f, d) {
 						continue devices
@@ -142,7 +143,7 @@ func (a *allocation) allocateOne(pos position, allocSub bool, start location) (b
 				if err != nil || done {
 					return done, err
 				}
-				if tried && d.twin >= 0 && nFailed < len(failed) {
+				if tried && nFailed < len(failed) && d.hasTwins() {
 					failed[nFailed] = d
 					nFailed++
 				}

@@ -15,8 +15,9 @@ import (
 )
 
 // Snapshot is the cluster as the allocator sees it: ResourceSlices, DeviceClasses, ResourceClaims
-// (allocated ones are the allocated state), DeviceTaintRules and Nodes. Objects are copied and prepared
-// when they are added or updated, so that [Snapshot.Allocate] only decides.
+// (allocated ones are the allocated state), DeviceTaintRules and Nodes. Objects are copied (unless
+// Options.NoCopy) and indexed when they are added or updated; a slice's devices are prepared for CEL when
+// a call first meets them, and stay prepared, so that [Snapshot.Allocate] only decides.
 //
 // A Snapshot is safe for concurrent use. Allocate calls run in parallel with each other; changes wait for
 // running Allocate calls and are seen by later ones.
@@ -84,20 +85,22 @@ func (s *Snapshot) change(fn func(*Snapshot) error) error {
 	return nil
 }
 
-func (s *Snapshot) effectiveTaints(d *deviceEntry) []resourceapi.DeviceTaint {
-	if s.st.taints == nil {
-		return d.api.Taints
+// own returns the object the snapshot keeps: a copy, or the object itself with Options.NoCopy.
+func own[T interface{ DeepCopy() T }](s *Snapshot, obj T) T {
+	if s.opts.NoCopy {
+		return obj
 	}
-	return s.st.taints.Taints(d.id.Driver, d.id.Pool, d.api)
+	return obj.DeepCopy()
 }
 
-// AddOrUpdateSlice adds a ResourceSlice or replaces the one with the same name. The slice is copied; its
-// devices are prepared for CEL and their effective taints computed.
+// AddOrUpdateSlice adds a ResourceSlice or replaces the one with the same name. The slice is copied (unless
+// Options.NoCopy) and indexed; its devices are prepared, with their effective taints, when an Allocate
+// call first meets them. The cost is that of the copy and the indexes, whatever the number of slices.
 func (s *Snapshot) AddOrUpdateSlice(slice *resourceapi.ResourceSlice) error {
 	if slice == nil {
 		return inputError("ResourceSlice", "", errors.New("nil object"))
 	}
-	slice = slice.DeepCopy()
+	slice = own(s, slice)
 	return s.change(func(s *Snapshot) error {
 		st := s.st
 		seq := st.seq
@@ -105,7 +108,7 @@ func (s *Snapshot) AddOrUpdateSlice(slice *resourceapi.ResourceSlice) error {
 		if exists {
 			seq = old.seq
 		}
-		e, err := newSliceEntry(slice, seq, s.effectiveTaints, s.capOpts())
+		e, err := newSliceEntry(slice, seq, s.st.taints, s.capOpts())
 		if err != nil {
 			return err
 		}
@@ -129,7 +132,9 @@ func (s *Snapshot) DeleteSlice(name string) error {
 	})
 }
 
-// AddOrUpdateClass adds a DeviceClass or replaces the one with the same name. The class is copied.
+// AddOrUpdateClass adds a DeviceClass or replaces the one with the same name. The class is copied (unless
+// Options.NoCopy) and its selectors compiled; a selector that does not compile fails the calls that use
+// the class, with the error naming it.
 func (s *Snapshot) AddOrUpdateClass(class *resourceapi.DeviceClass) error {
 	if class == nil {
 		return inputError("DeviceClass", "", errors.New("nil object"))
@@ -137,7 +142,7 @@ func (s *Snapshot) AddOrUpdateClass(class *resourceapi.DeviceClass) error {
 	if class.Name == "" {
 		return inputError("DeviceClass", "metadata.name", errors.New("must not be empty"))
 	}
-	class = class.DeepCopy()
+	class = own(s, class)
 	return s.change(func(s *Snapshot) error {
 		s.st.classes[class.Name] = newClassEntry(class, s.env)
 		return nil
@@ -162,7 +167,7 @@ func (s *Snapshot) AddOrUpdateClaim(claim *resourceapi.ResourceClaim) error {
 	if claim.Name == "" {
 		return inputError("ResourceClaim", "metadata.name", errors.New("must not be empty"))
 	}
-	claim = claim.DeepCopy()
+	claim = own(s, claim)
 	return s.change(func(s *Snapshot) error {
 		key := types.NamespacedName{Namespace: claim.Namespace, Name: claim.Name}
 		if old, ok := s.st.claims[key]; ok {
@@ -197,7 +202,7 @@ func (s *Snapshot) AddOrUpdateTaintRule(rule *resourceapi.DeviceTaintRule) error
 	if rule.Name == "" {
 		return inputError("DeviceTaintRule", "metadata.name", errors.New("must not be empty"))
 	}
-	rule = rule.DeepCopy()
+	rule = own(s, rule)
 	return s.change(func(s *Snapshot) error {
 		old, existed := s.st.rules[rule.Name]
 		s.st.rules[rule.Name] = rule
@@ -246,7 +251,7 @@ func (s *Snapshot) retaint() error {
 	}
 	for _, e := range entries {
 		st.removeSlice(e)
-		st.insertSlice(e.withTaints(s.effectiveTaints))
+		st.insertSlice(e.withTaints(ev))
 	}
 	return nil
 }
@@ -259,7 +264,7 @@ func (s *Snapshot) AddOrUpdateNode(node *v1.Node) error {
 	if node.Name == "" {
 		return inputError("Node", "metadata.name", errors.New("must not be empty"))
 	}
-	node = node.DeepCopy()
+	node = own(s, node)
 	return s.change(func(s *Snapshot) error {
 		s.st.nodes[node.Name] = node
 		return nil

@@ -43,7 +43,7 @@ func (a *allocation) rankCandidates(r *request) ([]location, error) {
 		}
 		var sets *poolSets
 		for si, e := range p.slices {
-			for di, d := range e.devices {
+			for di, d := range e.devices() {
 				ok, err := a.selectable(r, d)
 				if err != nil {
 					return nil, err
@@ -140,7 +140,7 @@ func seenBefore(done []resourceapi.DeviceCounterConsumption, o *deviceEntry) boo
 func newPoolSets(p *pool) *poolSets {
 	ps := &poolSets{users: map[string][]*deviceEntry{}, names: make([][]string, len(p.counterSets))}
 	for _, e := range p.slices {
-		for _, d := range e.devices {
+		for _, d := range e.devices() {
 			for _, dc := range d.api.ConsumesCounters {
 				ps.users[dc.CounterSet] = append(ps.users[dc.CounterSet], d)
 			}
@@ -263,7 +263,7 @@ func (a *allocation) allocateRanked(pos position, allocSub bool, r *request, nex
 	for k := start.rank; k < len(order); k++ {
 		at := order[k]
 		p := a.pools[at.pool]
-		d := p.slices[at.slice].devices[at.device]
+		d := p.slices[at.slice].devices()[at.device]
 		done, _, err := a.tryDevice(pos, next, allocSub, r, candidate{dev: d, pool: p}, false, location{order: order, rank: k + 1})
 		if err != nil || done {
 			return done, err

@@ -2,7 +2,6 @@ package celenv
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/blang/semver/v4"
@@ -102,34 +101,44 @@ func NewDevice(driver string, dev *resourceapi.Device) *Device {
 	}
 
 	d.attrs = map[string]map[string]ref.Val{}
-	for _, name := range sortedNames(attributes) {
-		val, err := attributeValue(attributes[name])
+	// Map order does not matter: the error kept is the first by name, and of
+	// two names for one attribute ("model" and "<driver>/model") the last by
+	// name wins.
+	var errName resourceapi.QualifiedName
+	for name, attr := range attributes {
+		val, err := attributeValue(attr)
 		if err != nil {
-			if d.err == nil {
-				d.err = fmt.Errorf("attribute %s: %w", name, err)
+			if d.err == nil || name < errName {
+				d.err, errName = fmt.Errorf("attribute %s: %w", name, err), name
 			}
 			continue
 		}
 		domain, id := splitQualifiedName(name, driver)
 		d.noteKey(domain, id)
-		if !attributeWithinLimits(attributes[name]) {
+		if !attributeWithinLimits(attr) {
 			d.withinLimits = false
 		}
 		if d.attrs[domain] == nil {
 			d.attrs[domain] = map[string]ref.Val{}
 		}
+		if _, dup := d.attrs[domain][id]; dup && string(name) < otherName(name, domain, id) {
+			continue
+		}
 		d.attrs[domain][id] = val
 	}
 	d.caps = map[string]map[string]ref.Val{}
-	for _, name := range sortedNames(capacity) {
+	for name, c := range capacity {
 		domain, id := splitQualifiedName(name, driver)
 		d.noteKey(domain, id)
-		q := &quantityVal{q: capacity[name].Value.DeepCopy()}
+		q := &quantityVal{q: c.Value.DeepCopy()}
 		// String caches its result inside the Quantity; fill the cache now,
 		// while the value is not yet shared.
 		_ = q.q.String()
 		if d.caps[domain] == nil {
 			d.caps[domain] = map[string]ref.Val{}
+		}
+		if _, dup := d.caps[domain][id]; dup && string(name) < otherName(name, domain, id) {
+			continue
 		}
 		d.caps[domain][id] = q
 	}
@@ -177,13 +186,13 @@ func nestedMap(m map[string]map[string]ref.Val) *stringMap {
 	return newStringMap(outer, emptyMap)
 }
 
-func sortedNames[V any](m map[resourceapi.QualifiedName]V) []resourceapi.QualifiedName {
-	names := make([]resourceapi.QualifiedName, 0, len(m))
-	for name := range m {
-		names = append(names, name)
+// otherName is the other spelling of an attribute or capacity name of the
+// driver's domain: "<domain>/<id>" for "<id>" and the reverse.
+func otherName(name resourceapi.QualifiedName, domain, id string) string {
+	if strings.Contains(string(name), "/") {
+		return id
 	}
-	slices.Sort(names)
-	return names
+	return domain + "/" + id
 }
 
 // splitQualifiedName splits "<domain>/<id>"; a name without a domain

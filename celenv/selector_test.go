@@ -291,3 +291,27 @@ func TestMatchesNilDevice(t *testing.T) {
 		t.Fatalf("got %v, want ErrRuntime", err)
 	}
 }
+
+// A device is prepared the same way whatever order its maps are read in: of two bad attributes the error
+// names the first by name, and of two spellings of one attribute ("model" and "<driver>/model") the last
+// by name wins.
+func TestNewDeviceIsDeterministic(t *testing.T) {
+	for range 20 {
+		dev := testGPU()
+		dev.Attributes["zz-bad"] = resourceapi.DeviceAttribute{}
+		dev.Attributes["aa-bad"] = resourceapi.DeviceAttribute{VersionValue: ptr.To("9.0")}
+		if _, err := eval(t, `true`, dev); err == nil || !strings.Contains(err.Error(), "attribute aa-bad") {
+			t.Fatalf("got %v, want the error of attribute aa-bad", err)
+		}
+
+		dev = testGPU()
+		dev.Attributes["spelled"] = resourceapi.DeviceAttribute{StringValue: ptr.To("short")}
+		dev.Attributes["gpu.nvidia.com/spelled"] = resourceapi.DeviceAttribute{StringValue: ptr.To("qualified")}
+		dev.Capacity["slots"] = resourceapi.DeviceCapacity{Value: resource.MustParse("1")}
+		dev.Capacity["gpu.nvidia.com/slots"] = resourceapi.DeviceCapacity{Value: resource.MustParse("2")}
+		ok, err := eval(t, `device.attributes["gpu.nvidia.com"].spelled == "short" && device.capacity["gpu.nvidia.com"].slots == quantity("1")`, dev)
+		if err != nil || !ok {
+			t.Fatalf("got %v, %v; want the unqualified spellings (last by name) to win", ok, err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync/atomic"
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
@@ -19,17 +20,27 @@ import (
 // device.capacity: device.attributes["unknown.example.com"] is an empty map,
 // not an error. Get, "in" and iteration still see only the real keys.
 type stringMap struct {
-	keys     []ref.Val // sorted, boxed once
 	vals     map[string]ref.Val
 	fallback ref.Val
+	// sorted are the keys, sorted and boxed once, on first iteration: most
+	// maps are only ever indexed.
+	sorted atomic.Pointer[[]ref.Val]
 }
 
 var _ traits.Mapper = (*stringMap)(nil)
 
 // newStringMap builds a map from vals, which it keeps.
 func newStringMap(vals map[string]ref.Val, fallback ref.Val) *stringMap {
-	names := make([]string, 0, len(vals))
-	for k := range vals {
+	return &stringMap{vals: vals, fallback: fallback}
+}
+
+// keys returns the sorted keys. It is safe for concurrent use.
+func (m *stringMap) keys() []ref.Val {
+	if k := m.sorted.Load(); k != nil {
+		return *k
+	}
+	names := make([]string, 0, len(m.vals))
+	for k := range m.vals {
 		names = append(names, k)
 	}
 	slices.Sort(names)
@@ -37,7 +48,8 @@ func newStringMap(vals map[string]ref.Val, fallback ref.Val) *stringMap {
 	for i, k := range names {
 		keys[i] = types.String(k)
 	}
-	return &stringMap{keys: keys, vals: vals, fallback: fallback}
+	m.sorted.CompareAndSwap(nil, &keys)
+	return *m.sorted.Load()
 }
 
 var emptyMap = newStringMap(map[string]ref.Val{}, nil)
@@ -81,9 +93,9 @@ func (m *stringMap) Find(key ref.Val) (ref.Val, bool) {
 	return v, found
 }
 
-func (m *stringMap) Iterator() traits.Iterator { return &keyIterator{keys: m.keys} }
+func (m *stringMap) Iterator() traits.Iterator { return &keyIterator{keys: m.keys()} }
 
-func (m *stringMap) Size() ref.Val { return types.Int(len(m.keys)) }
+func (m *stringMap) Size() ref.Val { return types.Int(len(m.vals)) }
 
 func (m *stringMap) Equal(other ref.Val) ref.Val {
 	o, ok := other.(traits.Mapper)
@@ -93,7 +105,7 @@ func (m *stringMap) Equal(other ref.Val) ref.Val {
 	if o.Size() != m.Size() {
 		return types.False
 	}
-	for _, k := range m.keys {
+	for _, k := range m.keys() {
 		ov, found := o.Find(k)
 		if !found {
 			return types.False

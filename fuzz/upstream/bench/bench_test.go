@@ -58,15 +58,13 @@ func BenchmarkBlowUp(b *testing.B) {
 	}
 }
 
-// BenchmarkBuild is scenario 4: building the snapshot of 1000 nodes against upstream's per-pod construction,
-// and updating one slice of a built snapshot.
+// BenchmarkBuild is scenario 4: building the snapshot of 1000 nodes (copying the objects, and keeping them
+// with NoCopy as upstream does) against upstream's per-pod construction, and updating one slice of a built
+// snapshot.
 func BenchmarkBuild(b *testing.B) {
 	ctx := context.Background()
 	cluster := Fleet(1000, 8)
-	for _, impl := range Impls {
-		if impl.SameBuild {
-			continue
-		}
+	for _, impl := range buildImpls() {
 		b.Run("nodes=1000/"+impl.Name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -76,11 +74,28 @@ func BenchmarkBuild(b *testing.B) {
 			}
 		})
 	}
+	// Upstream builds its view of a node's pools in every Allocate call (GatherPools, before it looks at
+	// the claims): its construction for a filter pass is NewAllocator plus one call without claims per node.
+	b.Run("nodes=1000/upstream-per-call-construction", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			u, err := NewUpstream(ctx, cluster, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, node := range cluster.Nodes {
+				if _, err := u.Allocate(ctx, node, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 	b.Run("update-one-slice/dralloc", func(b *testing.B) {
 		s, err := NewSnapshot(cluster, allocator.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
+		warmUp(b, drallocFits{s}, cluster, []*resourceapi.ResourceClaim{GPUClaim("claim", 1)}, Fits)
 		gen := int64(1)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -90,6 +105,50 @@ func BenchmarkBuild(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkBuildAndFilter is what a one-shot user (a simulation that builds its view of the cluster and
+// asks once) pays: the build of scenario 4 followed by one filter pass of scenario 1 (one GPU), in which
+// dralloc prepares every device it meets.
+func BenchmarkBuildAndFilter(b *testing.B) {
+	ctx := context.Background()
+	cluster := Fleet(1000, 8)
+	claims := []*resourceapi.ResourceClaim{GPUClaim("claim", 1)}
+	for _, impl := range buildImpls() {
+		b.Run("nodes=1000/"+impl.Name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				f, err := impl.New(ctx, cluster)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, node := range cluster.Nodes {
+					if got := f.Filter(ctx, node, claims); got != Fits {
+						b.Fatalf("node %s: outcome %d, want %d", node.Name, got, Fits)
+					}
+				}
+			}
+		})
+	}
+}
+
+// buildImpls are the impls that build differently: dralloc copying its inputs, dralloc keeping them
+// (NoCopy, filtering with Fits) and upstream.
+func buildImpls() []Impl {
+	var out []Impl
+	for _, impl := range Impls {
+		if impl.SameBuild {
+			continue
+		}
+		out = append(out, impl)
+		if impl.Name == "dralloc" {
+			out = append(out, Impl{Name: "dralloc-nocopy", New: func(_ context.Context, c Cluster) (Filter, error) {
+				s, err := NewSnapshot(c, allocator.Options{NoCopy: true})
+				return drallocFits{s}, err
+			}})
+		}
+	}
+	return out
 }
 
 // BenchmarkParallelFilter is scenario 5: scenario 1 (1000 nodes, two GPUs) with nodes filtered in parallel;
