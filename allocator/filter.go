@@ -17,10 +17,10 @@ import (
 // node selection, which depends on the node, is cached for the call. CEL failures are fatal, as in
 // Kubernetes (they are reported for the first device they happen on, in visiting order).
 func (a *allocation) selectable(r *request, d *deviceEntry) (bool, error) {
-	if !a.f.bindingAndStatus() && len(d.api.BindingConditions) > 0 {
+	if !a.f.bindingAndStatus() && d.binding {
 		return false, nil
 	}
-	perDevice := d.slice.perDeviceNodeSelection()
+	perDevice := d.perDevice
 	key := matchKey{dev: d, req: r}
 	if perDevice {
 		if v, ok := a.matches[key]; ok {

@@ -96,6 +96,10 @@ type deviceEntry struct {
 	plain *atomic.Pointer[plainConsumption]
 	// idx is the device's index in its slice.
 	idx int
+	// Flags read by every candidate check, kept here so that a check touches one cache line rather than
+	// the API object: the slice's per-device node selection and skipNodeOperations, the device's
+	// allowMultipleAllocations, binding conditions (a non-empty list) and counters.
+	perDevice, skipNodeOps, multi, binding, counters bool
 	// verdicts caches selector results for cel, across Allocate calls and forks.
 	verdicts *verdicts
 }
@@ -193,6 +197,12 @@ func (e *sliceEntry) prepareDevices() []*deviceEntry {
 			verdicts: &caches[i].verdicts,
 			plain:    &caches[i].plain,
 			idx:      i,
+
+			perDevice:   e.perDevice,
+			skipNodeOps: len(obj.Spec.SkipNodeOperations) > 0,
+			multi:       dev.AllowMultipleAllocations != nil && *dev.AllowMultipleAllocations,
+			binding:     len(dev.BindingConditions) > 0,
+			counters:    len(dev.ConsumesCounters) > 0,
 		}
 		caches[i].view.driver, caches[i].view.api = obj.Spec.Driver, dev
 		if dev.NodeSelector != nil {

@@ -295,7 +295,7 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 	d := c.dev
 	cs := &a.perClaim[pos.claim]
 	u := undo{pos: pos, c: c, req: r, resultsBefore: len(cs.results)}
-	multi := a.f.DRAConsumableCapacity && d.api.AllowMultipleAllocations != nil && *d.api.AllowMultipleAllocations
+	multi := a.f.DRAConsumableCapacity && d.multi
 	if !multi && r.adminAccess && a.taken.byClaim(d, pos.claim) {
 		return false, u, nil
 	}
@@ -304,17 +304,17 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 	}
 	// Only the experimental implementation knows skipNodeOperations; the others allocate such devices
 	// as if the field were not set.
-	if len(d.slice.obj.Spec.SkipNodeOperations) > 0 && a.f.implementation() == implExperimental {
+	if d.skipNodeOps && a.f.implementation() == implExperimental {
 		if !a.f.DRAOptionalNodeOperations || !nodeDeclares(a.node.Status.DeclaredFeatures, "DRAOptionalNodeOperations") {
 			return false, u, nil
 		}
 	}
-	if !a.f.DRAPartitionableDevices && len(d.api.ConsumesCounters) > 0 {
+	if !a.f.DRAPartitionableDevices && d.counters {
 		return false, u, nil
 	}
 	// A device that already serves shares has had its counters consumed by the first share.
 	skipCounters := multi && a.sharesInUse(d.id)
-	if !skipCounters && len(d.api.ConsumesCounters) > 0 {
+	if !skipCounters && d.counters {
 		ctr := a.poolCounters(c.pool)
 		if !ctr.Fits(d.api.ConsumesCounters) {
 			return false, u, nil
