@@ -91,6 +91,8 @@ type allocation struct {
 	pools   []*pool
 	steps   int
 	short   shortfall // set when failing fast found a request without enough candidates
+	indep   []int8    // per request slot: unknown (0), independent of the slots before it (1) or not (2)
+	sides   [2]sideOf // what the requests before and after a slot can take (see independent)
 
 	perClaim []claimState
 	scratch
@@ -231,7 +233,7 @@ func (a *allocation) search() (bool, error) {
 	}
 	done, err := a.allocateOne(position{}, false, location{})
 	switch {
-	case errors.Is(err, errResultsExceeded):
+	case errors.Is(err, errResultsExceeded), errors.Is(err, errDoomed):
 		return false, nil
 	case err != nil:
 		return false, err

@@ -16,6 +16,8 @@ type constraint interface {
 	add(r *request, d *deviceEntry) (bool, error)
 	// remove takes back the device added last for r.
 	remove(r *request, d *deviceEntry)
+	// appliesTo: the constraint names r.
+	appliesTo(r *request) bool
 }
 
 type constraintBase struct {

@@ -43,6 +43,7 @@ func getAllocation() *allocation {
 	a := allocations.Get().(*allocation)
 	a.steps = 0
 	a.short = shortfall{}
+	a.indep = a.indep[:0]
 	clear(a.matches)
 	clear(a.derived)
 	a.taken.reset()
@@ -69,6 +70,10 @@ func putAllocation(a *allocation) {
 	clear(a.entryBuf)
 	clear(a.byPool)
 	a.taken.reset()
+	for i := range a.sides {
+		clear(a.sides[i].devices)
+		clear(a.sides[i].counters)
+	}
 	allocations.Put(a)
 }
 

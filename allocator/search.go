@@ -34,6 +34,18 @@ type location struct {
 // at pos and recurses for the rest, undoing and trying the next device when the rest fails. allocSub is
 // true when pos.sub has already been chosen by the caller.
 func (a *allocation) allocateOne(pos position, allocSub bool, start location) (bool, error) {
+	done, err := a.allocateStep(pos, allocSub, start)
+	// A request slot (all its alternatives) failed: when nothing before it can change that, no other
+	// choice before it is worth trying.
+	if err == nil && !done && pos.device == 0 && !allocSub && pos.claim < len(a.claims) &&
+		pos.req < len(a.perClaim[pos.claim].slots) && a.independent(pos.claim, pos.req) {
+		return false, errDoomed
+	}
+	return done, err
+}
+
+// allocateStep is one step of allocateOne.
+func (a *allocation) allocateStep(pos position, allocSub bool, start location) (bool, error) {
 	a.steps++
 	if budget := a.s.opts.StepBudget; budget > 0 && a.steps > budget {
 		return false, fmt.Errorf("%w after %d steps", ErrSearchBudget, budget)

@@ -58,6 +58,25 @@ func BenchmarkBlowUp(b *testing.B) {
 	}
 }
 
+// BenchmarkBlowUpIndependent is scenario 3 where counting cannot decide: k of 32 GPUs that all differ
+// (no two are interchangeable) and two NICs on one NUMA node, which the node's two NICs are not. Upstream
+// tries every combination of k GPUs before giving up; dralloc sees that the NIC request fails whatever
+// the GPUs are and stops at its first failure.
+func BenchmarkBlowUpIndependent(b *testing.B) {
+	cluster := Fleet(1, 32)
+	cluster.Slices = append(cluster.Slices, NICSlice(cluster.Nodes[0].Name))
+	for _, k := range []int64{1, 2, 3, 4, 8, 16} {
+		for _, impl := range Impls {
+			if impl.Name == "upstream" && k > 3 {
+				continue
+			}
+			b.Run(fmt.Sprintf("k=%d/%s", k, impl.Name), func(b *testing.B) {
+				filterLoop(b, impl, cluster, GPUsAndNICPairClaim(k), DoesNotFit)
+			})
+		}
+	}
+}
+
 // BenchmarkBuild is scenario 4: building the snapshot of 1000 nodes (copying the objects, and keeping them
 // with NoCopy as upstream does) against upstream's per-pod construction, and updating one slice of a built
 // snapshot.

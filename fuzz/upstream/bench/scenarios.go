@@ -151,3 +151,42 @@ func (c Cluster) HalfUsed() Cluster {
 	}
 	return out
 }
+
+// NICSlice is a slice of two NICs (driver nic.example.com, which the NIC class selects) of the node, on
+// NUMA nodes 0 and 1.
+func NICSlice(node string) *resourceapi.ResourceSlice {
+	slice := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-nic.example.com"},
+		Spec: resourceapi.ResourceSliceSpec{
+			Driver:   "nic.example.com",
+			NodeName: ptr.To(node),
+			Pool:     resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
+		},
+	}
+	for i := range 2 {
+		slice.Spec.Devices = append(slice.Spec.Devices, resourceapi.Device{
+			Name:       fmt.Sprintf("nic-%d", i),
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"numaNode": {IntValue: ptr.To(int64(i))}},
+		})
+	}
+	return slice
+}
+
+// GPUsAndNICPairClaim asks for k GPUs and two NICs on the same NUMA node, which the NICs of NICSlice are
+// not: the NIC request fails whichever GPUs were taken.
+func GPUsAndNICPairClaim(k int64) *resourceapi.ResourceClaim {
+	claim := GPUClaim(fmt.Sprintf("gpus-%d-and-nic-pair", k), k)
+	claim.Spec.Devices.Requests = append(claim.Spec.Devices.Requests, resourceapi.DeviceRequest{
+		Name: "nics",
+		Exactly: &resourceapi.ExactDeviceRequest{
+			DeviceClassName: NICClass,
+			AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
+			Count:           2,
+		},
+	})
+	claim.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{
+		Requests:       []string{"nics"},
+		MatchAttribute: ptr.To(resourceapi.FullyQualifiedName("nic.example.com/numaNode")),
+	}}
+	return claim
+}
