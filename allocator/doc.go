@@ -6,15 +6,16 @@
 //   - A [Snapshot] holds the cluster: ResourceSlices, DeviceClasses, ResourceClaims (those with an
 //     allocation make up the allocated state: devices in exclusive use, shares of devices with
 //     allowMultipleAllocations and their consumed capacity), DeviceTaintRules and Nodes. Every object is
-//     prepared when it is added or changed: devices are converted once into prepared CEL views, their
-//     effective taints are computed, and indexes (slices per node, network-attached slices, slices per
-//     pool and generation) are kept up to date. [Snapshot.Fork] gives a cheap copy for what-if questions
-//     that can be committed back or thrown away.
+//     indexed when it is added or changed (slices per node, network-attached slices, slices per pool and
+//     generation, class selectors compiled); a slice's devices are prepared once, when a call first meets
+//     them: effective taints, CEL views, node selectors. [Snapshot.Fork] gives a cheap copy for what-if
+//     questions that can be committed back or thrown away.
 //   - [Snapshot.Allocate] answers one question for one node: can these claims be allocated here, and
 //     with which devices. It returns one resourceapi.AllocationResult per claim, an error wrapping
 //     [ErrUnsatisfiable] (as *[UnsatisfiableError]) when they do not fit, or an error wrapping
 //     [ErrInvalidInput] (as *[InputError]) naming the object and field when the input is one that
-//     Kubernetes would refuse to allocate at all.
+//     Kubernetes would refuse to allocate at all. [Snapshot.Fits] is the same search without building
+//     the answer: what a filter asks of every node, allocating nothing.
 //
 // The default strategy, [FirstFit], visits pools, slices and devices in the order the Kubernetes
 // allocator (k8s.io/dynamic-resource-allocation/structured) visits them and therefore picks the same
@@ -31,7 +32,8 @@
 //
 // A Snapshot is safe for concurrent use: many goroutines may call Allocate at the same time (a scheduler
 // filters nodes in parallel) while updates wait for them. Inputs are never mutated: objects handed to a
-// Snapshot are copied, and results share no memory with the snapshot.
+// Snapshot are copied (with Options.NoCopy they are kept as they are, for callers whose objects never
+// change, like an informer's), and results share no memory with the snapshot.
 //
 // # Same answers as Kubernetes
 //
@@ -55,18 +57,22 @@
 //
 // # Cost
 //
-// Work that depends only on the objects is done when they change: effective taints, parsed node
-// selectors, what a request without capacity requirements consumes; a device's CEL view is built the
-// first time an expression needs it. Selector verdicts are kept on the device per compiled selector
-// and pools on the slices they are built from, across calls, so a lookup is a few pointer comparisons.
-// The working state of a call is reused (a sync.Pool): a call where the claims do not fit allocates only
-// its error and reason, and one where they fit allocates only the results it returns. Before searching,
-// Allocate checks that every request without alternatives has enough candidate devices, so a claim
-// nothing can serve fails at once instead of after every combination of the other requests. Devices of
-// a slice that differ only in name are interchangeable: once the search fails after taking one, it
-// skips the others at that position, so it never tries permutations of identical devices (Kubernetes
-// tries them and fails too, so the answers are the same). Options.StepBudget bounds what is left, and
-// running out of it is reported as [ErrSearchBudget], never as [ErrUnsatisfiable].
+// Work that depends only on the objects is done once, not per call: a slice is indexed when it changes,
+// and its devices are prepared (effective taints, parsed node selectors) the first time a call meets
+// them; a device's CEL view is built the first time an expression needs it, and what a request without
+// capacity requirements consumes the first time it is asked. Selector verdicts are kept on the device
+// per compiled selector, pools on the slices they are built from, and the pools a node sees on the
+// node's slices, across calls, so a lookup is a few pointer comparisons. The working state of a call is
+// reused (a sync.Pool): Fits allocates nothing, a call where the claims do not fit allocates only its
+// error and reason, and one where they fit only the results it returns. Before searching, Allocate
+// checks that every request without alternatives has enough candidate devices, so a claim nothing can
+// serve fails at once instead of after every combination of the other requests. Devices of a slice that
+// differ only in name are interchangeable: once the search fails after taking one, it skips the others
+// at that position, so it never tries permutations of identical devices (Kubernetes tries them and
+// fails too, so the answers are the same). When a request fails and nothing ties it or the requests
+// after it to the ones before (no shared device, counter set or constraint), no other choice before it
+// can help, and the search ends. Options.StepBudget bounds what is left, and running out of it is
+// reported as [ErrSearchBudget], never as [ErrUnsatisfiable].
 //
 // Imports: celenv (CEL selectors), capacity (consumable capacity and shared counters), taints (device
 // taints and tolerations), k8s.io/api, k8s.io/apimachinery and k8s.io/component-helpers (node selector

@@ -54,8 +54,8 @@ func newClassEntry(class *resourceapi.DeviceClass, env *celenv.Env) *classEntry 
 	return c
 }
 
-// sliceEntry is a ResourceSlice as the snapshot keeps it: a private copy, prepared once. Entries are
-// immutable once built; a change builds a new entry, so forks can share them.
+// sliceEntry is a ResourceSlice as the snapshot keeps it, indexed; its devices are prepared on first use.
+// Entries are immutable once built (caches aside); a change builds a new entry, so forks can share them.
 type sliceEntry struct {
 	obj *resourceapi.ResourceSlice
 	// seq is the order in which the slice was first added; the Kubernetes allocator reads slices in
