@@ -18,6 +18,8 @@ type constraint interface {
 	remove(r *request, d *deviceEntry)
 	// appliesTo: the constraint names r.
 	appliesTo(r *request) bool
+	// attribute is the attribute the constraint compares.
+	attribute() resourceapi.FullyQualifiedName
 }
 
 type constraintBase struct {
@@ -227,11 +229,15 @@ func (m *matchAttribute) remove(r *request, _ *deviceEntry) {
 }
 
 // distinctAttribute: no two devices of the named requests share a value of the attribute.
+func (m *matchAttribute) attribute() resourceapi.FullyQualifiedName { return m.attr }
+
 type distinctAttribute struct {
 	constraintBase
 	attr  resourceapi.FullyQualifiedName
 	added []*resourceapi.DeviceAttribute
 }
+
+func (m *distinctAttribute) attribute() resourceapi.FullyQualifiedName { return m.attr }
 
 func (m *distinctAttribute) add(r *request, d *deviceEntry) (bool, error) {
 	if !m.appliesTo(r) {

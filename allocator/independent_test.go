@@ -22,8 +22,8 @@ func independentCluster(t *testing.T, budget int, constraints ...resourceapi.Dev
 		devs = append(devs, device(fmt.Sprintf("gpu-%d", i), map[string]any{"kind": "gpu", "serial": i, "numa": i % 2}))
 	}
 	devs = append(devs,
-		device("nic-0", map[string]any{"kind": "nic", "numa": 0}),
-		device("nic-1", map[string]any{"kind": "nic", "numa": 1}))
+		device("nic-0", map[string]any{"kind": "nic", "serial": 100, "numa": 0}),
+		device("nic-1", map[string]any{"kind": "nic", "serial": 101, "numa": 1}))
 	s := allocator.NewSnapshot(allocator.Options{StepBudget: budget})
 	must(t, s.AddOrUpdateSlice(nodeSlice("s", node1, driverA, node1, devs...)))
 	must(t, s.AddOrUpdateClass(class("gpu", `device.attributes["`+driverA+`"].kind == "gpu"`)))
@@ -43,9 +43,10 @@ func TestIndependentRequestsFailOnce(t *testing.T) {
 }
 
 // A constraint that spans both requests ties them: the NICs' failure depends on the GPUs taken, so the
-// search must go on (and here runs out of its budget, as C(16,8) combinations exceed it).
+// search must go on. The GPUs differ in the serial a constraint compares, so none is interchangeable with
+// another, and C(16,8) combinations exceed the budget.
 func TestDependentRequestsAreSearched(t *testing.T) {
-	s, c := independentCluster(t, 200, matchAttr(driverA+"/numa", "nics"), matchAttr(driverA+"/numa", "gpus", "nics"))
+	s, c := independentCluster(t, 200, matchAttr(driverA+"/numa", "nics"), distinctAttr(driverA+"/serial", "gpus", "nics"))
 	_, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{c})
 	if !errors.Is(err, allocator.ErrSearchBudget) {
 		t.Fatalf("got %v, want the search to run out of its budget", err)

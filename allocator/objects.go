@@ -286,18 +286,29 @@ func sameButName(x, y *resourceapi.Device) bool {
 			return false
 		}
 	}
-	for k, xc := range x.Capacity {
-		yc, ok := y.Capacity[k]
-		if !ok || xc.Value.Cmp(yc.Value) != 0 || (xc.RequestPolicy != nil) != (yc.RequestPolicy != nil) ||
-			(xc.RequestPolicy != nil && !equality.Semantic.DeepEqual(xc.RequestPolicy, yc.RequestPolicy)) {
-			return false
-		}
+	if !sameCapacity(x.Capacity, y.Capacity) {
+		return false
 	}
 	xr, yr := *x, *y
 	xr.Name, yr.Name = "", ""
 	xr.Attributes, yr.Attributes = nil, nil
 	xr.Capacity, yr.Capacity = nil, nil
 	return equality.Semantic.DeepEqual(xr, yr)
+}
+
+// sameCapacity: the same capacities with the same values and request policies.
+func sameCapacity(x, y map[resourceapi.QualifiedName]resourceapi.DeviceCapacity) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	for k, xc := range x {
+		yc, ok := y[k]
+		if !ok || xc.Value.Cmp(yc.Value) != 0 || (xc.RequestPolicy != nil) != (yc.RequestPolicy != nil) ||
+			(xc.RequestPolicy != nil && !equality.Semantic.DeepEqual(xc.RequestPolicy, yc.RequestPolicy)) {
+			return false
+		}
+	}
+	return true
 }
 
 func sameAttribute(x, y resourceapi.DeviceAttribute) bool {

@@ -44,6 +44,7 @@ func getAllocation() *allocation {
 	a.steps = 0
 	a.short = shortfall{}
 	a.indep = a.indep[:0]
+	a.symmetry = 0
 	clear(a.matches)
 	clear(a.derived)
 	a.taken.reset()

@@ -146,7 +146,7 @@ func (a *allocation) allocateStep(pos position, allocSub bool, start location) (
 			for di := di0; di < len(devs); di++ {
 				d := devs[di]
 				for _, f := range failed[:nFailed] {
-					if interchangeable(f, d) {
+					if a.interchangeable(f, d) {
 						continue devices
 					}
 				}
@@ -155,7 +155,7 @@ func (a *allocation) allocateStep(pos position, allocSub bool, start location) (
 				if err != nil || done {
 					return done, err
 				}
-				if tried && nFailed < len(failed) && d.hasTwins() {
+				if tried && nFailed < len(failed) && a.symmetryCandidate(d) {
 					failed[nFailed] = d
 					nFailed++
 				}

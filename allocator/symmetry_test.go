@@ -13,14 +13,15 @@ import (
 
 // TestSymmetryKeepsSearchSmall: two requests that each have enough candidates but together need more
 // devices than the node has. Every request passes the candidate count, so only the search can tell; the
-// Kubernetes allocator tries every combination of the first request (C(21,10) of them). Devices that
-// differ only in name are interchangeable, and the search tries one of each kind per position.
+// Kubernetes allocator tries every combination of the first request (C(21,10) of them). Devices that no
+// check of the call tells apart are interchangeable, and the search tries one of each kind per position.
 func TestSymmetryKeepsSearchSmall(t *testing.T) {
 	const budget = 5000
 	for _, tc := range []struct {
-		name    string
-		attrs   func(i int) map[string]any
-		wantErr error
+		name        string
+		attrs       func(i int) map[string]any
+		constraints []resourceapi.DeviceConstraint
+		wantErr     error
 	}{
 		{
 			name:    "21 identical devices: does not fit, decided within the step budget",
@@ -28,9 +29,15 @@ func TestSymmetryKeepsSearchSmall(t *testing.T) {
 			wantErr: allocator.ErrUnsatisfiable,
 		},
 		{
-			name:    "21 devices with distinct serials: the search gives up, reported apart from does not fit",
+			name:    "21 devices with serials nothing reads: the same verdicts everywhere, decided within the step budget",
 			attrs:   func(i int) map[string]any { return map[string]any{"model": "a100", "serial": i} },
-			wantErr: allocator.ErrSearchBudget,
+			wantErr: allocator.ErrUnsatisfiable,
+		},
+		{
+			name:        "21 devices whose serials a constraint compares: the search gives up, reported apart from does not fit",
+			attrs:       func(i int) map[string]any { return map[string]any{"model": "a100", "serial": i} },
+			constraints: []resourceapi.DeviceConstraint{distinctAttr(driverA+"/serial", "a", "b")},
+			wantErr:     allocator.ErrSearchBudget,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,7 +52,7 @@ func TestSymmetryKeepsSearchSmall(t *testing.T) {
 			if err := s.AddOrUpdateClass(class("gpu", `device.attributes["`+driverA+`"].model == "a100"`)); err != nil {
 				t.Fatal(err)
 			}
-			c := claim("c", exact("a", "gpu", 10), exact("b", "gpu", 12))
+			c := withConstraints(claim("c", exact("a", "gpu", 10), exact("b", "gpu", 12)), tc.constraints...)
 			_, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{c})
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("got %v, want %v", err, tc.wantErr)

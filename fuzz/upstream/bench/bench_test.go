@@ -77,6 +77,23 @@ func BenchmarkBlowUpIndependent(b *testing.B) {
 	}
 }
 
+// BenchmarkBlowUpSymmetric is scenario 3 where neither counting nor independence decides: k, 12-k and 1
+// of 12 GPUs that all differ by serial, which nothing reads. Upstream tries the combinations of the first
+// requests; dralloc treats GPUs with the same verdicts for every request of the call as interchangeable.
+func BenchmarkBlowUpSymmetric(b *testing.B) {
+	cluster := Fleet(1, 12)
+	for _, k := range []int64{1, 2, 3, 4, 6, 8} {
+		for _, impl := range Impls {
+			if impl.Name == "upstream" && k > 4 {
+				continue
+			}
+			b.Run(fmt.Sprintf("k=%d/%s", k, impl.Name), func(b *testing.B) {
+				filterLoop(b, impl, cluster, SplitClaim(k, 12), DoesNotFit)
+			})
+		}
+	}
+}
+
 // BenchmarkBuild is scenario 4: building the snapshot of 1000 nodes (copying the objects, and keeping them
 // with NoCopy as upstream does) against upstream's per-pod construction, and updating one slice of a built
 // snapshot.

@@ -190,3 +190,21 @@ func GPUsAndNICPairClaim(k int64) *resourceapi.ResourceClaim {
 	}}
 	return claim
 }
+
+// SplitClaim asks for k GPUs, then gpus-k GPUs, then one more: one GPU more than a node of gpus GPUs has.
+// Every request has enough candidates, so counting cannot decide; the GPUs all differ (serials, indexes),
+// but nothing the claim checks tells them apart.
+func SplitClaim(k, gpus int64) *resourceapi.ResourceClaim {
+	claim := GPUClaim(fmt.Sprintf("split-%d", k), k)
+	for i, count := range []int64{gpus - k, 1} {
+		claim.Spec.Devices.Requests = append(claim.Spec.Devices.Requests, resourceapi.DeviceRequest{
+			Name: fmt.Sprintf("more-%d", i),
+			Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: GPUClass,
+				AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
+				Count:           count,
+			},
+		})
+	}
+	return claim
+}

@@ -1,0 +1,84 @@
+package allocator
+
+import (
+	resourceapi "k8s.io/api/resource/v1"
+)
+
+// interchangeable reports whether the search, having failed after taking x at some position, can skip y
+// at that position: every choice after taking y maps onto one after taking x by swapping the two, so it
+// fails too. That holds for twins of one slice (equal but for the name, see sliceEntry.twins) and, for
+// this call, for any two devices that no check of the call tells apart:
+//
+//   - every request of the call (every alternative) gets the same selector verdict for both;
+//   - both have the same capacities (so the same consumption), no shared counters, no shares, no binding
+//     conditions, no per-device node selection, no effective taints, the same skipNodeOperations;
+//   - neither is in use in the cluster (admin access requests would tell them apart otherwise);
+//   - every attribute a constraint of the call compares has the same value on both.
+//
+// Calls with derived attributes or requests for all devices keep to twins. A device whose selectors
+// cannot be evaluated is interchangeable with none (the error stays for the search to report).
+func (a *allocation) interchangeable(x, y *deviceEntry) bool {
+	if interchangeable(x, y) {
+		return true
+	}
+	if !a.symmetryByVerdicts() || !plainDevice(x) || !plainDevice(y) || x.skipNodeOps != y.skipNodeOps ||
+		a.inClusterUse(x) || a.inClusterUse(y) || !sameCapacity(x.api.Capacity, y.api.Capacity) {
+		return false
+	}
+	for ci := range a.perClaim {
+		cs := &a.perClaim[ci]
+		for si := range cs.slots {
+			for _, r := range cs.slots[si].alts {
+				vx, err := a.selectable(r, x)
+				if err != nil {
+					return false
+				}
+				vy, err := a.selectable(r, y)
+				if err != nil || vx != vy {
+					return false
+				}
+			}
+		}
+		for _, c := range cs.constraints {
+			ax, ay := staticAttribute(x, c.attribute()), staticAttribute(y, c.attribute())
+			if (ax == nil) != (ay == nil) || ax != nil && !sameAttribute(*ax, *ay) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// symmetryCandidate: after a failure on d, interchangeable devices may be skipped.
+func (a *allocation) symmetryCandidate(d *deviceEntry) bool {
+	return d.hasTwins() || a.symmetryByVerdicts() && plainDevice(d) && !a.inClusterUse(d)
+}
+
+// symmetryByVerdicts: the call has neither derived attributes nor requests for all devices, so devices
+// may be compared by verdicts. Decided once per call.
+func (a *allocation) symmetryByVerdicts() bool {
+	if a.symmetry == 0 {
+		a.symmetry = 1
+		for ci := range a.perClaim {
+			for si := range a.perClaim[ci].slots {
+				for _, r := range a.perClaim[ci].slots[si].alts {
+					if len(r.derived) > 0 || r.mode == resourceapi.DeviceAllocationModeAll {
+						a.symmetry = 2
+					}
+				}
+			}
+		}
+	}
+	return a.symmetry == 1
+}
+
+// plainDevice: nothing but its attributes and capacities ties the device to the search's state.
+func plainDevice(d *deviceEntry) bool {
+	return !d.counters && !d.multi && !d.perDevice && len(d.taints) == 0 &&
+		d.api.BindingConditions == nil && d.api.BindingFailureConditions == nil
+}
+
+// inClusterUse: the device is allocated exclusively in the cluster.
+func (a *allocation) inClusterUse(d *deviceEntry) bool {
+	return len(a.st.inUse) > 0 && a.st.inUse[d.id] > 0
+}
