@@ -13,7 +13,17 @@ import (
 // results turns the search's findings into AllocationResults that share no memory with the snapshot or
 // the claims.
 func (a *allocation) results() ([]resourceapi.AllocationResult, error) {
-	out := make([]resourceapi.AllocationResult, len(a.claims))
+	var out []resourceapi.AllocationResult
+	var pin *pinned // room for the node selector of a single claim, allocated with its result
+	if len(a.claims) == 1 {
+		block := &struct {
+			out [1]resourceapi.AllocationResult
+			pin pinned
+		}{}
+		out, pin = block.out[:], &block.pin
+	} else {
+		out = make([]resourceapi.AllocationResult, len(a.claims))
+	}
 	for ci, claim := range a.claims {
 		cs := &a.perClaim[ci]
 		res := &out[ci]
@@ -51,7 +61,7 @@ func (a *allocation) results() ([]resourceapi.AllocationResult, error) {
 			res.Devices.Results[i] = r
 		}
 		res.Devices.Config = a.config(ci, claim)
-		ns, err := a.nodeSelector(cs.results)
+		ns, err := a.nodeSelector(cs.results, pin)
 		if err != nil {
 			return nil, err
 		}
@@ -156,7 +166,7 @@ func (a *allocation) coversAll(ci int, claim *resourceapi.ResourceClaim, names [
 // nodeSelector computes where the allocated devices can be used, as Kubernetes does: any device bound to
 // a node (a node-local slice, per-device nodeName, or bindsToNode) pins the claim to this node; otherwise
 // the single-term node selectors of network-attached devices are merged; no selector means every node.
-func (a *allocation) nodeSelector(results []deviceResult) (*v1.NodeSelector, error) {
+func (a *allocation) nodeSelector(results []deviceResult, pin *pinned) (*v1.NodeSelector, error) {
 	term := v1.NodeSelectorTerm{}
 	for _, dr := range results {
 		d := dr.dev
@@ -166,7 +176,10 @@ func (a *allocation) nodeSelector(results []deviceResult) (*v1.NodeSelector, err
 			nodeName, sel = d.api.NodeName, d.api.NodeSelector
 		}
 		if nodeName != nil || (d.api.BindsToNode != nil && *d.api.BindsToNode) {
-			return pinnedTo(a.node.Name), nil
+			if pin == nil {
+				pin = &pinned{}
+			}
+			return pin.to(a.node.Name), nil
 		}
 		if sel == nil {
 			continue
@@ -219,18 +232,20 @@ func sameRequirement(x, y v1.NodeSelectorRequirement) bool {
 	return true
 }
 
-// pinnedTo is the node selector of a claim bound to one node. Its parts are allocated together: a
-// filter pass builds one for every node where a claim fits.
-func pinnedTo(nodeName string) *v1.NodeSelector {
-	all := &struct {
-		sel    v1.NodeSelector
-		term   [1]v1.NodeSelectorTerm
-		req    [1]v1.NodeSelectorRequirement
-		values [1]string
-	}{}
-	all.values[0] = nodeName
-	all.req[0] = v1.NodeSelectorRequirement{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: all.values[:]}
-	all.term[0].MatchFields = all.req[:]
-	all.sel.NodeSelectorTerms = all.term[:]
-	return &all.sel
+// pinned is the node selector of a claim bound to one node, with room for its parts, so that it takes
+// one allocation (or none, inside a larger block): a filter pass builds one for every node where a claim
+// fits.
+type pinned struct {
+	sel    v1.NodeSelector
+	term   [1]v1.NodeSelectorTerm
+	req    [1]v1.NodeSelectorRequirement
+	values [1]string
+}
+
+func (p *pinned) to(nodeName string) *v1.NodeSelector {
+	p.values[0] = nodeName
+	p.req[0] = v1.NodeSelectorRequirement{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: p.values[:]}
+	p.term[0].MatchFields = p.req[:]
+	p.sel.NodeSelectorTerms = p.term[:]
+	return &p.sel
 }
