@@ -309,8 +309,9 @@ type poolSlot struct {
 }
 
 // nodeSlot holds the pools last gathered for the node whose node-local slice list starts with the entry,
-// and what they were gathered from. Slice lists are immutable (a change replaces the list), so comparing
-// a list's first element and length tells whether it is the same list.
+// and what they were gathered from. Slice lists are never modified: a change builds a new list, in a new
+// array, so the address of a list's array tells whether it is the same list (the cache keeps the array
+// alive, so the address cannot be reused meanwhile).
 type nodeSlot struct {
 	p atomic.Pointer[gathered]
 }
@@ -323,9 +324,9 @@ type gathered struct {
 	pools []*pool
 }
 
-// listKey identifies an immutable slice list.
+// listKey identifies an immutable slice list: its array and its length.
 type listKey struct {
-	first *sliceEntry
+	array **sliceEntry
 	n     int
 }
 
@@ -333,7 +334,7 @@ func listID(l []*sliceEntry) listKey {
 	if len(l) == 0 {
 		return listKey{}
 	}
-	return listKey{first: l[0], n: len(l)}
+	return listKey{array: &l[0], n: len(l)}
 }
 
 type cachedPool struct {

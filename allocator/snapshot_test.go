@@ -316,3 +316,33 @@ func TestForkCommitsWhileReadersRun(t *testing.T) {
 		t.Errorf("all 16 devices committed as held: got %v", err)
 	}
 }
+
+// The pools a node sees are cached across calls; replacing one of the node's slices (here the second, so
+// that the node's slice list keeps its first entry and its length) must show the new devices.
+func TestUpdatedSliceReplacesCachedPools(t *testing.T) {
+	s := allocator.NewSnapshot(allocator.Options{})
+	must(t, s.AddOrUpdateClass(class("any")))
+	must(t, s.AddOrUpdateSlice(nodeSlice("first", node1, driverA, "pool-1", devices("dev-a")...)))
+	must(t, s.AddOrUpdateSlice(nodeSlice("second", node1, driverA, "pool-2", devices("dev-old")...)))
+	ctx, n := context.Background(), node(node1, nil)
+	c := []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 2))}
+	allocated := func() []string {
+		t.Helper()
+		res, err := s.Allocate(ctx, n, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, r := range res[0].Devices.Results {
+			names = append(names, r.Device)
+		}
+		return names
+	}
+	if got := allocated(); !reflect.DeepEqual(got, []string{"dev-a", "dev-old"}) {
+		t.Fatalf("before the update: %v", got)
+	}
+	must(t, s.AddOrUpdateSlice(nodeSlice("second", node1, driverA, "pool-2", devices("dev-new")...)))
+	if got := allocated(); !reflect.DeepEqual(got, []string{"dev-a", "dev-new"}) {
+		t.Fatalf("after the update: %v, want dev-a and dev-new", got)
+	}
+}
