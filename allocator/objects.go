@@ -177,9 +177,10 @@ func (e *sliceEntry) devices() []*deviceEntry {
 	return *e.caches.devices.Load()
 }
 
-// prepareDevices builds the device entries: IDs, effective taints, per-device node selectors, what a
-// request without capacity requirements consumes, and twins. The entries and their caches are
-// allocated in blocks, a few allocations per slice rather than per device.
+// prepareDevices builds the device entries: IDs, effective taints, per-device node selectors and the
+// flags candidate checks read. What is needed less often (CEL views, verdicts, plain consumption, twins)
+// is computed on first use. Entries and their caches are allocated in blocks, a few allocations per
+// slice rather than per device.
 func (e *sliceEntry) prepareDevices() []*deviceEntry {
 	obj := e.obj
 	n := len(obj.Spec.Devices)
