@@ -64,16 +64,19 @@
 // per compiled selector, pools on the slices they are built from, and the pools a node sees on the
 // node's slices, across calls, so a lookup is a few pointer comparisons. The working state of a call is
 // reused (a sync.Pool): Fits allocates nothing, a call where the claims do not fit allocates only its
-// error and reason, and one where they fit only the results it returns. Before searching, Allocate
-// checks that every request without alternatives has enough candidate devices, so a claim nothing can
-// serve fails at once instead of after every combination of the other requests. Devices that no check
-// of the call tells apart (the same selector verdicts for every request, the same capacities, the same
-// values for the attributes constraints compare, no counters, shares or taints) are interchangeable: once
-// the search fails after taking one, it skips the others at that position, so it never tries
-// permutations of equivalent devices (Kubernetes tries them and fails too, so the answers are the same). When a request fails and nothing ties it or the requests
-// after it to the ones before (no shared device, counter set or constraint), no other choice before it
-// can help, and the search ends. Options.StepBudget bounds what is left, and running out of it is
-// reported as [ErrSearchBudget], never as [ErrUnsatisfiable].
+// error and reason, and one where they fit only the results it returns.
+//
+// The search cannot blow up where Kubernetes' does. Before searching, Allocate checks that every request
+// without alternatives has enough candidate devices (free, matching, and admitted by what is left of
+// their pool's shared counters), so a claim nothing can serve fails at once instead of after every
+// combination of the other requests. Devices that no check of the call tells apart (the same selector
+// verdicts for every request, the same capacities, the same values for the attributes constraints
+// compare, no counters, shares or taints) are interchangeable: once the search fails after taking one,
+// it skips the others at that position, so it never tries permutations of equivalent devices
+// (Kubernetes tries them and fails too, so the answers are the same). When a request fails and nothing
+// ties it or the requests after it to the ones before (no shared device, counter set or constraint), no
+// other choice before it can help, and the search ends. Options.StepBudget bounds what is left, and
+// running out of it is reported as [ErrSearchBudget], never as [ErrUnsatisfiable].
 //
 // Imports: celenv (CEL selectors), capacity (consumable capacity and shared counters), taints (device
 // taints and tolerations), k8s.io/api, k8s.io/apimachinery and k8s.io/component-helpers (node selector

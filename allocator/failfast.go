@@ -95,6 +95,9 @@ func (a *allocation) countCandidates(r *request, limit int) (int, bool) {
 				if ok && a.f.DRADeviceTaints && blocked(d.taints, r.tolerations) {
 					ok = false
 				}
+				if ok && d.counters && !a.countersAdmit(p, d) {
+					ok = false
+				}
 				if ok {
 					n++
 					if n == limit {
@@ -105,6 +108,20 @@ func (a *allocation) countCandidates(r *request, limit int) (int, bool) {
 		}
 	}
 	return n, true
+}
+
+// countersAdmit: the device's shared counters fit what the cluster left of its pool's counter sets.
+// Counters only shrink during a call, so a device they do not admit now is never taken (allocateDevice
+// refuses it); counting it as a candidate would let a request that cannot be served search every
+// combination of the others first.
+func (a *allocation) countersAdmit(p *pool, d *deviceEntry) bool {
+	if !a.f.DRAPartitionableDevices {
+		return false // allocateDevice refuses devices with counters without the gate
+	}
+	if a.f.DRAConsumableCapacity && d.multi && a.sharesInUse(d.id) {
+		return true // its first share consumed the counters already
+	}
+	return a.poolCounters(p).Fits(d.api.ConsumesCounters)
 }
 
 // tooFewReason is "<claim>: <request path> needs N devices, M match and are free", built in the call's

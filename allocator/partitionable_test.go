@@ -1,6 +1,10 @@
 package allocator_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -152,4 +156,39 @@ func TestAllocatePerDeviceNodeSelection(t *testing.T) {
 		claims:  []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 1))},
 		wantErr: allocator.ErrUnsatisfiable,
 	}})
+}
+
+// A device the pool's counters cannot admit any more is no candidate: with a partition of each GPU in
+// use, no whole GPU can be taken, and the claim fails before the search tries every combination of its
+// small partitions (12 of them, none interchangeable: they draw on different counter sets and slices).
+func TestFailFastCountsOnlyDevicesTheCountersAdmit(t *testing.T) {
+	counters := withPool(nodeSlice("s-counters", node1, driverA, "pool-1"), 1, 2)
+	var devs []resourceapi.Device
+	for g := range 2 {
+		set := fmt.Sprintf("gpu-%d", g)
+		counters.Spec.SharedCounters = append(counters.Spec.SharedCounters, resourceapi.CounterSet{
+			Name: set, Counters: map[string]resourceapi.Counter{"memory": {Value: quantity("8Gi")}},
+		})
+		consume := func(d resourceapi.Device, memory string) resourceapi.Device {
+			d.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: set, Counters: map[string]resourceapi.Counter{"memory": {Value: quantity(memory)}}}}
+			return d
+		}
+		for i := range 7 {
+			devs = append(devs, consume(device(fmt.Sprintf("gpu-%d-small-%d", g, i), map[string]any{"size": "small"}), "1Gi"))
+		}
+		devs = append(devs, consume(device(fmt.Sprintf("gpu-%d-whole", g), map[string]any{"size": "whole"}), "8Gi"))
+	}
+	s := allocator.NewSnapshot(allocator.Options{StepBudget: 500})
+	must(t, s.AddOrUpdateSlice(counters))
+	must(t, s.AddOrUpdateSlice(withPool(nodeSlice("s-devices", node1, driverA, "pool-1", devs...), 1, 2)))
+	must(t, s.AddOrUpdateClass(sizeClass("small")))
+	must(t, s.AddOrUpdateClass(sizeClass("whole")))
+	must(t, s.AddOrUpdateClaim(allocatedClaim("held",
+		result(driverA, "pool-1", "gpu-0-small-6"), result(driverA, "pool-1", "gpu-1-small-6"))))
+
+	c := claim("c", exact("small", "small", 4), exact("whole", "whole", 1))
+	_, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{c})
+	if !errors.Is(err, allocator.ErrUnsatisfiable) || !strings.Contains(err.Error(), "needs 1 devices, 0 match and are free") {
+		t.Fatalf("got %v, want does not fit, decided by counting", err)
+	}
 }
