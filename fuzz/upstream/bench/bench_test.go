@@ -94,6 +94,24 @@ func BenchmarkBlowUpSymmetric(b *testing.B) {
 	}
 }
 
+// BenchmarkBlowUpCounters is scenario 3 on partitionable GPUs: k one-slice partitions and a whole GPU,
+// on a node of two GPUs that each have a partition in use. Upstream counts the whole GPUs as candidates
+// and tries every combination of the small partitions first; dralloc counts only devices the counters
+// can still admit.
+func BenchmarkBlowUpCounters(b *testing.B) {
+	cluster := PartlyUsedGPUs(2)
+	for _, k := range []int64{1, 2, 3, 4, 8} {
+		for _, impl := range Impls {
+			if impl.Name == "upstream" && k > 4 {
+				continue
+			}
+			b.Run(fmt.Sprintf("k=%d/%s", k, impl.Name), func(b *testing.B) {
+				filterLoop(b, impl, cluster, SmallAndWholeClaim(k), DoesNotFit)
+			})
+		}
+	}
+}
+
 // BenchmarkBuild is scenario 4: building the snapshot of 1000 nodes (copying the objects, and keeping them
 // with NoCopy as upstream does) against upstream's per-pod construction, and updating one slice of a built
 // snapshot.

@@ -208,3 +208,34 @@ func SplitClaim(k, gpus int64) *resourceapi.ResourceClaim {
 	}
 	return claim
 }
+
+// PartlyUsedGPUs is PartitionableFleet(1, gpus) with the one-slice partition at slice 6 of every GPU
+// allocated: no GPU is whole any more.
+func PartlyUsedGPUs(gpus int) Cluster {
+	c := PartitionableFleet(1, gpus)
+	held := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "held", UID: "uid-held"}}
+	held.Status.Allocation = &resourceapi.AllocationResult{}
+	for g := range gpus {
+		held.Status.Allocation.Devices.Results = append(held.Status.Allocation.Devices.Results, resourceapi.DeviceRequestAllocationResult{
+			Request: "part", Driver: Driver, Pool: c.Nodes[0].Name, Device: fmt.Sprintf("gpu-%d-part-1-6", g),
+		})
+	}
+	c.Allocated = append(c.Allocated, held)
+	return c
+}
+
+// SmallAndWholeClaim asks for k one-slice partitions and a whole GPU.
+func SmallAndWholeClaim(k int64) *resourceapi.ResourceClaim {
+	name := fmt.Sprintf("small-%d-and-whole", k)
+	request := func(name string, slices int, count int64) resourceapi.DeviceRequest {
+		return resourceapi.DeviceRequest{Name: name, Exactly: &resourceapi.ExactDeviceRequest{
+			DeviceClassName: profileClass(slices), AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count,
+		}}
+	}
+	return &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
+			request("small", 1, k), request("whole", 7, 1),
+		}}},
+	}
+}
