@@ -71,7 +71,7 @@
 // their pool's shared counters), so a claim nothing can serve fails at once instead of after every
 // combination of the other requests. Devices that no check of the call tells apart (the same selector
 // verdicts for every request, the same capacities, the same values for the attributes constraints
-// compare, no counters, shares or taints) are interchangeable: once the search fails after taking one,
+// compare, the same capacity left for shares, no counters or taints) are interchangeable: once the search fails after taking one,
 // it skips the others at that position, so it never tries permutations of equivalent devices
 // (Kubernetes tries them and fails too, so the answers are the same). When a request fails and nothing
 // ties it or the requests after it to the ones before (no shared device, counter set or constraint), no

@@ -10,9 +10,11 @@ import (
 // this call, for any two devices that no check of the call tells apart:
 //
 //   - every request of the call (every alternative) gets the same selector verdict for both;
-//   - both have the same capacities (so the same consumption), no shared counters, no shares, no binding
+//   - both have the same capacities (so the same consumption), no shared counters, no binding
 //     conditions, no per-device node selection, no effective taints, the same skipNodeOperations;
 //   - neither is in use in the cluster (admin access requests would tell them apart otherwise);
+//   - devices that take shares (allowMultipleAllocations) both do, and have the same capacity left: the
+//     same amounts consumed by the shares of the cluster and of the call so far;
 //   - every attribute a constraint of the call compares has the same value on both.
 //
 // Calls with derived attributes or requests for all devices keep to twins. A device whose selectors
@@ -22,7 +24,8 @@ func (a *allocation) interchangeable(x, y *deviceEntry) bool {
 		return true
 	}
 	if !a.symmetryByVerdicts() || !plainDevice(x) || !plainDevice(y) || x.skipNodeOps != y.skipNodeOps ||
-		a.inClusterUse(x) || a.inClusterUse(y) || !sameCapacity(x.api.Capacity, y.api.Capacity) {
+		a.inClusterUse(x) || a.inClusterUse(y) || !sameCapacity(x.api.Capacity, y.api.Capacity) ||
+		!a.sameShareState(x, y) {
 		return false
 	}
 	for ci := range a.perClaim {
@@ -72,10 +75,33 @@ func (a *allocation) symmetryByVerdicts() bool {
 	return a.symmetry == 1
 }
 
-// plainDevice: nothing but its attributes and capacities ties the device to the search's state.
+// plainDevice: nothing but its attributes, capacities and shares ties the device to the search's state.
 func plainDevice(d *deviceEntry) bool {
-	return !d.counters && !d.multi && !d.perDevice && len(d.taints) == 0 &&
+	return !d.counters && !d.perDevice && len(d.taints) == 0 &&
 		d.api.BindingConditions == nil && d.api.BindingFailureConditions == nil
+}
+
+// sameShareState: both devices are taken exclusively, or both take shares with the same capacity left
+// (their capacities being equal).
+func (a *allocation) sameShareState(x, y *deviceEntry) bool {
+	sharedX, sharedY := a.f.DRAConsumableCapacity && x.multi, a.f.DRAConsumableCapacity && y.multi
+	if sharedX != sharedY {
+		return false
+	}
+	if !sharedX {
+		return true
+	}
+	if a.sharedNow(x.id) != a.sharedNow(y.id) {
+		return false
+	}
+	lx, ly := a.ledger(x), a.ledger(y)
+	for name := range x.api.Capacity {
+		ux, uy := lx.Used(name), ly.Used(name)
+		if ux.Cmp(uy) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // inClusterUse: the device is allocated exclusively in the cluster.

@@ -63,3 +63,29 @@ func TestSymmetryKeepsSearchSmall(t *testing.T) {
 		})
 	}
 }
+
+// Devices that take shares are interchangeable while the same capacity is left on them: 13 shares of 6Gi
+// on 12 devices of 10Gi (one share each) do not fit, and the search decides it within its budget
+// although every device has a distinct serial.
+func TestSymmetryOfSharedDevices(t *testing.T) {
+	var devs []resourceapi.Device
+	for i := range 12 {
+		d := shareable(fmt.Sprintf("nic-%d", i), "10Gi", nil)
+		d.Attributes = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"serial": {IntValue: ptr(int64(i))}}
+		devs = append(devs, d)
+	}
+	s := allocator.NewSnapshot(allocator.Options{StepBudget: 5000})
+	must(t, s.AddOrUpdateSlice(nodeSlice("s", node1, driverA, "pool-1", devs...)))
+	must(t, s.AddOrUpdateClass(anyClass))
+	c := claim("c", withCapacity(exact("a", "any", 4), "6Gi"), withCapacity(exact("b", "any", 8), "6Gi"), withCapacity(exact("c", "any", 1), "6Gi"))
+	_, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{c})
+	if !errors.Is(err, allocator.ErrUnsatisfiable) {
+		t.Fatalf("got %v, want does not fit within the budget", err)
+	}
+	// With room for the thirteenth share on one device, it fits.
+	devs[11] = shareable("nic-11", "12Gi", nil)
+	must(t, s.AddOrUpdateSlice(nodeSlice("s", node1, driverA, "pool-1", devs...)))
+	if _, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{c}); err != nil {
+		t.Fatalf("with a 12Gi device: %v", err)
+	}
+}
