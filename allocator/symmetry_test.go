@@ -45,20 +45,22 @@ func TestSymmetryKeepsSearchSmall(t *testing.T) {
 			for i := range 21 {
 				devs = append(devs, device(fmt.Sprintf("gpu-%d", i), tc.attrs(i)))
 			}
-			s := allocator.NewSnapshot(allocator.Options{StepBudget: budget})
-			if err := s.AddOrUpdateSlice(nodeSlice("s", node1, driverA, node1, devs...)); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.AddOrUpdateClass(class("gpu", `device.attributes["`+driverA+`"].model == "a100"`)); err != nil {
-				t.Fatal(err)
-			}
-			c := withConstraints(claim("c", exact("a", "gpu", 10), exact("b", "gpu", 12)), tc.constraints...)
-			_, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{c})
-			if !errors.Is(err, tc.wantErr) {
-				t.Fatalf("got %v, want %v", err, tc.wantErr)
-			}
-			if errors.Is(err, allocator.ErrSearchBudget) && errors.Is(err, allocator.ErrUnsatisfiable) {
-				t.Fatalf("%v is both gave up and does not fit", err)
+			for _, strategy := range []allocator.Strategy{allocator.FirstFit, allocator.BestFit, allocator.Spread} {
+				s := allocator.NewSnapshot(allocator.Options{StepBudget: budget, Strategy: strategy})
+				if err := s.AddOrUpdateSlice(nodeSlice("s", node1, driverA, node1, devs...)); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.AddOrUpdateClass(class("gpu", `device.attributes["`+driverA+`"].model == "a100"`)); err != nil {
+					t.Fatal(err)
+				}
+				c := withConstraints(claim("c", exact("a", "gpu", 10), exact("b", "gpu", 12)), tc.constraints...)
+				_, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{c})
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("%s: got %v, want %v", strategy, err, tc.wantErr)
+				}
+				if errors.Is(err, allocator.ErrSearchBudget) && errors.Is(err, allocator.ErrUnsatisfiable) {
+					t.Fatalf("%s: %v is both gave up and does not fit", strategy, err)
+				}
 			}
 		})
 	}
