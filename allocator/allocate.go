@@ -24,9 +24,10 @@ import (
 // Options.StepBudget gives [ErrSearchBudget]. The snapshot, node and claims are not modified.
 func (s *Snapshot) Allocate(ctx context.Context, node *v1.Node, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {
 	var results []resourceapi.AllocationResult
-	err := s.do(ctx, node, claims, func(a *allocation) (err error) {
+	err := s.do(ctx, node, claims, func(a *allocation) (bool, error) {
+		var err error
 		results, err = a.run()
-		return err
+		return err == nil, err
 	})
 	return results, err
 }
@@ -38,15 +39,16 @@ func (s *Snapshot) Allocate(ctx context.Context, node *v1.Node, claims []*resour
 // returns the allocation (and, on a node where the claims do not fit, the reasons).
 func (s *Snapshot) Fits(ctx context.Context, node *v1.Node, claims []*resourceapi.ResourceClaim) (bool, error) {
 	var fits bool
-	err := s.do(ctx, node, claims, func(a *allocation) (err error) {
+	err := s.do(ctx, node, claims, func(a *allocation) (bool, error) {
+		var err error
 		fits, err = a.search()
-		return err
+		return fits, err
 	})
 	return fits, err
 }
 
-// do runs fn on the working state of one call, under the read lock.
-func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.ResourceClaim, fn func(*allocation) error) error {
+// do runs fn on the working state of one call, under the read lock; fn reports whether the claims fit.
+func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.ResourceClaim, fn func(*allocation) (bool, error)) error {
 	if node == nil {
 		return inputError("Node", "", errors.New("nil object"))
 	}
@@ -60,9 +62,9 @@ func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.
 	}
 	a := getAllocation()
 	a.ctx, a.s, a.st, a.f, a.node, a.claims, a.capOpts = ctx, s, s.st, s.f, node, claims, s.capOpts()
-	err := fn(a)
+	fits, err := fn(a)
 	if logger := s.opts.Logger; logger.V(5).Enabled() {
-		logger.V(5).Info("Allocation done", "node", node.Name, "claims", len(claims), "success", err == nil, "steps", a.steps, "err", err)
+		logger.V(5).Info("Allocation done", "node", node.Name, "claims", len(claims), "success", fits, "steps", a.steps, "err", err)
 	}
 	putAllocation(a)
 	return err
