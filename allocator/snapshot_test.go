@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/go-logr/logr/funcr"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -344,5 +346,35 @@ func TestUpdatedSliceReplacesCachedPools(t *testing.T) {
 	must(t, s.AddOrUpdateSlice(nodeSlice("second", node1, driverA, "pool-2", devices("dev-new")...)))
 	if got := allocated(); !reflect.DeepEqual(got, []string{"dev-a", "dev-new"}) {
 		t.Fatalf("after the update: %v, want dev-a and dev-new", got)
+	}
+}
+
+// At V(5) every call logs one line saying whether the claims fit, for Fits as for Allocate.
+func TestCallsLogWhetherTheClaimsFit(t *testing.T) {
+	var lines []string
+	logger := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 5})
+	s := allocator.NewSnapshot(allocator.Options{Logger: logger})
+	must(t, s.AddOrUpdateClass(anyClass))
+	must(t, s.AddOrUpdateSlice(attrSlice(devices("dev-1")...)[0]))
+	ctx, n := context.Background(), node(node1, nil)
+	one := []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 1))}
+	two := []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 2))}
+	if ok, err := s.Fits(ctx, n, one); !ok || err != nil {
+		t.Fatalf("Fits one device: %v, %v", ok, err)
+	}
+	if ok, err := s.Fits(ctx, n, two); ok || err != nil {
+		t.Fatalf("Fits two devices: %v, %v", ok, err)
+	}
+	if _, err := s.Allocate(ctx, n, two); !errors.Is(err, allocator.ErrUnsatisfiable) {
+		t.Fatalf("Allocate two devices: %v", err)
+	}
+	want := []string{`"success"=true`, `"success"=false`, `"success"=false`}
+	if len(lines) != len(want) {
+		t.Fatalf("logged %d lines, want %d: %q", len(lines), len(want), lines)
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], `"msg"="Allocation done"`) || !strings.Contains(lines[i], w) {
+			t.Errorf("line %d: %s, want %s", i, lines[i], w)
+		}
 	}
 }
