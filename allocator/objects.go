@@ -114,8 +114,6 @@ func (s *sliceEntry) name() string { return s.obj.Name }
 
 func (s *sliceEntry) generation() int64 { return s.obj.Spec.Pool.Generation }
 
-func (s *sliceEntry) perDeviceNodeSelection() bool { return s.perDevice }
-
 // newSliceEntry validates the identity fields of a slice, which must not change any more (a private copy,
 // or an object the caller promised not to modify), and indexes it. Its devices are prepared when a call
 // first needs them (see devices): building a large snapshot costs little more than indexing its slices,
@@ -243,10 +241,10 @@ func effectiveTaints(ev *taints.Evaluator, d *deviceEntry) []resourceapi.DeviceT
 }
 
 // twins groups the devices of a slice that no check can tell apart: everything but the name is equal
-// (CEL does not see the name) and nothing ties a device to others or to state outside the slice (shared
-// counters, shares, binding conditions, per-device node selection). Entry i is the index of the first
-// device device i is interchangeable with (i itself for the first of a group), or -1. Only a search that
-// fails on a device asks, so the comparison is made then, once per entry.
+// (CEL does not see the name) and nothing ties a device to others or to state outside the slice (see
+// plainDevice; shares neither). Entry i is the index of the first device that device i is
+// interchangeable with (i itself for the first of a group), or -1. Only a search that fails on a device
+// asks, so the comparison is made then, once per entry.
 func (e *sliceEntry) twins() []int {
 	if p := e.caches.twins.Load(); p != nil {
 		return *p
@@ -256,8 +254,7 @@ func (e *sliceEntry) twins() []int {
 	var firsts []int
 	for i, d := range devs {
 		tw[i] = -1
-		if e.perDeviceNodeSelection() || len(d.api.ConsumesCounters) > 0 || d.api.BindingConditions != nil ||
-			d.api.BindingFailureConditions != nil || (d.api.AllowMultipleAllocations != nil && *d.api.AllowMultipleAllocations) {
+		if !plainDevice(d) || d.multi {
 			continue
 		}
 		for _, f := range firsts {
@@ -328,12 +325,10 @@ func samePtr[T comparable](x, y *T) bool {
 	return (x == nil) == (y == nil) && (x == nil || *x == *y)
 }
 
-// interchangeable: a search that failed after taking x fails after taking y in its place, so it need
-// not be tried. Twins of one slice mirror each other under every check (selectors and derived
-// attributes see the same CEL view, constraints the same attributes, capacity the same values), and the
-// effective taints, which rules may give by name, must both be empty.
-func interchangeable(x, y *deviceEntry) bool {
-	if x.slice != y.slice || len(x.taints) != 0 || len(y.taints) != 0 {
+// twinsOf: x and y are twins of one slice, which mirror each other under every check (selectors and
+// derived attributes see the same CEL view, constraints the same attributes, capacity the same values).
+func twinsOf(x, y *deviceEntry) bool {
+	if x.slice != y.slice {
 		return false
 	}
 	tw := x.slice.twins()
@@ -393,7 +388,7 @@ func (s *sliceEntry) sliceFor(node *v1.Node) (bool, error) {
 		}
 		return ok, nil
 	}
-	if s.perDeviceNodeSelection() {
+	if s.perDevice {
 		for i, d := range s.devices() {
 			ok, err := d.availableOn(node)
 			if err != nil {

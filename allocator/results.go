@@ -172,7 +172,7 @@ func (a *allocation) nodeSelector(results []deviceResult, pin *pinned) (*v1.Node
 		d := dr.dev
 		spec := &d.slice.obj.Spec
 		nodeName, sel := spec.NodeName, spec.NodeSelector
-		if d.slice.perDeviceNodeSelection() {
+		if d.perDevice {
 			nodeName, sel = d.api.NodeName, d.api.NodeSelector
 		}
 		if nodeName != nil || (d.api.BindsToNode != nil && *d.api.BindsToNode) {
@@ -192,7 +192,7 @@ func (a *allocation) nodeSelector(results []deviceResult, pin *pinned) (*v1.Node
 		default:
 			// As Kubernetes: a claim's node selector cannot express the union of several terms.
 			field := "spec.nodeSelector"
-			if d.slice.perDeviceNodeSelection() {
+			if d.perDevice {
 				field = "spec.devices.nodeSelector"
 			}
 			return nil, inputError("ResourceSlice "+d.slice.name(), field,

@@ -122,10 +122,9 @@ func (a *allocation) allocateStep(pos position, allocSub bool, start location) (
 		return a.allocateRanked(pos, allocSub, r, next, start)
 	}
 	// Devices that failed here: an interchangeable one would fail the same way (symmetry), so the
-	// search never tries permutations of identical devices. Upstream tries them and fails too, so the
+	// search never tries permutations of equivalent devices. Upstream tries them and fails too, so the
 	// answer is the same.
-	var failed [8]*deviceEntry
-	nFailed := 0
+	var failed failures
 	for pi := start.pool; pi < len(a.pools); pi++ {
 		p := a.pools[pi]
 		if p.incomplete || p.invalid {
@@ -142,22 +141,18 @@ func (a *allocation) allocateStep(pos position, allocSub bool, start location) (
 				di0 = start.device
 			}
 			devs := e.devices()
-		devices:
 			for di := di0; di < len(devs); di++ {
 				d := devs[di]
-				for _, f := range failed[:nFailed] {
-					if a.interchangeable(f, d) {
-						continue devices
-					}
+				if failed.cover(a, d) {
+					continue
 				}
 				done, tried, err := a.tryDevice(pos, next, allocSub, r, candidate{dev: d, pool: p}, true,
 					location{pool: pi, slice: si, device: di + 1})
 				if err != nil || done {
 					return done, err
 				}
-				if tried && nFailed < len(failed) && a.symmetryCandidate(d) {
-					failed[nFailed] = d
-					nFailed++
+				if tried {
+					failed.add(a, d)
 				}
 			}
 		}

@@ -263,25 +263,20 @@ func (a *allocation) allocateRanked(pos position, allocSub bool, r *request, nex
 	// As in allocateOne: a device interchangeable with one that failed here fails too. Exploring in
 	// another order does not change whether the rest can be satisfied, so the argument holds for any
 	// ranking.
-	var failed [8]*deviceEntry
-	nFailed := 0
-candidates:
+	var failed failures
 	for k := start.rank; k < len(order); k++ {
 		at := order[k]
 		p := a.pools[at.pool]
 		d := p.slices[at.slice].devices()[at.device]
-		for _, f := range failed[:nFailed] {
-			if a.interchangeable(f, d) {
-				continue candidates
-			}
+		if failed.cover(a, d) {
+			continue
 		}
 		done, tried, err := a.tryDevice(pos, next, allocSub, r, candidate{dev: d, pool: p}, false, location{order: order, rank: k + 1})
 		if err != nil || done {
 			return done, err
 		}
-		if tried && nFailed < len(failed) && a.symmetryCandidate(d) {
-			failed[nFailed] = d
-			nFailed++
+		if tried {
+			failed.add(a, d)
 		}
 	}
 	return false, nil

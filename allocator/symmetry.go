@@ -20,7 +20,7 @@ import (
 // Calls with derived attributes or requests for all devices keep to twins. A device whose selectors
 // cannot be evaluated is interchangeable with none (the error stays for the search to report).
 func (a *allocation) interchangeable(x, y *deviceEntry) bool {
-	if interchangeable(x, y) {
+	if twinsOf(x, y) {
 		return true
 	}
 	if !a.symmetryByVerdicts() || !plainDevice(x) || !plainDevice(y) || x.skipNodeOps != y.skipNodeOps ||
@@ -52,9 +52,30 @@ func (a *allocation) interchangeable(x, y *deviceEntry) bool {
 	return true
 }
 
-// symmetryCandidate: after a failure on d, interchangeable devices may be skipped.
-func (a *allocation) symmetryCandidate(d *deviceEntry) bool {
-	return d.hasTwins() || a.symmetryByVerdicts() && plainDevice(d) && !a.inClusterUse(d)
+// failures are the devices the search failed after taking at one position; a later candidate
+// interchangeable with one of them is skipped there. A few are kept: most positions meet few kinds.
+type failures struct {
+	devs [8]*deviceEntry
+	n    int
+}
+
+// cover: d is interchangeable with a device that failed at this position.
+func (f *failures) cover(a *allocation, d *deviceEntry) bool {
+	for _, x := range f.devs[:f.n] {
+		if a.interchangeable(x, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// add records that the search failed after taking d, when some other device may be interchangeable
+// with it.
+func (f *failures) add(a *allocation, d *deviceEntry) {
+	if f.n < len(f.devs) && (d.hasTwins() || a.symmetryByVerdicts() && plainDevice(d) && !a.inClusterUse(d)) {
+		f.devs[f.n] = d
+		f.n++
+	}
 }
 
 // symmetryByVerdicts: the call has neither derived attributes nor requests for all devices, so devices
