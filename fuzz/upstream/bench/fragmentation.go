@@ -123,14 +123,7 @@ func ClaimStream(n int) []*resourceapi.ResourceClaim {
 		default:
 			slices = 7
 		}
-		name := fmt.Sprintf("claim-%05d", i)
-		claims[i] = &resourceapi.ResourceClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)},
-			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
-				Name:    "part",
-				Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: profileClass(slices), AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1},
-			}}}},
-		}
+		claims[i] = newClaim(fmt.Sprintf("claim-%05d", i), exactly("part", profileClass(slices), 1))
 	}
 	return claims
 }

@@ -105,32 +105,33 @@ func gpu(i int) resourceapi.Device {
 
 // GPUClaim asks for count GPUs with at least 40Gi of memory.
 func GPUClaim(name string, count int64) *resourceapi.ResourceClaim {
+	gpus := exactly("gpus", GPUClass, count)
+	gpus.Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: ClaimSelector}}}
+	return newClaim(name, gpus)
+}
+
+// newClaim is a claim in namespace default with the given requests.
+func newClaim(name string, requests ...resourceapi.DeviceRequest) *resourceapi.ResourceClaim {
 	return &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)},
-		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
-			Name: "gpus",
-			Exactly: &resourceapi.ExactDeviceRequest{
-				DeviceClassName: GPUClass,
-				Selectors:       []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: ClaimSelector}}},
-				AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
-				Count:           count,
-			},
-		}}}},
+		Spec:       resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: requests}},
 	}
+}
+
+// exactly is a request for count devices of a class.
+func exactly(name, class string, count int64) resourceapi.DeviceRequest {
+	return resourceapi.DeviceRequest{Name: name, Exactly: &resourceapi.ExactDeviceRequest{
+		DeviceClassName: class,
+		AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
+		Count:           count,
+	}}
 }
 
 // GPUAndNICClaim asks for k GPUs and one NIC from a class that no device matches: it fits nowhere, and a
 // depth-first search that does not count candidates first tries every k-subset of GPUs before it learns that.
 func GPUAndNICClaim(k int64) *resourceapi.ResourceClaim {
 	claim := GPUClaim(fmt.Sprintf("gpus-%d-and-nic", k), k)
-	claim.Spec.Devices.Requests = append(claim.Spec.Devices.Requests, resourceapi.DeviceRequest{
-		Name: "nic",
-		Exactly: &resourceapi.ExactDeviceRequest{
-			DeviceClassName: NICClass,
-			AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
-			Count:           1,
-		},
-	})
+	claim.Spec.Devices.Requests = append(claim.Spec.Devices.Requests, exactly("nic", NICClass, 1))
 	return claim
 }
 
@@ -176,14 +177,7 @@ func NICSlice(node string) *resourceapi.ResourceSlice {
 // not: the NIC request fails whichever GPUs were taken.
 func GPUsAndNICPairClaim(k int64) *resourceapi.ResourceClaim {
 	claim := GPUClaim(fmt.Sprintf("gpus-%d-and-nic-pair", k), k)
-	claim.Spec.Devices.Requests = append(claim.Spec.Devices.Requests, resourceapi.DeviceRequest{
-		Name: "nics",
-		Exactly: &resourceapi.ExactDeviceRequest{
-			DeviceClassName: NICClass,
-			AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
-			Count:           2,
-		},
-	})
+	claim.Spec.Devices.Requests = append(claim.Spec.Devices.Requests, exactly("nics", NICClass, 2))
 	claim.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{
 		Requests:       []string{"nics"},
 		MatchAttribute: ptr.To(resourceapi.FullyQualifiedName("nic.example.com/numaNode")),
@@ -197,14 +191,7 @@ func GPUsAndNICPairClaim(k int64) *resourceapi.ResourceClaim {
 func SplitClaim(k, gpus int64) *resourceapi.ResourceClaim {
 	claim := GPUClaim(fmt.Sprintf("split-%d", k), k)
 	for i, count := range []int64{gpus - k, 1} {
-		claim.Spec.Devices.Requests = append(claim.Spec.Devices.Requests, resourceapi.DeviceRequest{
-			Name: fmt.Sprintf("more-%d", i),
-			Exactly: &resourceapi.ExactDeviceRequest{
-				DeviceClassName: GPUClass,
-				AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
-				Count:           count,
-			},
-		})
+		claim.Spec.Devices.Requests = append(claim.Spec.Devices.Requests, exactly(fmt.Sprintf("more-%d", i), GPUClass, count))
 	}
 	return claim
 }
@@ -226,16 +213,5 @@ func PartlyUsedGPUs(gpus int) Cluster {
 
 // SmallAndWholeClaim asks for k one-slice partitions and a whole GPU.
 func SmallAndWholeClaim(k int64) *resourceapi.ResourceClaim {
-	name := fmt.Sprintf("small-%d-and-whole", k)
-	request := func(name string, slices int, count int64) resourceapi.DeviceRequest {
-		return resourceapi.DeviceRequest{Name: name, Exactly: &resourceapi.ExactDeviceRequest{
-			DeviceClassName: profileClass(slices), AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count,
-		}}
-	}
-	return &resourceapi.ResourceClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)},
-		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
-			request("small", 1, k), request("whole", 7, 1),
-		}}},
-	}
+	return newClaim(fmt.Sprintf("small-%d-and-whole", k), exactly("small", profileClass(1), k), exactly("whole", profileClass(7), 1))
 }
