@@ -42,13 +42,7 @@ func (f *formatVal) ConvertToNative(typeDesc reflect.Type) (any, error) {
 }
 
 func (f *formatVal) ConvertToType(typeVal ref.Type) ref.Val {
-	switch typeVal {
-	case formatType:
-		return f
-	case types.TypeType:
-		return formatType
-	}
-	return types.NewErr("type conversion error from '%s' to '%s'", formatType, typeVal)
+	return convertOpaque(f, formatType, nil, typeVal)
 }
 
 func (f *formatVal) Equal(other ref.Val) ref.Val {

@@ -24,25 +24,11 @@ var (
 type ipVal struct{ addr netip.Addr }
 
 func (v ipVal) ConvertToNative(typeDesc reflect.Type) (any, error) {
-	if reflect.TypeOf(v.addr).AssignableTo(typeDesc) {
-		return v.addr, nil
-	}
-	if reflect.TypeOf("").AssignableTo(typeDesc) {
-		return v.addr.String(), nil
-	}
-	return nil, fmt.Errorf("type conversion error from 'IP' to '%v'", typeDesc)
+	return nativeOf(v.addr, v.addr.String, "IP", typeDesc)
 }
 
 func (v ipVal) ConvertToType(typeVal ref.Type) ref.Val {
-	switch typeVal {
-	case ipType:
-		return v
-	case types.TypeType:
-		return ipType
-	case types.StringType:
-		return types.String(v.addr.String())
-	}
-	return types.NewErr("type conversion error from '%s' to '%s'", ipType, typeVal)
+	return convertOpaque(v, ipType, v.addr.String, typeVal)
 }
 
 func (v ipVal) Equal(other ref.Val) ref.Val {
@@ -63,25 +49,11 @@ func (v ipVal) Size() ref.Val { return types.Int(int(math.Ceil(float64(v.addr.Bi
 type cidrVal struct{ prefix netip.Prefix }
 
 func (v cidrVal) ConvertToNative(typeDesc reflect.Type) (any, error) {
-	if reflect.TypeOf(v.prefix).AssignableTo(typeDesc) {
-		return v.prefix, nil
-	}
-	if reflect.TypeOf("").AssignableTo(typeDesc) {
-		return v.prefix.String(), nil
-	}
-	return nil, fmt.Errorf("type conversion error from 'CIDR' to '%v'", typeDesc)
+	return nativeOf(v.prefix, v.prefix.String, "CIDR", typeDesc)
 }
 
 func (v cidrVal) ConvertToType(typeVal ref.Type) ref.Val {
-	switch typeVal {
-	case cidrType:
-		return v
-	case types.TypeType:
-		return cidrType
-	case types.StringType:
-		return types.String(v.prefix.String())
-	}
-	return types.NewErr("type conversion error from '%s' to '%s'", cidrType, typeVal)
+	return convertOpaque(v, cidrType, v.prefix.String, typeVal)
 }
 
 func (v cidrVal) Equal(other ref.Val) ref.Val {

@@ -2,7 +2,6 @@ package celenv
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 
 	"github.com/google/cel-go/cel"
@@ -30,24 +29,11 @@ type quantityVal struct {
 var _ ref.Val = (*quantityVal)(nil)
 
 func (v *quantityVal) ConvertToNative(typeDesc reflect.Type) (any, error) {
-	if reflect.TypeOf(&v.q).AssignableTo(typeDesc) {
-		return &v.q, nil
-	}
-	if reflect.TypeOf("").AssignableTo(typeDesc) {
-		return v.q.String(), nil
-	}
-	return nil, fmt.Errorf("type conversion error from 'Quantity' to '%v'", typeDesc)
+	return nativeOf(&v.q, v.q.String, "Quantity", typeDesc)
 }
 
 func (v *quantityVal) ConvertToType(typeVal ref.Type) ref.Val {
-	switch typeVal {
-	case quantityType:
-		return v
-	case types.TypeType:
-		return quantityType
-	default:
-		return types.NewErr("type conversion error from '%s' to '%s'", quantityType, typeVal)
-	}
+	return convertOpaque(v, quantityType, nil, typeVal)
 }
 
 func (v *quantityVal) Equal(other ref.Val) ref.Val {

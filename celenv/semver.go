@@ -2,7 +2,6 @@ package celenv
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 	"strings"
 
@@ -26,24 +25,11 @@ type semverVal struct {
 var _ ref.Val = (*semverVal)(nil)
 
 func (v *semverVal) ConvertToNative(typeDesc reflect.Type) (any, error) {
-	if reflect.TypeOf(v.v).AssignableTo(typeDesc) {
-		return v.v, nil
-	}
-	if reflect.TypeOf("").AssignableTo(typeDesc) {
-		return v.v.String(), nil
-	}
-	return nil, fmt.Errorf("type conversion error from 'Semver' to '%v'", typeDesc)
+	return nativeOf(v.v, v.v.String, "Semver", typeDesc)
 }
 
 func (v *semverVal) ConvertToType(typeVal ref.Type) ref.Val {
-	switch typeVal {
-	case semverType:
-		return v
-	case types.TypeType:
-		return semverType
-	default:
-		return types.NewErr("type conversion error from '%s' to '%s'", semverType, typeVal)
-	}
+	return convertOpaque(v, semverType, nil, typeVal)
 }
 
 func (v *semverVal) Equal(other ref.Val) ref.Val {

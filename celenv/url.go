@@ -1,7 +1,6 @@
 package celenv
 
 import (
-	"fmt"
 	"net/url"
 	"reflect"
 
@@ -20,23 +19,11 @@ var urlType = cel.ObjectType("kubernetes.URL")
 type urlVal struct{ u *url.URL }
 
 func (v urlVal) ConvertToNative(typeDesc reflect.Type) (any, error) {
-	if reflect.TypeOf(v.u).AssignableTo(typeDesc) {
-		return v.u, nil
-	}
-	if reflect.TypeOf("").AssignableTo(typeDesc) {
-		return v.u.String(), nil
-	}
-	return nil, fmt.Errorf("type conversion error from 'URL' to '%v'", typeDesc)
+	return nativeOf(v.u, v.u.String, "URL", typeDesc)
 }
 
 func (v urlVal) ConvertToType(typeVal ref.Type) ref.Val {
-	switch typeVal {
-	case urlType:
-		return v
-	case types.TypeType:
-		return urlType
-	}
-	return types.NewErr("type conversion error from '%s' to '%s'", urlType, typeVal)
+	return convertOpaque(v, urlType, nil, typeVal)
 }
 
 func (v urlVal) Equal(other ref.Val) ref.Val {

@@ -179,3 +179,29 @@ func (it *keyIterator) Equal(other ref.Val) ref.Val { return types.NoSuchOverloa
 func (it *keyIterator) Type() ref.Type { return types.IteratorType }
 
 func (it *keyIterator) Value() any { return nil }
+
+// nativeOf answers ConvertToNative for an opaque value (kind names it in errors): the Go value itself, or
+// its string form.
+func nativeOf(native any, str func() string, kind string, typeDesc reflect.Type) (any, error) {
+	if reflect.TypeOf(native).AssignableTo(typeDesc) {
+		return native, nil
+	}
+	if reflect.TypeOf("").AssignableTo(typeDesc) {
+		return str(), nil
+	}
+	return nil, fmt.Errorf("type conversion error from '%s' to '%v'", kind, typeDesc)
+}
+
+// convertOpaque answers ConvertToType for self, an opaque value of type own: itself, its type, and, where
+// str is set (as for IPs and CIDRs, which string() accepts), its string form.
+func convertOpaque(self ref.Val, own *types.Type, str func() string, typeVal ref.Type) ref.Val {
+	switch {
+	case typeVal == own:
+		return self
+	case typeVal == types.TypeType:
+		return own
+	case typeVal == types.StringType && str != nil:
+		return types.String(str())
+	}
+	return types.NewErr("type conversion error from '%s' to '%s'", own, typeVal)
+}
