@@ -56,6 +56,8 @@ func (quantityLibrary) LibraryName() string { return "kubernetes.quantity" }
 
 func (quantityLibrary) CompileOptions() []cel.EnvOption {
 	q := quantityType
+	addQ, addInt := arithmetic((*resource.Quantity).Add)
+	subQ, subInt := arithmetic((*resource.Quantity).Sub)
 	return []cel.EnvOption{
 		cel.Function("quantity",
 			cel.Overload("string_to_quantity", []*cel.Type{cel.StringType}, q, cel.UnaryBinding(stringToQuantity))),
@@ -95,28 +97,26 @@ func (quantityLibrary) CompileOptions() []cel.EnvOption {
 				return types.Bool(ok)
 			})))),
 		cel.Function("add",
-			cel.MemberOverload("quantity_add", []*cel.Type{q, q}, q, cel.BinaryBinding(quantityBinary(func(a, b *resource.Quantity) ref.Val {
-				r := &quantityVal{q: a.DeepCopy(), computed: true}
-				r.q.Add(*b)
-				return r
-			}))),
-			cel.MemberOverload("quantity_add_int", []*cel.Type{q, cel.IntType}, q, cel.BinaryBinding(quantityWithInt(func(a *resource.Quantity, b int64) ref.Val {
-				r := &quantityVal{q: a.DeepCopy(), computed: true}
-				r.q.Add(*resource.NewQuantity(b, resource.DecimalExponent))
-				return r
-			})))),
+			cel.MemberOverload("quantity_add", []*cel.Type{q, q}, q, cel.BinaryBinding(quantityBinary(addQ))),
+			cel.MemberOverload("quantity_add_int", []*cel.Type{q, cel.IntType}, q, cel.BinaryBinding(quantityWithInt(addInt)))),
 		cel.Function("sub",
-			cel.MemberOverload("quantity_sub", []*cel.Type{q, q}, q, cel.BinaryBinding(quantityBinary(func(a, b *resource.Quantity) ref.Val {
-				r := &quantityVal{q: a.DeepCopy(), computed: true}
-				r.q.Sub(*b)
-				return r
-			}))),
-			cel.MemberOverload("quantity_sub_int", []*cel.Type{q, cel.IntType}, q, cel.BinaryBinding(quantityWithInt(func(a *resource.Quantity, b int64) ref.Val {
-				r := &quantityVal{q: a.DeepCopy(), computed: true}
-				r.q.Sub(*resource.NewQuantity(b, resource.DecimalExponent))
-				return r
-			})))),
+			cel.MemberOverload("quantity_sub", []*cel.Type{q, q}, q, cel.BinaryBinding(quantityBinary(subQ))),
+			cel.MemberOverload("quantity_sub_int", []*cel.Type{q, cel.IntType}, q, cel.BinaryBinding(quantityWithInt(subInt)))),
 	}
+}
+
+// arithmetic returns the bodies of the quantity and the int overload of add or sub, op being
+// Quantity.Add or Quantity.Sub: a new, computed quantity.
+func arithmetic(op func(r *resource.Quantity, x resource.Quantity)) (func(a, b *resource.Quantity) ref.Val, func(a *resource.Quantity, b int64) ref.Val) {
+	withQuantity := func(a, b *resource.Quantity) ref.Val {
+		r := &quantityVal{q: a.DeepCopy(), computed: true}
+		op(&r.q, *b)
+		return r
+	}
+	withInt := func(a *resource.Quantity, b int64) ref.Val {
+		return withQuantity(a, resource.NewQuantity(b, resource.DecimalExponent))
+	}
+	return withQuantity, withInt
 }
 
 func (quantityLibrary) ProgramOptions() []cel.ProgramOption { return nil }
