@@ -56,7 +56,7 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 			return g.pools, nil
 		}
 	}
-	pools, cacheable, err := a.gatherPoolsFrom(node, local)
+	pools, cacheable, err := a.gatherPoolsFrom(node, local, stable)
 	if err == nil && cacheable && slot != nil {
 		g := key
 		g.pools = slices.Clone(pools)
@@ -68,9 +68,8 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 // gatherPoolsFrom does the work of gatherPools. cacheable is false when the answer depends on more
 // than the node's slices, the shared ones and the node (a pool that is incomplete for the node is
 // checked against all its slices).
-func (a *allocation) gatherPoolsFrom(node *v1.Node, local []*sliceEntry) (pools []*pool, cacheable bool, err error) {
+func (a *allocation) gatherPoolsFrom(node *v1.Node, local []*sliceEntry, stable bool) (pools []*pool, cacheable bool, err error) {
 	st, f := a.st, a.f
-	stable := f.implementation() == implStable
 	cacheable = true
 	// A node sees few pools: a slice searched linearly beats a map.
 	byPool := a.byPool[:0]
