@@ -62,7 +62,8 @@
 // them; a device's CEL view is built the first time an expression needs it, and what a request without
 // capacity requirements consumes the first time it is asked. Selector verdicts are kept on the device
 // per compiled selector, pools on the slices they are built from, and the pools a node sees on the
-// node's slices, across calls, so a lookup is a few pointer comparisons. The working state of a call is
+// node's slices, across calls, so a lookup is a few pointer comparisons (and, where slices select nodes,
+// a comparison of the node's name and labels: callers may relabel the Node they pass). The working state of a call is
 // reused (a sync.Pool): Fits allocates nothing, a call where the claims do not fit allocates only its
 // error and reason, and one where they fit only the results it returns.
 //
