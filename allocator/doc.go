@@ -9,7 +9,8 @@
 //     indexed when it is added or changed (slices per node, network-attached slices, slices per pool and
 //     generation, class selectors compiled); a slice's devices are prepared once, when a call first meets
 //     them: effective taints, CEL views, node selectors. [Snapshot.Fork] gives a cheap copy for what-if
-//     questions that can be committed back or thrown away.
+//     questions that can be committed back or thrown away; a commit whose allocations the snapshot gave
+//     away meanwhile is refused with [ErrConflict] (as *[ConflictError]), all or nothing.
 //   - [Snapshot.Allocate] answers one question for one node: can these claims be allocated here, and
 //     with which devices. It returns one resourceapi.AllocationResult per claim, an error wrapping
 //     [ErrUnsatisfiable] (as *[UnsatisfiableError]) when they do not fit, or an error wrapping

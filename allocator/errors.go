@@ -21,6 +21,10 @@ var (
 	ErrPoolNotReady = errors.New("resource pool not ready")
 	// ErrClosed reports use of a fork after Commit or Discard.
 	ErrClosed = errors.New("snapshot fork already committed or discarded")
+	// ErrConflict reports a Commit refused because the snapshot the fork was forked from moved on in a
+	// way the fork's changes conflict with: a device the fork allocated was allocated there meanwhile, or
+	// a claim the fork changed was changed there too. The error is a *ConflictError.
+	ErrConflict = errors.New("fork conflicts with its parent")
 )
 
 // UnsatisfiableError explains why claims do not fit on a node.

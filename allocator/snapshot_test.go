@@ -146,7 +146,7 @@ func TestSnapshotFork(t *testing.T) {
 		if fits(f) || !fits(s) {
 			t.Fatalf("fork must be full, parent free")
 		}
-		f.Discard()
+		must(t, f.Discard())
 		if !fits(s) {
 			t.Errorf("parent changed by a discarded fork")
 		}
@@ -194,6 +194,15 @@ func TestSnapshotFork(t *testing.T) {
 	t.Run("commit on a root snapshot is an error", func(t *testing.T) {
 		if err := base().Commit(); err == nil {
 			t.Errorf("want error")
+		}
+	})
+	t.Run("discard on a root snapshot is an error and leaves it usable", func(t *testing.T) {
+		s := base()
+		if err := s.Discard(); err == nil || errors.Is(err, allocator.ErrClosed) {
+			t.Errorf("got %v, want an error saying the snapshot is not a fork", err)
+		}
+		if !fits(s) {
+			t.Errorf("root unusable after a refused discard")
 		}
 	})
 }
