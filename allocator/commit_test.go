@@ -191,6 +191,16 @@ func TestCommitConflicts(t *testing.T) {
 		base: shared, fork: nicShare("mine", "4Gi"), parent: nicShare("theirs", "6Gi"),
 		wantClaim: "mine", wantDevices: []allocator.DeviceID{dev("nic")}, wantReason: "has too little capacity left",
 	}, {
+		name: "a share the fork enlarged beyond what the parent left conflicts",
+		base: both(shared, holds("mine", sharedResult("nic", "share-a", "2Gi"))),
+		fork: holds("mine", sharedResult("nic", "share-b", "6Gi")), parent: holds("theirs", sharedResult("nic", "share-c", "4Gi")),
+		wantClaim: "mine", wantDevices: []allocator.DeviceID{dev("nic")}, wantReason: "has too little capacity left",
+	}, {
+		name:   "a share the fork kept as it was does not conflict",
+		base:   both(shared, holds("mine", sharedResult("nic", "share-a", "2Gi"))),
+		fork:   holds("mine", sharedResult("nic", "share-a", "2Gi")),
+		parent: holds("theirs", sharedResult("nic", "share-c", "6Gi")),
+	}, {
 		name: "a share of a device the parent allocated exclusively conflicts",
 		base: shared, fork: nicShare("mine", "4Gi"), parent: holds("theirs", result(driverA, "pool-1", "nic")),
 		wantClaim: "mine", wantDevices: []allocator.DeviceID{dev("nic")}, wantReason: "already allocated exclusively",

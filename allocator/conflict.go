@@ -66,19 +66,16 @@ func (s *Snapshot) allocatedByFork() []newUse {
 		if now == nil {
 			continue
 		}
-		held := map[DeviceID][2]int{} // exclusive and shared units the base version held
+		// A unit the base version held already (same device, same kind, same consumed capacity) was
+		// not allocated by the fork.
+		var held []deviceUsage
 		if b := s.base[key]; b != nil {
-			for _, u := range b.usage {
-				n := held[u.id]
-				n[boolIndex(u.shared)]++
-				held[u.id] = n
-			}
+			held = slices.Clone(b.usage)
 		}
 		var fresh []deviceUsage
 		for _, u := range now.usage {
-			if n := held[u.id]; n[boolIndex(u.shared)] > 0 {
-				n[boolIndex(u.shared)]--
-				held[u.id] = n
+			if i := slices.IndexFunc(held, func(h deviceUsage) bool { return sameUsage(h, u) }); i >= 0 {
+				held = slices.Delete(held, i, i+1)
 				continue
 			}
 			fresh = append(fresh, u)
@@ -90,11 +87,16 @@ func (s *Snapshot) allocatedByFork() []newUse {
 	return out
 }
 
-func boolIndex(b bool) int {
-	if b {
-		return 1
+func sameUsage(x, y deviceUsage) bool {
+	if x.id != y.id || x.shared != y.shared || len(x.consumed) != len(y.consumed) {
+		return false
 	}
-	return 0
+	for n, q := range x.consumed {
+		if v, ok := y.consumed[n]; !ok || v.Cmp(q) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // conflictingUse checks the fork's allocations against merged, the parent's state with the fork's
