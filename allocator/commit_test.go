@@ -15,6 +15,8 @@ import (
 
 	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/verify"
+	"github.com/dralloc/dralloc/celenv"
+	"github.com/dralloc/dralloc/fuzz"
 )
 
 // intact fails the test unless the verifier accepts every allocated claim of the snapshot, checked
@@ -31,13 +33,34 @@ func intact(t tester, s *allocator.Snapshot) {
 		}
 	}
 	f := verify.Features(s.Features())
-	violations, err := verify.Check(context.Background(), verify.Input{Slices: slices, Classes: classes, TaintRules: rules, Claims: claims, Features: &f}, allocated, results)
+	env, err := verifyEnv(celenv.Features{ConsumableCapacity: f.DRAConsumableCapacity, ListTypeAttributes: f.DRAListTypeAttributes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := verify.Input{Slices: slices, Classes: classes, TaintRules: rules, Claims: claims, Features: &f, CEL: env}
+	violations, err := verify.Check(context.Background(), in, allocated, results)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range violations {
 		t.Errorf("violation: %s", v)
 	}
+}
+
+var verifyEnvs sync.Map // celenv.Features → *celenv.Env
+
+// verifyEnv returns one CEL environment per feature set, so that checking after every step of a fuzzed
+// sequence reuses its compile cache.
+func verifyEnv(f celenv.Features) (*celenv.Env, error) {
+	if env, ok := verifyEnvs.Load(f); ok {
+		return env.(*celenv.Env), nil
+	}
+	env, err := celenv.NewEnv(celenv.Options{Features: &f})
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := verifyEnvs.LoadOrStore(f, env)
+	return actual.(*celenv.Env), nil
 }
 
 // tester is what both *testing.T and *rapid.T offer.
@@ -374,4 +397,88 @@ func countTrue(bs []bool) int {
 		}
 	}
 	return n
+}
+
+// Forks of a generated cluster (shares, counters, network-attached pools, taints, allocated claims), all
+// made before any commit, allocate copies of its pending claims, one each, and commit concurrently; a fork
+// that conflicts retries with a new fork. The verifier accepts every committed claim against the root's
+// final state.
+func TestPropForkCommitsOfGeneratedClusters(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(t, "cluster")
+		copies := rapid.IntRange(2, 4).Draw(t, "copies")
+		s, err := c.Snapshot(allocator.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		var todo []*resourceapi.ResourceClaim
+		for _, claim := range c.Claims {
+			for j := range copies {
+				cp := claim.DeepCopy()
+				cp.Name = fmt.Sprintf("%s-copy-%d", claim.Name, j)
+				todo = append(todo, cp)
+			}
+		}
+		forks := make([]*allocator.Snapshot, len(todo))
+		for i := range forks {
+			forks[i] = s.Fork()
+		}
+		errs := make([]error, len(todo))
+		var wg sync.WaitGroup
+		for i, claim := range todo {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f := forks[i]
+				for range len(todo) + 1 {
+					r, err := f.Allocate(ctx, c.Node, []*resourceapi.ResourceClaim{claim})
+					if err != nil {
+						// Not fitting, or input the allocator refuses: nothing to commit.
+						errs[i] = f.Discard()
+						return
+					}
+					placed := claim.DeepCopy()
+					placed.Status.Allocation = &r[0]
+					if err = f.AddOrUpdateClaim(placed); err == nil {
+						err = f.Commit()
+					}
+					if !errors.Is(err, allocator.ErrConflict) {
+						errs[i] = err
+						return
+					}
+					if err := f.Discard(); err != nil {
+						errs[i] = err
+						return
+					}
+					f = s.Fork()
+				}
+				errs[i] = errors.New("still conflicting after every other claim committed")
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("claim %d: %v", i, err)
+			}
+		}
+		_, _, _, claims := allocator.SnapshotObjects(s)
+		var committed []*resourceapi.ResourceClaim
+		var results []resourceapi.AllocationResult
+		for _, held := range claims {
+			if strings.Contains(held.Name, "-copy-") {
+				committed = append(committed, held)
+				results = append(results, *held.Status.Allocation)
+			}
+		}
+		in := c.Input()
+		in.Claims = claims
+		violations, err := verify.Check(ctx, in, committed, results)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(violations) > 0 {
+			t.Fatalf("committed claims break the rules: %v", violations)
+		}
+	})
 }
