@@ -127,7 +127,9 @@ func (s *Snapshot) conflictingUse(merged *state) error {
 		} else if first.Claim != c.key.claim {
 			break
 		}
-		first.Devices = append(first.Devices, c.key.device)
+		if !slices.Contains(first.Devices, c.key.device) {
+			first.Devices = append(first.Devices, c.key.device)
+		}
 		for _, cs := range c.counterSets {
 			if !slices.Contains(first.CounterSets, cs) {
 				first.CounterSets = append(first.CounterSets, cs)
