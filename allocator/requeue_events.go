@@ -120,6 +120,9 @@ func (r *Requeue) DeleteClass(ctx context.Context, name string) error {
 }
 
 func (r *Requeue) deleteClass(ctx context.Context, name string) error {
+	if err := rqCancelled(ctx, name); err != nil {
+		return err
+	}
 	if _, ok := r.classes[name]; !ok {
 		return nil
 	}
