@@ -333,9 +333,11 @@ func (s *Snapshot) touchClaim(key types.NamespacedName) {
 //   - stopped publishing a device the fork allocated (the slice was deleted or no longer lists it, or the
 //     device no longer allows multiple allocations while the fork took a share of it).
 //
-// This is how kube-scheduler keeps two pods from getting one device: allocations it made but has not yet
-// written are kept as in-flight allocations of its DRA plugin's claim tracker and counted as allocated
-// by every later decision, and the write of a claim whose object changed meanwhile fails. Changes to
+// This is how kube-scheduler keeps two pods from getting one device: its dynamicresources plugin keeps
+// the allocations it made but has not yet written as in-flight allocations (claimTracker's
+// inFlightAllocations, which ListAllAllocatedDevices adds to the allocated state of every later
+// decision), the assume cache refuses to assume a claim older than the one it holds, and the API server
+// refuses the status update of a claim whose resourceVersion moved on. Changes to
 // slices, classes, taint rules and nodes never conflict: the fork's version of such an object wins, and a
 // class or taint that changed after a device was allocated leaves the allocation standing, as it does in
 // Kubernetes (NoExecute taints evict through the taints package, not here).
