@@ -19,8 +19,9 @@ import (
 // snapshot with their status.allocation).
 //
 // It returns one AllocationResult per claim, in the order of claims. When the claims do not fit on the
-// node the error wraps [ErrUnsatisfiable]; invalid input gives an error wrapping [ErrInvalidInput] that
-// names the object and field; a cancelled ctx gives an error wrapping the context's cause; running out of
+// node the error wraps [ErrUnsatisfiable]; invalid input (a node without metadata.name included) gives
+// an error wrapping [ErrInvalidInput] that names the object and field; a discarded or committed fork gives
+// [ErrClosed]; a cancelled ctx gives an error wrapping the context's cause; running out of
 // Options.StepBudget gives [ErrSearchBudget]. The snapshot, node and claims are not modified.
 func (s *Snapshot) Allocate(ctx context.Context, node *v1.Node, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {
 	var results []resourceapi.AllocationResult
@@ -49,13 +50,17 @@ func (s *Snapshot) Fits(ctx context.Context, node *v1.Node, claims []*resourceap
 
 // do runs fn on the working state of one call, under the read lock; fn reports whether the claims fit.
 func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.ResourceClaim, fn func(*allocation) (bool, error)) error {
-	if node == nil {
-		return inputError("Node", "", errors.New("nil object"))
-	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrClosed
+	}
+	// A node is what its name and labels select; a nameless one would see no node-local slice.
+	if node == nil {
+		return inputError("Node", "", errors.New("nil object"))
+	}
+	if node.Name == "" {
+		return inputError("Node", "metadata.name", errors.New("must not be empty"))
 	}
 	if s.envErr != nil {
 		return s.envErr
@@ -74,8 +79,14 @@ func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.
 func (s *Snapshot) AllocateOnNode(ctx context.Context, nodeName string, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {
 	s.mu.RLock()
 	node, ok := s.st.nodes[nodeName]
+	closed := s.closed
 	s.mu.RUnlock()
-	if !ok {
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case nodeName == "":
+		return nil, inputError("Node", "metadata.name", errors.New("must not be empty"))
+	case !ok:
 		return nil, inputError("Node "+nodeName, "", errors.New("not in the snapshot"))
 	}
 	return s.Allocate(ctx, node, claims)

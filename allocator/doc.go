@@ -9,7 +9,8 @@
 //     indexed when it is added or changed (slices per node, network-attached slices, slices per pool and
 //     generation, class selectors compiled); a slice's devices are prepared once, when a call first meets
 //     them: effective taints, CEL views, node selectors. [Snapshot.Fork] gives a cheap copy for what-if
-//     questions that can be committed back or thrown away.
+//     questions that can be committed back or thrown away; a commit whose allocations the snapshot gave
+//     away meanwhile is refused with [ErrConflict] (as *[ConflictError]), all or nothing.
 //   - [Snapshot.Allocate] answers one question for one node: can these claims be allocated here, and
 //     with which devices. It returns one resourceapi.AllocationResult per claim, an error wrapping
 //     [ErrUnsatisfiable] (as *[UnsatisfiableError]) when they do not fit, or an error wrapping
@@ -62,7 +63,8 @@
 // them; a device's CEL view is built the first time an expression needs it, and what a request without
 // capacity requirements consumes the first time it is asked. Selector verdicts are kept on the device
 // per compiled selector, pools on the slices they are built from, and the pools a node sees on the
-// node's slices, across calls, so a lookup is a few pointer comparisons. The working state of a call is
+// node's slices, across calls, so a lookup is a few pointer comparisons (and, where slices select nodes,
+// a comparison of the node's name and labels: callers may relabel the Node they pass). The working state of a call is
 // reused (a sync.Pool): Fits allocates nothing, a call where the claims do not fit allocates only its
 // error and reason, and one where they fit only the results it returns.
 //

@@ -21,11 +21,16 @@ var (
 	ErrPoolNotReady = errors.New("resource pool not ready")
 	// ErrClosed reports use of a fork after Commit or Discard.
 	ErrClosed = errors.New("snapshot fork already committed or discarded")
+	// ErrConflict reports a Commit refused because the snapshot the fork was forked from moved on in a
+	// way the fork's changes conflict with: a device the fork allocated was allocated there meanwhile, or
+	// a claim the fork changed was changed there too. The error is a *ConflictError.
+	ErrConflict = errors.New("fork conflicts with its parent")
 )
 
 // UnsatisfiableError explains why claims do not fit on a node.
 type UnsatisfiableError struct {
-	// Node is the name of the node.
+	// Node is the name of the node; Allocate and Fits refuse a node without a name, so it is empty only
+	// in an error built elsewhere.
 	Node string
 	// Reasons are human-readable reasons, most specific first; empty when the search simply found no
 	// combination of free devices.
@@ -34,8 +39,11 @@ type UnsatisfiableError struct {
 
 func (e *UnsatisfiableError) Error() string {
 	var b strings.Builder
-	b.WriteString("cannot allocate all claims on node ")
-	b.WriteString(e.Node)
+	b.WriteString("cannot allocate all claims")
+	if e.Node != "" {
+		b.WriteString(" on node ")
+		b.WriteString(e.Node)
+	}
 	if len(e.Reasons) > 0 {
 		b.WriteString(": ")
 		b.WriteString(strings.Join(e.Reasons, "; "))

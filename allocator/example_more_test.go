@@ -71,13 +71,17 @@ func ExampleSnapshot_Discard() {
 	nodeA := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
 	_, err := what.Allocate(context.Background(), nodeA, []*resourceapi.ResourceClaim{gpuClaim("c", 1)})
 	fmt.Println("in the fork:", errors.Is(err, allocator.ErrUnsatisfiable))
-	what.Discard()
+	if err := what.Discard(); err != nil {
+		fmt.Println(err)
+	}
 
 	_, err = snap.Allocate(context.Background(), nodeA, []*resourceapi.ResourceClaim{gpuClaim("c", 1)})
 	fmt.Println("in the snapshot:", err == nil)
+	fmt.Println("discard the snapshot itself:", snap.Discard())
 	// Output:
 	// in the fork: true
 	// in the snapshot: true
+	// discard the snapshot itself: discard: snapshot is not a fork
 }
 
 func ExampleDefaultFeatures() {
@@ -124,4 +128,44 @@ func ExampleSnapshot_Fits() {
 	// fits on node-1
 	// fits on node-2
 	// node-1 gets gpu-0 gpu-1
+}
+
+// Two what-ifs place a claim each on the same node; both see the same free GPU. The first commit holds, the
+// second is refused with the device that is no longer free, and the snapshot keeps the first only.
+func ExampleSnapshot_Commit() {
+	ctx := context.Background()
+	snap := allocator.NewSnapshot(allocator.Options{})
+	_ = snap.AddOrUpdateSlice(gpuSlice("node-a", "H100", 1))
+	_ = snap.AddOrUpdateClass(&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}})
+	nodeA := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
+
+	place := func(fork *allocator.Snapshot, name string) {
+		claim := gpuClaim(name, 1)
+		results, err := fork.Allocate(ctx, nodeA, []*resourceapi.ResourceClaim{claim})
+		if err != nil {
+			panic(err)
+		}
+		claim.Status.Allocation = &results[0]
+		if err := fork.AddOrUpdateClaim(claim); err != nil {
+			panic(err)
+		}
+	}
+	first, second := snap.Fork(), snap.Fork()
+	place(first, "train")
+	place(second, "serve")
+	fmt.Println("first:", first.Commit())
+	err := second.Commit()
+	var conflict *allocator.ConflictError
+	if errors.As(err, &conflict) {
+		fmt.Println("second:", conflict.Claim, conflict.Devices)
+		fmt.Println(err)
+		_ = second.Discard()
+	}
+	_, err = snap.Allocate(ctx, nodeA, []*resourceapi.ResourceClaim{gpuClaim("more", 1)})
+	fmt.Println("the snapshot is full:", errors.Is(err, allocator.ErrUnsatisfiable))
+	// Output:
+	// first: <nil>
+	// second: default/serve [gpu.example.com/node-a/gpu-0]
+	// commit: ResourceClaim default/serve: device gpu.example.com/node-a/gpu-0 is already allocated in the parent snapshot
+	// the snapshot is full: true
 }

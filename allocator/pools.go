@@ -3,6 +3,7 @@ package allocator
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"sync/atomic"
 
@@ -45,20 +46,24 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 	if stable {
 		key.counters = listID(st.counterSlices)
 	}
-	if len(st.sharedSlices) > 0 || key.counters.n > 0 {
-		key.node = node
-	}
+	// Slices that select nodes make the answer depend on the node: on its name and its labels, which
+	// the caller may change in the object it passes again, so they are compared by value.
+	byNode := len(st.sharedSlices) > 0 || key.counters.n > 0
 	var slot *nodeSlot
 	if len(local) > 0 {
 		slot = &local[0].caches.node
 		if g := slot.p.Load(); g != nil && g.local == key.local && g.shared == key.shared &&
-			g.counters == key.counters && g.node == key.node && g.f == f {
+			g.counters == key.counters && g.f == f && g.byNode == byNode &&
+			(!byNode || g.nodeName == node.Name && maps.Equal(g.labels, node.Labels)) {
 			return g.pools, nil
 		}
 	}
 	pools, cacheable, err := a.gatherPoolsFrom(node, local, stable)
 	if err == nil && cacheable && slot != nil {
 		g := key
+		if byNode {
+			g.byNode, g.nodeName, g.labels = true, node.Name, maps.Clone(node.Labels)
+		}
 		g.pools = slices.Clone(pools)
 		slot.p.Store(&g)
 	}
@@ -317,10 +322,13 @@ type nodeSlot struct {
 
 type gathered struct {
 	local, shared, counters listKey
-	// node is compared only when slices that select nodes by label were considered.
-	node  *v1.Node
-	f     Features
-	pools []*pool
+	// byNode: slices that select nodes were considered, so the pools are those of the node with this
+	// name and these labels (a copy: the caller's map may change).
+	byNode   bool
+	nodeName string
+	labels   map[string]string
+	f        Features
+	pools    []*pool
 }
 
 // listKey identifies an immutable slice list: its array and its length.

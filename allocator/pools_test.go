@@ -1,6 +1,8 @@
 package allocator_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -102,4 +104,54 @@ func TestAllocatePools(t *testing.T) {
 		classes: classes, claims: one,
 		wantErr: allocator.ErrUnsatisfiable,
 	}})
+}
+
+// The pools a node sees are cached across calls, and with network-attached slices that select nodes by
+// label the answer depends on the node's labels: a caller that relabels its Node object and passes the same
+// object again must be answered for the new labels.
+func TestRelabelledNodeSeesItsNewPools(t *testing.T) {
+	s := allocator.NewSnapshot(allocator.Options{})
+	must(t, s.AddOrUpdateClass(anyClass))
+	must(t, s.AddOrUpdateSlice(nodeSlice("local", node1, driverA, "local", devices("gpu-0")...)))
+	must(t, s.AddOrUpdateSlice(networkSlice("fabric-a", "fabric-a", labelSelector("zone", "a"), devices("nic-a")...)))
+	ctx := context.Background()
+	n := node(node1, map[string]string{"zone": "a"})
+	two := []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 2))}
+	for _, step := range []struct {
+		zone string
+		fits bool
+	}{{"a", true}, {"b", false}, {"a", true}} {
+		n.Labels["zone"] = step.zone
+		if ok, err := s.Fits(ctx, n, two); err != nil || ok != step.fits {
+			t.Errorf("zone %s: fits %v (%v), want %v", step.zone, ok, err, step.fits)
+		}
+	}
+}
+
+// BenchmarkFitsNetworkAttached asks Fits of a node that sees a local pool and a network-attached pool
+// selected by label: the cached pools are looked up by the node's name and labels, allocating nothing.
+func BenchmarkFitsNetworkAttached(b *testing.B) {
+	s := allocator.NewSnapshot(allocator.Options{})
+	for _, err := range []error{
+		s.AddOrUpdateClass(anyClass),
+		s.AddOrUpdateSlice(nodeSlice("local", node1, driverA, "local", manyDevices(8)...)),
+		s.AddOrUpdateSlice(networkSlice("fabric", "fabric", labelSelector("zone", "a"), devices("nic-0", "nic-1")...)),
+	} {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	labels := map[string]string{"zone": "a", "kubernetes.io/hostname": node1, "node.kubernetes.io/instance-type": "gpu-8x"}
+	for i := range 12 {
+		labels[fmt.Sprintf("example.com/label-%d", i)] = "value"
+	}
+	n := node(node1, labels)
+	claims := []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 9))}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if ok, err := s.Fits(ctx, n, claims); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+	}
 }

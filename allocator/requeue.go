@@ -42,7 +42,9 @@ type RequeueOptions struct {
 //
 // The context of an event bounds the evaluation of request selectors; when it has ended they count as
 // failing, which makes the answer larger, never smaller. Class verdicts, which are kept, are evaluated
-// without the context's deadline (selectors are cost-bounded).
+// without the context's deadline (selectors are cost-bounded); a class event, which visits every
+// published device, checks the context between slices and, once it has ended, returns its error and
+// changes nothing.
 //
 // The Requeue keeps its own prepared copy of every published device (the CEL view, as a Snapshot does), so
 // that deallocations and taint changes, which name devices only, can be answered without the slices.

@@ -25,6 +25,9 @@ import (
 // with a request for the class whose selectors now select a device they did not select before, and
 // requests for all devices of the class whenever the selected set changed. A selector that does not compile is an error naming the class
 // and field; the class then counts as missing, as the allocator treats it.
+//
+// The class is evaluated against every published device; when ctx ends before that is done, the error
+// wraps the context's cause and the Requeue is left as it was (deliver the event again).
 func (r *Requeue) AddOrUpdateClass(ctx context.Context, class *resourceapi.DeviceClass) ([]types.NamespacedName, error) {
 	if class == nil {
 		return nil, rqInputError("DeviceClass", "", errors.New("class is nil"))
@@ -36,30 +39,35 @@ func (r *Requeue) AddOrUpdateClass(ctx context.Context, class *resourceapi.Devic
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
-		r.deleteClass(class.Name)
+		if derr := r.deleteClass(ctx, class.Name); derr != nil {
+			return nil, derr
+		}
+		return nil, err
+	}
+	if err := rqCancelled(ctx, class.Name); err != nil {
 		return nil, err
 	}
 	old := r.classes[class.Name]
 	nc := &rqClass{selectors: sels}
-	r.classes[class.Name] = nc
 	if old != nil && slices.Equal(old.selectors, nc.selectors) {
 		// Compiled selectors come from the Env's cache: the same expressions give the same verdicts.
+		r.classes[class.Name] = nc
 		return nil, nil
 	}
+	// First evaluate the class against every device, then apply: an event cut short by ctx changes
+	// nothing. Class verdicts are kept, so they are evaluated without ctx's deadline.
 	verdictCtx := context.WithoutCancel(ctx)
-	r.begin()
-	if old == nil {
-		// As in Kubernetes, a missing class fails the allocation of the whole claim, even when the request
-		// that names it is only one alternative of a firstAvailable list: every claim that names the class
-		// may fit now, whatever the class selects.
-		for _, e := range r.byClass[class.Name] {
-			e.claim.missing--
-		}
-		for _, e := range r.byClass[class.Name] {
-			r.wake(e.claim)
-		}
+	type change struct {
+		d             *rqDevice
+		i             int // index of the old verdict in d.classes, -1 when there was none
+		before, after rqVerdict
+		had, selected bool
 	}
+	var changes []change
 	for _, s := range r.slices {
+		if err := rqCancelled(ctx, class.Name); err != nil {
+			return nil, err
+		}
 		for _, d := range s.devices {
 			i := slices.IndexFunc(d.classes, func(v rqVerdict) bool { return v.class == class.Name })
 			var before rqVerdict
@@ -72,39 +80,79 @@ func (r *Requeue) AddOrUpdateClass(ctx context.Context, class *resourceapi.Devic
 			if had == selected && (!had || before == after) {
 				continue
 			}
-			if had {
-				r.wakeBy(ctx, d, before, true, false)
-				d.classes = slices.Delete(d.classes, i, i+1)
-			}
-			if selected {
-				d.classes = append(d.classes, after)
-				r.wakeBy(ctx, d, after, false, false)
-			}
+			changes = append(changes, change{d: d, i: i, before: before, after: after, had: had, selected: selected})
+		}
+	}
+	r.classes[class.Name] = nc
+	r.begin()
+	if old == nil {
+		// As in Kubernetes, a missing class fails the allocation of the whole claim, even when the request
+		// that names it is only one alternative of a firstAvailable list: every claim that names the class
+		// may fit now, whatever the class selects.
+		for _, e := range r.byClass[class.Name] {
+			e.claim.missing--
+		}
+		for _, e := range r.byClass[class.Name] {
+			r.wake(e.claim)
+		}
+	}
+	for _, c := range changes {
+		d := c.d
+		if c.had {
+			r.wakeBy(ctx, d, c.before, true, false)
+			d.classes = slices.Delete(d.classes, c.i, c.i+1)
+		}
+		if c.selected {
+			d.classes = append(d.classes, c.after)
+			r.wakeBy(ctx, d, c.after, false, false)
 		}
 	}
 	return r.end(), nil
 }
 
-// DeleteClass removes a DeviceClass. Claims that use it cannot be allocated, so no claim is woken.
-func (r *Requeue) DeleteClass(name string) {
+// DeleteClass removes a DeviceClass. Claims that use it cannot be allocated, so no claim is woken. When
+// ctx ends before the class's verdicts are dropped from every device, the error wraps the context's cause
+// and the Requeue is left as it was.
+func (r *Requeue) DeleteClass(ctx context.Context, name string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.deleteClass(name)
+	return r.deleteClass(ctx, name)
 }
 
-func (r *Requeue) deleteClass(name string) {
+func (r *Requeue) deleteClass(ctx context.Context, name string) error {
+	if err := rqCancelled(ctx, name); err != nil {
+		return err
+	}
 	if _, ok := r.classes[name]; !ok {
-		return
+		return nil
+	}
+	var marked []*rqDevice
+	for _, s := range r.slices {
+		if err := rqCancelled(ctx, name); err != nil {
+			return err
+		}
+		for _, d := range s.devices {
+			if slices.ContainsFunc(d.classes, func(v rqVerdict) bool { return v.class == name }) {
+				marked = append(marked, d)
+			}
+		}
 	}
 	delete(r.classes, name)
 	for _, e := range r.byClass[name] {
 		e.claim.missing++
 	}
-	for _, s := range r.slices {
-		for _, d := range s.devices {
-			d.classes = slices.DeleteFunc(d.classes, func(v rqVerdict) bool { return v.class == name })
-		}
+	for _, d := range marked {
+		d.classes = slices.DeleteFunc(d.classes, func(v rqVerdict) bool { return v.class == name })
 	}
+	return nil
+}
+
+// rqCancelled returns an error wrapping the context's cause once ctx has ended.
+func rqCancelled(ctx context.Context, class string) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return fmt.Errorf("requeue: DeviceClass %s: %w", class, context.Cause(ctx))
 }
 
 // AddOrUpdateSlice adds a ResourceSlice or replaces the one with the same name, and returns the pending

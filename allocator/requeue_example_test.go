@@ -237,3 +237,25 @@ func ExampleRequeue_AddPending() {
 	// spec.devices.requests[0].exactly.selectors[0].cel.expression
 	// pending: 0
 }
+
+// A deleted class puts the claims that name it to sleep: devices it would select wake nobody until the
+// class is back. Like every class event, a deletion under a context that has ended changes nothing and
+// returns the context's error.
+func ExampleRequeue_DeleteClass() {
+	ctx := context.Background()
+	r := exampleRequeue(ctx)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	fmt.Println(r.DeleteClass(cancelled, "h100"))
+	if err := r.DeleteClass(ctx, "h100"); err != nil {
+		panic(err)
+	}
+	woken, err := r.AddOrUpdateSlice(ctx, exampleGPUSlice("node-1", "h100"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("new H100s wake:", woken)
+	// Output:
+	// requeue: DeviceClass h100: context canceled
+	// new H100s wake: []
+}

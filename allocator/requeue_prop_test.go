@@ -304,7 +304,7 @@ func (c *rqCluster) event(t *rapid.T) (string, []types.NamespacedName) {
 		// Deleting a class never lets a claim fit, but the events that follow must see it missing.
 		name := rapid.SampledFrom(rqClassNames[1:]).Draw(t, "deletedClass")
 		rqMust(t, c.snap.DeleteClass(name))
-		c.rq.DeleteClass(name)
+		rqMust(t, c.rq.DeleteClass(ctx, name))
 		return kind, nil
 	case "deallocate":
 		i := rapid.IntRange(0, len(c.holders)-1).Draw(t, "holder")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -151,7 +152,9 @@ func TestRequeueWakesTheClaimsAnEventMayLetFit(t *testing.T) {
 			rqClaim("ns", "wants-a", rqRequest{class: "gpu-a"}),
 		},
 		event: func(ctx context.Context, r *allocator.Requeue) ([]types.NamespacedName, error) {
-			r.DeleteClass("gpu-b")
+			if err := r.DeleteClass(ctx, "gpu-b"); err != nil {
+				return nil, err
+			}
 			got, err := r.AddOrUpdateSlice(ctx, rqSlice("n1", rqGPU("gpu-0", "a", 40)))
 			if err != nil || !slices.Equal(rqNames(got), []string{"ns/wants-a"}) {
 				return nil, fmt.Errorf("with gpu-b deleted: woken %v (%v), want [ns/wants-a]", rqNames(got), err)
@@ -455,4 +458,64 @@ func TestRequeueCancelledContextWakesMoreNeverLess(t *testing.T) {
 	if len(got) != 0 {
 		t.Errorf("woken after the cancelled update: %v, want none", rqNames(got))
 	}
+}
+
+// A class event is evaluated against every published device; a cancelled context ends it with the
+// context's error and leaves the Requeue as if the event had not been delivered.
+func TestRequeueClassEventsHonourTheContext(t *testing.T) {
+	setup := func(t *testing.T) *allocator.Requeue {
+		r, err := allocator.NewRequeue(allocator.RequeueOptions{})
+		must(t, err)
+		_, err = r.AddOrUpdateSlice(context.Background(), rqSlice("n1", rqGPU("gpu-0", "a", 40), rqGPU("gpu-1", "b", 40)))
+		must(t, err)
+		_, err = r.AddOrUpdateClass(context.Background(), rqClass("gpu-a", rqModelA))
+		must(t, err)
+		must(t, r.AddPending(rqClaim("ns", "wants-a", rqRequest{class: "gpu-a"})))
+		return r
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	// What a later event wakes tells whether the class is known and with which selectors.
+	wokenBySlice := func(t *testing.T, r *allocator.Requeue) []string {
+		t.Helper()
+		got, err := r.AddOrUpdateSlice(context.Background(), rqSlice("n2", rqGPU("gpu-0", "a", 40)))
+		must(t, err)
+		return rqNames(got)
+	}
+	for _, tc := range []struct {
+		name  string
+		event func(r *allocator.Requeue) error
+	}{{
+		name: "a class update",
+		event: func(r *allocator.Requeue) error {
+			_, err := r.AddOrUpdateClass(cancelled, rqClass("gpu-a", rqModelB))
+			return err
+		},
+	}, {
+		name: "a class update with a selector that does not compile",
+		event: func(r *allocator.Requeue) error {
+			_, err := r.AddOrUpdateClass(cancelled, rqClass("gpu-a", "device."))
+			return err
+		},
+	}, {
+		name:  "a class deletion",
+		event: func(r *allocator.Requeue) error { return r.DeleteClass(cancelled, "gpu-a") },
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := setup(t)
+			if err := tc.event(r); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "DeviceClass gpu-a") {
+				t.Fatalf("got %v, want the context's error naming the class", err)
+			}
+			if got := wokenBySlice(t, r); !slices.Equal(got, []string{"ns/wants-a"}) {
+				t.Errorf("after the cancelled event a model-a GPU wakes %v, want [ns/wants-a]: the class must be unchanged", got)
+			}
+		})
+	}
+	t.Run("a live context applies the same events", func(t *testing.T) {
+		r := setup(t)
+		must(t, r.DeleteClass(context.Background(), "gpu-a"))
+		if got := wokenBySlice(t, r); len(got) != 0 {
+			t.Errorf("with the class deleted a model-a GPU wakes %v", got)
+		}
+	})
 }

@@ -33,10 +33,13 @@ type Snapshot struct {
 	pools *poolCache
 
 	// Set on forks: the parent, the parent's revision when forked, and the changes made since, which
-	// Commit replays onto the parent when the parent changed in the meantime.
+	// Commit replays onto the parent when the parent changed in the meantime. base holds, for every claim
+	// the fork changed, the entry the fork started from (nil when the claim did not exist), so that Commit
+	// can tell what the fork allocated and whether the parent changed the same claim.
 	parent  *Snapshot
 	baseRev uint64
 	log     []func(*Snapshot) error
+	base    map[types.NamespacedName]*claimEntry
 	closed  bool
 }
 
@@ -170,6 +173,7 @@ func (s *Snapshot) AddOrUpdateClaim(claim *resourceapi.ResourceClaim) error {
 	claim = own(s, claim)
 	return s.change(func(s *Snapshot) error {
 		key := types.NamespacedName{Namespace: claim.Namespace, Name: claim.Name}
+		s.touchClaim(key)
 		if old, ok := s.st.claims[key]; ok {
 			s.st.applyUsage(old.usage, -1)
 		}
@@ -184,6 +188,7 @@ func (s *Snapshot) AddOrUpdateClaim(claim *resourceapi.ResourceClaim) error {
 func (s *Snapshot) DeleteClaim(namespace, name string) error {
 	return s.change(func(s *Snapshot) error {
 		key := types.NamespacedName{Namespace: namespace, Name: name}
+		s.touchClaim(key)
 		if old, ok := s.st.claims[key]; ok {
 			s.st.applyUsage(old.usage, -1)
 			delete(s.st.claims, key)
@@ -282,7 +287,8 @@ func (s *Snapshot) DeleteNode(name string) error {
 // Fork returns a copy of the snapshot for what-if questions: changes to the fork are invisible to the
 // snapshot until [Snapshot.Commit]; [Snapshot.Discard] throws them away. Forking copies the snapshot's
 // indexes (not the objects or prepared devices, which are shared), so it costs time proportional to the
-// number of objects, not their size. A fork can itself be forked.
+// number of objects, not their size. A fork can itself be forked, and many forks of one snapshot may be
+// used and committed concurrently.
 func (s *Snapshot) Fork() *Snapshot {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -299,10 +305,45 @@ func (s *Snapshot) Fork() *Snapshot {
 	}
 }
 
-// Commit applies the fork's changes to the snapshot it was forked from. When that snapshot did not change
-// since the fork, the fork's state is adopted as is; otherwise the fork's changes are replayed in order on
-// top of the newer state. The fork cannot be used afterwards. Commit on a snapshot that is not a fork
-// returns an error.
+// touchClaim records, on a fork, the entry a claim had before the fork first changed it.
+func (s *Snapshot) touchClaim(key types.NamespacedName) {
+	if s.parent == nil {
+		return
+	}
+	if _, ok := s.base[key]; ok {
+		return
+	}
+	if s.base == nil {
+		s.base = map[types.NamespacedName]*claimEntry{}
+	}
+	s.base[key] = s.st.claims[key]
+}
+
+// Commit applies the fork's changes to the snapshot it was forked from, all or nothing. When that
+// snapshot did not change since the fork, the fork's state is adopted as is. Otherwise the fork's changes
+// are replayed in order on a copy of the newer state, and the copy replaces the state only when the
+// fork's allocations still hold there; when they do not, Commit returns an error wrapping [ErrConflict]
+// (a *[ConflictError] naming the claim and what conflicts) and the parent is left as it was. A fork's
+// allocations conflict with the parent when, since the fork, the parent:
+//
+//   - changed or deleted a claim the fork changed (as the API server refuses an update of a claim whose
+//     resourceVersion moved on),
+//   - allocated a device the fork allocated, or allocated shares of it whose capacity leaves too little
+//     for the fork's shares, or consumed the shared counters the fork's devices need,
+//   - stopped publishing a device the fork allocated (the slice was deleted or no longer lists it, or the
+//     device no longer allows multiple allocations while the fork took a share of it).
+//
+// This is how kube-scheduler keeps two pods from getting one device: its dynamicresources plugin keeps
+// the allocations it made but has not yet written as in-flight allocations (claimTracker's
+// inFlightAllocations, which ListAllAllocatedDevices adds to the allocated state of every later
+// decision), the assume cache refuses to assume a claim older than the one it holds, and the API server
+// refuses the status update of a claim whose resourceVersion moved on. Changes to
+// slices, classes, taint rules and nodes never conflict: the fork's version of such an object wins, and a
+// class or taint that changed after a device was allocated leaves the allocation standing, as it does in
+// Kubernetes (NoExecute taints evict through the taints package, not here).
+//
+// The fork cannot be used after a successful Commit; after a conflict it can still be read (to explain
+// the conflict) and must be discarded. Commit on a snapshot that is not a fork returns an error.
 func (s *Snapshot) Commit() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -318,31 +359,66 @@ func (s *Snapshot) Commit() error {
 	if p.closed {
 		return ErrClosed
 	}
-	s.closed = true
 	if p.st.rev == s.baseRev {
+		s.closed = true
 		p.st = s.st
-		if p.parent != nil {
-			p.log = append(p.log, s.log...)
-		}
+		p.adoptLog(s.log, s.base)
 		return nil
 	}
+	if err := s.conflictingClaim(p); err != nil {
+		return err
+	}
+	// Replay on a scratch snapshot sharing the parent's settings; its parent is the parent's, so that
+	// the claims it touches are recorded for a commit of the parent.
+	scratch := &Snapshot{st: p.st.clone(), f: p.f, opts: p.opts, env: p.env, envErr: p.envErr, pools: p.pools, parent: p.parent}
 	for _, fn := range s.log {
-		if err := fn(p); err != nil {
+		if err := fn(scratch); err != nil {
 			return fmt.Errorf("commit: replay change: %w", err)
 		}
-		p.st.rev++
-		if p.parent != nil {
-			p.log = append(p.log, fn)
-		}
+		scratch.st.rev++
 	}
+	if err := s.conflictingUse(scratch.st); err != nil {
+		return err
+	}
+	s.closed = true
+	p.st = scratch.st
+	p.adoptLog(s.log, scratch.base)
 	return nil
 }
 
-// Discard throws the fork's changes away; the fork cannot be used afterwards.
-func (s *Snapshot) Discard() {
+// adoptLog records a committed child's changes on a fork, with the claims they touched: a claim the fork
+// had not changed yet had, before the child's changes, the entry the child started from.
+func (s *Snapshot) adoptLog(log []func(*Snapshot) error, base map[types.NamespacedName]*claimEntry) {
+	if s.parent == nil {
+		return
+	}
+	s.log = append(s.log, log...)
+	for key, e := range base {
+		if _, ok := s.base[key]; ok {
+			continue
+		}
+		if s.base == nil {
+			s.base = map[types.NamespacedName]*claimEntry{}
+		}
+		s.base[key] = e
+	}
+}
+
+// Discard throws the fork's changes away; the fork cannot be used afterwards. Discard on a snapshot that
+// is not a fork returns an error and leaves the snapshot usable, as Commit does; discarding a fork twice
+// returns [ErrClosed].
+func (s *Snapshot) Discard() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.parent == nil {
+		return errors.New("discard: snapshot is not a fork")
+	}
+	if s.closed {
+		return ErrClosed
+	}
 	s.closed = true
 	s.st = newState()
 	s.log = nil
+	s.base = nil
+	return nil
 }

@@ -146,7 +146,7 @@ func TestSnapshotFork(t *testing.T) {
 		if fits(f) || !fits(s) {
 			t.Fatalf("fork must be full, parent free")
 		}
-		f.Discard()
+		must(t, f.Discard())
 		if !fits(s) {
 			t.Errorf("parent changed by a discarded fork")
 		}
@@ -196,6 +196,53 @@ func TestSnapshotFork(t *testing.T) {
 			t.Errorf("want error")
 		}
 	})
+	t.Run("discard on a root snapshot is an error and leaves it usable", func(t *testing.T) {
+		s := base()
+		if err := s.Discard(); err == nil || errors.Is(err, allocator.ErrClosed) {
+			t.Errorf("got %v, want an error saying the snapshot is not a fork", err)
+		}
+		if !fits(s) {
+			t.Errorf("root unusable after a refused discard")
+		}
+	})
+	t.Run("a discarded or committed fork answers every call with ErrClosed", func(t *testing.T) {
+		s := base()
+		must(t, s.AddOrUpdateNode(n))
+		discarded, committed := s.Fork(), s.Fork()
+		must(t, discarded.Discard())
+		must(t, committed.Commit())
+		claims := []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 1))}
+		for name, f := range map[string]*allocator.Snapshot{"discarded": discarded, "committed": committed} {
+			_, allocErr := f.Allocate(ctx, n, claims)
+			_, onNodeErr := f.AllocateOnNode(ctx, node1, claims)
+			_, fitsErr := f.Fits(ctx, n, claims)
+			for call, err := range map[string]error{"Allocate": allocErr, "AllocateOnNode": onNodeErr, "Fits": fitsErr, "Discard": f.Discard(), "Commit": f.Commit()} {
+				if !errors.Is(err, allocator.ErrClosed) {
+					t.Errorf("%s fork: %s: got %v, want ErrClosed", name, call, err)
+				}
+			}
+		}
+	})
+}
+
+// A node is named by metadata.name; one without a name is invalid input, whichever entry point gets it.
+func TestAllocateNamelessNode(t *testing.T) {
+	s := allocator.NewSnapshot(allocator.Options{})
+	must(t, s.AddOrUpdateClass(anyClass))
+	must(t, s.AddOrUpdateSlice(networkSlice("fabric", "fabric", nil, devices("nic-0")...)))
+	ctx, nameless := context.Background(), node("", nil)
+	claims := []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 2))}
+	_, allocErr := s.Allocate(ctx, nameless, claims)
+	_, fitsErr := s.Fits(ctx, nameless, claims)
+	_, onNodeErr := s.AllocateOnNode(ctx, "", claims)
+	for call, err := range map[string]error{"Allocate": allocErr, "Fits": fitsErr, "AllocateOnNode": onNodeErr} {
+		if !errors.Is(err, allocator.ErrInvalidInput) || err.Error() != "Node: metadata.name: must not be empty" {
+			t.Errorf("%s: got %v, want invalid input naming metadata.name", call, err)
+		}
+	}
+	if got := (&allocator.UnsatisfiableError{Reasons: []string{"too few"}}).Error(); got != "cannot allocate all claims: too few" {
+		t.Errorf("an explanation without a node reads %q", got)
+	}
 }
 
 func TestAllocateConcurrentReaders(t *testing.T) {

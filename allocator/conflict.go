@@ -1,0 +1,329 @@
+package allocator
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dralloc/dralloc/capacity"
+)
+
+// ConflictError reports that a fork's changes no longer hold on the snapshot it was forked from, which
+// moved on since the fork (see [Snapshot.Commit]). It names the first conflicting claim, in namespace and
+// name order, and what conflicts for it.
+type ConflictError struct {
+	// Claim is the claim whose change conflicts.
+	Claim types.NamespacedName
+	// Devices are the devices the fork allocated to the claim that are no longer free (or no longer
+	// published) in the parent, in the order of the claim's results.
+	Devices []DeviceID
+	// CounterSets are the shared counter sets, as pool/counter set, that have too little left in the
+	// parent for the fork's devices.
+	CounterSets []string
+	// Reason says what conflicts, naming the devices and counter sets.
+	Reason string
+}
+
+func (e *ConflictError) Error() string {
+	return "commit: ResourceClaim " + e.Claim.Namespace + "/" + e.Claim.Name + ": " + e.Reason
+}
+
+// Unwrap makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// conflictingClaim checks that the parent did not change a claim the fork changed since the fork: the
+// fork's version was derived from the claim it saw, as an update carries the resourceVersion it read.
+func (s *Snapshot) conflictingClaim(p *Snapshot) error {
+	for _, key := range sortedKeys(s.base) {
+		if p.st.claims[key] != s.base[key] {
+			what := "changed"
+			if p.st.claims[key] == nil {
+				what = "deleted"
+			}
+			return &ConflictError{Claim: key, Reason: what + " in the parent snapshot since the fork"}
+		}
+	}
+	return nil
+}
+
+// newUse is what one claim's change in a fork allocates: the usage of the fork's version of the claim
+// that the version the fork started from did not have.
+type newUse struct {
+	claim types.NamespacedName
+	usage []deviceUsage
+}
+
+// allocatedByFork lists, by claim, what the fork's changes allocate.
+func (s *Snapshot) allocatedByFork() []newUse {
+	var out []newUse
+	for _, key := range sortedKeys(s.base) {
+		now := s.st.claims[key]
+		if now == nil {
+			continue
+		}
+		// A unit the base version held already (same device, same kind, same consumed capacity) was
+		// not allocated by the fork.
+		var held []deviceUsage
+		if b := s.base[key]; b != nil {
+			held = slices.Clone(b.usage)
+		}
+		var fresh []deviceUsage
+		for _, u := range now.usage {
+			if i := slices.IndexFunc(held, func(h deviceUsage) bool { return sameUsage(h, u) }); i >= 0 {
+				held = slices.Delete(held, i, i+1)
+				continue
+			}
+			fresh = append(fresh, u)
+		}
+		if len(fresh) > 0 {
+			out = append(out, newUse{claim: key, usage: fresh})
+		}
+	}
+	return out
+}
+
+func sameUsage(x, y deviceUsage) bool {
+	if x.id != y.id || x.shared != y.shared || len(x.consumed) != len(y.consumed) {
+		return false
+	}
+	for n, q := range x.consumed {
+		if v, ok := y.consumed[n]; !ok || v.Cmp(q) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// conflictingUse checks the fork's allocations against merged, the parent's state with the fork's
+// changes replayed on it. What the fork allocated must still be free there next to everything else; a
+// conflict that the fork's own state has too (the fork was given an allocation that was never free, by
+// the caller) is not the parent's doing and does not fail the commit, as it would not have had the
+// parent stood still.
+func (s *Snapshot) conflictingUse(merged *state) error {
+	fresh := s.allocatedByFork()
+	if len(fresh) == 0 {
+		return nil
+	}
+	found := findConflicts(merged, fresh, s.f)
+	if len(found) == 0 {
+		return nil
+	}
+	own := map[conflictKey]bool{}
+	for _, c := range findConflicts(s.st, fresh, s.f) {
+		own[c.key] = true
+	}
+	var first *ConflictError
+	for _, c := range found {
+		if own[c.key] {
+			continue
+		}
+		if first == nil {
+			first = &ConflictError{Claim: c.key.claim}
+		} else if first.Claim != c.key.claim {
+			break
+		}
+		if !slices.Contains(first.Devices, c.key.device) {
+			first.Devices = append(first.Devices, c.key.device)
+		}
+		for _, cs := range c.counterSets {
+			if !slices.Contains(first.CounterSets, cs) {
+				first.CounterSets = append(first.CounterSets, cs)
+			}
+		}
+		if first.Reason != "" {
+			first.Reason += "; "
+		}
+		first.Reason += c.reason
+	}
+	if first == nil {
+		return nil
+	}
+	return first
+}
+
+type conflictKey struct {
+	claim  types.NamespacedName
+	device DeviceID
+}
+
+type conflict struct {
+	key         conflictKey
+	counterSets []string
+	reason      string
+}
+
+// findConflicts checks the fork's allocations (fresh, which st includes) against what else st holds:
+// an exclusive device must be held by nothing else, a share by no exclusive holder and within the
+// device's capacity next to the other shares, and a device that draws on shared counters must fit what
+// the pool's other allocated devices leave. The conflicts come in claim order, then result order.
+func findConflicts(st *state, fresh []newUse, f Features) []conflict {
+	// What the fork's allocations hold, to take them out of st's totals.
+	var excl, shares map[DeviceID]int
+	excl, shares = map[DeviceID]int{}, map[DeviceID]int{}
+	for _, n := range fresh {
+		for _, u := range n.usage {
+			if u.shared {
+				shares[u.id]++
+			} else {
+				excl[u.id]++
+			}
+		}
+	}
+	othersHold := func(id DeviceID) (exclusive, shared int) {
+		return st.inUse[id] - excl[id], st.shares[id] - shares[id]
+	}
+	ledgers := map[DeviceID]*capacity.Ledger{}
+	counters := map[PoolID]*capacity.Counters{}
+	counted := map[DeviceID]bool{}
+	var out []conflict
+	for _, n := range fresh {
+		for _, u := range n.usage {
+			key := conflictKey{claim: n.claim, device: u.id}
+			d := st.device(u.id)
+			if d == nil {
+				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s is no longer published in the parent snapshot", u.id)})
+				continue
+			}
+			ex, sh := othersHold(u.id)
+			switch {
+			case !u.shared && (ex > 0 || sh > 0):
+				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s is already allocated in the parent snapshot", u.id)})
+				continue
+			case u.shared && ex > 0:
+				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s is already allocated exclusively in the parent snapshot", u.id)})
+				continue
+			case u.shared && !d.multi:
+				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s no longer allows multiple allocations in the parent snapshot", u.id)})
+				continue
+			case u.shared:
+				l, ok := ledgers[u.id]
+				if !ok {
+					l = capacity.NewLedger(d.api.Capacity)
+					l.Add(othersConsumed(st.consumed[u.id], fresh, u.id))
+					ledgers[u.id] = l
+				}
+				if !l.Fits(u.consumed) {
+					out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s has too little capacity left in the parent snapshot", u.id)})
+					continue
+				}
+				l.Add(u.consumed)
+			}
+			// A device's counters are drawn once, by its first holder.
+			if !f.DRAPartitionableDevices || !d.counters || counted[u.id] || ex > 0 || sh > 0 {
+				continue
+			}
+			counted[u.id] = true
+			c, ok := counters[d.slice.pool]
+			if !ok {
+				c = st.poolCounters(d.slice.pool, func(id DeviceID) bool {
+					ex, sh := othersHold(id)
+					return ex > 0 || sh > 0
+				})
+				counters[d.slice.pool] = c
+			}
+			if !c.Fits(d.api.ConsumesCounters) {
+				var sets []string
+				for _, cc := range d.api.ConsumesCounters {
+					sets = append(sets, d.slice.pool.String()+"/"+cc.CounterSet)
+				}
+				out = append(out, conflict{key: key, counterSets: sets, reason: fmt.Sprintf("device %s needs more of counter sets %s than the parent snapshot has left", u.id, strings.Join(sets, ", "))})
+				continue
+			}
+			c.Add(d.api.ConsumesCounters)
+		}
+	}
+	return out
+}
+
+// othersConsumed is the consumed capacity of a device's shares less that of the fork's shares.
+func othersConsumed(sum map[resourceapi.QualifiedName]resource.Quantity, fresh []newUse, id DeviceID) map[resourceapi.QualifiedName]resource.Quantity {
+	out := make(map[resourceapi.QualifiedName]resource.Quantity, len(sum))
+	for n, q := range sum {
+		out[n] = q.DeepCopy()
+	}
+	for _, n := range fresh {
+		for _, u := range n.usage {
+			if u.id != id || !u.shared {
+				continue
+			}
+			for name, q := range u.consumed {
+				v := out[name]
+				v.Sub(q)
+				out[name] = v
+			}
+		}
+	}
+	return out
+}
+
+// device finds a published device in the newest generation of its pool; nil when there is none.
+func (st *state) device(id DeviceID) *deviceEntry {
+	for _, e := range st.newestSlices(PoolID{Driver: id.Driver, Pool: id.Pool}) {
+		for _, d := range e.devices() {
+			if d.id == id {
+				return d
+			}
+		}
+	}
+	return nil
+}
+
+// newestSlices returns the slices of a pool's newest generation.
+func (st *state) newestSlices(id PoolID) []*sliceEntry {
+	all := st.poolSlices[id]
+	var gen int64
+	for _, e := range all {
+		gen = max(gen, e.generation())
+	}
+	var out []*sliceEntry
+	for _, e := range all {
+		if e.generation() == gen {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// poolCounters returns the shared counters of a pool's newest generation with what the devices for which
+// held is true consume already drawn.
+func (st *state) poolCounters(id PoolID, held func(DeviceID) bool) *capacity.Counters {
+	list := st.newestSlices(id)
+	var sets []resourceapi.CounterSet
+	seen := map[string]bool{}
+	for _, e := range list {
+		for _, cs := range e.obj.Spec.SharedCounters {
+			if !seen[cs.Name] {
+				seen[cs.Name] = true
+				sets = append(sets, cs)
+			}
+		}
+	}
+	c := capacity.NewCounters(sets)
+	for _, e := range list {
+		for _, d := range e.devices() {
+			if d.counters && held(d.id) {
+				c.Add(d.api.ConsumesCounters)
+			}
+		}
+	}
+	return c
+}
+
+func sortedKeys[V any](m map[types.NamespacedName]V) []types.NamespacedName {
+	keys := make([]types.NamespacedName, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b types.NamespacedName) int {
+		if c := cmp.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return keys
+}
