@@ -95,7 +95,9 @@ func TestTheAllocatorHonoursTheDynamicMIGCounters(t *testing.T) {
 	// Two H100s of the mock keep the searches small. Figures from the mock:
 	// 3g.40gb fits twice per GPU (placements 0 and 4); 1g.10gb+me once per
 	// GPU (its JPEG engine is the GPU's only one); a whole GPU excludes all
-	// MIG devices on it.
+	// MIG devices on it. The decoder counter is the 7g's 5, as NVIDIA's
+	// driver sizes it, so at most five 1g.10gb (one decoder each) share a
+	// GPU though it has seven placements.
 	node := discoverMock(t, "dgxh100").Node
 	node.GPUs = node.GPUs[:2]
 	snap := snapshotOf(t, node, inventory.ModeDynamicMIG)
@@ -110,8 +112,10 @@ func TestTheAllocatorHonoursTheDynamicMIGCounters(t *testing.T) {
 		{"three 3g.40gb and one whole GPU do not", []want{{"mig.nvidia.com", "3g.40gb", 3}, {"gpu.nvidia.com", "", 1}}, false},
 		{"two 1g.10gb+me fit, one per GPU", []want{{"mig.nvidia.com", "1g.10gb+me", 2}}, true},
 		{"three 1g.10gb+me do not, though 14 placements exist", []want{{"mig.nvidia.com", "1g.10gb+me", 3}}, false},
-		{"fourteen 1g.10gb fit", []want{{"mig.nvidia.com", "1g.10gb", 14}}, true},
-		{"a 7g.80gb and seven 1g.10gb fit", []want{{"mig.nvidia.com", "7g.80gb", 1}, {"mig.nvidia.com", "1g.10gb", 7}}, true},
+		{"ten 1g.10gb fit, five per GPU", []want{{"mig.nvidia.com", "1g.10gb", 10}}, true},
+		{"eleven 1g.10gb do not: the decoders run out", []want{{"mig.nvidia.com", "1g.10gb", 11}}, false},
+		{"a 7g.80gb and five 1g.10gb fit", []want{{"mig.nvidia.com", "7g.80gb", 1}, {"mig.nvidia.com", "1g.10gb", 5}}, true},
+		{"a 7g.80gb and six 1g.10gb do not", []want{{"mig.nvidia.com", "7g.80gb", 1}, {"mig.nvidia.com", "1g.10gb", 6}}, false},
 		{"a 4g.40gb and a 3g.40gb share a GPU", []want{{"mig.nvidia.com", "4g.40gb", 2}, {"mig.nvidia.com", "3g.40gb", 2}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

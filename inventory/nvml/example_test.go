@@ -14,9 +14,14 @@ import (
 )
 
 // Discover a DGX H100 mock and publish it with dynamic MIG. On a real node,
-// pass gonvml.New() after Init instead of the mock.
+// pass gonvml.New() instead of the mock; either way the library is
+// initialised first and shut down after.
 func ExampleDiscover() {
 	lib, _ := nvmlmock.New("dgxh100")
+	if ret := lib.Init(); ret != gonvml.SUCCESS {
+		panic(ret)
+	}
+	defer lib.Shutdown()
 	d, err := nvml.Discover(lib, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
 	if err != nil {
 		panic(err)
@@ -36,7 +41,7 @@ func ExampleDiscover() {
 	// 8 x NVIDIA H100 80GB HBM3 Hopper 80 GiB
 	// 1g.10gb 2g.20gb 3g.40gb 4g.40gb 7g.80gb 1g.10gb+me 1g.20gb
 	// 8 unknown values, such as gpus[0].numaNode: not implemented
-	// 5 slices
+	// 9 slices
 }
 
 // ReadHealth polls one GPU; HealthPolicy turns the reading into taints.
