@@ -102,3 +102,33 @@ func ExampleRegisterXIDs() {
 	fmt.Println(err != nil)
 	// Output: true
 }
+
+// An XID inside a MIG instance belongs to that MIG device; one outside any
+// instance to the whole GPU, and so to all its devices.
+func ExampleXIDEvent_DeviceUUID() {
+	node := inventory.Node{GPUs: []inventory.GPU{{UUID: "GPU-a", MIGEnabled: true,
+		MIGDevices: []inventory.MIGDevice{{UUID: "MIG-a1", GPUInstanceID: 1}}}}}
+	for _, e := range []nvml.XIDEvent{
+		{GPUUUID: "GPU-a", XID: 94, GPUInstanceID: 1},
+		{GPUUUID: "GPU-a", XID: 79, GPUInstanceID: nvml.WholeGPU},
+		{GPUUUID: "GPU-x", XID: 48, GPUInstanceID: nvml.WholeGPU},
+	} {
+		fmt.Println(e.DeviceUUID(node))
+	}
+	// Output:
+	// MIG-a1 <nil>
+	// GPU-a <nil>
+	//  unknown device: XID 48 on GPU GPU-x: no GPU of the node has this UUID
+}
+
+// Events from WaitXIDs become one observation per device for HealthPolicy.
+func ExampleObservations() {
+	node := inventory.Node{GPUs: []inventory.GPU{{UUID: "GPU-a"}, {UUID: "GPU-b"}}}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	obs, err := nvml.Observations(node, []nvml.XIDEvent{
+		{GPUUUID: "GPU-b", XID: 48, GPUInstanceID: nvml.WholeGPU},
+		{GPUUUID: "GPU-b", XID: 63, GPUInstanceID: nvml.WholeGPU},
+	}, now)
+	fmt.Println(len(obs), obs["GPU-b"].XIDs, err)
+	// Output: 1 [48 63] <nil>
+}
