@@ -13,6 +13,8 @@
 //   - Node, GPU, MIGProfile, MIGDevice: the model of a node's GPUs.
 //   - Slices: a Node → sorted, byte-stable ResourceSlices for one of three
 //     modes (whole GPUs, static MIG, dynamic MIG as partitionable devices).
+//   - ComputeDomainSlices: the IMEX channel and daemon devices NVIDIA's
+//     compute-domain plugin publishes for a node.
 //   - ValidateSlice, ValidatePool: check any ResourceSlice (not only ours)
 //     against the API limits, with errors naming the field.
 //   - HealthPolicy, HealthState, Observation: pure policy from observed health

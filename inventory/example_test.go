@@ -242,3 +242,14 @@ func ExampleProfile() {
 	fmt.Println(len(t.Node.GPUs), g.ProductName, g.MemoryBytes>>30, "GiB,", len(g.MIGProfiles), "MIG profiles")
 	// Output: 8 NVIDIA B200 180GB HBM3e 180 GiB, 7 MIG profiles
 }
+
+// The IMEX channel and daemon devices of NVIDIA's compute-domain plugin.
+func ExampleComputeDomainSlices() {
+	slices, _ := inventory.ComputeDomainSlices(inventory.Options{NodeName: "gb200-1"})
+	for _, d := range slices[0].Spec.Devices {
+		fmt.Println(slices[0].Spec.Driver, d.Name, *d.Attributes["type"].StringValue)
+	}
+	// Output:
+	// compute-domain.nvidia.com channel-0 channel
+	// compute-domain.nvidia.com daemon-0 daemon
+}
