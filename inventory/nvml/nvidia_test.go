@@ -88,9 +88,9 @@ func nvidiaSlices(lib gonvml.Interface, dynamic bool) []nvidiaSlice {
 			pg.counted = true
 		} else if !g.migEnabled {
 			pg.devices = append(pg.devices, nvidiaFullGPU(g, versions, false))
+		} else {
+			pg.devices = append(pg.devices, nvidiaStaticMIG(dev, g, versions)...)
 		}
-		// Static MIG devices need MIG device handles, which the mocks do
-		// not have; their GPUs have MIG disabled.
 		slices.SortFunc(pg.devices, func(a, b resourceapi.Device) int { return strings.Compare(a.Name, b.Name) })
 		gpus = append(gpus, pg)
 	}
@@ -292,6 +292,34 @@ func nvidiaDynamicMIG(g *nvidiaGPU, s nvidiaMIGSpec, versions [2]string) resourc
 			Counters:   nvidiaCounters(caps, int(s.placement.Start), int(s.placement.Size)),
 		}},
 	}
+}
+
+// nvidiaStaticMIG is getMigDevices with MigDeviceInfo.GetDevice: every MIG
+// device handle of the GPU, its GPU instance (profile, placement) found by
+// ID; the profile named as in VisitMigProfiles; the common MIG attributes and
+// uuid; the profile's capacities and memorySlice<i> of 1 for each memory
+// slice of the placement. A GPU with MIG enabled does not give itself whole.
+func nvidiaStaticMIG(dev gonvml.Device, g *nvidiaGPU, versions [2]string) []resourceapi.Device {
+	var out []resourceapi.Device
+	for i := range nvMust(dev.GetMaxMigDeviceCount()) {
+		mig, ret := dev.GetMigDeviceHandleByIndex(i)
+		if ret == gonvml.ERROR_NOT_FOUND || ret == gonvml.ERROR_INVALID_ARGUMENT {
+			continue
+		}
+		nvMust(mig, ret)
+		gi := nvMust(dev.GetGpuInstanceById(nvMust(mig.GetGpuInstanceId())))
+		giInfo := nvMust(gi.GetInfo())
+		info := nvMust(dev.GetGpuInstanceProfileInfo(int(giInfo.ProfileId)))
+		spec := nvidiaMIGSpec{profile: nvidiaProfileName(int(giInfo.ProfileId), info, g.memory), id: int(giInfo.ProfileId), info: info, placement: giInfo.Placement}
+		d := nvidiaDynamicMIG(g, spec, versions)
+		d.ConsumesCounters = nil
+		d.Attributes["uuid"] = resourceapi.DeviceAttribute{StringValue: ptr.To(nvMust(mig.GetUUID()))}
+		for k := giInfo.Placement.Start; k < giInfo.Placement.Start+giInfo.Placement.Size; k++ {
+			d.Capacity[resourceapi.QualifiedName(fmt.Sprintf("memorySlice%d", k))] = resourceapi.DeviceCapacity{Value: *resource.NewQuantity(1, resource.BinarySI)}
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // semverString is Masterminds semver's MustParse(v).String() for the plain

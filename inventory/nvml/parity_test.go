@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 	resourceapi "k8s.io/api/resource/v1"
 	"sigs.k8s.io/yaml"
 
@@ -26,6 +28,8 @@ type parityCase struct {
 	mode    inventory.Mode
 	// migOn enables MIG on every GPU of the mock before discovery.
 	migOn bool
+	// staticMIG also creates two MIG devices on every GPU (withStaticMIG).
+	staticMIG bool
 }
 
 func parityCases() []parityCase {
@@ -37,10 +41,16 @@ func parityCases() []parityCase {
 	}
 	// Ampere cannot switch MIG mode without a reset: with MIG already on,
 	// NVIDIA publishes the placements but not the whole GPU.
-	return append(out, parityCase{file: "dgxa100-dynamic-mig-enabled.yaml", mock: "dgxa100", dynamic: true, mode: inventory.ModeDynamicMIG, migOn: true})
+	out = append(out, parityCase{file: "dgxa100-dynamic-mig-enabled.yaml", mock: "dgxa100", dynamic: true, mode: inventory.ModeDynamicMIG, migOn: true})
+	// Static MIG: MIG-enabled GPUs give their MIG devices instead of
+	// themselves.
+	for _, m := range []string{"dgxa100", "dgxh100"} {
+		out = append(out, parityCase{file: m + "-default-static-mig.yaml", mock: m, mode: inventory.ModeStaticMIG, staticMIG: true})
+	}
+	return out
 }
 
-func (c parityCase) server(t *testing.T) gonvml.Interface {
+func (c parityCase) server(t *testing.T) *server.Server {
 	t.Helper()
 	s, err := nvmlmock.New(c.mock)
 	if err != nil {
@@ -51,7 +61,81 @@ func (c parityCase) server(t *testing.T) gonvml.Interface {
 			d.SetMigMode(gonvml.DEVICE_MIG_ENABLE)
 		}
 	}
+	if c.staticMIG {
+		withStaticMIG(t, s)
+	}
 	return s
+}
+
+// withStaticMIG enables MIG on every GPU of s and creates a 1-slice MIG
+// device at placement 0 and a 3-slice one at placement 4, each a GPU instance
+// with one compute instance of the same size. The mock has no MIG device
+// handles or lookups by ID, so they are added: handles answering their GPU
+// instance, compute instance and a UUID "MIG-<index>-<GPU instance>".
+func withStaticMIG(t *testing.T, s *server.Server) {
+	t.Helper()
+	for i, d := range s.Devices {
+		dev := d.(*server.Device)
+		dev.SetMigMode(gonvml.DEVICE_MIG_ENABLE)
+		gis := map[int]*server.GpuInstance{}
+		var migs []gonvml.Device
+		for _, want := range []struct{ profile, ciProfile, start int }{
+			{gonvml.GPU_INSTANCE_PROFILE_1_SLICE, gonvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, 0},
+			{gonvml.GPU_INSTANCE_PROFILE_3_SLICE, gonvml.COMPUTE_INSTANCE_PROFILE_3_SLICE, 4},
+		} {
+			info, _ := dev.GetGpuInstanceProfileInfo(want.profile)
+			pls, _ := dev.GetGpuInstancePossiblePlacements(&info)
+			var pl *gonvml.GpuInstancePlacement
+			for k := range pls {
+				if int(pls[k].Start) == want.start {
+					pl = &pls[k]
+				}
+			}
+			if pl == nil {
+				t.Fatalf("%s gpu %d: no placement at %d for profile %d", "mock", i, want.start, want.profile)
+			}
+			g, ret := dev.CreateGpuInstanceWithPlacement(&info, pl)
+			if ret != gonvml.SUCCESS {
+				t.Fatal(ret)
+			}
+			gi := g.(*server.GpuInstance)
+			ciInfo, ret := gi.GetComputeInstanceProfileInfo(want.ciProfile, gonvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+			if ret != gonvml.SUCCESS {
+				t.Fatal(ret)
+			}
+			ci, ret := gi.CreateComputeInstance(&ciInfo)
+			if ret != gonvml.SUCCESS {
+				t.Fatal(ret)
+			}
+			giID, ciID := int(gi.Info.Id), int(ci.(*server.ComputeInstance).Info.Id)
+			gis[giID] = gi
+			gi.GetComputeInstanceByIdFunc = func(id int) (gonvml.ComputeInstance, gonvml.Return) {
+				if id == ciID {
+					return ci, gonvml.SUCCESS
+				}
+				return nil, gonvml.ERROR_NOT_FOUND
+			}
+			uuid := fmt.Sprintf("MIG-%d-%d", i, giID)
+			migs = append(migs, &mock.Device{
+				GetGpuInstanceIdFunc:     func() (int, gonvml.Return) { return giID, gonvml.SUCCESS },
+				GetComputeInstanceIdFunc: func() (int, gonvml.Return) { return ciID, gonvml.SUCCESS },
+				GetUUIDFunc:              func() (string, gonvml.Return) { return uuid, gonvml.SUCCESS },
+			})
+		}
+		dev.GetGpuInstanceByIdFunc = func(id int) (gonvml.GpuInstance, gonvml.Return) {
+			if gi, ok := gis[id]; ok {
+				return gi, gonvml.SUCCESS
+			}
+			return nil, gonvml.ERROR_NOT_FOUND
+		}
+		dev.GetMaxMigDeviceCountFunc = func() (int, gonvml.Return) { return 7, gonvml.SUCCESS }
+		dev.GetMigDeviceHandleByIndexFunc = func(k int) (gonvml.Device, gonvml.Return) {
+			if k < len(migs) {
+				return migs[k], gonvml.SUCCESS
+			}
+			return nil, gonvml.ERROR_NOT_FOUND
+		}
+	}
 }
 
 // TestNVIDIAFixturesAreTheReference checks that the recorded fixtures are
