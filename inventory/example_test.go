@@ -123,6 +123,12 @@ func ExampleMemorySliceCounter() {
 	// Output: memory-slice-7
 }
 
+// A static MIG device names the memory slices it holds as capacities.
+func ExampleMemorySliceCapacity() {
+	fmt.Println(inventory.MemorySliceCapacity(7))
+	// Output: memorySlice7
+}
+
 func ExampleTaintKey() {
 	fmt.Println(inventory.TaintKey(inventory.ConditionECCUncorrectable))
 	// Output: gpu.nvidia.com/ecc-uncorrectable
