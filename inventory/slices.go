@@ -372,7 +372,7 @@ func (b *builder) setTaints(d *resourceapi.Device, lists ...[]resourceapi.Device
 	slices.SortStableFunc(out, compareTaints)
 	out = slices.CompactFunc(out, func(x, y resourceapi.DeviceTaint) bool { return compareTaints(x, y) == 0 })
 	if len(out) > resourceapi.DeviceTaintsMaxLength {
-		return field.TooMany(field.NewPath("taints").Key(d.Name), len(out), resourceapi.DeviceTaintsMaxLength)
+		return field.TooMany(field.NewPath("devices").Key(d.Name).Child("taints"), len(out), resourceapi.DeviceTaintsMaxLength)
 	}
 	d.Taints = out
 	return nil

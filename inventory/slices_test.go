@@ -488,7 +488,7 @@ func TestInvalidNodesAreErrorsNamingTheField(t *testing.T) {
 				ts[i] = resourceapi.DeviceTaint{Key: fmt.Sprintf("k%d", i), Effect: resourceapi.DeviceTaintEffectNone}
 			}
 			o.Taints = map[string][]resourceapi.DeviceTaint{"GPU-toy-a": ts}
-		}, "taints[gpu-0]: Too many: 17"},
+		}, "devices[gpu-0].taints: Too many: 17"},
 		{"taint for a UUID not on the node", func(n *inventory.Node, o *inventory.Options) {
 			o.Taints = map[string][]resourceapi.DeviceTaint{"GPU-gone": {{Key: "k", Effect: resourceapi.DeviceTaintEffectNone}}}
 		}, `taints[GPU-gone]: Not found: "no GPU or MIG device of the node has this UUID"`},
