@@ -74,6 +74,10 @@
 //     the two agree on every GPU NVIDIA makes).
 //   - Taints come from HealthPolicy and Options.Taints; NVIDIA's driver taints
 //     only on XIDs and lost GPUs and never clears.
+//   - Of NVIDIA's other feature gates, only DynamicMIG changes what a healthy
+//     node publishes by default; PassthroughSupport (alpha, off by default,
+//     gpu-vfio-<n> devices) is not modelled, nor the combined counter-and-
+//     device slices NVIDIA writes for API servers older than 1.35.
 //
 // Imports: only the Kubernetes API types and apimachinery, blang/semver and
 // sigs.k8s.io/yaml; no cgo and no other dralloc package.
