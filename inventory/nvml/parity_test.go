@@ -44,7 +44,7 @@ func parityCases() []parityCase {
 	out = append(out, parityCase{file: "dgxa100-dynamic-mig-enabled.yaml", mock: "dgxa100", dynamic: true, mode: inventory.ModeDynamicMIG, migOn: true})
 	// Static MIG: MIG-enabled GPUs give their MIG devices instead of
 	// themselves.
-	for _, m := range []string{"dgxa100", "dgxh100"} {
+	for _, m := range nvmlmock.Names() {
 		out = append(out, parityCase{file: m + "-default-static-mig.yaml", mock: m, mode: inventory.ModeStaticMIG, staticMIG: true})
 	}
 	return out
