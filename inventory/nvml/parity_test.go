@@ -42,6 +42,9 @@ func parityCases() []parityCase {
 	// Ampere cannot switch MIG mode without a reset: with MIG already on,
 	// NVIDIA publishes the placements but not the whole GPU.
 	out = append(out, parityCase{file: "dgxa100-dynamic-mig-enabled.yaml", mock: "dgxa100", dynamic: true, mode: inventory.ModeDynamicMIG, migOn: true})
+	// Hopper switches MIG mode without a reset: with MIG on it still gives
+	// itself whole and in placements.
+	out = append(out, parityCase{file: "dgxh100-dynamic-mig-enabled.yaml", mock: "dgxh100", dynamic: true, mode: inventory.ModeDynamicMIG, migOn: true})
 	// Static MIG: MIG-enabled GPUs give their MIG devices instead of
 	// themselves.
 	for _, m := range nvmlmock.Names() {
