@@ -42,7 +42,7 @@ func ExampleSlices() {
 	}
 	// Output:
 	// node-a-gpu-nvidia-com-0: pool node-a, 1 of 2
-	//   counter set gpu-0-counter-set: 3 counters
+	//   counter set gpu-0-counter-set: 9 counters
 	// node-a-gpu-nvidia-com-1: pool node-a, 4 of 2
 	//   device gpu-0 driverVersion=580.95.5
 	//   device gpu-0-mig-1g10gb-0-0 driverVersion=580.95.5
@@ -123,6 +123,12 @@ func ExampleMemorySliceCounter() {
 	// Output: memory-slice-7
 }
 
+// A static MIG device names the memory slices it holds as capacities.
+func ExampleMemorySliceCapacity() {
+	fmt.Println(inventory.MemorySliceCapacity(7))
+	// Output: memorySlice7
+}
+
 func ExampleTaintKey() {
 	fmt.Println(inventory.TaintKey(inventory.ConditionECCUncorrectable))
 	// Output: gpu.nvidia.com/ecc-uncorrectable
@@ -165,14 +171,14 @@ func ExampleHealthPolicy_Observe() {
 	// Output: gpu-lost 12:00PM 12:01PM
 }
 
-// Taints go into Options.Taints by GPU minor; every device of that GPU,
-// its MIG devices included, carries them.
+// Taints go into Options.Taints by GPU UUID; every device of that GPU, its
+// MIG devices included, carries them.
 func ExampleHealthPolicy_Taints() {
 	var p inventory.HealthPolicy
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	s := p.Observe(inventory.HealthState{}, inventory.Observation{Time: t0, RowRemapFailed: true})
-	node := inventory.Node{GPUs: []inventory.GPU{{Minor: 0, MemoryBytes: 1 << 30}}}
-	slices, _ := inventory.Slices(node, inventory.Options{NodeName: "n", Taints: map[int][]resourceapi.DeviceTaint{0: p.Taints(s, t0)}})
+	node := inventory.Node{GPUs: []inventory.GPU{{Minor: 0, UUID: "GPU-0", MemoryBytes: 1 << 30}}}
+	slices, _ := inventory.Slices(node, inventory.Options{NodeName: "n", Taints: map[string][]resourceapi.DeviceTaint{"GPU-0": p.Taints(s, t0)}})
 	t := slices[0].Spec.Devices[0].Taints[0]
 	fmt.Println(t.Key, t.Effect, t.TimeAdded.UTC().Format(time.RFC3339))
 	// Output: gpu.nvidia.com/row-remap-failed NoExecute 2026-11-29T12:00:00Z
@@ -228,7 +234,7 @@ func ExampleTemplate_Slices() {
 		devices += len(s.Spec.Devices)
 	}
 	fmt.Println(t.Mode, len(slices), "slices,", devices, "devices")
-	// Output: DynamicMIG 5 slices, 232 devices
+	// Output: DynamicMIG 9 slices, 232 devices
 }
 
 func ExampleProfileNames() {
@@ -241,4 +247,15 @@ func ExampleProfile() {
 	g := t.Node.GPUs[0]
 	fmt.Println(len(t.Node.GPUs), g.ProductName, g.MemoryBytes>>30, "GiB,", len(g.MIGProfiles), "MIG profiles")
 	// Output: 8 NVIDIA B200 180GB HBM3e 180 GiB, 7 MIG profiles
+}
+
+// The IMEX channel and daemon devices of NVIDIA's compute-domain plugin.
+func ExampleComputeDomainSlices() {
+	slices, _ := inventory.ComputeDomainSlices(inventory.Options{NodeName: "gb200-1"})
+	for _, d := range slices[0].Spec.Devices {
+		fmt.Println(slices[0].Spec.Driver, d.Name, *d.Attributes["type"].StringValue)
+	}
+	// Output:
+	// compute-domain.nvidia.com channel-0 channel
+	// compute-domain.nvidia.com daemon-0 daemon
 }

@@ -114,8 +114,8 @@ type Observation struct {
 	NVLinksDown int
 }
 
-// HealthState is what HealthPolicy remembers of one GPU between
-// observations: the conditions that are active or not yet cleared. Its zero
+// HealthState is what HealthPolicy remembers of one device (a GPU or a MIG
+// device, kept by its UUID) between observations: the conditions that are active or not yet cleared. Its zero
 // value is a healthy GPU. It is a plain value and can be stored.
 type HealthState struct {
 	// Active lists the conditions, sorted by key and value.
@@ -264,7 +264,8 @@ func (p HealthPolicy) effect(c Condition) resourceapi.DeviceTaintEffect {
 // yet cleared, TimeAdded its start. There are at most 16, the API's limit per
 // device; when more conditions are active the most severe are kept (NoExecute,
 // then NoSchedule, then None; then by key and value). Pass them in
-// Options.Taints so the GPU and all its MIG devices carry them.
+// Options.Taints under the device's UUID: a GPU's go on the GPU and all its
+// MIG devices, a MIG device's on that MIG device.
 func (p HealthPolicy) Taints(s HealthState, now time.Time) []resourceapi.DeviceTaint {
 	var out []resourceapi.DeviceTaint
 	for _, a := range s.Active {

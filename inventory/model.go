@@ -90,6 +90,10 @@ type MIGDevice struct {
 	UUID string `json:"uuid,omitempty"`
 	// GIProfileID names the profile in the parent's MIGProfiles.
 	GIProfileID int `json:"giProfileID"`
+	// GPUInstanceID is the NVML GPU-instance ID; NVML reports it in XID
+	// events that happen inside the instance, so it attributes them to this
+	// MIG device.
+	GPUInstanceID int `json:"gpuInstanceID"`
 	// Placement is where the GPU instance sits.
 	Placement Placement `json:"placement"`
 }

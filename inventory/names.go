@@ -71,15 +71,24 @@ func MemorySliceCounter(i int) string {
 	return "memory-slice-" + strconv.Itoa(i)
 }
 
-// Engine counter names in a GPU's counter set. Counter names must be DNS
-// labels, so they are the capacity names in lower case.
+// MemorySliceCapacity is the capacity name of memory slice i that a static
+// MIG device carries for each memory slice its placement covers, as NVIDIA's
+// driver announces it: "memorySlice<i>".
+func MemorySliceCapacity(i int) string {
+	return "memorySlice" + strconv.Itoa(i)
+}
+
+// Counter names in a GPU's counter set. NVIDIA's driver derives each from the
+// capacity name by putting a dash before every inner capital and lowering the
+// case ("copyEngines" → "copy-engines"), so that it is a DNS label.
 const (
 	CounterMultiprocessors = "multiprocessors"
-	CounterCopyEngines     = "copyengines"
+	CounterCopyEngines     = "copy-engines"
 	CounterDecoders        = "decoders"
 	CounterEncoders        = "encoders"
-	CounterJPEGEngines     = "jpegengines"
-	CounterOFAEngines      = "ofaengines"
+	CounterJPEGEngines     = "jpeg-engines"
+	CounterOFAEngines      = "ofa-engines"
+	CounterMemory          = "memory"
 )
 
 func labelPart(s string) string {

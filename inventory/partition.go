@@ -5,126 +5,90 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// engines lists a profile's engine counts in counter order.
-func engines(p *MIGProfile) [6]int64 {
-	return [6]int64{p.Multiprocessors, p.CopyEngines, p.Decoders, p.Encoders, p.JPEGEngines, p.OFAEngines}
+// engineCapacities are the capacity names of a MIG device with the counter
+// each one becomes in a GPU's counter set, in NVIDIA's driver's order.
+var engineCapacities = [7]struct{ capacity, counter string }{
+	{CapMultiprocessors, CounterMultiprocessors},
+	{CapCopyEngines, CounterCopyEngines},
+	{CapDecoders, CounterDecoders},
+	{CapEncoders, CounterEncoders},
+	{CapJPEGEngines, CounterJPEGEngines},
+	{CapOFAEngines, CounterOFAEngines},
+	{CapMemory, CounterMemory},
 }
 
-var engineCounters = [6]string{CounterMultiprocessors, CounterCopyEngines, CounterDecoders, CounterEncoders, CounterJPEGEngines, CounterOFAEngines}
-
-// counterSet is the counter set of one GPU in dynamic MIG mode: one counter
-// per engine kind and one counter of 1 per memory slice.
-//
-// An engine counter's value is the most of that engine any valid combination
-// of MIG devices uses together: placements that do not share a memory slice,
-// at most InstanceCount of each profile. So the counters never reject a
-// combination the GPU accepts, while still enforcing limits the memory slices
-// alone do not (for example a profile allowed only once). The memory slices
-// make overlapping placements, and the whole GPU with any placement, exclude
-// each other. Engine kinds no profile has are left out.
-func counterSet(g *GPU) resourceapi.CounterSet {
-	caps := maxEngines(g)
-	counters := map[string]resourceapi.Counter{}
-	for i, name := range engineCounters {
-		if caps[i] > 0 {
-			counters[name] = resourceapi.Counter{Value: *resource.NewQuantity(caps[i], resource.DecimalSI)}
-		}
-	}
-	for i := range g.memorySlices() {
-		counters[MemorySliceCounter(i)] = resourceapi.Counter{Value: *resource.NewQuantity(1, resource.DecimalSI)}
-	}
-	return resourceapi.CounterSet{Name: CounterSetName(g.Minor), Counters: counters}
+// engines lists a profile's figures in engineCapacities order.
+func engines(p *MIGProfile) [7]int64 {
+	return [7]int64{p.Multiprocessors, p.CopyEngines, p.Decoders, p.Encoders, p.JPEGEngines, p.OFAEngines, p.MemoryBytes}
 }
 
-// placementCounters is what a device of profile p at placement pl consumes.
-func placementCounters(p *MIGProfile, pl Placement) map[string]resourceapi.Counter {
-	counters := map[string]resourceapi.Counter{}
-	for i, n := range engines(p) {
-		if n > 0 {
-			counters[engineCounters[i]] = resourceapi.Counter{Value: *resource.NewQuantity(n, resource.DecimalSI)}
+// maxEngines is, per capacity, the largest figure of any profile that has a
+// placement. NVIDIA's driver sizes a GPU's counter set, and the capacity of
+// the whole GPU in dynamic MIG mode, this way (cmd/gpu-kubelet-plugin/nvlib.go,
+// inspectMigProfilesAndPlacements and setMax, at the commit named in doc.go).
+// It is what the largest profile has, so the whole GPU consumes every counter,
+// but it also means that small profiles together may be held to less than the
+// GPU could give them (seven 1g.10gb on an H100 need 7 decoders; the 7g.80gb
+// has 5, so only five fit), which is NVIDIA's outcome and so ours.
+func maxEngines(g *GPU) [7]int64 {
+	var out [7]int64
+	for i := range g.MIGProfiles {
+		p := &g.MIGProfiles[i]
+		if len(p.Placements) == 0 {
+			continue
+		}
+		for k, n := range engines(p) {
+			out[k] = max(out[k], n)
 		}
 	}
-	for i := pl.Start; i < pl.Start+pl.Size; i++ {
-		counters[MemorySliceCounter(i)] = resourceapi.Counter{Value: *resource.NewQuantity(1, resource.DecimalSI)}
+	return out
+}
+
+// binary is a quantity in the BinarySI format NVIDIA's driver writes every
+// capacity and counter in, so that the serialised slices are the same.
+func binary(n int64) resource.Quantity { return *resource.NewQuantity(n, resource.BinarySI) }
+
+// engineCounters turns per-capacity figures into counters, zeros included:
+// NVIDIA's driver publishes a counter for every capacity of the profile, even
+// one of zero.
+func engineCounters(e [7]int64) map[string]resourceapi.Counter {
+	out := make(map[string]resourceapi.Counter, len(e))
+	for i, n := range e {
+		out[engineCapacities[i].counter] = resourceapi.Counter{Value: binary(n)}
+	}
+	return out
+}
+
+// engineCapacity turns per-capacity figures into device capacities.
+func engineCapacity(e [7]int64) map[resourceapi.QualifiedName]resourceapi.DeviceCapacity {
+	out := make(map[resourceapi.QualifiedName]resourceapi.DeviceCapacity, len(e))
+	for i, n := range e {
+		out[resourceapi.QualifiedName(engineCapacities[i].capacity)] = resourceapi.DeviceCapacity{Value: binary(n)}
+	}
+	return out
+}
+
+// addMemorySlices adds a counter of 1 for each memory slice of [start, start+size).
+func addMemorySlices(counters map[string]resourceapi.Counter, start, size int) map[string]resourceapi.Counter {
+	for i := start; i < start+size; i++ {
+		counters[MemorySliceCounter(i)] = resourceapi.Counter{Value: binary(1)}
 	}
 	return counters
 }
 
-// maxEngineSteps bounds the search in maxEngines; beyond it the bound falls
-// back to a sum that is larger but still safe.
-const maxEngineSteps = 1 << 20
+// counterSet is the counter set of one GPU in dynamic MIG mode: one counter
+// per capacity, at the largest figure of any profile, and one counter of 1 per
+// memory slice. The whole GPU consumes all of it; a placement consumes its
+// profile's figures and its memory slices, so that overlapping placements,
+// and the whole GPU with any placement, exclude each other.
+func counterSet(g *GPU) resourceapi.CounterSet {
+	return resourceapi.CounterSet{
+		Name:     CounterSetName(g.Minor),
+		Counters: addMemorySlices(engineCounters(maxEngines(g)), 0, g.memorySlices()),
+	}
+}
 
-// maxEngines returns, per engine kind, the largest total over all sets of
-// placements that share no memory slice and use each profile at most its
-// InstanceCount times. The search walks memory slices left to right, at each
-// either leaving the slice empty or starting a placement there, so every such
-// set is visited once.
-func maxEngines(g *GPU) [6]int64 {
-	n := g.memorySlices()
-	type choice struct {
-		prof int
-		size int
-	}
-	starts := make([][]choice, n)
-	limits := make([]int, len(g.MIGProfiles))
-	for i := range g.MIGProfiles {
-		p := &g.MIGProfiles[i]
-		limits[i] = p.InstanceCount
-		if limits[i] <= 0 {
-			limits[i] = len(p.Placements)
-		}
-		for _, pl := range p.Placements {
-			starts[pl.Start] = append(starts[pl.Start], choice{i, pl.Size})
-		}
-	}
-	var best, cur [6]int64
-	used := make([]int, len(g.MIGProfiles))
-	steps := 0
-	var walk func(s int) bool
-	walk = func(s int) bool {
-		if steps++; steps > maxEngineSteps {
-			return false
-		}
-		if s >= n {
-			for i := range best {
-				best[i] = max(best[i], cur[i])
-			}
-			return true
-		}
-		if !walk(s + 1) {
-			return false
-		}
-		for _, c := range starts[s] {
-			if used[c.prof] >= limits[c.prof] || s+c.size > n {
-				continue
-			}
-			e := engines(&g.MIGProfiles[c.prof])
-			used[c.prof]++
-			for i := range cur {
-				cur[i] += e[i]
-			}
-			ok := walk(s + c.size)
-			for i := range cur {
-				cur[i] -= e[i]
-			}
-			used[c.prof]--
-			if !ok {
-				return false
-			}
-		}
-		return true
-	}
-	if walk(0) {
-		return best
-	}
-	// Too many combinations to search: every profile at its instance limit
-	// is an upper bound of any valid combination.
-	var sum [6]int64
-	for i := range g.MIGProfiles {
-		e := engines(&g.MIGProfiles[i])
-		for k := range sum {
-			sum[k] += e[k] * int64(limits[i])
-		}
-	}
-	return sum
+// placementCounters is what a device of profile p at placement pl consumes.
+func placementCounters(p *MIGProfile, pl Placement) map[string]resourceapi.Counter {
+	return addMemorySlices(engineCounters(engines(p)), pl.Start, pl.Size)
 }

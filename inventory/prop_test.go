@@ -40,11 +40,11 @@ func TestPropSlicesAreValidAndCountersMatchPlacements(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		node := inventory.Node{DriverVersion: "580.95.05", CUDADriverVersion: "13.0"}
 		n := rapid.IntRange(0, 10).Draw(t, "gpus")
-		taints := map[int][]resourceapi.DeviceTaint{}
+		taints := map[string][]resourceapi.DeviceTaint{}
 		for i := range n {
 			node.GPUs = append(node.GPUs, genGPU(t, i))
 			if rapid.Bool().Draw(t, "tainted") {
-				taints[i] = []resourceapi.DeviceTaint{{Key: "gpu.nvidia.com/xid", Value: "48", Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+				taints[node.GPUs[i].UUID] = []resourceapi.DeviceTaint{{Key: "gpu.nvidia.com/xid", Value: "48", Effect: resourceapi.DeviceTaintEffectNoSchedule}}
 			}
 		}
 		mode := rapid.SampledFrom([]inventory.Mode{inventory.ModeGPU, inventory.ModeStaticMIG, inventory.ModeDynamicMIG}).Draw(t, "mode")
@@ -79,17 +79,26 @@ func TestPropSlicesAreValidAndCountersMatchPlacements(t *testing.T) {
 				}
 				continue
 			}
-			// Every valid combination fits: placements drawn left to right
-			// without overlap, each profile at most InstanceCount times (a
-			// count of 0 means as many as there are placements).
+			// A combination of placements drawn left to right without
+			// overlap fits exactly when, per capacity, the profiles' sum is
+			// at most the largest figure of any profile: NVIDIA's driver
+			// sizes the counter set that way, so some combinations the GPU
+			// could hold (seven 1g.10gb on an H100, needing 7 of the 7g's 5
+			// decoders) are refused, as on a cluster running its driver.
 			var combo []resourceapi.Device
-			used := map[int]int{}
+			var sum, most [7]int64
+			figures := func(p inventory.MIGProfile) [7]int64 {
+				return [7]int64{p.Multiprocessors, p.CopyEngines, p.Decoders, p.Encoders, p.JPEGEngines, p.OFAEngines, p.MemoryBytes}
+			}
+			for _, p := range g.MIGProfiles {
+				if len(p.Placements) > 0 {
+					for k, n := range figures(p) {
+						most[k] = max(most[k], n)
+					}
+				}
+			}
 			end := 0
 			for _, p := range g.MIGProfiles {
-				limit := p.InstanceCount
-				if limit <= 0 {
-					limit = len(p.Placements)
-				}
 				for _, pl := range p.Placements {
 					d := by[inventory.MIGDeviceName(g.Minor, p.Name, p.GIProfileID, pl.Start)]
 					if fits(sets, full, d) {
@@ -98,15 +107,21 @@ func TestPropSlicesAreValidAndCountersMatchPlacements(t *testing.T) {
 					if !fits(sets, d) {
 						t.Fatalf("%s does not fit alone", d.Name)
 					}
-					if pl.Start >= end && used[p.GIProfileID] < limit && rapid.Bool().Draw(t, "take") {
+					if pl.Start >= end && rapid.Bool().Draw(t, "take") {
 						combo = append(combo, d)
-						used[p.GIProfileID]++
+						for k, n := range figures(p) {
+							sum[k] += n
+						}
 						end = pl.Start + pl.Size
 					}
 				}
 			}
-			if !fits(sets, combo...) {
-				t.Fatalf("a valid combination does not fit: %d devices", len(combo))
+			want := true
+			for k := range sum {
+				want = want && sum[k] <= most[k]
+			}
+			if got := fits(sets, combo...); got != want {
+				t.Fatalf("a combination of %d disjoint placements fits = %v, want %v (sums %v, largest %v)", len(combo), got, want, sum, most)
 			}
 			// Overlapping placements never fit together.
 			for _, p := range g.MIGProfiles {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -44,11 +43,15 @@ type Options struct {
 	// Generation is the pool generation; zero means 1. A driver increments it
 	// whenever it republishes a changed pool.
 	Generation int64
-	// Taints are device taints per GPU minor number, for example from
-	// HealthPolicy. Every device of that GPU carries them: the whole GPU and
-	// all its MIG devices and placements (MIG devices inherit their parent's
-	// taints).
-	Taints map[int][]resourceapi.DeviceTaint
+	// Taints are device taints keyed by the UUID of a GPU or of a MIG
+	// device, for example from HealthPolicy. A GPU's taints go on every
+	// device of that GPU: the whole GPU and all its MIG devices and
+	// placements. A MIG device's taints go on that MIG device only, or, in
+	// dynamic MIG mode, on the placement it occupies (same profile and
+	// start), or, where its GPU is published whole, on the whole GPU. A UUID
+	// that is not on the node is an error naming it: a taint must never be
+	// dropped silently.
+	Taints map[string][]resourceapi.DeviceTaint
 }
 
 // ErrInvalidNode is wrapped by errors for a Node or Options that cannot be
@@ -68,12 +71,21 @@ func Slices(node Node, opts Options) ([]*resourceapi.ResourceSlice, error) {
 	o, errs := opts.withDefaults()
 	b := builder{opts: o}
 	gpus := slices.Clone(node.GPUs)
-	slices.SortStableFunc(gpus, func(a, b GPU) int { return a.Minor - b.Minor })
+	// NVIDIA's driver publishes GPUs in the order of their PCI bus IDs (its
+	// per-GPU map is keyed by them and walked sorted); the minor number
+	// orders GPUs without one, as in templates.
+	slices.SortStableFunc(gpus, func(a, b GPU) int {
+		if c := strings.Compare(a.PCIBusID, b.PCIBusID); c != 0 {
+			return c
+		}
+		return a.Minor - b.Minor
+	})
 	var err error
 	if b.common, err = commonVersions(node); err != nil {
 		errs = append(errs, err.(*field.Error))
 	}
 	errs = append(errs, validateGPUs(node.GPUs)...)
+	errs = append(errs, validateTaintKeys(node.GPUs, o.Taints)...)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: node %q: %w", ErrInvalidNode, o.NodeName, errs.ToAggregate())
 	}
@@ -209,92 +221,176 @@ func validateGPUs(gpus []GPU) field.ErrorList {
 }
 
 // maxMemorySlices keeps a GPU's counter set within the API's counters per set.
-const maxMemorySlices = resourceapi.ResourceSliceMaxCountersPerCounterSet - 6
+const maxMemorySlices = resourceapi.ResourceSliceMaxCountersPerCounterSet - len(engineCapacities)
+
+// validateTaintKeys checks that every key of taints is the UUID of a GPU or
+// MIG device of the node.
+func validateTaintKeys(gpus []GPU, taints map[string][]resourceapi.DeviceTaint) field.ErrorList {
+	known := map[string]bool{}
+	for _, g := range gpus {
+		if g.UUID != "" {
+			known[g.UUID] = true
+		}
+		for _, m := range g.MIGDevices {
+			if m.UUID != "" {
+				known[m.UUID] = true
+			}
+		}
+	}
+	var errs field.ErrorList
+	for _, uuid := range sortedKeys(taints) {
+		if !known[uuid] {
+			errs = append(errs, field.NotFound(field.NewPath("taints").Key(uuid), "no GPU or MIG device of the node has this UUID"))
+		}
+	}
+	return errs
+}
+
+// togglesMIG reports whether a GPU of this architecture can switch MIG mode
+// without a reset. NVIDIA's driver asks NVML for the architecture and allows
+// it from Hopper on (supportsMIGModeToggle: arch >= DEVICE_ARCH_HOPPER); the
+// architectures before Hopper are named here, so that an unknown or empty
+// name counts as Hopper or later, as NVML's DEVICE_ARCH_UNKNOWN does there.
+func togglesMIG(architecture string) bool {
+	switch architecture {
+	case "Kepler", "Maxwell", "Pascal", "Volta", "Turing", "Ampere", "Ada Lovelace":
+		return false
+	}
+	return true
+}
+
+// dynamicMIG reports whether a GPU is published as partitionable devices in
+// dynamic MIG mode: it supports MIG, has profile placements, and either its
+// MIG mode can be switched or MIG is already enabled (isDynamicMIGCapable in
+// NVIDIA's driver). An Ampere GPU without MIG enabled is published whole.
+func dynamicMIG(g *GPU) bool {
+	return g.MIGCapable && g.memorySlices() > 0 && (g.MIGEnabled || togglesMIG(g.Architecture))
+}
 
 type builder struct {
 	opts   Options
 	common versions
 }
 
-// gpu returns the devices of one GPU and, in dynamic MIG mode, its counter set.
+// gpu returns the devices of one GPU, sorted by name as NVIDIA's driver
+// sorts them, and, in dynamic MIG mode, its counter set.
 func (b *builder) gpu(g *GPU) ([]resourceapi.Device, *resourceapi.CounterSet, error) {
-	taints, err := b.taints(g.Minor)
-	if err != nil {
-		return nil, nil, err
-	}
+	gpuTaints := b.opts.Taints[g.UUID]
+	var devs []resourceapi.Device
+	var set *resourceapi.CounterSet
 	switch {
 	case b.opts.Mode == ModeStaticMIG && g.MIGEnabled:
-		devs := make([]resourceapi.Device, 0, len(g.MIGDevices))
-		migs := slices.Clone(g.MIGDevices)
-		slices.SortFunc(migs, func(x, y MIGDevice) int {
-			if x.Placement.Start != y.Placement.Start {
-				return x.Placement.Start - y.Placement.Start
-			}
-			return x.GIProfileID - y.GIProfileID
-		})
-		for _, m := range migs {
+		for _, m := range g.MIGDevices {
 			prof, _ := g.profile(m.GIProfileID)
-			d := b.migDevice(g, prof, m.Placement)
+			d := b.migDevice(g, prof)
 			if m.UUID != "" {
 				d.Attributes[AttrUUID] = resourceapi.DeviceAttribute{StringValue: ptr.To(m.UUID)}
 			}
-			d.Taints = slices.Clone(taints)
+			d.Name = MIGDeviceName(g.Minor, prof.Name, prof.GIProfileID, m.Placement.Start)
+			// A static MIG device names the memory slices it holds as
+			// capacities (NVIDIA's MigDeviceInfo.GetDevice).
+			for i := m.Placement.Start; i < m.Placement.Start+m.Placement.Size; i++ {
+				d.Capacity[resourceapi.QualifiedName(MemorySliceCapacity(i))] = resourceapi.DeviceCapacity{Value: binary(1)}
+			}
+			if err := b.setTaints(&d, gpuTaints, b.opts.Taints[m.UUID]); err != nil {
+				return nil, nil, err
+			}
 			devs = append(devs, d)
 		}
-		return devs, nil, nil
-	case b.opts.Mode == ModeDynamicMIG && g.MIGCapable && g.memorySlices() > 0:
-		set := counterSet(g)
-		full := b.gpuDevice(g)
-		full.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: set.Name, Counters: copyCounters(set.Counters)}}
-		full.Taints = slices.Clone(taints)
-		devs := []resourceapi.Device{full}
-		profs := slices.Clone(g.MIGProfiles)
-		slices.SortFunc(profs, func(x, y MIGProfile) int { return x.GIProfileID - y.GIProfileID })
-		for i := range profs {
-			prof := &profs[i]
+	case b.opts.Mode == ModeDynamicMIG && dynamicMIG(g):
+		cs := counterSet(g)
+		set = &cs
+		// Placements hold the taints of a MIG device that occupies them.
+		occupant := map[string][]resourceapi.DeviceTaint{}
+		for _, m := range g.MIGDevices {
+			if prof, ok := g.profile(m.GIProfileID); ok && m.UUID != "" {
+				name := MIGDeviceName(g.Minor, prof.Name, prof.GIProfileID, m.Placement.Start)
+				occupant[name] = append(occupant[name], b.opts.Taints[m.UUID]...)
+			}
+		}
+		// An Ampere GPU with MIG enabled cannot give itself whole: turning
+		// MIG off needs a reset, which the driver does not do. Its
+		// placements are still published, against its counter set.
+		if !g.MIGEnabled || togglesMIG(g.Architecture) {
+			full := b.gpuDevice(g)
+			full.Capacity = engineCapacity(maxEngines(g))
+			full.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: cs.Name, Counters: copyCounters(cs.Counters)}}
+			if err := b.setTaints(&full, gpuTaints, b.migTaints(g)); err != nil {
+				return nil, nil, err
+			}
+			devs = append(devs, full)
+		}
+		for i := range g.MIGProfiles {
+			prof := &g.MIGProfiles[i]
 			pls := slices.Clone(prof.Placements)
 			slices.SortFunc(pls, func(x, y Placement) int { return x.Start - y.Start })
-			pls = slices.Compact(pls)
-			for _, pl := range pls {
-				d := b.migDevice(g, prof, pl)
-				d.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: set.Name, Counters: placementCounters(prof, pl)}}
-				d.Taints = slices.Clone(taints)
+			for _, pl := range slices.Compact(pls) {
+				d := b.migDevice(g, prof)
+				d.Name = MIGDeviceName(g.Minor, prof.Name, prof.GIProfileID, pl.Start)
+				d.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: cs.Name, Counters: placementCounters(prof, pl)}}
+				if err := b.setTaints(&d, gpuTaints, occupant[d.Name]); err != nil {
+					return nil, nil, err
+				}
 				devs = append(devs, d)
 			}
 		}
-		return devs, &set, nil
 	default:
 		d := b.gpuDevice(g)
-		d.Taints = slices.Clone(taints)
-		return []resourceapi.Device{d}, nil, nil
+		if err := b.setTaints(&d, gpuTaints, b.migTaints(g)); err != nil {
+			return nil, nil, err
+		}
+		devs = append(devs, d)
 	}
+	slices.SortFunc(devs, func(x, y resourceapi.Device) int { return strings.Compare(x.Name, y.Name) })
+	return devs, set, nil
 }
 
-func (b *builder) taints(minor int) ([]resourceapi.DeviceTaint, error) {
-	ts := b.opts.Taints[minor]
-	if len(ts) == 0 {
-		return nil, nil
-	}
-	if len(ts) > resourceapi.DeviceTaintsMaxLength {
-		return nil, field.TooMany(field.NewPath("taints").Key(fmt.Sprint(minor)), len(ts), resourceapi.DeviceTaintsMaxLength)
-	}
-	out := make([]resourceapi.DeviceTaint, len(ts))
-	for i, t := range ts {
-		out[i] = *t.DeepCopy()
-	}
-	slices.SortStableFunc(out, func(x, y resourceapi.DeviceTaint) int {
-		if c := strings.Compare(x.Key, y.Key); c != 0 {
-			return c
+// migTaints are the taints of all MIG devices of g, for a device that
+// contains them all.
+func (b *builder) migTaints(g *GPU) []resourceapi.DeviceTaint {
+	var out []resourceapi.DeviceTaint
+	for _, m := range g.MIGDevices {
+		if m.UUID != "" {
+			out = append(out, b.opts.Taints[m.UUID]...)
 		}
-		if c := strings.Compare(string(x.Effect), string(y.Effect)); c != 0 {
-			return c
-		}
-		return strings.Compare(x.Value, y.Value)
-	})
-	return out, nil
+	}
+	return out
 }
 
-// attrs are the attributes every device of a GPU carries.
+// setTaints gives d the union of the taint lists, deep-copied, without
+// duplicates and sorted, within the API's limit per device.
+func (b *builder) setTaints(d *resourceapi.Device, lists ...[]resourceapi.DeviceTaint) error {
+	var out []resourceapi.DeviceTaint
+	for _, ts := range lists {
+		for _, t := range ts {
+			out = append(out, *t.DeepCopy())
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(out, compareTaints)
+	out = slices.CompactFunc(out, func(x, y resourceapi.DeviceTaint) bool { return compareTaints(x, y) == 0 })
+	if len(out) > resourceapi.DeviceTaintsMaxLength {
+		return field.TooMany(field.NewPath("devices").Key(d.Name).Child("taints"), len(out), resourceapi.DeviceTaintsMaxLength)
+	}
+	d.Taints = out
+	return nil
+}
+
+func compareTaints(x, y resourceapi.DeviceTaint) int {
+	if c := strings.Compare(x.Key, y.Key); c != 0 {
+		return c
+	}
+	if c := strings.Compare(string(x.Effect), string(y.Effect)); c != 0 {
+		return c
+	}
+	return strings.Compare(x.Value, y.Value)
+}
+
+// attrs are the attributes every device of a GPU carries: NVIDIA's common
+// attributes (GpuInfo.Attributes, CommonAttributesMig) and the NUMA node,
+// which NVIDIA's driver does not publish.
 func (b *builder) attrs(g *GPU, typ string) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
 	a := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 		AttrType: {StringValue: ptr.To(typ)},
@@ -318,6 +414,9 @@ func (b *builder) attrs(g *GPU, typ string) map[resourceapi.QualifiedName]resour
 	}
 	ver(AttrDriverVersion, b.common.driver)
 	ver(AttrCUDADriverVersion, b.common.cuda)
+	// MIG devices carry their parent's PCI bus ID and PCIe root, as in
+	// NVIDIA's driver: they live on that PCI function.
+	str(AttrPCIBusID, g.PCIBusID)
 	str(AttrPCIeRoot, g.PCIeRoot)
 	if g.NUMANode != nil {
 		a[AttrNUMANode] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(*g.NUMANode))}
@@ -325,48 +424,31 @@ func (b *builder) attrs(g *GPU, typ string) map[resourceapi.QualifiedName]resour
 	return a
 }
 
+// gpuDevice is the whole GPU with its memory as capacity.
 func (b *builder) gpuDevice(g *GPU) resourceapi.Device {
 	a := b.attrs(g, TypeGPU)
 	if g.UUID != "" {
 		a[AttrUUID] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.UUID)}
 	}
-	if g.PCIBusID != "" {
-		a[AttrPCIBusID] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.PCIBusID)}
-	}
 	return resourceapi.Device{
 		Name:       GPUDeviceName(g.Minor),
 		Attributes: a,
 		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
-			CapMemory: {Value: *resource.NewQuantity(g.MemoryBytes, resource.BinarySI)},
+			CapMemory: {Value: binary(g.MemoryBytes)},
 		},
 	}
 }
 
-// migDevice is a MIG device of profile prof at placement pl. It carries the
-// parent's identity (parentUUID, PCIe root, NUMA node) but not the parent's
-// PCI bus ID, which names the whole GPU.
-func (b *builder) migDevice(g *GPU, prof *MIGProfile, pl Placement) resourceapi.Device {
+// migDevice is a MIG device of profile prof, without name: its parent's
+// identity (parentUUID, PCI bus ID, PCIe root, NUMA node) and the profile's
+// figures as capacities.
+func (b *builder) migDevice(g *GPU, prof *MIGProfile) resourceapi.Device {
 	a := b.attrs(g, TypeMIG)
 	if g.UUID != "" {
 		a[AttrParentUUID] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.UUID)}
 	}
 	a[AttrProfile] = resourceapi.DeviceAttribute{StringValue: ptr.To(prof.Name)}
-	q := func(n int64) resourceapi.DeviceCapacity {
-		return resourceapi.DeviceCapacity{Value: *resource.NewQuantity(n, resource.DecimalSI)}
-	}
-	return resourceapi.Device{
-		Name:       MIGDeviceName(g.Minor, prof.Name, prof.GIProfileID, pl.Start),
-		Attributes: a,
-		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
-			CapMultiprocessors: q(prof.Multiprocessors),
-			CapCopyEngines:     q(prof.CopyEngines),
-			CapDecoders:        q(prof.Decoders),
-			CapEncoders:        q(prof.Encoders),
-			CapJPEGEngines:     q(prof.JPEGEngines),
-			CapOFAEngines:      q(prof.OFAEngines),
-			CapMemory:          {Value: *resource.NewQuantity(prof.MemoryBytes, resource.BinarySI)},
-		},
-	}
+	return resourceapi.Device{Attributes: a, Capacity: engineCapacity(engines(prof))}
 }
 
 func copyCounters(m map[string]resourceapi.Counter) map[string]resourceapi.Counter {
@@ -378,12 +460,23 @@ func copyCounters(m map[string]resourceapi.Counter) map[string]resourceapi.Count
 }
 
 // pack puts counter sets and device groups into slices within the API limits.
-// A GPU's devices stay in one slice when they fit.
+//
+// In dynamic MIG mode the layout is NVIDIA's for Kubernetes 1.35 and later
+// (generateSplitResourceSlices): first the counter sets of all GPUs, then one
+// slice per GPU with its devices. Otherwise NVIDIA's driver publishes all
+// devices in one slice; here GPUs are added to a slice while they fit and a
+// GPU's devices stay in one slice when they fit, which is one slice up to the
+// API's limit of devices.
 func (b *builder) pack(sets []resourceapi.CounterSet, groups [][]resourceapi.Device) []*resourceapi.ResourceSlice {
 	var specs []resourceapi.ResourceSliceSpec
 	for start := 0; start < len(sets); start += resourceapi.ResourceSliceMaxCounterSets {
 		end := min(start+resourceapi.ResourceSliceMaxCounterSets, len(sets))
 		specs = append(specs, resourceapi.ResourceSliceSpec{SharedCounters: sets[start:end]})
+	}
+	if b.opts.Mode == ModeDynamicMIG && len(sets) == 0 {
+		// NVIDIA's driver publishes its counter slice even when no GPU has
+		// a counter set (all of them published whole).
+		specs = append(specs, resourceapi.ResourceSliceSpec{})
 	}
 	var cur []resourceapi.Device
 	flush := func() {
@@ -394,7 +487,7 @@ func (b *builder) pack(sets []resourceapi.CounterSet, groups [][]resourceapi.Dev
 	}
 	for _, g := range groups {
 		limit := deviceLimit(g)
-		if len(cur) > 0 && (len(cur)+len(g) > min(limit, deviceLimit(cur))) {
+		if len(cur) > 0 && (b.opts.Mode == ModeDynamicMIG || len(cur)+len(g) > min(limit, deviceLimit(cur))) {
 			flush()
 		}
 		for len(g) > limit {

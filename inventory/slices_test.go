@@ -2,6 +2,7 @@ package inventory_test
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -113,11 +114,12 @@ func TestDynamicMIGCountersFollowTheProfiles(t *testing.T) {
 	if set.Name != "gpu-0-counter-set" {
 		t.Errorf("counter set name %q", set.Name)
 	}
-	// Reasoned from toyGPU: 4x1g or 2x2g or the 4g use 40 SMs and 4 copy
-	// engines; 2 decoders (2x2g or 4g); 1 JPEG and 1 OFA (the 4g, or the
-	// single allowed 1g+me); no encoders anywhere, so no encoder counter.
-	want := map[string]int64{"multiprocessors": 40, "copyengines": 4, "decoders": 2, "jpegengines": 1, "ofaengines": 1,
-		"memory-slice-0": 1, "memory-slice-1": 1, "memory-slice-2": 1, "memory-slice-3": 1}
+	// Reasoned from toyGPU with NVIDIA's rule, the largest figure of any
+	// profile per capacity: 40 SMs, 4 copy engines, 2 decoders and 20 GiB
+	// (the 4g), 1 JPEG (the 4g or the 1g+me), 1 OFA (the 1g+me), and an
+	// encoder counter of 0 although no profile has one.
+	want := map[string]int64{"multiprocessors": 40, "copy-engines": 4, "decoders": 2, "encoders": 0, "jpeg-engines": 1, "ofa-engines": 1,
+		"memory": 20 * gib, "memory-slice-0": 1, "memory-slice-1": 1, "memory-slice-2": 1, "memory-slice-3": 1}
 	got := map[string]int64{}
 	for k, v := range set.Counters {
 		got[k] = v.Value.Value()
@@ -130,10 +132,12 @@ func TestDynamicMIGCountersFollowTheProfiles(t *testing.T) {
 	for _, d := range devs {
 		names = append(names, d.Name)
 	}
+	// Sorted by name, as NVIDIA's driver sorts a GPU's devices, so that
+	// FirstFit picks what it would pick on a cluster running that driver.
 	wantNames := []string{"gpu-0",
 		"gpu-0-mig-1g5gb-0-0", "gpu-0-mig-1g5gb-0-1", "gpu-0-mig-1g5gb-0-2", "gpu-0-mig-1g5gb-0-3",
-		"gpu-0-mig-2g10gb-1-0", "gpu-0-mig-2g10gb-1-2", "gpu-0-mig-4g20gb-4-0",
-		"gpu-0-mig-1g5gb-me-7-0", "gpu-0-mig-1g5gb-me-7-1", "gpu-0-mig-1g5gb-me-7-2", "gpu-0-mig-1g5gb-me-7-3"}
+		"gpu-0-mig-1g5gb-me-7-0", "gpu-0-mig-1g5gb-me-7-1", "gpu-0-mig-1g5gb-me-7-2", "gpu-0-mig-1g5gb-me-7-3",
+		"gpu-0-mig-2g10gb-1-0", "gpu-0-mig-2g10gb-1-2", "gpu-0-mig-4g20gb-4-0"}
 	if !reflect.DeepEqual(names, wantNames) {
 		t.Errorf("names = %v\nwant %v", names, wantNames)
 	}
@@ -141,12 +145,19 @@ func TestDynamicMIGCountersFollowTheProfiles(t *testing.T) {
 	if !reflect.DeepEqual(consumed(full), want) {
 		t.Errorf("the whole GPU consumes %v, want everything %v", consumed(full), want)
 	}
-	mig := devs[5] // 2g.10gb at 0
-	if w := map[string]int64{"multiprocessors": 20, "copyengines": 2, "decoders": 1, "memory-slice-0": 1, "memory-slice-1": 1}; !reflect.DeepEqual(consumed(mig), w) {
+	// The whole GPU's capacities are the counters' engine figures.
+	for c, v := range map[string]int64{"multiprocessors": 40, "copyEngines": 4, "decoders": 2, "encoders": 0, "jpegEngines": 1, "ofaEngines": 1, "memory": 20 * gib} {
+		if got := capValue(full, c); got != v {
+			t.Errorf("whole GPU capacity %s = %d, want %d", c, got, v)
+		}
+	}
+	mig := devs[9] // 2g.10gb at 0
+	if w := map[string]int64{"multiprocessors": 20, "copy-engines": 2, "decoders": 1, "encoders": 0, "jpeg-engines": 0, "ofa-engines": 0,
+		"memory": 10 * gib, "memory-slice-0": 1, "memory-slice-1": 1}; !reflect.DeepEqual(consumed(mig), w) {
 		t.Errorf("2g.10gb at 0 consumes %v, want %v", consumed(mig), w)
 	}
 	if str(mig, "type") != "mig" || str(mig, "profile") != "2g.10gb" || str(mig, "parentUUID") != "GPU-toy-a" ||
-		str(mig, "uuid") != "<absent>" || str(mig, "resource.kubernetes.io/pciBusID") != "<absent>" ||
+		str(mig, "uuid") != "<absent>" || str(mig, "resource.kubernetes.io/pciBusID") != "0000:00:00.0" ||
 		str(mig, "resource.kubernetes.io/pcieRoot") != "pci0000:00" {
 		t.Errorf("2g.10gb attributes: %v", mig.Attributes)
 	}
@@ -248,12 +259,105 @@ func TestStaticMIGPublishesExistingMIGDevicesOnly(t *testing.T) {
 			t.Errorf("%s consumes counters in static mode", d.Name)
 		}
 	}
+	// As NVIDIA's MigDeviceInfo.GetDevice: the parent's PCI bus ID, the
+	// profile's figures, and one memorySlice<i> capacity per slice held.
+	b := devs[1]
+	if str(b, "resource.kubernetes.io/pciBusID") != "0000:00:00.0" {
+		t.Errorf("static MIG device lacks its parent's PCI bus ID: %v", b.Attributes)
+	}
+	for c, v := range map[string]int64{"multiprocessors": 20, "copyEngines": 2, "decoders": 1, "encoders": 0, "jpegEngines": 0,
+		"ofaEngines": 0, "memory": 10 * gib, "memorySlice2": 1, "memorySlice3": 1} {
+		if got := capValue(b, c); got != v {
+			t.Errorf("2g.10gb at 2 capacity %s = %d, want %d", c, got, v)
+		}
+	}
+	if len(b.Capacity) != 9 {
+		t.Errorf("2g.10gb at 2 has %d capacities, want 7 figures and 2 memory slices: %v", len(b.Capacity), b.Capacity)
+	}
+}
+
+func TestDynamicMIGFollowsWhetherTheArchitectureSwitchesMIGMode(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		arch       string
+		migEnabled bool
+		whole      bool // the whole GPU is published
+		partitions bool // the placements are published
+	}{
+		{"Hopper with MIG off gives itself whole and in placements", "Hopper", false, true, true},
+		{"Hopper with MIG on gives itself whole and in placements", "Hopper", true, true, true},
+		{"Blackwell with MIG off gives itself whole and in placements", "Blackwell", false, true, true},
+		{"Ampere with MIG off cannot switch MIG on without a reset: whole only", "Ampere", false, true, false},
+		{"Ampere with MIG on cannot switch MIG off without a reset: placements only", "Ampere", true, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := toyNode(1)
+			n.GPUs[0].Architecture, n.GPUs[0].MIGEnabled = tc.arch, tc.migEnabled
+			sl := mustSlices(t, n, inventory.Options{NodeName: "n", Mode: inventory.ModeDynamicMIG})
+			whole, partitions := false, false
+			for _, d := range devices(sl) {
+				whole = whole || d.Name == "gpu-0"
+				partitions = partitions || strings.HasPrefix(d.Name, "gpu-0-mig-")
+			}
+			if whole != tc.whole || partitions != tc.partitions {
+				t.Errorf("whole GPU %v, placements %v; want %v, %v", whole, partitions, tc.whole, tc.partitions)
+			}
+			if got := len(counterSets(sl)); got != map[bool]int{true: 1, false: 0}[tc.partitions] {
+				t.Errorf("%d counter sets", got)
+			}
+		})
+	}
+}
+
+func TestTaintsOfAMIGDeviceStayOnIt(t *testing.T) {
+	xid := resourceapi.DeviceTaint{Key: "gpu.nvidia.com/xid", Value: "94", Effect: resourceapi.DeviceTaintEffectNoSchedule}
+	lost := resourceapi.DeviceTaint{Key: "gpu.nvidia.com/gpu-lost", Effect: resourceapi.DeviceTaintEffectNoExecute}
+	n := toyNode(1)
+	n.GPUs[0].MIGEnabled = true
+	n.GPUs[0].MIGDevices = []inventory.MIGDevice{
+		{UUID: "MIG-a", GIProfileID: 0, GPUInstanceID: 7, Placement: inventory.Placement{Start: 0, Size: 1}},
+		{UUID: "MIG-b", GIProfileID: 1, GPUInstanceID: 3, Placement: inventory.Placement{Start: 2, Size: 2}},
+	}
+	taintsOf := func(mode inventory.Mode, taints map[string][]resourceapi.DeviceTaint) map[string][]string {
+		out := map[string][]string{}
+		for _, d := range devices(mustSlices(t, n, inventory.Options{NodeName: "n", Mode: mode, Taints: taints})) {
+			for _, t := range d.Taints {
+				out[d.Name] = append(out[d.Name], t.Key+"="+t.Value)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		mode   inventory.Mode
+		taints map[string][]resourceapi.DeviceTaint
+		want   map[string][]string
+	}{
+		{"static: a MIG device's XID taints that MIG device only", inventory.ModeStaticMIG,
+			map[string][]resourceapi.DeviceTaint{"MIG-b": {xid}},
+			map[string][]string{"gpu-0-mig-2g10gb-1-2": {"gpu.nvidia.com/xid=94"}}},
+		{"static: a GPU's taint goes on all its MIG devices", inventory.ModeStaticMIG,
+			map[string][]resourceapi.DeviceTaint{"GPU-toy-a": {lost}, "MIG-b": {xid}},
+			map[string][]string{"gpu-0-mig-1g5gb-0-0": {"gpu.nvidia.com/gpu-lost="}, "gpu-0-mig-2g10gb-1-2": {"gpu.nvidia.com/gpu-lost=", "gpu.nvidia.com/xid=94"}}},
+		{"dynamic: a MIG device's taint goes on the placement it occupies, and the whole GPU", inventory.ModeDynamicMIG,
+			map[string][]resourceapi.DeviceTaint{"MIG-b": {xid}},
+			map[string][]string{"gpu-0": {"gpu.nvidia.com/xid=94"}, "gpu-0-mig-2g10gb-1-2": {"gpu.nvidia.com/xid=94"}}},
+		{"whole GPUs: a MIG device's taint goes on its GPU", inventory.ModeGPU,
+			map[string][]resourceapi.DeviceTaint{"MIG-a": {xid}},
+			map[string][]string{"gpu-0": {"gpu.nvidia.com/xid=94"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := taintsOf(tc.mode, tc.taints); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("taints = %v\nwant %v", got, tc.want)
+			}
+		})
+	}
 }
 
 func TestMIGDevicesInheritTheirParentsTaints(t *testing.T) {
 	taint := resourceapi.DeviceTaint{Key: "gpu.nvidia.com/gpu-lost", Effect: resourceapi.DeviceTaintEffectNoExecute,
 		TimeAdded: &metav1.Time{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
-	opts := inventory.Options{NodeName: "n", Mode: inventory.ModeDynamicMIG, Taints: map[int][]resourceapi.DeviceTaint{1: {taint}}}
+	opts := inventory.Options{NodeName: "n", Mode: inventory.ModeDynamicMIG, Taints: map[string][]resourceapi.DeviceTaint{"GPU-toy-b": {taint}}}
 	for _, d := range devices(mustSlices(t, toyNode(2), opts)) {
 		onGPU1 := strings.HasPrefix(d.Name, "gpu-1")
 		if onGPU1 != (len(d.Taints) == 1) {
@@ -263,7 +367,7 @@ func TestMIGDevicesInheritTheirParentsTaints(t *testing.T) {
 			t.Errorf("%s taint = %v, want %v", d.Name, d.Taints[0], taint)
 		}
 	}
-	if d := devices(mustSlices(t, toyNode(2), inventory.Options{NodeName: "n", Taints: map[int][]resourceapi.DeviceTaint{0: {taint}}})); d[0].Taints[0].TimeAdded == taint.TimeAdded {
+	if d := devices(mustSlices(t, toyNode(2), inventory.Options{NodeName: "n", Taints: map[string][]resourceapi.DeviceTaint{"GPU-toy-a": {taint}}})); d[0].Taints[0].TimeAdded == taint.TimeAdded {
 		t.Error("taints are shared with the caller's options, not copied")
 	}
 }
@@ -273,15 +377,15 @@ func TestSlicesStayWithinAPILimits(t *testing.T) {
 		node := inventory.Node{DriverVersion: "580.95.05"}
 		for i := range n {
 			g := toyGPU(0)
-			g.Minor, g.Index = i, i
+			g.Minor, g.Index, g.UUID = i, i, fmt.Sprintf("GPU-%d", i)
 			node.GPUs = append(node.GPUs, g)
 		}
 		return node
 	}
-	taintAll := func(n int) map[int][]resourceapi.DeviceTaint {
-		m := map[int][]resourceapi.DeviceTaint{}
+	taintAll := func(n int) map[string][]resourceapi.DeviceTaint {
+		m := map[string][]resourceapi.DeviceTaint{}
 		for i := range n {
-			m[i] = []resourceapi.DeviceTaint{{Key: "k", Effect: resourceapi.DeviceTaintEffectNone}}
+			m[fmt.Sprintf("GPU-%d", i)] = []resourceapi.DeviceTaint{{Key: "k", Effect: resourceapi.DeviceTaintEffectNone}}
 		}
 		return m
 	}
@@ -294,8 +398,8 @@ func TestSlicesStayWithinAPILimits(t *testing.T) {
 	}{
 		{"130 whole GPUs fill 128 then 2", many(130), inventory.Options{}, 0, []int{128, 2}},
 		{"130 tainted whole GPUs fill 64, 64, 2", many(130), inventory.Options{Taints: taintAll(130)}, 0, []int{64, 64, 2}},
-		{"9 dynamic MIG GPUs need 2 counter slices (8 sets each) and keep a GPU's 12 devices together",
-			many(9), inventory.Options{Mode: inventory.ModeDynamicMIG}, 2, []int{60, 48}},
+		{"9 dynamic MIG GPUs need 2 counter slices (8 sets each) and, as NVIDIA's driver, one slice per GPU",
+			many(9), inventory.Options{Mode: inventory.ModeDynamicMIG}, 2, []int{12, 12, 12, 12, 12, 12, 12, 12, 12}},
 		{"a node without GPUs publishes one empty slice", inventory.Node{}, inventory.Options{}, 0, []int{0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -379,8 +483,15 @@ func TestInvalidNodesAreErrorsNamingTheField(t *testing.T) {
 			n.GPUs[0].MIGDevices = []inventory.MIGDevice{{GIProfileID: 42}}
 		}, "gpus[0].migDevices[0].giProfileID: Not found: 42"},
 		{"more than 16 taints", func(n *inventory.Node, o *inventory.Options) {
-			o.Taints = map[int][]resourceapi.DeviceTaint{0: make([]resourceapi.DeviceTaint, 17)}
-		}, "taints[0]: Too many: 17"},
+			ts := make([]resourceapi.DeviceTaint, 17)
+			for i := range ts {
+				ts[i] = resourceapi.DeviceTaint{Key: fmt.Sprintf("k%d", i), Effect: resourceapi.DeviceTaintEffectNone}
+			}
+			o.Taints = map[string][]resourceapi.DeviceTaint{"GPU-toy-a": ts}
+		}, "devices[gpu-0].taints: Too many: 17"},
+		{"taint for a UUID not on the node", func(n *inventory.Node, o *inventory.Options) {
+			o.Taints = map[string][]resourceapi.DeviceTaint{"GPU-gone": {{Key: "k", Effect: resourceapi.DeviceTaintEffectNone}}}
+		}, `taints[GPU-gone]: Not found: "no GPU or MIG device of the node has this UUID"`},
 		{"placement beyond the memory slices a counter set holds", func(n *inventory.Node, o *inventory.Options) {
 			n.GPUs[0].MIGProfiles[0].Placements[0] = inventory.Placement{Start: 1 << 62, Size: 1 << 62}
 		}, "gpus[0].migProfiles[0].placements[0]: Invalid value"},

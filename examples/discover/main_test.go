@@ -18,7 +18,11 @@ func TestDiscoverPrintsTheMockSlicesAsYAML(t *testing.T) {
 		slices, devices int
 	}{
 		{[]string{"--mock", "dgxh100", "--node", "dgx-1"}, 1, 8},
-		{[]string{"--mock", "dgxa100", "--node", "dgx-1", "--mode", "dynamic-mig"}, 5, 8 * 26},
+		// As NVIDIA's driver: the A100 (MIG off, and Ampere cannot switch
+		// it without a reset) is published whole, after the counter slice,
+		// one slice per GPU; the H100 as the whole GPU and 28 placements.
+		{[]string{"--mock", "dgxa100", "--node", "dgx-1", "--mode", "dynamic-mig"}, 9, 8},
+		{[]string{"--mock", "dgxh100", "--node", "dgx-1", "--mode", "dynamic-mig"}, 9, 8 * 29},
 		{[]string{"--mock", "dgxb200", "--node", "dgx-1", "--mode", "static-mig"}, 1, 8},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

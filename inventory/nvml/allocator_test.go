@@ -95,7 +95,9 @@ func TestTheAllocatorHonoursTheDynamicMIGCounters(t *testing.T) {
 	// Two H100s of the mock keep the searches small. Figures from the mock:
 	// 3g.40gb fits twice per GPU (placements 0 and 4); 1g.10gb+me once per
 	// GPU (its JPEG engine is the GPU's only one); a whole GPU excludes all
-	// MIG devices on it.
+	// MIG devices on it. The decoder counter is the 7g's 5, as NVIDIA's
+	// driver sizes it, so at most five 1g.10gb (one decoder each) share a
+	// GPU though it has seven placements.
 	node := discoverMock(t, "dgxh100").Node
 	node.GPUs = node.GPUs[:2]
 	snap := snapshotOf(t, node, inventory.ModeDynamicMIG)
@@ -110,14 +112,62 @@ func TestTheAllocatorHonoursTheDynamicMIGCounters(t *testing.T) {
 		{"three 3g.40gb and one whole GPU do not", []want{{"mig.nvidia.com", "3g.40gb", 3}, {"gpu.nvidia.com", "", 1}}, false},
 		{"two 1g.10gb+me fit, one per GPU", []want{{"mig.nvidia.com", "1g.10gb+me", 2}}, true},
 		{"three 1g.10gb+me do not, though 14 placements exist", []want{{"mig.nvidia.com", "1g.10gb+me", 3}}, false},
-		{"fourteen 1g.10gb fit", []want{{"mig.nvidia.com", "1g.10gb", 14}}, true},
-		{"a 7g.80gb and seven 1g.10gb fit", []want{{"mig.nvidia.com", "7g.80gb", 1}, {"mig.nvidia.com", "1g.10gb", 7}}, true},
+		{"ten 1g.10gb fit, five per GPU", []want{{"mig.nvidia.com", "1g.10gb", 10}}, true},
+		{"eleven 1g.10gb do not: the decoders run out", []want{{"mig.nvidia.com", "1g.10gb", 11}}, false},
+		{"a 7g.80gb and five 1g.10gb fit", []want{{"mig.nvidia.com", "7g.80gb", 1}, {"mig.nvidia.com", "1g.10gb", 5}}, true},
+		{"a 7g.80gb and six 1g.10gb do not", []want{{"mig.nvidia.com", "7g.80gb", 1}, {"mig.nvidia.com", "1g.10gb", 6}}, false},
 		{"a 4g.40gb and a 3g.40gb share a GPU", []want{{"mig.nvidia.com", "4g.40gb", 2}, {"mig.nvidia.com", "3g.40gb", 2}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := allocate(t, snap, claim(tc.reqs...))
 			if (err == nil) != tc.fits {
 				t.Errorf("fits = %v (%v), want %v", err == nil, err, tc.fits)
+			}
+		})
+	}
+}
+
+// On slices in NVIDIA's order, FirstFit gives what a cluster running NVIDIA's
+// driver gives: its GPUs in bus-ID order, each GPU's devices by name.
+func TestFirstFitPicksWhatNVIDIAsOrderPutsFirst(t *testing.T) {
+	node := discoverMock(t, "dgxh100").Node
+	node.GPUs = node.GPUs[:2]
+	snap := snapshotOf(t, node, inventory.ModeDynamicMIG)
+	sms := claim(want{"gpu.nvidia.com", "", 1})
+	// The whole GPU carries the engine capacities in dynamic MIG mode, so a
+	// selector on them evaluates instead of failing.
+	sms.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+		Expression: `device.capacity["gpu.nvidia.com"].multiprocessors.compareTo(quantity("100")) >= 0`}}}
+	big := claim(want{"mig.nvidia.com", "", 1})
+	big.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+		Expression: `device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("20Gi")) >= 0`}}}
+	for _, tc := range []struct {
+		name  string
+		claim *resourceapi.ResourceClaim
+		want  []string
+	}{
+		// By profile ID the 2g.20gb (ID 1) would come before the 1g.20gb
+		// (ID 9); by name, as NVIDIA sorts, the 1g.20gb is first.
+		{"a MIG device of at least 20 GiB is the 1g.20gb, first by name", big, []string{"gpu-0-mig-1g20gb-9-0"}},
+		{"a 1g.10gb is the first placement of the first GPU", claim(want{"mig.nvidia.com", "1g.10gb", 1}), []string{"gpu-0-mig-1g10gb-0-0"}},
+		{"a 1g.20gb comes after the 1g.10gb+me placements by name", claim(want{"mig.nvidia.com", "1g.20gb", 2}), []string{"gpu-0-mig-1g20gb-9-0", "gpu-0-mig-1g20gb-9-1"}},
+		{"any MIG device is the first by name", claim(want{"mig.nvidia.com", "", 1}), []string{"gpu-0-mig-1g10gb-0-0"}},
+		{"two whole GPUs are the first two", claim(want{"gpu.nvidia.com", "", 2}), []string{"gpu-0", "gpu-1"}},
+		{"a selector on the whole GPU's multiprocessors fits", sms, []string{"gpu-0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			res, err := snap.Allocate(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dgx-1"}}, []*resourceapi.ResourceClaim{tc.claim})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range res[0].Devices.Results {
+				got = append(got, r.Device)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("devices = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -251,7 +251,7 @@ func architectureName(a gonvml.DeviceArchitecture) string {
 	case gonvml.DEVICE_ARCH_AMPERE:
 		return "Ampere"
 	case gonvml.DEVICE_ARCH_ADA:
-		return "Ada"
+		return "Ada Lovelace" // as go-nvlib's GetArchitectureAsString
 	case gonvml.DEVICE_ARCH_HOPPER:
 		return "Hopper"
 	case gonvml.DEVICE_ARCH_BLACKWELL:

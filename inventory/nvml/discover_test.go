@@ -57,10 +57,10 @@ var mocks = []mockFigures{
 		},
 		// The A100 mock places in eighths: 7g covers slices 0-7.
 		memorySlices: 8,
-		// 7x1g: 98 SMs, 7 copy engines; decoders: the 7g's 5 beat any mix of
-		// smaller ones (at most 4: 4x1g.10gb, 2x3g, 3x2g+1g.10gb); JPEG and
-		// OFA: 1 (the 7g, or the single 1g.5gb+me); no encoders.
-		counters: map[string]int64{"multiprocessors": 98, "copyengines": 7, "decoders": 5, "jpegengines": 1, "ofaengines": 1},
+		// NVIDIA's rule, the largest figure of any profile: the 7g's 98
+		// SMs, 7 copy engines, 5 decoders, 1 JPEG, 1 OFA and 40192 MiB;
+		// no profile has encoders, so 0.
+		counters: map[string]int64{"multiprocessors": 98, "copy-engines": 7, "decoders": 5, "encoders": 0, "jpeg-engines": 1, "ofa-engines": 1, "memory": 40192 << 20},
 		sample:   []string{"gpu-0", "gpu-7-mig-7g40gb-4-0", "gpu-3-mig-1g5gb-me-7-6", "gpu-3-mig-1g10gb-9-6", "gpu-0-mig-3g20gb-2-4"},
 	},
 	{
@@ -75,43 +75,47 @@ var mocks = []mockFigures{
 			gonvml.GPU_INSTANCE_PROFILE_1_SLICE_REV2: {"1g.20gb", 7, 16, 1, 1, 0, 0, 0, 20480},
 		},
 		memorySlices: 7,
-		// 7x1g: 112 SMs, 7 copy engines and 7 decoders (more than the 7g's
-		// 5); JPEG and OFA only on 1g.10gb+me, allowed once; no encoders.
-		counters: map[string]int64{"multiprocessors": 112, "copyengines": 7, "decoders": 7, "jpegengines": 1, "ofaengines": 1},
+		// The 7g's 112 SMs, 7 copy engines, 5 decoders (so at most five
+		// 1g.10gb together, as on NVIDIA's driver) and 81920 MiB; JPEG and
+		// OFA 1 (1g.10gb+me); no encoders.
+		counters: map[string]int64{"multiprocessors": 112, "copy-engines": 7, "decoders": 5, "encoders": 0, "jpeg-engines": 1, "ofa-engines": 1, "memory": 81920 << 20},
 		sample:   []string{"gpu-0", "gpu-7-mig-7g80gb-4-0", "gpu-3-mig-1g10gb-me-7-6", "gpu-3-mig-1g20gb-9-6", "gpu-0-mig-3g40gb-2-4"},
 	},
 	{
 		mock: "dgxh200", product: "NVIDIA H200 141GB HBM3e", arch: "Hopper", cc: "9.0", driver: "550.54.15", cuda: "12.4", memMiB: 144384,
 		profiles: map[int]profileFigures{
-			gonvml.GPU_INSTANCE_PROFILE_1_SLICE:      {"1g.18gb", 7, 16, 1, 1, 0, 0, 0, 18432},
+			// go-nvlib names by eighths of the GPU's 141 GiB, rounded: the
+			// mock's 18432 MiB is more than an eighth, so two eighths, 35.
+			gonvml.GPU_INSTANCE_PROFILE_1_SLICE:      {"1g.35gb", 7, 16, 1, 1, 0, 0, 0, 18432},
 			gonvml.GPU_INSTANCE_PROFILE_2_SLICE:      {"2g.35gb", 3, 32, 2, 1, 0, 0, 0, 35840},
-			gonvml.GPU_INSTANCE_PROFILE_3_SLICE:      {"3g.71gb", 2, 48, 3, 2, 0, 0, 0, 72704},
-			gonvml.GPU_INSTANCE_PROFILE_4_SLICE:      {"4g.71gb", 1, 64, 4, 2, 0, 0, 0, 72704},
+			gonvml.GPU_INSTANCE_PROFILE_3_SLICE:      {"3g.88gb", 2, 48, 3, 2, 0, 0, 0, 72704}, // 5/8 of 141
+			gonvml.GPU_INSTANCE_PROFILE_4_SLICE:      {"4g.88gb", 1, 64, 4, 2, 0, 0, 0, 72704},
 			gonvml.GPU_INSTANCE_PROFILE_7_SLICE:      {"7g.141gb", 1, 112, 7, 5, 0, 0, 0, 144384},
-			gonvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1: {"1g.18gb+me", 7, 16, 1, 1, 0, 1, 1, 18432},
+			gonvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1: {"1g.35gb+me", 7, 16, 1, 1, 0, 1, 1, 18432},
 			gonvml.GPU_INSTANCE_PROFILE_1_SLICE_REV2: {"1g.35gb", 7, 16, 1, 1, 0, 0, 0, 35840},
 		},
 		memorySlices: 7,
-		counters:     map[string]int64{"multiprocessors": 112, "copyengines": 7, "decoders": 7, "jpegengines": 1, "ofaengines": 1},
-		sample:       []string{"gpu-0", "gpu-7-mig-7g141gb-4-0", "gpu-3-mig-1g18gb-me-7-6", "gpu-3-mig-1g35gb-9-6"},
+		counters:     map[string]int64{"multiprocessors": 112, "copy-engines": 7, "decoders": 5, "encoders": 0, "jpeg-engines": 1, "ofa-engines": 1, "memory": 144384 << 20},
+		sample:       []string{"gpu-0", "gpu-7-mig-7g141gb-4-0", "gpu-3-mig-1g35gb-me-7-6", "gpu-3-mig-1g35gb-9-6"},
 	},
 	{
 		mock: "dgxb200", product: "NVIDIA B200 180GB HBM3e", arch: "Blackwell", cc: "10.0", driver: "560.28.03", cuda: "12.6", memMiB: 184320,
 		profiles: map[int]profileFigures{
-			gonvml.GPU_INSTANCE_PROFILE_1_SLICE:      {"1g.23gb", 7, 18, 1, 1, 0, 0, 0, 23552},
+			// 23552 MiB is more than an eighth of 180 GiB: two eighths, 45.
+			gonvml.GPU_INSTANCE_PROFILE_1_SLICE:      {"1g.45gb", 7, 18, 1, 1, 0, 0, 0, 23552},
 			gonvml.GPU_INSTANCE_PROFILE_2_SLICE:      {"2g.45gb", 3, 36, 2, 2, 1, 1, 1, 46080},
 			gonvml.GPU_INSTANCE_PROFILE_3_SLICE:      {"3g.90gb", 2, 54, 3, 3, 2, 2, 2, 92160},
 			gonvml.GPU_INSTANCE_PROFILE_4_SLICE:      {"4g.90gb", 1, 72, 4, 4, 2, 2, 2, 92160},
 			gonvml.GPU_INSTANCE_PROFILE_7_SLICE:      {"7g.180gb", 1, 126, 7, 7, 4, 4, 4, 184320},
-			gonvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1: {"1g.23gb+me", 7, 18, 1, 1, 1, 1, 1, 23552},
+			gonvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1: {"1g.45gb+me", 7, 18, 1, 1, 1, 1, 1, 23552},
 			gonvml.GPU_INSTANCE_PROFILE_1_SLICE_REV2: {"1g.45gb", 7, 18, 1, 1, 0, 0, 0, 46080},
 		},
 		memorySlices: 7,
-		// 7x1g: 126 SMs, 7 copy engines, 7 decoders. Encoders, JPEG and OFA:
-		// 3g at 0-2 and 4-6 give 2+2 and leave slice 3 for the single
-		// 1g.23gb+me with 1 more: 5, above the 7g's 4.
-		counters: map[string]int64{"multiprocessors": 126, "copyengines": 7, "decoders": 7, "encoders": 5, "jpegengines": 5, "ofaengines": 5},
-		sample:   []string{"gpu-0", "gpu-7-mig-7g180gb-4-0", "gpu-3-mig-1g23gb-me-7-6", "gpu-3-mig-1g45gb-9-6"},
+		// The 7g's figures: 126 SMs, 7 copy engines, 7 decoders, 4
+		// encoders, 4 JPEG and 4 OFA (so two 3g and a 1g.45gb+me, needing
+		// 5, do not fit, as on NVIDIA's driver), 184320 MiB.
+		counters: map[string]int64{"multiprocessors": 126, "copy-engines": 7, "decoders": 7, "encoders": 4, "jpeg-engines": 4, "ofa-engines": 4, "memory": 184320 << 20},
+		sample:   []string{"gpu-0", "gpu-7-mig-7g180gb-4-0", "gpu-3-mig-1g45gb-me-7-6", "gpu-3-mig-1g45gb-9-6"},
 	},
 }
 
@@ -172,14 +176,17 @@ func TestDiscoverMockServers(t *testing.T) {
 					devs = append(devs, s.Spec.Devices...)
 					sets = append(sets, s.Spec.SharedCounters...)
 				}
+				// An Ampere GPU with MIG off cannot switch it on without a
+				// reset, so in dynamic MIG mode it is published whole.
+				ampere := m.arch == "Ampere"
 				want := 8
-				if mode == inventory.ModeDynamicMIG {
+				if mode == inventory.ModeDynamicMIG && !ampere {
 					want = 8 * perGPU
 				}
 				if len(devs) != want {
 					t.Errorf("%s: %d devices, want %d", mode, len(devs), want)
 				}
-				if mode != inventory.ModeDynamicMIG {
+				if mode != inventory.ModeDynamicMIG || ampere {
 					continue
 				}
 				if len(sets) != 8 {
@@ -244,8 +251,10 @@ func TestDiscoverTreatsNotSupportedAsAbsent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d0 := sl[1].Spec.Devices[0]; d0.Name != "gpu-0" || d0.ConsumesCounters != nil || sl[1].Spec.Devices[1].Name != "gpu-1" {
-		t.Errorf("a GPU without MIG should be published whole, got %s then %s", d0.Name, sl[1].Spec.Devices[1].Name)
+	// One slice per GPU, as NVIDIA's driver publishes in dynamic MIG mode.
+	if d0 := sl[1].Spec.Devices[0]; len(sl[1].Spec.Devices) != 1 || d0.Name != "gpu-0" || d0.ConsumesCounters != nil || sl[2].Spec.Devices[0].Name != "gpu-1" {
+		t.Errorf("a GPU without MIG should be published whole in its own slice, got %d devices, %s then %s",
+			len(sl[1].Spec.Devices), d0.Name, sl[2].Spec.Devices[0].Name)
 	}
 }
 
@@ -348,8 +357,8 @@ func TestDiscoverStaticMIGDevices(t *testing.T) {
 	}
 	g := d.Node.GPUs[0]
 	want := []inventory.MIGDevice{
-		{UUID: "MIG-1g", GIProfileID: gonvml.GPU_INSTANCE_PROFILE_1_SLICE, Placement: inventory.Placement{Start: 0, Size: 1}},
-		{UUID: "MIG-3g", GIProfileID: gonvml.GPU_INSTANCE_PROFILE_3_SLICE, Placement: inventory.Placement{Start: 4, Size: 4}},
+		{UUID: "MIG-1g", GIProfileID: gonvml.GPU_INSTANCE_PROFILE_1_SLICE, GPUInstanceID: 1, Placement: inventory.Placement{Start: 0, Size: 1}},
+		{UUID: "MIG-3g", GIProfileID: gonvml.GPU_INSTANCE_PROFILE_3_SLICE, GPUInstanceID: 0, Placement: inventory.Placement{Start: 4, Size: 4}},
 	}
 	if !g.MIGEnabled || !reflect.DeepEqual(g.MIGDevices, want) {
 		t.Fatalf("MIG devices %+v, want %+v", g.MIGDevices, want)

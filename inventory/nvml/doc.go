@@ -2,7 +2,8 @@
 // github.com/NVIDIA/go-nvml. It is the only package of dralloc that needs cgo.
 //
 // Discover walks the devices of an nvml.Interface — the real library or one of
-// go-nvml's mock servers — and builds the model inventory.Slices publishes:
+// go-nvml's mock servers, which the caller initialises (Init) before and shuts
+// down (Shutdown) after — and builds the model inventory.Slices publishes:
 // identity, versions, memory, PCI address, MIG mode, and GPU-instance profiles
 // read directly with GetGpuInstanceProfileInfo and
 // GetGpuInstancePossiblePlacements. It never panics on a missing capability: a
@@ -11,7 +12,14 @@
 // unknown in Discovery.Unknown.
 //
 // ReadHealth and WaitXIDs read the signals inventory.HealthPolicy turns into
-// taints.
+// taints. XIDEvent.DeviceUUID and Observations key XID events by the UUID of
+// the device they happened on, the MIG device for an XID inside a GPU
+// instance and the GPU otherwise, for inventory.Options.Taints; an event for a
+// device the node does not have is an error naming it. NVIDIA's driver
+// attributes XIDs the same way, but drops an XID outside any instance on a
+// GPU whose MIG devices are published (it has no whole-GPU device to taint);
+// here such an XID taints all the GPU's MIG devices, since it concerns them
+// all.
 //
 // Imports: go-nvml and the inventory package; nothing else of dralloc.
 package nvml

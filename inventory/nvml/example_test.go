@@ -14,9 +14,14 @@ import (
 )
 
 // Discover a DGX H100 mock and publish it with dynamic MIG. On a real node,
-// pass gonvml.New() after Init instead of the mock.
+// pass gonvml.New() instead of the mock; either way the library is
+// initialised first and shut down after.
 func ExampleDiscover() {
 	lib, _ := nvmlmock.New("dgxh100")
+	if ret := lib.Init(); ret != gonvml.SUCCESS {
+		panic(ret)
+	}
+	defer lib.Shutdown()
 	d, err := nvml.Discover(lib, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
 	if err != nil {
 		panic(err)
@@ -36,7 +41,7 @@ func ExampleDiscover() {
 	// 8 x NVIDIA H100 80GB HBM3 Hopper 80 GiB
 	// 1g.10gb 2g.20gb 3g.40gb 4g.40gb 7g.80gb 1g.10gb+me 1g.20gb
 	// 8 unknown values, such as gpus[0].numaNode: not implemented
-	// 5 slices
+	// 9 slices
 }
 
 // ReadHealth polls one GPU; HealthPolicy turns the reading into taints.
@@ -96,4 +101,34 @@ func ExampleRegisterXIDs() {
 	_, err := nvml.RegisterXIDs(&mock.Interface{})
 	fmt.Println(err != nil)
 	// Output: true
+}
+
+// An XID inside a MIG instance belongs to that MIG device; one outside any
+// instance to the whole GPU, and so to all its devices.
+func ExampleXIDEvent_DeviceUUID() {
+	node := inventory.Node{GPUs: []inventory.GPU{{UUID: "GPU-a", MIGEnabled: true,
+		MIGDevices: []inventory.MIGDevice{{UUID: "MIG-a1", GPUInstanceID: 1}}}}}
+	for _, e := range []nvml.XIDEvent{
+		{GPUUUID: "GPU-a", XID: 94, GPUInstanceID: 1},
+		{GPUUUID: "GPU-a", XID: 79, GPUInstanceID: nvml.WholeGPU},
+		{GPUUUID: "GPU-x", XID: 48, GPUInstanceID: nvml.WholeGPU},
+	} {
+		fmt.Println(e.DeviceUUID(node))
+	}
+	// Output:
+	// MIG-a1 <nil>
+	// GPU-a <nil>
+	//  unknown device: XID 48 on GPU GPU-x: no GPU of the node has this UUID
+}
+
+// Events from WaitXIDs become one observation per device for HealthPolicy.
+func ExampleObservations() {
+	node := inventory.Node{GPUs: []inventory.GPU{{UUID: "GPU-a"}, {UUID: "GPU-b"}}}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	obs, err := nvml.Observations(node, []nvml.XIDEvent{
+		{GPUUUID: "GPU-b", XID: 48, GPUInstanceID: nvml.WholeGPU},
+		{GPUUUID: "GPU-b", XID: 63, GPUInstanceID: nvml.WholeGPU},
+	}, now)
+	fmt.Println(len(obs), obs["GPU-b"].XIDs, err)
+	// Output: 1 [48 63] <nil>
 }

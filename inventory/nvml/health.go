@@ -85,8 +85,67 @@ type XIDEvent struct {
 	// XID is the error number.
 	XID int
 	// GPUInstanceID and ComputeInstanceID locate it on a MIG GPU; NVML uses
-	// 0xFFFFFFFF for "whole GPU".
+	// WholeGPU for an error outside any MIG instance.
 	GPUInstanceID, ComputeInstanceID uint32
+}
+
+// WholeGPU is the instance ID of an XID event that is not attributable to a
+// MIG instance.
+const WholeGPU = 0xFFFFFFFF
+
+// ErrUnknownDevice is wrapped by errors for an event whose GPU or MIG device
+// the node does not have.
+var ErrUnknownDevice = errors.New("unknown device")
+
+// DeviceUUID returns the UUID whose taints the event belongs to, the key for
+// inventory.Options.Taints: the MIG device's when the event names a GPU
+// instance of the GPU (NVIDIA's driver attributes an XID to a MIG device by
+// parent UUID and GPU instance the same way), the GPU's otherwise. A GPU's
+// taints go on all its devices, so an XID outside any instance taints every
+// MIG device of the GPU, while one inside an instance taints that MIG device
+// only. An event for a GPU or instance the node does not have is an error
+// wrapping ErrUnknownDevice that names it.
+func (e XIDEvent) DeviceUUID(node inventory.Node) (string, error) {
+	if e.GPUUUID == "" {
+		return "", fmt.Errorf("%w: XID %d from a GPU whose UUID is unknown", ErrUnknownDevice, e.XID)
+	}
+	for _, g := range node.GPUs {
+		if g.UUID != e.GPUUUID {
+			continue
+		}
+		if e.GPUInstanceID == WholeGPU {
+			return g.UUID, nil
+		}
+		for _, m := range g.MIGDevices {
+			if uint32(m.GPUInstanceID) == e.GPUInstanceID && m.UUID != "" {
+				return m.UUID, nil
+			}
+		}
+		return "", fmt.Errorf("%w: XID %d on GPU %s, GPU instance %d: no MIG device of the node has this instance",
+			ErrUnknownDevice, e.XID, e.GPUUUID, e.GPUInstanceID)
+	}
+	return "", fmt.Errorf("%w: XID %d on GPU %s: no GPU of the node has this UUID", ErrUnknownDevice, e.XID, e.GPUUUID)
+}
+
+// Observations groups XID events by the UUID DeviceUUID gives, as
+// observations at now for inventory.HealthPolicy.Observe, the XIDs of each in
+// the order received. Events for unknown devices are left out and reported
+// together in the error; the others are still returned.
+func Observations(node inventory.Node, events []XIDEvent, now time.Time) (map[string]inventory.Observation, error) {
+	out := map[string]inventory.Observation{}
+	var errs []error
+	for _, e := range events {
+		uuid, err := e.DeviceUUID(node)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		o := out[uuid]
+		o.Time = now
+		o.XIDs = append(o.XIDs, e.XID)
+		out[uuid] = o
+	}
+	return out, errors.Join(errs...)
 }
 
 // RegisterXIDs creates an event set that receives XID critical errors from

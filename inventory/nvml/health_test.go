@@ -9,6 +9,7 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/dralloc/dralloc/inventory"
 	"github.com/dralloc/dralloc/inventory/nvml"
@@ -159,5 +160,99 @@ func TestRegisterAndWaitXIDs(t *testing.T) {
 func TestRegisterXIDsWithoutEventSupportIsAnError(t *testing.T) {
 	if _, err := nvml.RegisterXIDs(&mock.Interface{}); !errors.Is(err, nvml.ErrNVML) || !strings.Contains(err.Error(), "not implemented") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// migNode is a GPU with two MIG devices, on GPU instances 1 and 2, and a
+// second GPU without MIG.
+func migNode() inventory.Node {
+	return inventory.Node{GPUs: []inventory.GPU{
+		{Minor: 0, UUID: "GPU-a", MemoryBytes: 40 << 30, MIGCapable: true, MIGEnabled: true,
+			MIGProfiles: []inventory.MIGProfile{{Name: "3g.20gb", GIProfileID: 2, SliceCount: 3, InstanceCount: 2, MemoryBytes: 20 << 30,
+				Placements: []inventory.Placement{{Start: 0, Size: 4}, {Start: 4, Size: 4}}}},
+			MIGDevices: []inventory.MIGDevice{
+				{UUID: "MIG-a1", GIProfileID: 2, GPUInstanceID: 1, Placement: inventory.Placement{Start: 0, Size: 4}},
+				{UUID: "MIG-a2", GIProfileID: 2, GPUInstanceID: 2, Placement: inventory.Placement{Start: 4, Size: 4}},
+			}},
+		{Minor: 1, UUID: "GPU-b", MemoryBytes: 40 << 30},
+	}}
+}
+
+func TestXIDEventDeviceUUID(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		event   nvml.XIDEvent
+		want    string
+		wantErr string
+	}{
+		{"an XID outside any instance belongs to the GPU", nvml.XIDEvent{GPUUUID: "GPU-a", XID: 79, GPUInstanceID: nvml.WholeGPU, ComputeInstanceID: nvml.WholeGPU}, "GPU-a", ""},
+		{"an XID in a GPU instance belongs to that MIG device", nvml.XIDEvent{GPUUUID: "GPU-a", XID: 94, GPUInstanceID: 2, ComputeInstanceID: 0}, "MIG-a2", ""},
+		{"an XID on a GPU without MIG belongs to the GPU", nvml.XIDEvent{GPUUUID: "GPU-b", XID: 48, GPUInstanceID: nvml.WholeGPU}, "GPU-b", ""},
+		{"an XID for a GPU the node does not have is an error naming it", nvml.XIDEvent{GPUUUID: "GPU-gone", XID: 48, GPUInstanceID: nvml.WholeGPU}, "",
+			"unknown device: XID 48 on GPU GPU-gone: no GPU of the node has this UUID"},
+		{"an XID in an instance the node does not know is an error naming it", nvml.XIDEvent{GPUUUID: "GPU-a", XID: 94, GPUInstanceID: 5}, "",
+			"unknown device: XID 94 on GPU GPU-a, GPU instance 5: no MIG device of the node has this instance"},
+		{"an XID without GPU UUID is an error", nvml.XIDEvent{XID: 31, GPUInstanceID: nvml.WholeGPU}, "", "unknown device: XID 31 from a GPU whose UUID is unknown"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.event.DeviceUUID(migNode())
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr || !errors.Is(err, nvml.ErrUnknownDevice) {
+					t.Fatalf("err = %v, want %q wrapping ErrUnknownDevice", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("DeviceUUID = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// From XID events to taints on the published devices: a GPU-level XID
+// taints the GPU's every MIG device, an instance's XID that one only.
+func TestXIDEventsTaintTheDevicesTheyHappenedOn(t *testing.T) {
+	node := migNode()
+	events := []nvml.XIDEvent{
+		{GPUUUID: "GPU-a", XID: 94, GPUInstanceID: 1, ComputeInstanceID: 0},
+		{GPUUUID: "GPU-b", XID: 48, GPUInstanceID: nvml.WholeGPU},
+		{GPUUUID: "GPU-gone", XID: 79, GPUInstanceID: nvml.WholeGPU},
+	}
+	obs, err := nvml.Observations(node, events, now)
+	if !errors.Is(err, nvml.ErrUnknownDevice) || !strings.Contains(err.Error(), "GPU-gone") {
+		t.Errorf("err = %v, want the unknown GPU named", err)
+	}
+	var policy inventory.HealthPolicy
+	taints := map[string][]resourceapi.DeviceTaint{}
+	for uuid, o := range obs {
+		taints[uuid] = policy.Taints(policy.Observe(inventory.HealthState{}, o), now)
+	}
+	sl, err := inventory.Slices(node, inventory.Options{NodeName: "n", Mode: inventory.ModeStaticMIG, Taints: taints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, s := range sl {
+		for _, d := range s.Spec.Devices {
+			for _, t := range d.Taints {
+				got[d.Name] = append(got[d.Name], t.Key+"="+t.Value+":"+string(t.Effect))
+			}
+		}
+	}
+	want := map[string][]string{
+		"gpu-0-mig-3g20gb-2-0": {"gpu.nvidia.com/xid=94:NoSchedule"},
+		"gpu-1":                {"gpu.nvidia.com/xid=48:NoSchedule"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("taints = %v\nwant %v", got, want)
+	}
+	// The same XID outside any instance taints both MIG devices.
+	obs, _ = nvml.Observations(node, []nvml.XIDEvent{{GPUUUID: "GPU-a", XID: 94, GPUInstanceID: nvml.WholeGPU}}, now)
+	ts := policy.Taints(policy.Observe(inventory.HealthState{}, obs["GPU-a"]), now)
+	sl, _ = inventory.Slices(node, inventory.Options{NodeName: "n", Mode: inventory.ModeStaticMIG, Taints: map[string][]resourceapi.DeviceTaint{"GPU-a": ts}})
+	for _, d := range sl[0].Spec.Devices {
+		if strings.HasPrefix(d.Name, "gpu-0-") != (len(d.Taints) == 1) {
+			t.Errorf("%s taints %v", d.Name, d.Taints)
+		}
 	}
 }

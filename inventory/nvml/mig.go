@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -35,7 +34,7 @@ func readProfiles(dev gonvml.Device, memoryBytes int64, what string, u *unknowns
 			continue
 		}
 		p := inventory.MIGProfile{
-			Name:            profileName(dev, id, info, memoryBytes),
+			Name:            profileName(id, info, memoryBytes),
 			GIProfileID:     id,
 			SliceCount:      int(info.SliceCount),
 			InstanceCount:   int(info.InstanceCount),
@@ -55,35 +54,27 @@ func readProfiles(dev gonvml.Device, memoryBytes int64, what string, u *unknowns
 	return out
 }
 
-// profileName prefers the name NVML gives (profile info v3, "MIG 1g.10gb"),
-// and otherwise builds it as nvidia-smi prints it: "<slices>g.<GB>gb" plus a
-// suffix for the media-engine variants. The memory is rounded up to whole
-// GiB, except that a profile holding nearly all of the GPU's memory (95% or
-// more) is named after the GPU's memory, as NVIDIA names its full profiles
-// ("7g.80gb" for 80384 MiB on an 80 GiB A100).
-func profileName(dev gonvml.Device, id int, info gonvml.GpuInstanceProfileInfo, gpuMemoryBytes int64) string {
-	if v3, err := call(func() (gonvml.GpuInstanceProfileInfo_v3, gonvml.Return) {
-		return dev.GetGpuInstanceProfileInfoV(id).V3()
-	}); err == nil {
-		var b strings.Builder
-		for _, c := range v3.Name {
-			if c == 0 {
-				break
-			}
-			b.WriteByte(byte(c))
-		}
-		if name := strings.TrimPrefix(strings.TrimSpace(b.String()), "MIG "); name != "" {
-			return name
-		}
+// profileName names a profile as NVIDIA's driver does, through go-nvlib's
+// MigProfileInfo.String (pkg/nvlib/device/mig_profile.go, v0.10.0):
+// "<slices>g.<GB>gb" plus a suffix for the media-engine and graphics
+// variants, where GB is the profile's share of the GPU's memory rounded up to
+// eighths, times the GPU's memory in GiB rounded up, rounded to the nearest
+// integer (getMigMemorySizeGB). The name NVML itself gives is not used, so that
+// the profile attribute and the device names are the ones NVIDIA publishes.
+func profileName(id int, info gonvml.GpuInstanceProfileInfo, gpuMemoryBytes int64) string {
+	return fmt.Sprintf("%dg.%dgb%s", info.SliceCount, migMemoryGB(info.MemorySizeMB, gpuMemoryBytes), profileSuffix(id))
+}
+
+// migMemoryGB is go-nvlib's getMigMemorySizeGB.
+func migMemoryGB(memorySizeMiB uint64, gpuMemoryBytes int64) int64 {
+	const mib, gib = 1 << 20, 1 << 30
+	if gpuMemoryBytes <= 0 {
+		return int64(math.Ceil(float64(memorySizeMiB) / 1024))
 	}
-	const mib = 1 << 20
-	memMiB := float64(info.MemorySizeMB)
-	gpuMiB := float64(gpuMemoryBytes) / mib
-	gb := math.Ceil(memMiB / 1024)
-	if gpuMiB > 0 && memMiB >= 0.95*gpuMiB {
-		gb = math.Ceil(gpuMiB / 1024)
-	}
-	return fmt.Sprintf("%dg.%dgb%s", info.SliceCount, int64(gb), profileSuffix(id))
+	share := float64(memorySizeMiB) * mib / float64(gpuMemoryBytes)
+	share = math.Ceil(share*8) / 8
+	totalGB := float64((gpuMemoryBytes + gib - 1) / gib)
+	return int64(math.Round(share * totalGB))
 }
 
 func profileSuffix(id int) string {
@@ -126,9 +117,10 @@ func readMIGDevices(dev gonvml.Device, profiles []inventory.MIGProfile, what str
 				continue
 			}
 			out = append(out, inventory.MIGDevice{
-				UUID:        uuids[int(gii.Id)],
-				GIProfileID: p.GIProfileID,
-				Placement:   inventory.Placement{Start: int(gii.Placement.Start), Size: int(gii.Placement.Size)},
+				UUID:          uuids[int(gii.Id)],
+				GIProfileID:   p.GIProfileID,
+				GPUInstanceID: int(gii.Id),
+				Placement:     inventory.Placement{Start: int(gii.Placement.Start), Size: int(gii.Placement.Size)},
 			})
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	"github.com/dralloc/dralloc/inventory"
 	"github.com/dralloc/dralloc/inventory/nvml"
 	"github.com/dralloc/dralloc/inventory/nvml/nvmlmock"
@@ -19,9 +21,26 @@ var update = flag.Bool("update", false, "rewrite the shipped node profiles in in
 // template, the way the shipped profiles were made.
 func recordProfile(t *testing.T, name string) inventory.Template {
 	t.Helper()
-	d := discoverMock(t, name)
+	s, err := nvmlmock.New(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	how := "dynamic MIG"
+	if name == "dgxa100" {
+		// An Ampere GPU switches MIG mode only with a reset, so a node
+		// meant for dynamic MIG runs with MIG enabled; with MIG off it
+		// would publish whole GPUs only.
+		for _, dev := range s.Devices {
+			dev.SetMigMode(gonvml.DEVICE_MIG_ENABLE)
+		}
+		how = "dynamic MIG with MIG enabled"
+	}
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	g := d.Node.GPUs[0]
-	desc := fmt.Sprintf("%dx %s, dynamic MIG (recorded from go-nvml v0.13.4-1 mock %s)", len(d.Node.GPUs), g.ProductName, name)
+	desc := fmt.Sprintf("%dx %s, %s (recorded from go-nvml v0.13.4-1 mock %s)", len(d.Node.GPUs), g.ProductName, how, name)
 	return inventory.NewTemplate(name, desc, inventory.ModeDynamicMIG, d.Node)
 }
 

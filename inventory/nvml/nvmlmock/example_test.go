@@ -34,6 +34,6 @@ func ExampleNew() {
 	_, err = nvmlmock.New("dgx-nope")
 	fmt.Println(err)
 	// Output:
-	// 8 true 0000:03:00.0
+	// 8 true 00000000:03:00.0
 	// unknown mock server "dgx-nope" (known: dgxa100, dgxb200, dgxh100, dgxh200)
 }

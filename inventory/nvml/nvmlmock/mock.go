@@ -37,7 +37,8 @@ var ErrUnknownMock = errors.New("unknown mock server")
 
 // New returns the named mock server, initialised-ready (its Init succeeds),
 // with stable UUIDs ("GPU-" and a UUID derived from the server name and GPU
-// index) and GetPciInfo returning the mock's bus ID in BusId.
+// index) and GetPciInfo returning the mock's bus ID in BusId, in NVML's form
+// with an eight-digit domain.
 func New(name string) (*server.Server, error) {
 	mk, ok := servers[name]
 	if !ok {
@@ -47,10 +48,13 @@ func New(name string) (*server.Server, error) {
 	for _, d := range s.Devices {
 		dev := d.(*server.Device)
 		dev.UUID = "GPU-" + stableUUID(name, dev.Index)
+		// NVML writes the bus ID with an eight-digit domain
+		// ("00000000:07:00.0"); the mock holds the four-digit form.
+		busID := "0000" + dev.PciBusID
 		dev.GetPciInfoFunc = func() (gonvml.PciInfo, gonvml.Return) {
 			p := gonvml.PciInfo{PciDeviceId: dev.Config.PciDeviceId}
-			for i := 0; i < len(dev.PciBusID) && i < len(p.BusId)-1; i++ {
-				p.BusId[i] = int8(dev.PciBusID[i])
+			for i := 0; i < len(busID) && i < len(p.BusId)-1; i++ {
+				p.BusId[i] = int8(busID[i])
 			}
 			return p, gonvml.SUCCESS
 		}

@@ -1,0 +1,73 @@
+package allocator_test
+
+import (
+	"fmt"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dralloc/dralloc/allocator/verify"
+	"github.com/dralloc/dralloc/fuzz"
+	"github.com/dralloc/dralloc/inventory"
+)
+
+// gpuClasses are DeviceClasses as written for NVIDIA's driver.
+func gpuClasses() []*resourceapi.DeviceClass {
+	class := func(name, typ string) *resourceapi.DeviceClass {
+		return &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
+			CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf(`device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == %q`, typ)}}}}}
+	}
+	return []*resourceapi.DeviceClass{class("gpu.nvidia.com", "gpu"), class("mig.nvidia.com", "mig")}
+}
+
+// TestDifferentialShippedProfiles runs the slices inventory publishes for
+// each shipped DGX profile (NVIDIA's dynamic-MIG layout: counter sets with
+// zero-valued counters, one slice per GPU, devices by name) through the
+// upstream allocator: both must accept them and agree, device for device.
+func TestDifferentialShippedProfiles(t *testing.T) {
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}}
+	for _, name := range inventory.ProfileNames() {
+		p, err := inventory.Profile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices, err := p.Slices(node.Name, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name, class, selector string
+			count                 int64
+		}{
+			{"one whole GPU", "gpu.nvidia.com", "", 1},
+			{"eight whole GPUs", "gpu.nvidia.com", "", 8},
+			{"nine whole GPUs", "gpu.nvidia.com", "", 9},
+			{"two MIG devices of at least 20 GiB", "mig.nvidia.com", `device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("20Gi")) >= 0`, 2},
+			{"six 1-slice MIG devices", "mig.nvidia.com", `device.attributes["gpu.nvidia.com"].profile.startsWith("1g.")`, 6},
+			{"a whole GPU by its multiprocessors", "gpu.nvidia.com", `device.capacity["gpu.nvidia.com"].multiprocessors.compareTo(quantity("100")) >= 0`, 1},
+		} {
+			t.Run(name+"/"+tc.name, func(t *testing.T) {
+				c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "claim-0", UID: "uid-claim-0"}}
+				req := resourceapi.DeviceRequest{Name: "req-0", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: tc.class,
+					AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: tc.count}}
+				if tc.selector != "" {
+					req.Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: tc.selector}}}
+				}
+				c.Spec.Devices.Requests = []resourceapi.DeviceRequest{req}
+				got, _ := compare(t, &fuzz.Cluster{Nodes: []*v1.Node{node}, Node: node, Slices: slices, Classes: gpuClasses(),
+					Claims: []*resourceapi.ResourceClaim{c}, Features: verify.AllFeatures()})
+				// The A100 profile runs with MIG enabled, which an Ampere
+				// GPU cannot leave without a reset: it has no whole GPUs.
+				want := allocated
+				if tc.count > 8 || (name == "dgxa100" && tc.class == "gpu.nvidia.com") {
+					want = doesNotFit
+				}
+				if got != want {
+					t.Errorf("outcome %s, want %s", got, want)
+				}
+			})
+		}
+	}
+}

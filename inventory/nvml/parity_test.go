@@ -1,0 +1,320 @@
+package nvml_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+	resourceapi "k8s.io/api/resource/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dralloc/dralloc/inventory"
+	"github.com/dralloc/dralloc/inventory/nvml"
+	"github.com/dralloc/dralloc/inventory/nvml/nvmlmock"
+)
+
+// parityCase is one recorded fixture: a mock server in one of NVIDIA's
+// driver configurations and the inventory mode that must publish the same.
+type parityCase struct {
+	file    string
+	mock    string
+	dynamic bool // NVIDIA's DynamicMIG feature gate
+	mode    inventory.Mode
+	// migOn enables MIG on every GPU of the mock before discovery.
+	migOn bool
+	// staticMIG also creates two MIG devices on every GPU (withStaticMIG).
+	staticMIG bool
+}
+
+func parityCases() []parityCase {
+	var out []parityCase
+	for _, m := range nvmlmock.Names() {
+		out = append(out,
+			parityCase{file: m + "-default.yaml", mock: m, mode: inventory.ModeStaticMIG},
+			parityCase{file: m + "-dynamic-mig.yaml", mock: m, dynamic: true, mode: inventory.ModeDynamicMIG})
+	}
+	// Ampere cannot switch MIG mode without a reset: with MIG already on,
+	// NVIDIA publishes the placements but not the whole GPU.
+	out = append(out, parityCase{file: "dgxa100-dynamic-mig-enabled.yaml", mock: "dgxa100", dynamic: true, mode: inventory.ModeDynamicMIG, migOn: true})
+	// Hopper switches MIG mode without a reset: with MIG on it still gives
+	// itself whole and in placements.
+	out = append(out, parityCase{file: "dgxh100-dynamic-mig-enabled.yaml", mock: "dgxh100", dynamic: true, mode: inventory.ModeDynamicMIG, migOn: true})
+	// Static MIG: MIG-enabled GPUs give their MIG devices instead of
+	// themselves.
+	for _, m := range nvmlmock.Names() {
+		out = append(out, parityCase{file: m + "-default-static-mig.yaml", mock: m, mode: inventory.ModeStaticMIG, staticMIG: true})
+	}
+	return out
+}
+
+func (c parityCase) server(t *testing.T) *server.Server {
+	t.Helper()
+	s, err := nvmlmock.New(c.mock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.migOn {
+		for _, d := range s.Devices {
+			d.SetMigMode(gonvml.DEVICE_MIG_ENABLE)
+		}
+	}
+	if c.staticMIG {
+		withStaticMIG(t, s)
+	}
+	return s
+}
+
+// withStaticMIG enables MIG on every GPU of s and creates a 1-slice MIG
+// device at placement 0 and a 3-slice one at placement 4, each a GPU instance
+// with one compute instance of the same size. The mock has no MIG device
+// handles or lookups by ID, so they are added: handles answering their GPU
+// instance, compute instance and a UUID "MIG-<index>-<GPU instance>".
+func withStaticMIG(t *testing.T, s *server.Server) {
+	t.Helper()
+	for i, d := range s.Devices {
+		dev := d.(*server.Device)
+		dev.SetMigMode(gonvml.DEVICE_MIG_ENABLE)
+		gis := map[int]*server.GpuInstance{}
+		var migs []gonvml.Device
+		for _, want := range []struct{ profile, ciProfile, start int }{
+			{gonvml.GPU_INSTANCE_PROFILE_1_SLICE, gonvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, 0},
+			{gonvml.GPU_INSTANCE_PROFILE_3_SLICE, gonvml.COMPUTE_INSTANCE_PROFILE_3_SLICE, 4},
+		} {
+			info, _ := dev.GetGpuInstanceProfileInfo(want.profile)
+			pls, _ := dev.GetGpuInstancePossiblePlacements(&info)
+			var pl *gonvml.GpuInstancePlacement
+			for k := range pls {
+				if int(pls[k].Start) == want.start {
+					pl = &pls[k]
+				}
+			}
+			if pl == nil {
+				t.Fatalf("%s gpu %d: no placement at %d for profile %d", "mock", i, want.start, want.profile)
+			}
+			g, ret := dev.CreateGpuInstanceWithPlacement(&info, pl)
+			if ret != gonvml.SUCCESS {
+				t.Fatal(ret)
+			}
+			gi := g.(*server.GpuInstance)
+			ciInfo, ret := gi.GetComputeInstanceProfileInfo(want.ciProfile, gonvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+			if ret != gonvml.SUCCESS {
+				t.Fatal(ret)
+			}
+			ci, ret := gi.CreateComputeInstance(&ciInfo)
+			if ret != gonvml.SUCCESS {
+				t.Fatal(ret)
+			}
+			giID, ciID := int(gi.Info.Id), int(ci.(*server.ComputeInstance).Info.Id)
+			gis[giID] = gi
+			gi.GetComputeInstanceByIdFunc = func(id int) (gonvml.ComputeInstance, gonvml.Return) {
+				if id == ciID {
+					return ci, gonvml.SUCCESS
+				}
+				return nil, gonvml.ERROR_NOT_FOUND
+			}
+			uuid := fmt.Sprintf("MIG-%d-%d", i, giID)
+			migs = append(migs, &mock.Device{
+				GetGpuInstanceIdFunc:     func() (int, gonvml.Return) { return giID, gonvml.SUCCESS },
+				GetComputeInstanceIdFunc: func() (int, gonvml.Return) { return ciID, gonvml.SUCCESS },
+				GetUUIDFunc:              func() (string, gonvml.Return) { return uuid, gonvml.SUCCESS },
+			})
+		}
+		dev.GetGpuInstanceByIdFunc = func(id int) (gonvml.GpuInstance, gonvml.Return) {
+			if gi, ok := gis[id]; ok {
+				return gi, gonvml.SUCCESS
+			}
+			return nil, gonvml.ERROR_NOT_FOUND
+		}
+		dev.GetMaxMigDeviceCountFunc = func() (int, gonvml.Return) { return 7, gonvml.SUCCESS }
+		dev.GetMigDeviceHandleByIndexFunc = func(k int) (gonvml.Device, gonvml.Return) {
+			if k < len(migs) {
+				return migs[k], gonvml.SUCCESS
+			}
+			return nil, gonvml.ERROR_NOT_FOUND
+		}
+	}
+}
+
+// TestNVIDIAFixturesAreTheReference checks that the recorded fixtures are
+// what the reference model of NVIDIA's driver computes from the mocks (and
+// rewrites them with -update).
+func TestNVIDIAFixturesAreTheReference(t *testing.T) {
+	for _, c := range parityCases() {
+		t.Run(c.file, func(t *testing.T) {
+			want, err := yaml.Marshal(nvidiaSlices(c.server(t), c.dynamic))
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join("testdata", "nvidia", c.file)
+			if *update {
+				if err := os.WriteFile(file, want, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from the reference model; rerun with -update if the model changed on purpose", file)
+			}
+		})
+	}
+}
+
+// TestSlicesMatchNVIDIA compares, field by field, what inventory publishes
+// for each mock with the recorded fixture of NVIDIA's driver: slice layout,
+// device order and names, attributes (names, types, values), capacities,
+// counter consumption, counter sets. Attributes NVIDIA does not publish are
+// allowed only where doc.go says so (they cannot stop NVIDIA's classes from
+// selecting the same devices); none occur on the mocks.
+func TestSlicesMatchNVIDIA(t *testing.T) {
+	for _, c := range parityCases() {
+		t.Run(c.file, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join("testdata", "nvidia", c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []nvidiaSlice
+			if err := yaml.Unmarshal(raw, &want); err != nil {
+				t.Fatal(err)
+			}
+			d, err := nvml.Discover(c.server(t), nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sl, err := inventory.Slices(d.Node, inventory.Options{NodeName: "dgx", Mode: c.mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, diff := range compareSlices(sl, want) {
+				t.Error(diff)
+			}
+		})
+	}
+}
+
+// compareSlices lists every difference between got and NVIDIA's want.
+func compareSlices(got []*resourceapi.ResourceSlice, want []nvidiaSlice) []string {
+	var diffs []string
+	add := func(format string, args ...any) { diffs = append(diffs, fmt.Sprintf(format, args...)) }
+	if len(got) != len(want) {
+		add("%d slices, NVIDIA publishes %d", len(got), len(want))
+		return diffs
+	}
+	for i := range want {
+		g, w := got[i].Spec, want[i]
+		p := fmt.Sprintf("slices[%d]", i)
+		if len(g.Devices) != len(w.Devices) {
+			add("%s: %d devices, NVIDIA %d", p, len(g.Devices), len(w.Devices))
+			continue
+		}
+		for j := range w.Devices {
+			diffs = append(diffs, compareDevice(fmt.Sprintf("%s.devices[%d]", p, j), &g.Devices[j], &w.Devices[j])...)
+		}
+		if len(g.SharedCounters) != len(w.SharedCounters) {
+			add("%s: %d counter sets, NVIDIA %d", p, len(g.SharedCounters), len(w.SharedCounters))
+			continue
+		}
+		for j := range w.SharedCounters {
+			sp := fmt.Sprintf("%s.sharedCounters[%d]", p, j)
+			if g.SharedCounters[j].Name != w.SharedCounters[j].Name {
+				add("%s.name: %q, NVIDIA %q", sp, g.SharedCounters[j].Name, w.SharedCounters[j].Name)
+			}
+			diffs = append(diffs, compareCounters(sp+".counters", g.SharedCounters[j].Counters, w.SharedCounters[j].Counters)...)
+		}
+	}
+	return diffs
+}
+
+// deliberateExtras are attributes inventory may publish that NVIDIA does not.
+var deliberateExtras = map[resourceapi.QualifiedName]bool{inventory.AttrNUMANode: true}
+
+func compareDevice(p string, g, w *resourceapi.Device) []string {
+	var diffs []string
+	add := func(format string, args ...any) { diffs = append(diffs, fmt.Sprintf(format, args...)) }
+	if g.Name != w.Name {
+		add("%s.name: %q, NVIDIA %q", p, g.Name, w.Name)
+		return diffs
+	}
+	p += "(" + w.Name + ")"
+	for name, wa := range w.Attributes {
+		ga, ok := g.Attributes[name]
+		if !ok {
+			add("%s.attributes[%s]: missing, NVIDIA %s", p, name, attrString(wa))
+		} else if !reflect.DeepEqual(ga, wa) {
+			add("%s.attributes[%s]: %s, NVIDIA %s", p, name, attrString(ga), attrString(wa))
+		}
+	}
+	for name, ga := range g.Attributes {
+		if _, ok := w.Attributes[name]; !ok && !deliberateExtras[name] {
+			add("%s.attributes[%s]: %s, NVIDIA publishes none", p, name, attrString(ga))
+		}
+	}
+	for name, wc := range w.Capacity {
+		gc, ok := g.Capacity[name]
+		if !ok {
+			add("%s.capacity[%s]: missing, NVIDIA %s", p, name, wc.Value.String())
+		} else if gc.Value.Cmp(wc.Value) != 0 {
+			add("%s.capacity[%s]: %s, NVIDIA %s", p, name, gc.Value.String(), wc.Value.String())
+		}
+	}
+	for name, gc := range g.Capacity {
+		if _, ok := w.Capacity[name]; !ok {
+			add("%s.capacity[%s]: %s, NVIDIA publishes none", p, name, gc.Value.String())
+		}
+	}
+	if len(g.ConsumesCounters) != len(w.ConsumesCounters) {
+		add("%s.consumesCounters: %d entries, NVIDIA %d", p, len(g.ConsumesCounters), len(w.ConsumesCounters))
+		return diffs
+	}
+	for k := range w.ConsumesCounters {
+		cp := fmt.Sprintf("%s.consumesCounters[%d]", p, k)
+		if g.ConsumesCounters[k].CounterSet != w.ConsumesCounters[k].CounterSet {
+			add("%s.counterSet: %q, NVIDIA %q", cp, g.ConsumesCounters[k].CounterSet, w.ConsumesCounters[k].CounterSet)
+		}
+		diffs = append(diffs, compareCounters(cp+".counters", g.ConsumesCounters[k].Counters, w.ConsumesCounters[k].Counters)...)
+	}
+	if len(g.Taints) != 0 {
+		add("%s.taints: %d, NVIDIA publishes none on a healthy node", p, len(g.Taints))
+	}
+	return diffs
+}
+
+func compareCounters(p string, g, w map[string]resourceapi.Counter) []string {
+	var diffs []string
+	for name, wc := range w {
+		gc, ok := g[name]
+		if !ok {
+			diffs = append(diffs, fmt.Sprintf("%s[%s]: missing, NVIDIA %s", p, name, wc.Value.String()))
+		} else if gc.Value.Cmp(wc.Value) != 0 {
+			diffs = append(diffs, fmt.Sprintf("%s[%s]: %s, NVIDIA %s", p, name, gc.Value.String(), wc.Value.String()))
+		}
+	}
+	for name, gc := range g {
+		if _, ok := w[name]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s[%s]: %s, NVIDIA publishes none", p, name, gc.Value.String()))
+		}
+	}
+	return diffs
+}
+
+func attrString(a resourceapi.DeviceAttribute) string {
+	switch {
+	case a.StringValue != nil:
+		return fmt.Sprintf("string %q", *a.StringValue)
+	case a.VersionValue != nil:
+		return fmt.Sprintf("version %q", *a.VersionValue)
+	case a.IntValue != nil:
+		return fmt.Sprintf("int %d", *a.IntValue)
+	case a.BoolValue != nil:
+		return fmt.Sprintf("bool %v", *a.BoolValue)
+	}
+	return "list"
+}
