@@ -9,6 +9,8 @@ import (
 	schedulingapi "k8s.io/api/scheduling/v1alpha3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dralloc/dralloc/allocator"
 )
 
 // PodClaim is one ResourceClaim of a pod, resolved as the control plane resolves it.
@@ -45,6 +47,10 @@ type PodClaim struct {
 //
 // The extended-resource claim depends on the node and is not among them; see [Cluster.Place].
 func (c *Cluster) PodClaims(pod *v1.Pod) ([]PodClaim, error) {
+	return c.podClaims(c.snap, pod)
+}
+
+func (c *Cluster) podClaims(snap *allocator.Snapshot, pod *v1.Pod) ([]PodClaim, error) {
 	if pod == nil {
 		return nil, fmt.Errorf("Pod: nil object")
 	}
@@ -56,7 +62,7 @@ func (c *Cluster) PodClaims(pod *v1.Pod) ([]PodClaim, error) {
 	ownedRead := false
 	claims := func() []*resourceapi.ResourceClaim {
 		if !ownedRead {
-			owned, ownedRead = c.snap.Claims(pod.Namespace), true
+			owned, ownedRead = snap.Claims(pod.Namespace), true
 		}
 		return owned
 	}
@@ -69,7 +75,7 @@ func (c *Cluster) PodClaims(pod *v1.Pod) ([]PodClaim, error) {
 		}
 		if group != nil {
 			if gc := matchingGroupClaim(group, pc); gc != nil {
-				r, needed, err := c.groupClaim(group, gc, claims)
+				r, needed, err := c.groupClaim(snap, group, gc, claims)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %s: %w", podName(pod), field, err)
 				}
@@ -80,7 +86,7 @@ func (c *Cluster) PodClaims(pod *v1.Pod) ([]PodClaim, error) {
 			}
 		}
 		if pc.ResourceClaimName != nil {
-			claim, ok := c.snap.Claim(pod.Namespace, *pc.ResourceClaimName)
+			claim, ok := snap.Claim(pod.Namespace, *pc.ResourceClaimName)
 			if !ok {
 				return nil, fmt.Errorf("%s: %s.resourceClaimName: %w: %s/%s", podName(pod), field, ErrClaimNotFound, pod.Namespace, *pc.ResourceClaimName)
 			}
@@ -88,7 +94,7 @@ func (c *Cluster) PodClaims(pod *v1.Pod) ([]PodClaim, error) {
 			continue
 		}
 		owner := ownerOf{apiVersion: "v1", kind: "Pod", name: pod.Name, uid: pod.UID}
-		r, needed, err := c.templateClaim(pod.Namespace, pc.Name, *pc.ResourceClaimTemplateName, owner, pod.Status.ResourceClaimStatuses, claims)
+		r, needed, err := c.templateClaim(snap, pod.Namespace, pc.Name, *pc.ResourceClaimTemplateName, owner, pod.Status.ResourceClaimStatuses, claims)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s.resourceClaimTemplateName: %w", podName(pod), field, err)
 		}
@@ -133,9 +139,9 @@ func samePtr(x, y *string) bool {
 	return *x == *y
 }
 
-func (c *Cluster) groupClaim(g *schedulingapi.PodGroup, gc *schedulingapi.PodGroupResourceClaim, claims func() []*resourceapi.ResourceClaim) (PodClaim, bool, error) {
+func (c *Cluster) groupClaim(snap *allocator.Snapshot, g *schedulingapi.PodGroup, gc *schedulingapi.PodGroupResourceClaim, claims func() []*resourceapi.ResourceClaim) (PodClaim, bool, error) {
 	if gc.ResourceClaimName != nil {
-		claim, ok := c.snap.Claim(g.Namespace, *gc.ResourceClaimName)
+		claim, ok := snap.Claim(g.Namespace, *gc.ResourceClaimName)
 		if !ok {
 			return PodClaim{}, false, fmt.Errorf("PodGroup %s/%s claim %s: %w: %s/%s", g.Namespace, g.Name, gc.Name, ErrClaimNotFound, g.Namespace, *gc.ResourceClaimName)
 		}
@@ -146,7 +152,7 @@ func (c *Cluster) groupClaim(g *schedulingapi.PodGroup, gc *schedulingapi.PodGro
 		statuses[i] = v1.PodResourceClaimStatus{Name: s.Name, ResourceClaimName: s.ResourceClaimName}
 	}
 	owner := ownerOf{apiVersion: schedulingapi.SchemeGroupVersion.String(), kind: "PodGroup", name: g.Name, uid: g.UID}
-	r, needed, err := c.templateClaim(g.Namespace, gc.Name, *gc.ResourceClaimTemplateName, owner, statuses, claims)
+	r, needed, err := c.templateClaim(snap, g.Namespace, gc.Name, *gc.ResourceClaimTemplateName, owner, statuses, claims)
 	r.PodGroup = g
 	return r, needed, err
 }
@@ -171,7 +177,7 @@ func (o ownerOf) owns(claim *resourceapi.ResourceClaim) bool {
 // templateClaim resolves an entry with a template as the resourceclaim controller does (handleClaim):
 // the status names the claim (an entry without a name: no claim needed), a claim generated earlier is
 // found, or a new one is generated.
-func (c *Cluster) templateClaim(namespace, entry, templateName string, owner ownerOf, statuses []v1.PodResourceClaimStatus, claims func() []*resourceapi.ResourceClaim) (PodClaim, bool, error) {
+func (c *Cluster) templateClaim(snap *allocator.Snapshot, namespace, entry, templateName string, owner ownerOf, statuses []v1.PodResourceClaimStatus, claims func() []*resourceapi.ResourceClaim) (PodClaim, bool, error) {
 	for _, s := range statuses {
 		if s.Name != entry {
 			continue
@@ -179,7 +185,7 @@ func (c *Cluster) templateClaim(namespace, entry, templateName string, owner own
 		if s.ResourceClaimName == nil {
 			return PodClaim{}, false, nil
 		}
-		if claim, ok := c.snap.Claim(namespace, *s.ResourceClaimName); ok && owner.owns(claim) {
+		if claim, ok := snap.Claim(namespace, *s.ResourceClaimName); ok && owner.owns(claim) {
 			return PodClaim{Name: entry, Claim: claim}, true, nil
 		}
 		// As the controller: a claim that is gone or no longer owned is created anew.

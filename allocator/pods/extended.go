@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/dralloc/dralloc/allocator"
 )
 
 // Extended resources backed by DRA, as kube-scheduler's dynamicresources plugin handles them
@@ -67,7 +69,7 @@ type extendedPlan struct {
 }
 
 // planExtended returns nil when the pod requests no extended resource that a class maps.
-func (c *Cluster) planExtended(pod *v1.Pod) *extendedPlan {
+func (c *Cluster) planExtended(snap *allocator.Snapshot, pod *v1.Pod) *extendedPlan {
 	if c.opts.DisableExtendedResources {
 		return nil
 	}
@@ -80,7 +82,7 @@ func (c *Cluster) planExtended(pod *v1.Pod) *extendedPlan {
 			continue
 		}
 		if classes == nil {
-			classes = extendedClasses(c.snap.Classes())
+			classes = extendedClasses(snap.Classes())
 		}
 		p.requests[name] = q.Value()
 		p.names = append(p.names, name)
@@ -93,7 +95,7 @@ func (c *Cluster) planExtended(pod *v1.Pod) *extendedPlan {
 	}
 	slices.Sort(p.names)
 	p.classes = classes
-	for _, claim := range c.snap.Claims(pod.Namespace) {
+	for _, claim := range snap.Claims(pod.Namespace) {
 		if claim.Annotations[resourceapi.ExtendedResourceClaimAnnotation] != "true" {
 			continue
 		}

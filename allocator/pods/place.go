@@ -93,12 +93,12 @@ type request struct {
 	ext       *extendedPlan
 }
 
-func (c *Cluster) prepare(pod *v1.Pod) (*request, error) {
-	claims, err := c.PodClaims(pod)
+func (c *Cluster) prepare(snap *allocator.Snapshot, pod *v1.Pod) (*request, error) {
+	claims, err := c.podClaims(snap, pod)
 	if err != nil {
 		return nil, err
 	}
-	r := &request{pod: pod, claims: claims, ext: c.planExtended(pod)}
+	r := &request{pod: pod, claims: claims, ext: c.planExtended(snap, pod)}
 	seen := map[string]bool{}
 	for _, pc := range claims {
 		if seen[pc.Claim.Name] {
@@ -150,15 +150,8 @@ type nodeClaims struct {
 // check runs the predicates and the checks that need no search: nil claims and a reason mean the pod
 // cannot run on the node.
 func (c *Cluster) check(r *request, node *v1.Node, extName string) (*nodeClaims, string, error) {
-	if !c.opts.NoBuiltinPredicates {
-		if reason := builtinPredicates(r.pod, node); reason != "" {
-			return nil, reason, nil
-		}
-	}
-	if c.opts.Predicate != nil {
-		if err := c.opts.Predicate(r.pod, node); err != nil {
-			return nil, err.Error(), nil
-		}
+	if reason := c.predicates(r.pod, node); reason != "" {
+		return nil, reason, nil
 	}
 	for _, claim := range r.allocated {
 		ok, err := usableOn(claim, node)
@@ -181,6 +174,22 @@ func (c *Cluster) check(r *request, node *v1.Node, extName string) (*nodeClaims,
 		}
 	}
 	return nc, "", nil
+}
+
+// predicates runs the built-in predicates and the caller's; a non-empty reason means the pod may not
+// run on the node.
+func (c *Cluster) predicates(pod *v1.Pod, node *v1.Node) string {
+	if !c.opts.NoBuiltinPredicates {
+		if reason := builtinPredicates(pod, node); reason != "" {
+			return reason
+		}
+	}
+	if c.opts.Predicate != nil {
+		if err := c.opts.Predicate(pod, node); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
 }
 
 // builtinPredicates is what kube-scheduler's NodeAffinity (nodeSelector and required node affinity) and
@@ -221,7 +230,7 @@ func usableOn(claim *resourceapi.ResourceClaim, node *v1.Node) (bool, error) {
 // resolved give [ErrClaimNotFound], [ErrTemplateNotFound], [ErrPodGroupNotFound] or [ErrClaimNotUsable];
 // the allocator's input, budget and context errors are returned as they are.
 func (c *Cluster) Place(ctx context.Context, pod *v1.Pod) (*Placement, error) {
-	r, err := c.prepare(pod)
+	r, err := c.prepare(c.snap, pod)
 	if err != nil {
 		return nil, err
 	}
