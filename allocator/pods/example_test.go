@@ -1,0 +1,156 @@
+package pods_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	schedulingapi "k8s.io/api/scheduling/v1alpha3"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/allocator/pods"
+)
+
+// exampleCluster is two nodes with one GPU each, the class "gpu" and the template "one-gpu".
+func exampleCluster(opts pods.Options) *pods.Cluster {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	for _, name := range []string{"node-a", "node-b"} {
+		_ = snap.AddOrUpdateNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"rack": "r1"}}})
+		_ = snap.AddOrUpdateSlice(gpus(name, 1))
+	}
+	_ = snap.AddOrUpdateClass(gpuClass("gpu", "example.com/gpu"))
+	opts.NameSuffix = fixedSuffixes() // deterministic names; nil means random, as the API server does
+	c := pods.New(snap, opts)
+	_ = c.AddOrUpdateTemplate(template("one-gpu", 1))
+	return c
+}
+
+func ExampleNew() {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	c := pods.New(snap, pods.Options{Choice: pods.Spread, Workers: 4})
+	fmt.Println(c.Snapshot() == snap)
+	// Output: true
+}
+
+func ExampleCluster_PodClaims() {
+	c := exampleCluster(pods.Options{})
+	p := pod("train", "gpu=template:one-gpu")
+	claims, err := c.PodClaims(p)
+	if err != nil {
+		panic(err)
+	}
+	for _, pc := range claims {
+		fmt.Println(pc.Name, pc.Claim.Name, pc.Generated, pc.Claim.Annotations[resourceapi.PodResourceClaimAnnotation])
+	}
+	// Output: gpu train-gpu-aaaa0 true gpu
+}
+
+func ExampleCluster_Place() {
+	c := exampleCluster(pods.Options{})
+	ctx := context.Background()
+	for _, name := range []string{"first", "second", "third"} {
+		p, err := c.Place(ctx, pod(name, "gpu=template:one-gpu"))
+		if errors.Is(err, pods.ErrNoNode) {
+			fmt.Println(name, "fits nowhere")
+			continue
+		}
+		if err != nil {
+			panic(err)
+		}
+		r := p.Claims[0].Claim.Status.Allocation.Devices.Results[0]
+		fmt.Println(name, p.Node, r.Pool+"/"+r.Device, p.Claims[0].Claim.Status.ReservedFor[0].Name)
+		_ = c.Assume(p) // the next pod sees the GPU in use
+	}
+	// Output:
+	// first node-a node-a/gpu-0 first
+	// second node-b node-b/gpu-0 second
+	// third fits nowhere
+}
+
+func ExampleCluster_Place_extendedResources() {
+	c := exampleCluster(pods.Options{})
+	p := pod("infer")
+	p.Spec.Containers[0].Resources.Requests = v1.ResourceList{"example.com/gpu": resource.MustParse("1")}
+	pl, err := c.Place(context.Background(), p)
+	if err != nil {
+		panic(err)
+	}
+	ext := pl.Claims[0].Claim
+	fmt.Println(ext.Name, ext.Spec.Devices.Requests[0].Name, ext.Spec.Devices.Requests[0].Exactly.DeviceClassName)
+	m := pl.ExtendedResourceClaimStatus.RequestMappings[0]
+	fmt.Println(m.ContainerName, m.ResourceName, m.RequestName)
+	// Output:
+	// infer-extended-resources-aaaa0 container-0-request-0 gpu
+	// main example.com/gpu container-0-request-0
+}
+
+func ExampleCluster_Remove() {
+	c := exampleCluster(pods.Options{})
+	ctx := context.Background()
+	p := pod("train", "gpu=template:one-gpu")
+	pl, _ := c.Place(ctx, p)
+	_ = c.Assume(pl)
+	fmt.Println(len(c.Snapshot().Claims("default")))
+	_ = c.Remove(p) // the generated claim goes with its pod
+	fmt.Println(len(c.Snapshot().Claims("default")))
+	// Output:
+	// 1
+	// 0
+}
+
+func ExampleCluster_PlaceGroup() {
+	c := exampleCluster(pods.Options{})
+	g := &schedulingapi.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gang", UID: "uid-gang"}}
+	g.Spec.SchedulingPolicy.Gang = &schedulingapi.GangSchedulingPolicy{MinCount: 2}
+	g.Spec.SchedulingConstraints = &schedulingapi.PodGroupSchedulingConstraints{Topology: []schedulingapi.TopologyConstraint{{Key: "rack"}}}
+	_ = c.AddOrUpdatePodGroup(g)
+	gp, err := c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1"}, "gpu=template:one-gpu"))
+	if err != nil {
+		panic(err)
+	}
+	for _, p := range gp.Pods {
+		fmt.Println(p.Pod.Name, p.Node, gp.Domain)
+	}
+	_ = c.AssumeGroup(gp)
+	_, err = c.PlaceGroup(context.Background(), g, members([]string{"w2", "w3"}, "gpu=template:one-gpu"))
+	fmt.Println(errors.Is(err, pods.ErrGroupUnschedulable))
+	// Output:
+	// w0 node-a r1
+	// w1 node-b r1
+	// true
+}
+
+func ExampleCluster_RemovePodGroup() {
+	c := exampleCluster(pods.Options{})
+	g := &schedulingapi.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gang", UID: "uid-gang"}}
+	g.Spec.SchedulingPolicy.Gang = &schedulingapi.GangSchedulingPolicy{MinCount: 1}
+	g.Spec.ResourceClaims = []schedulingapi.PodGroupResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr("one-gpu")}}
+	_ = c.AddOrUpdatePodGroup(g)
+	gp, _ := c.PlaceGroup(context.Background(), g, members([]string{"w0"}, "gpu=template:one-gpu"))
+	_ = c.AssumeGroup(gp)
+	fmt.Println(len(c.Snapshot().Claims("default")))
+	_ = c.RemovePodGroup(g) // the group's generated claim goes with the group
+	fmt.Println(len(c.Snapshot().Claims("default")))
+	// Output:
+	// 1
+	// 0
+}
+
+func ExampleCluster_MixedNodes() {
+	c := exampleCluster(pods.Options{})
+	n := c.Snapshot().Nodes()[1].DeepCopy()
+	n.Status.Allocatable = v1.ResourceList{"example.com/gpu": resource.MustParse("1")} // a device plugin too
+	_ = c.Snapshot().AddOrUpdateNode(n)
+	mixed, err := c.MixedNodes(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	for _, m := range mixed {
+		fmt.Println(m.Node, m.Resource, m.Class)
+	}
+	// Output: node-b example.com/gpu gpu
+}
