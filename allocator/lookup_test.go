@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dralloc/dralloc/allocator"
 )
@@ -80,4 +81,103 @@ func ExampleSnapshot_Nodes() {
 	// node-a
 	// node-b
 	// 1 gpu
+}
+
+func TestNodesFollowChanges(t *testing.T) {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	names := func(s *allocator.Snapshot) string {
+		out := ""
+		for _, n := range s.Nodes() {
+			out += n.Name + fmt.Sprint(n.Labels["v"]) + " "
+		}
+		return out
+	}
+	add := func(s *allocator.Snapshot, name, v string) {
+		if err := s.AddOrUpdateNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"v": v}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(snap, "b", "1")
+	add(snap, "c", "1")
+	add(snap, "a", "1")
+	fork := snap.Fork()
+	add(fork, "b", "2")
+	_ = fork.DeleteNode("c")
+	add(fork, "d", "1")
+	_ = fork.DeleteNode("zz")
+	tests := []struct{ name, got, want string }{
+		{"adds keep the list sorted", names(snap), "a1 b1 c1 "},
+		{"a fork's updates, deletes and adds do not show in the parent", names(fork), "a1 b2 d1 "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got %q, want %q", tt.got, tt.want)
+			}
+		})
+	}
+	if err := fork.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(snap); got != "a1 b2 d1 " {
+		t.Errorf("after commit: %q", got)
+	}
+}
+
+func TestClaimsOwnedBy(t *testing.T) {
+	yes, no := true, false
+	owned := func(ns, name string, uid string, controller *bool) *resourceapi.ResourceClaim {
+		c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if uid != "" {
+			c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: types.UID(uid), Controller: controller}}
+		}
+		return c
+	}
+	snap := allocator.NewSnapshot(allocator.Options{})
+	for _, c := range []*resourceapi.ResourceClaim{
+		owned("ns", "b", "pod-1", &yes), owned("ns", "a", "pod-1", &yes), owned("other", "c", "pod-1", &yes),
+		owned("ns", "not-controller", "pod-1", &no), owned("ns", "no-owner", "", nil), owned("ns", "moves", "pod-1", &yes),
+	} {
+		if err := snap.AddOrUpdateClaim(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fork := snap.Fork()
+	_ = fork.AddOrUpdateClaim(owned("ns", "moves", "pod-2", &yes))
+	_ = fork.DeleteClaim("ns", "a")
+	names := func(cs []*resourceapi.ResourceClaim) string {
+		s := ""
+		for _, c := range cs {
+			s += c.Name + " "
+		}
+		return s
+	}
+	tests := []struct{ name, got, want string }{
+		{"claims with the controlling owner in the namespace, sorted", names(snap.ClaimsOwnedBy("ns", "pod-1")), "a b moves "},
+		{"another namespace", names(snap.ClaimsOwnedBy("other", "pod-1")), "c "},
+		{"an owner without claims", names(snap.ClaimsOwnedBy("ns", "pod-3")), ""},
+		{"in a fork, an update moves the claim to its new owner and a delete removes it", names(fork.ClaimsOwnedBy("ns", "pod-1")), "b "},
+		{"the new owner", names(fork.ClaimsOwnedBy("ns", "pod-2")), "moves "},
+		{"the parent does not see the fork's changes", names(snap.ClaimsOwnedBy("ns", "pod-1")), "a b moves "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got %q, want %q", tt.got, tt.want)
+			}
+		})
+	}
+}
+
+func ExampleSnapshot_ClaimsOwnedBy() {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	yes := true
+	_ = snap.AddOrUpdateClaim(&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "default", Name: "train-gpu-x7k2p",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "train", UID: "uid-train", Controller: &yes}},
+	}})
+	for _, c := range snap.ClaimsOwnedBy("default", "uid-train") {
+		fmt.Println(c.Name)
+	}
+	// Output: train-gpu-x7k2p
 }

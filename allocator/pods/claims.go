@@ -58,14 +58,6 @@ func (c *Cluster) podClaims(snap *allocator.Snapshot, pod *v1.Pod) ([]PodClaim, 
 	if err != nil {
 		return nil, err
 	}
-	var owned []*resourceapi.ResourceClaim // claims of the namespace, read once when needed
-	ownedRead := false
-	claims := func() []*resourceapi.ResourceClaim {
-		if !ownedRead {
-			owned, ownedRead = snap.Claims(pod.Namespace), true
-		}
-		return owned
-	}
 	out := make([]PodClaim, 0, len(pod.Spec.ResourceClaims))
 	for i := range pod.Spec.ResourceClaims {
 		pc := &pod.Spec.ResourceClaims[i]
@@ -75,7 +67,7 @@ func (c *Cluster) podClaims(snap *allocator.Snapshot, pod *v1.Pod) ([]PodClaim, 
 		}
 		if group != nil {
 			if gc := matchingGroupClaim(group, pc); gc != nil {
-				r, needed, err := c.groupClaim(snap, group, gc, claims)
+				r, needed, err := c.groupClaim(snap, group, gc)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %s: %w", podName(pod), field, err)
 				}
@@ -94,7 +86,7 @@ func (c *Cluster) podClaims(snap *allocator.Snapshot, pod *v1.Pod) ([]PodClaim, 
 			continue
 		}
 		owner := ownerOf{apiVersion: "v1", kind: "Pod", name: pod.Name, uid: pod.UID}
-		r, needed, err := c.templateClaim(snap, pod.Namespace, pc.Name, *pc.ResourceClaimTemplateName, owner, pod.Status.ResourceClaimStatuses, claims)
+		r, needed, err := c.templateClaim(snap, pod.Namespace, pc.Name, *pc.ResourceClaimTemplateName, owner, pod.Status.ResourceClaimStatuses)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s.resourceClaimTemplateName: %w", podName(pod), field, err)
 		}
@@ -139,7 +131,7 @@ func samePtr(x, y *string) bool {
 	return *x == *y
 }
 
-func (c *Cluster) groupClaim(snap *allocator.Snapshot, g *schedulingapi.PodGroup, gc *schedulingapi.PodGroupResourceClaim, claims func() []*resourceapi.ResourceClaim) (PodClaim, bool, error) {
+func (c *Cluster) groupClaim(snap *allocator.Snapshot, g *schedulingapi.PodGroup, gc *schedulingapi.PodGroupResourceClaim) (PodClaim, bool, error) {
 	if gc.ResourceClaimName != nil {
 		claim, ok := snap.Claim(g.Namespace, *gc.ResourceClaimName)
 		if !ok {
@@ -152,7 +144,7 @@ func (c *Cluster) groupClaim(snap *allocator.Snapshot, g *schedulingapi.PodGroup
 		statuses[i] = v1.PodResourceClaimStatus{Name: s.Name, ResourceClaimName: s.ResourceClaimName}
 	}
 	owner := ownerOf{apiVersion: schedulingapi.SchemeGroupVersion.String(), kind: "PodGroup", name: g.Name, uid: g.UID}
-	r, needed, err := c.templateClaim(snap, g.Namespace, gc.Name, *gc.ResourceClaimTemplateName, owner, statuses, claims)
+	r, needed, err := c.templateClaim(snap, g.Namespace, gc.Name, *gc.ResourceClaimTemplateName, owner, statuses)
 	r.PodGroup = g
 	return r, needed, err
 }
@@ -177,7 +169,7 @@ func (o ownerOf) owns(claim *resourceapi.ResourceClaim) bool {
 // templateClaim resolves an entry with a template as the resourceclaim controller does (handleClaim):
 // the status names the claim (an entry without a name: no claim needed), a claim generated earlier is
 // found, or a new one is generated.
-func (c *Cluster) templateClaim(snap *allocator.Snapshot, namespace, entry, templateName string, owner ownerOf, statuses []v1.PodResourceClaimStatus, claims func() []*resourceapi.ResourceClaim) (PodClaim, bool, error) {
+func (c *Cluster) templateClaim(snap *allocator.Snapshot, namespace, entry, templateName string, owner ownerOf, statuses []v1.PodResourceClaimStatus) (PodClaim, bool, error) {
 	for _, s := range statuses {
 		if s.Name != entry {
 			continue
@@ -191,7 +183,8 @@ func (c *Cluster) templateClaim(snap *allocator.Snapshot, namespace, entry, temp
 		// As the controller: a claim that is gone or no longer owned is created anew.
 		break
 	}
-	for _, claim := range claims() {
+	// The controller's claim-pod-owner index: claims with a controlling owner of that UID.
+	for _, claim := range snap.ClaimsOwnedBy(namespace, owner.uid) {
 		if name, ok := claim.Annotations[resourceapi.PodResourceClaimAnnotation]; ok && name == entry && owner.owns(claim) {
 			return PodClaim{Name: entry, Claim: claim}, true, nil
 		}

@@ -95,7 +95,7 @@ func (c *Cluster) planExtended(snap *allocator.Snapshot, pod *v1.Pod) *extendedP
 	}
 	slices.Sort(p.names)
 	p.classes = classes
-	for _, claim := range snap.Claims(pod.Namespace) {
+	for _, claim := range snap.ClaimsOwnedBy(pod.Namespace, pod.UID) {
 		if claim.Annotations[resourceapi.ExtendedResourceClaimAnnotation] != "true" {
 			continue
 		}
