@@ -1,6 +1,7 @@
 package pods
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 
@@ -52,7 +53,7 @@ func (c *Cluster) PodClaims(pod *v1.Pod) ([]PodClaim, error) {
 
 func (c *Cluster) podClaims(snap *allocator.Snapshot, pod *v1.Pod) ([]PodClaim, error) {
 	if pod == nil {
-		return nil, fmt.Errorf("Pod: nil object")
+		return nil, &allocator.InputError{Object: "Pod", Err: errors.New("nil object")}
 	}
 	group, err := c.podGroup(pod)
 	if err != nil {
@@ -63,7 +64,7 @@ func (c *Cluster) podClaims(snap *allocator.Snapshot, pod *v1.Pod) ([]PodClaim, 
 		pc := &pod.Spec.ResourceClaims[i]
 		field := fmt.Sprintf("spec.resourceClaims[%d]", i)
 		if (pc.ResourceClaimName == nil) == (pc.ResourceClaimTemplateName == nil) {
-			return nil, fmt.Errorf("%s: %s: must specify exactly one of resourceClaimName, resourceClaimTemplateName", podName(pod), field)
+			return nil, &allocator.InputError{Object: podName(pod), Field: field, Err: errors.New("must specify exactly one of resourceClaimName, resourceClaimTemplateName")}
 		}
 		if group != nil {
 			if gc := matchingGroupClaim(group, pc); gc != nil {

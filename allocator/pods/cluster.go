@@ -128,10 +128,10 @@ func (c *Cluster) Snapshot() *allocator.Snapshot { return c.snap }
 // The template is copied.
 func (c *Cluster) AddOrUpdateTemplate(t *resourceapi.ResourceClaimTemplate) error {
 	if t == nil {
-		return errors.New("ResourceClaimTemplate: nil object")
+		return &allocator.InputError{Object: "ResourceClaimTemplate", Err: errors.New("nil object")}
 	}
 	if t.Name == "" {
-		return fmt.Errorf("ResourceClaimTemplate %s/: metadata.name: must not be empty", t.Namespace)
+		return &allocator.InputError{Object: "ResourceClaimTemplate " + t.Namespace + "/", Field: "metadata.name", Err: errors.New("must not be empty")}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -150,10 +150,10 @@ func (c *Cluster) DeleteTemplate(namespace, name string) {
 // copied.
 func (c *Cluster) AddOrUpdatePodGroup(g *schedulingapi.PodGroup) error {
 	if g == nil {
-		return errors.New("PodGroup: nil object")
+		return &allocator.InputError{Object: "PodGroup", Err: errors.New("nil object")}
 	}
 	if g.Name == "" {
-		return fmt.Errorf("PodGroup %s/: metadata.name: must not be empty", g.Namespace)
+		return &allocator.InputError{Object: "PodGroup " + g.Namespace + "/", Field: "metadata.name", Err: errors.New("must not be empty")}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

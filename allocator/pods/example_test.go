@@ -154,3 +154,29 @@ func ExampleCluster_MixedNodes() {
 	}
 	// Output: node-b example.com/gpu gpu
 }
+
+func ExampleCluster_AddOrUpdateTemplate() {
+	c := pods.New(allocator.NewSnapshot(allocator.Options{}), pods.Options{NameSuffix: fixedSuffixes()})
+	_ = c.AddOrUpdateTemplate(template("one-gpu", 1))
+	g := &schedulingapi.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gang"}}
+	_ = c.AddOrUpdatePodGroup(g)
+
+	_, err := c.PodClaims(pod("train", "gpu=template:one-gpu"))
+	fmt.Println(err)
+	c.DeleteTemplate("default", "one-gpu")
+	_, err = c.PodClaims(pod("train", "gpu=template:one-gpu"))
+	fmt.Println(errors.Is(err, pods.ErrTemplateNotFound))
+
+	c.DeletePodGroup("default", "gang")
+	_, err = c.PlaceGroup(context.Background(), g, nil)
+	fmt.Println(errors.Is(err, pods.ErrPodGroupNotFound))
+	// Output:
+	// <nil>
+	// true
+	// true
+}
+
+func ExampleChoice_String() {
+	fmt.Println(pods.FirstFit, pods.BestFit, pods.Spread)
+	// Output: FirstFit BestFit Spread
+}

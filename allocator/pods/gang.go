@@ -48,7 +48,7 @@ type GroupPlacement struct {
 // group in spec.schedulingGroup.podGroupName.
 func (c *Cluster) PlaceGroup(ctx context.Context, group *schedulingapi.PodGroup, pods []*v1.Pod) (*GroupPlacement, error) {
 	if group == nil {
-		return nil, errors.New("PodGroup: nil object")
+		return nil, &allocator.InputError{Object: "PodGroup", Err: errors.New("nil object")}
 	}
 	g, ok := c.group(group.Namespace, group.Name)
 	if !ok {
@@ -69,7 +69,7 @@ func (c *Cluster) PlaceGroup(ctx context.Context, group *schedulingapi.PodGroup,
 	for i, pod := range pods {
 		if pod == nil || pod.Spec.SchedulingGroup == nil || pod.Spec.SchedulingGroup.PodGroupName == nil ||
 			*pod.Spec.SchedulingGroup.PodGroupName != g.Name || pod.Namespace != g.Namespace {
-			return nil, fmt.Errorf("pods[%d]: spec.schedulingGroup.podGroupName: must name PodGroup %s/%s", i, g.Namespace, g.Name)
+			return nil, &allocator.InputError{Object: fmt.Sprintf("pods[%d]", i), Field: "spec.schedulingGroup.podGroupName", Err: fmt.Errorf("must name PodGroup %s/%s in its namespace", g.Namespace, g.Name)}
 		}
 		r, err := c.prepare(base, pod)
 		if err != nil {

@@ -451,7 +451,7 @@ func assumeInto(snap *allocator.Snapshot, p *Placement) error {
 // and finalizer removed), which frees their devices. PodGroup claims stay reserved for the group.
 func (c *Cluster) Remove(pod *v1.Pod) error {
 	if pod == nil {
-		return errors.New("Pod: nil object")
+		return &allocator.InputError{Object: "Pod", Err: errors.New("nil object")}
 	}
 	return c.release(pod.Namespace, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: pod.UID},
 		ownerOf{apiVersion: "v1", kind: "Pod", name: pod.Name, uid: pod.UID})
@@ -460,7 +460,7 @@ func (c *Cluster) Remove(pod *v1.Pod) error {
 // RemovePodGroup is Remove for a PodGroup: its reservations, and the claims it owns.
 func (c *Cluster) RemovePodGroup(g *schedulingapi.PodGroup) error {
 	if g == nil {
-		return errors.New("PodGroup: nil object")
+		return &allocator.InputError{Object: "PodGroup", Err: errors.New("nil object")}
 	}
 	return c.release(g.Namespace, consumer(nil, g),
 		ownerOf{apiVersion: schedulingapi.SchemeGroupVersion.String(), kind: "PodGroup", name: g.Name, uid: g.UID})
