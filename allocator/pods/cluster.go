@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"runtime"
 	"sync"
@@ -78,7 +79,7 @@ type Options struct {
 	Predicate Predicate
 	// NameSuffix returns the random part of a generated name, as the API server appends it to
 	// metadata.generateName (five characters). nil means random; tests inject a deterministic source.
-	// It is called from one goroutine at a time.
+	// One Cluster calls it from one goroutine at a time (a Cluster and its forks may call it concurrently).
 	NameSuffix func() string
 	// StepBudget bounds the search of [Cluster.PlaceGroup] to this many placements tried (one pod on one
 	// node); running out gives an error wrapping allocator.ErrSearchBudget. 0 means no bound beyond the
@@ -119,6 +120,16 @@ func New(snap *allocator.Snapshot, opts Options) *Cluster {
 		templates: map[types.NamespacedName]*resourceapi.ResourceClaimTemplate{},
 		groups:    map[types.NamespacedName]*schedulingapi.PodGroup{},
 	}
+}
+
+// Fork returns a Cluster on a fork of the snapshot ([allocator.Snapshot.Fork]) with the same templates,
+// PodGroups and options, for what-if questions: place and assume pods there, then apply the changes with
+// Snapshot().Commit() or drop them with Snapshot().Discard(). Templates and PodGroups added to one of
+// the two Clusters afterwards are not seen by the other. Both call Options.NameSuffix.
+func (c *Cluster) Fork() *Cluster {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return &Cluster{snap: c.snap.Fork(), opts: c.opts, templates: maps.Clone(c.templates), groups: maps.Clone(c.groups)}
 }
 
 // Snapshot returns the snapshot the Cluster places pods on.

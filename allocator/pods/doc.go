@@ -24,8 +24,14 @@
 //   - [Cluster.PlaceGroup] places a gang all or nothing, with backtracking across pods and topology
 //     domains.
 //
-// The scheduler's other plugins (CPU and memory fit, pod affinity, topology spread) are not reproduced:
-// [Options.Predicate] is where a caller adds them.
+// Node choice: [FirstFit] takes the first node, by name, where the pod fits; [BestFit] and [Spread]
+// score the nodes where it fits by the number of devices allocated to claims pinned to each node (most,
+// respectively fewest, first; ties by name).
+//
+// The scheduler's other plugins (CPU and memory fit, the amount of a device plugin's extended resource,
+// pod affinity, topology spread) are not reproduced: [Options.Predicate] is where a caller adds them.
+// Snapshot lookups ([allocator.Snapshot.Nodes], Claims, ClaimsOwnedBy, Classes) return the snapshot's
+// own objects; the Cluster copies before it changes anything and never modifies its inputs.
 //
 // Imports: the allocator's public API, k8s.io/api, k8s.io/apimachinery and k8s.io/component-helpers
 // (node affinity, toleration and pod request helpers). allocator/verify and fuzz are used by tests only.

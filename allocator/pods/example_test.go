@@ -180,3 +180,21 @@ func ExampleChoice_String() {
 	fmt.Println(pods.FirstFit, pods.BestFit, pods.Spread)
 	// Output: FirstFit BestFit Spread
 }
+
+func ExampleCluster_Fork() {
+	c := exampleCluster(pods.Options{})
+	ctx := context.Background()
+	whatIf := c.Fork()
+	for _, name := range []string{"a", "b"} {
+		p, _ := whatIf.Place(ctx, pod(name, "gpu=template:one-gpu"))
+		_ = whatIf.Assume(p)
+	}
+	_, err := whatIf.Place(ctx, pod("c", "gpu=template:one-gpu"))
+	fmt.Println("a third pod in the fork:", errors.Is(err, pods.ErrNoNode))
+	whatIf.Snapshot().Discard()
+	_, err = c.Place(ctx, pod("c", "gpu=template:one-gpu"))
+	fmt.Println("in the cluster:", err)
+	// Output:
+	// a third pod in the fork: true
+	// in the cluster: <nil>
+}
