@@ -118,6 +118,31 @@ func (s *Snapshot) Classes() []*resourceapi.DeviceClass {
 	return out
 }
 
+// Device returns the device with the ID as the newest generation of its pool publishes it, and whether
+// that generation has it.
+func (s *Snapshot) Device(id DeviceID) (*resourceapi.Device, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	entries := s.st.poolSlices[PoolID{Driver: id.Driver, Pool: id.Pool}]
+	var newest int64
+	for i, e := range entries {
+		if i == 0 || e.generation() > newest {
+			newest = e.generation()
+		}
+	}
+	for _, e := range entries {
+		if e.generation() != newest {
+			continue
+		}
+		for i := range e.obj.Spec.Devices {
+			if e.obj.Spec.Devices[i].Name == id.Device {
+				return &e.obj.Spec.Devices[i], true
+			}
+		}
+	}
+	return nil, false
+}
+
 // Nodes returns the Nodes added with [Snapshot.AddOrUpdateNode], sorted by name. The list is kept
 // sorted as nodes change, so the call costs one copy.
 func (s *Snapshot) Nodes() []*v1.Node {

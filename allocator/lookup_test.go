@@ -181,3 +181,43 @@ func ExampleSnapshot_ClaimsOwnedBy() {
 	}
 	// Output: train-gpu-x7k2p
 }
+
+func TestDevice(t *testing.T) {
+	slice := func(name string, gen int64, devices ...string) *resourceapi.ResourceSlice {
+		node := "n1"
+		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: "d", NodeName: &node, Pool: resourceapi.ResourcePool{Name: "p", Generation: gen, ResourceSliceCount: 1}}}
+		for _, d := range devices {
+			s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: d})
+		}
+		return s
+	}
+	snap := allocator.NewSnapshot(allocator.Options{})
+	_ = snap.AddOrUpdateSlice(slice("old", 1, "gone", "kept"))
+	_ = snap.AddOrUpdateSlice(slice("new", 2, "kept", "added"))
+	tests := []struct {
+		id   allocator.DeviceID
+		want bool
+	}{
+		{allocator.DeviceID{Driver: "d", Pool: "p", Device: "kept"}, true},
+		{allocator.DeviceID{Driver: "d", Pool: "p", Device: "added"}, true},
+		{allocator.DeviceID{Driver: "d", Pool: "p", Device: "gone"}, false}, // only in an older generation
+		{allocator.DeviceID{Driver: "d", Pool: "other", Device: "kept"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id.String(), func(t *testing.T) {
+			d, ok := snap.Device(tt.id)
+			if ok != tt.want || (ok && d.Name != tt.id.Device) {
+				t.Errorf("got %v %v, want found=%v", d, ok, tt.want)
+			}
+		})
+	}
+}
+
+func ExampleSnapshot_Device() {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	_ = snap.AddOrUpdateSlice(gpuSlice("node-a", "H100", 2))
+	d, ok := snap.Device(allocator.DeviceID{Driver: "gpu.example.com", Pool: "node-a", Device: "gpu-1"})
+	fmt.Println(ok, d.Name, *d.Attributes["model"].StringValue)
+	// Output: true gpu-1 H100
+}

@@ -85,6 +85,10 @@ type Options struct {
 	// node); running out gives an error wrapping allocator.ErrSearchBudget. 0 means no bound beyond the
 	// context.
 	StepBudget int
+	// Preferred gives requests for shares of devices with allowMultipleAllocations a preferred amount
+	// above their capacity.requests (an SDK extension, see capacity.ConsumedRange); nil means none. It is
+	// used by Place, not by PlaceGroup.
+	Preferred Preferred
 	// DisableExtendedResources switches off the DRAExtendedResource gate (GA in 1.37): extended resource
 	// requests are then left to device plugins.
 	DisableExtendedResources bool

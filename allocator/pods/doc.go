@@ -23,6 +23,9 @@
 //     goes away. Use [allocator.Snapshot.Fork] for what-if questions.
 //   - [Cluster.PlaceGroup] places a gang all or nothing, with backtracking across pods and topology
 //     domains.
+//   - Ranged capacity (an SDK extension): with [Options.Preferred], a new share of a device records the
+//     largest policy-valid amount up to a preferred one; [Cluster.PlanHandBack] says which earlier
+//     shares must shrink, and by how much, for a pod that fits nowhere.
 //
 // Node choice: [FirstFit] takes the first node, by name, where the pod fits; [BestFit] and [Spread]
 // score the nodes where it fits by the number of devices allocated to claims pinned to each node (most,
@@ -33,6 +36,6 @@
 // Snapshot lookups ([allocator.Snapshot.Nodes], Claims, ClaimsOwnedBy, Classes) return the snapshot's
 // own objects; the Cluster copies before it changes anything and never modifies its inputs.
 //
-// Imports: the allocator's public API, k8s.io/api, k8s.io/apimachinery and k8s.io/component-helpers
-// (node affinity, toleration and pod request helpers). allocator/verify and fuzz are used by tests only.
+// Imports: the allocator's public API, capacity (ranged shares), k8s.io/api, k8s.io/apimachinery and
+// k8s.io/component-helpers (node affinity, toleration and pod request helpers). allocator/verify and fuzz are used by tests only.
 package pods

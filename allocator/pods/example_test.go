@@ -198,3 +198,40 @@ func ExampleCluster_Fork() {
 	// a third pod in the fork: true
 	// in the cluster: <nil>
 }
+
+func ExampleCluster_PlanHandBack() {
+	// One GPU that takes shares of 8Gi of memory; an inference server asks for 2Gi and prefers 6Gi.
+	snap := allocator.NewSnapshot(allocator.Options{})
+	_ = snap.AddOrUpdateNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	_ = snap.AddOrUpdateSlice(sharedGPU())
+	_ = snap.AddOrUpdateClass(gpuClass("gpu", ""))
+	prefer := func(claim *resourceapi.ResourceClaim, request string) map[resourceapi.QualifiedName]resource.Quantity {
+		if claim.Annotations[resourceapi.PodResourceClaimAnnotation] == "kv-cache" {
+			return map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse("6Gi")}
+		}
+		return nil
+	}
+	c := pods.New(snap, pods.Options{Preferred: prefer, NameSuffix: fixedSuffixes()})
+	_ = c.AddOrUpdateTemplate(memoryTemplate("mem-2", "2Gi"))
+	_ = c.AddOrUpdateTemplate(memoryTemplate("mem-4", "4Gi"))
+	ctx := context.Background()
+
+	server, _ := c.Place(ctx, pod("server", "kv-cache=template:mem-2"))
+	m := server.Claims[0].Claim.Status.Allocation.Devices.Results[0].ConsumedCapacity["memory"]
+	fmt.Println("server records", m.String())
+	_ = c.Assume(server)
+
+	job := pod("job", "gpu=template:mem-4")
+	_, err := c.Place(ctx, job)
+	fmt.Println("job fits:", err == nil)
+	plan, p, _ := c.PlanHandBack(ctx, job)
+	for _, h := range plan {
+		fmt.Printf("%s gives back %s of %s %s\n", h.Claim, h.Amount.String(), h.Consumed.String(), h.Capacity)
+	}
+	fmt.Println("then job goes to", p.Node)
+	// Output:
+	// server records 6Gi
+	// job fits: false
+	// default/server-kv-cache-aaaa0 gives back 4Gi of 6Gi memory
+	// then job goes to n1
+}

@@ -229,12 +229,27 @@ func usableOn(claim *resourceapi.ResourceClaim, node *v1.Node) (bool, error) {
 // When the pod fits nowhere the error is a *[NoNodeError] (wrapping [ErrNoNode]); claims that cannot be
 // resolved give [ErrClaimNotFound], [ErrTemplateNotFound], [ErrPodGroupNotFound] or [ErrClaimNotUsable];
 // the allocator's input, budget and context errors are returned as they are.
+//
+// With Options.Preferred, new shares of devices with allowMultipleAllocations then record the largest
+// policy-valid amount up to the preferred one that fits next to the device's other shares; see
+// [Cluster.PlanHandBack] for getting it back.
 func (c *Cluster) Place(ctx context.Context, pod *v1.Pod) (*Placement, error) {
-	r, err := c.prepare(c.snap, pod)
+	return c.placeOn(ctx, c.snap, pod, true)
+}
+
+func (c *Cluster) placeOn(ctx context.Context, snap *allocator.Snapshot, pod *v1.Pod, grow bool) (*Placement, error) {
+	r, err := c.prepare(snap, pod)
 	if err != nil {
 		return nil, err
 	}
-	return c.place(ctx, c.snap, r, c.snap.Nodes())
+	p, err := c.place(ctx, snap, r, snap.Nodes())
+	if err != nil || !grow {
+		return p, err
+	}
+	if err := c.grow(snap, p); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *request, nodes []*v1.Node) (*Placement, error) {
