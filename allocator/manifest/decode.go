@@ -201,15 +201,21 @@ func yamlToJSON(doc []byte) ([]byte, []string, error) {
 }
 
 var (
-	schemeOnce sync.Once
-	scheme     *runtime.Scheme
-	serializer *jsonserializer.Serializer
+	schemeOnce    sync.Once
+	theScheme     *runtime.Scheme
+	theSerializer *jsonserializer.Serializer
 )
+
+// scheme returns the scheme of every type the loader reads.
+func scheme() *runtime.Scheme {
+	s, _ := codec()
+	return s
+}
 
 // codec returns the scheme of every type the loader reads and a strict JSON serializer over it.
 func codec() (*runtime.Scheme, *jsonserializer.Serializer) {
 	schemeOnce.Do(func() {
-		scheme = runtime.NewScheme()
+		scheme := runtime.NewScheme()
 		for _, add := range []func(*runtime.Scheme) error{
 			corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
 			resourceapi.AddToScheme, resourcev1beta1.AddToScheme, resourcev1beta2.AddToScheme,
@@ -220,10 +226,11 @@ func codec() (*runtime.Scheme, *jsonserializer.Serializer) {
 				panic(err)
 			}
 		}
-		serializer = jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, scheme, scheme,
+		theScheme = scheme
+		theSerializer = jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, scheme, scheme,
 			jsonserializer.SerializerOptions{Strict: true})
 	})
-	return scheme, serializer
+	return theScheme, theSerializer
 }
 
 type decoder struct {
