@@ -1,0 +1,853 @@
+package manifest
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+)
+
+func decodeString(t *testing.T, input string, opts Options) *Objects {
+	t.Helper()
+	objs, err := Decode(strings.NewReader(input), "input.yaml", opts)
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	return objs
+}
+
+// TestDecodeKinds reads one object of every kind and version and checks where it lands and that
+// it arrives in the version the loader hands out, with its content.
+func TestDecodeKinds(t *testing.T) {
+	cases := []struct {
+		name  string
+		input string
+		check func(t *testing.T, o *Objects)
+	}{
+		{"Pod v1", `
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ns}
+spec:
+  containers: [{name: c, image: i}]
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: t}]`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.Pods)
+				equal(t, o.Pods[0].Spec.ResourceClaims[0].ResourceClaimTemplateName, ptr.To("t"))
+			}},
+		{"Node v1", `
+apiVersion: v1
+kind: Node
+metadata: {name: node-1, labels: {zone: a}}`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.Nodes)
+				equal(t, o.Nodes[0].Labels["zone"], "a")
+			}},
+		{"ResourceSlice v1", `
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s}
+spec:
+  driver: d
+  nodeName: node-1
+  pool: {name: p, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    capacity: {memory: {value: 80Gi}}`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.Slices)
+				s := o.Slices[0]
+				equal(t, s.APIVersion, "resource.k8s.io/v1")
+				equal(t, s.Spec.NodeName, ptr.To("node-1"))
+				q := s.Spec.Devices[0].Capacity["memory"].Value
+				equal(t, q.String(), "80Gi")
+			}},
+		{"ResourceSlice v1beta2", `
+apiVersion: resource.k8s.io/v1beta2
+kind: ResourceSlice
+metadata: {name: s}
+spec:
+  driver: d
+  allNodes: true
+  pool: {name: p, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    attributes: {model: {string: h200}}`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.Slices)
+				s := o.Slices[0]
+				equal(t, s.APIVersion, "resource.k8s.io/v1")
+				equal(t, s.Spec.AllNodes, ptr.To(true))
+				equal(t, s.Spec.Devices[0].Attributes["model"].StringValue, ptr.To("h200"))
+			}},
+		{"ResourceSlice v1beta1: basic fields move into the device, nodeName becomes a pointer", `
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceSlice
+metadata: {name: s}
+spec:
+  driver: d
+  nodeName: node-1
+  pool: {name: p, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    basic:
+      attributes: {model: {string: h200}}
+      capacity: {memory: {value: 80Gi}}`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.Slices)
+				s := o.Slices[0]
+				equal(t, s.APIVersion, "resource.k8s.io/v1")
+				equal(t, s.Spec.NodeName, ptr.To("node-1"))
+				equal(t, s.Spec.AllNodes, (*bool)(nil))
+				equal(t, s.Spec.Devices[0].Name, "gpu-0")
+				equal(t, s.Spec.Devices[0].Attributes["model"].StringValue, ptr.To("h200"))
+				q := s.Spec.Devices[0].Capacity["memory"].Value
+				equal(t, q.String(), "80Gi")
+			}},
+		{"ResourceSlice v1beta1: allNodes true stays, an empty nodeName becomes unset", `
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceSlice
+metadata: {name: s}
+spec:
+  driver: d
+  allNodes: true
+  nodeName: ""
+  pool: {name: p, generation: 1, resourceSliceCount: 1}`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.Slices)
+				equal(t, o.Slices[0].Spec.AllNodes, ptr.To(true))
+				equal(t, o.Slices[0].Spec.NodeName, (*string)(nil))
+			}},
+		{"DeviceClass v1", `
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec:
+  selectors: [{cel: {expression: "device.driver == 'd'"}}]`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.Classes)
+				equal(t, o.Classes[0].Spec.Selectors[0].CEL.Expression, "device.driver == 'd'")
+			}},
+		{"DeviceClass v1beta2", `
+apiVersion: resource.k8s.io/v1beta2
+kind: DeviceClass
+metadata: {name: gpu}
+spec:
+  extendedResourceName: example.com/gpu`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.Classes)
+				equal(t, o.Classes[0].APIVersion, "resource.k8s.io/v1")
+				equal(t, o.Classes[0].Spec.ExtendedResourceName, ptr.To("example.com/gpu"))
+			}},
+		{"DeviceClass v1beta1", `
+apiVersion: resource.k8s.io/v1beta1
+kind: DeviceClass
+metadata: {name: gpu}
+spec:
+  selectors: [{cel: {expression: "true"}}]`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.Classes)
+				equal(t, o.Classes[0].APIVersion, "resource.k8s.io/v1")
+				equal(t, o.Classes[0].Spec.Selectors[0].CEL.Expression, "true")
+			}},
+		{"ResourceClaim v1", `
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: c, namespace: ns}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: gpu, count: 2}`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.Claims)
+				equal(t, o.Claims[0].Spec.Devices.Requests[0].Exactly.Count, int64(2))
+			}},
+		{"ResourceClaim v1beta2", `
+apiVersion: resource.k8s.io/v1beta2
+kind: ResourceClaim
+metadata: {name: c, namespace: ns}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      firstAvailable: [{name: big, deviceClassName: big}, {name: small, deviceClassName: small}]`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.Claims)
+				c := o.Claims[0]
+				equal(t, c.APIVersion, "resource.k8s.io/v1")
+				equal(t, c.Spec.Devices.Requests[0].FirstAvailable[1].DeviceClassName, "small")
+			}},
+		{"ResourceClaim v1beta1: the inline fields of a request become exactly", `
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceClaim
+metadata: {name: c, namespace: ns}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      deviceClassName: gpu
+      selectors: [{cel: {expression: "true"}}]
+      allocationMode: ExactCount
+      count: 3
+      adminAccess: false
+      tolerations: [{key: k, operator: Exists}]
+    - name: alt
+      firstAvailable: [{name: a, deviceClassName: a}]
+    constraints: [{matchAttribute: example.com/numa}]
+    config: [{opaque: {driver: d, parameters: {a: 1}}}]`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.Claims)
+				c := o.Claims[0]
+				equal(t, c.APIVersion, "resource.k8s.io/v1")
+				want := resourceapi.ExactDeviceRequest{
+					DeviceClassName: "gpu",
+					Selectors:       []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: "true"}}},
+					AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
+					Count:           3,
+					AdminAccess:     ptr.To(false),
+					Tolerations:     []resourceapi.DeviceToleration{{Key: "k", Operator: resourceapi.DeviceTolerationOpExists}},
+				}
+				equal(t, *c.Spec.Devices.Requests[0].Exactly, want)
+				equal(t, c.Spec.Devices.Requests[0].FirstAvailable, []resourceapi.DeviceSubRequest(nil))
+				equal(t, c.Spec.Devices.Requests[1].Exactly, (*resourceapi.ExactDeviceRequest)(nil))
+				equal(t, c.Spec.Devices.Requests[1].FirstAvailable[0].Name, "a")
+				equal(t, *c.Spec.Devices.Constraints[0].MatchAttribute, resourceapi.FullyQualifiedName("example.com/numa"))
+				equal(t, string(c.Spec.Devices.Config[0].Opaque.Parameters.Raw), `{"a":1}`)
+			}},
+		{"ResourceClaimTemplate v1", `
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: t, namespace: ns}
+spec:
+  metadata: {labels: {a: b}}
+  spec:
+    devices:
+      requests: [{name: gpu, exactly: {deviceClassName: gpu}}]`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.Templates)
+				equal(t, o.Templates[0].Spec.Labels["a"], "b")
+			}},
+		{"ResourceClaimTemplate v1beta2", `
+apiVersion: resource.k8s.io/v1beta2
+kind: ResourceClaimTemplate
+metadata: {name: t, namespace: ns}
+spec:
+  spec:
+    devices:
+      requests: [{name: gpu, exactly: {deviceClassName: gpu}}]`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.Templates)
+				equal(t, o.Templates[0].APIVersion, "resource.k8s.io/v1")
+				equal(t, o.Templates[0].Spec.Spec.Devices.Requests[0].Exactly.DeviceClassName, "gpu")
+			}},
+		{"ResourceClaimTemplate v1beta1", `
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceClaimTemplate
+metadata: {name: t, namespace: ns}
+spec:
+  metadata: {annotations: {a: b}}
+  spec:
+    devices:
+      requests: [{name: gpu, deviceClassName: gpu}]`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.Templates)
+				tmpl := o.Templates[0]
+				equal(t, tmpl.APIVersion, "resource.k8s.io/v1")
+				equal(t, tmpl.Spec.Annotations["a"], "b")
+				equal(t, tmpl.Spec.Spec.Devices.Requests[0].Exactly.DeviceClassName, "gpu")
+			}},
+		{"DeviceTaintRule v1", `
+apiVersion: resource.k8s.io/v1
+kind: DeviceTaintRule
+metadata: {name: r}
+spec:
+  deviceSelector: {driver: d}
+  taint: {key: k, effect: NoExecute}`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.TaintRules)
+				equal(t, o.TaintRules[0].Spec.Taint.Effect, resourceapi.DeviceTaintEffectNoExecute)
+			}},
+		{"DeviceTaintRule v1beta2", `
+apiVersion: resource.k8s.io/v1beta2
+kind: DeviceTaintRule
+metadata: {name: r}
+spec:
+  deviceSelector: {pool: p}
+  taint: {key: k, effect: NoSchedule}`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.TaintRules)
+				equal(t, o.TaintRules[0].APIVersion, "resource.k8s.io/v1")
+				equal(t, o.TaintRules[0].Spec.DeviceSelector.Pool, ptr.To("p"))
+			}},
+		{"DeviceTaintRule v1alpha3", `
+apiVersion: resource.k8s.io/v1alpha3
+kind: DeviceTaintRule
+metadata: {name: r}
+spec:
+  deviceSelector: {device: gpu-0}
+  taint: {key: k, value: v, effect: None}`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.TaintRules)
+				equal(t, o.TaintRules[0].APIVersion, "resource.k8s.io/v1")
+				equal(t, o.TaintRules[0].Spec.Taint.Value, "v")
+			}},
+		{"PodGroup v1beta1", `
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: g, namespace: ns}
+spec:
+  schedulingPolicy: {gang: {minCount: 4}}
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: t}]`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.PodGroups)
+				equal(t, o.PodGroups[0].Spec.SchedulingPolicy.Gang.MinCount, int32(4))
+			}},
+		{"PodGroup v1alpha3", `
+apiVersion: scheduling.k8s.io/v1alpha3
+kind: PodGroup
+metadata: {name: g, namespace: ns}
+spec:
+  schedulingPolicy: {gang: {minCount: 2}}`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.PodGroups)
+				equal(t, o.PodGroups[0].APIVersion, "scheduling.k8s.io/v1beta1")
+				equal(t, o.PodGroups[0].Spec.SchedulingPolicy.Gang.MinCount, int32(2))
+			}},
+		{"Workload v1beta1", `
+apiVersion: scheduling.k8s.io/v1beta1
+kind: Workload
+metadata: {name: w, namespace: ns}
+spec:
+  podGroupTemplates: [{name: workers, schedulingPolicy: {basic: {}}}]`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.Workloads)
+				equal(t, o.Workloads[0].Spec.PodGroupTemplates[0].Name, "workers")
+			}},
+		{"Workload v1alpha3", `
+apiVersion: scheduling.k8s.io/v1alpha3
+kind: Workload
+metadata: {name: w, namespace: ns}
+spec:
+  podGroupTemplates: [{name: workers, schedulingPolicy: {gang: {minCount: 8}}}]`,
+			func(t *testing.T, o *Objects) {
+				one(t, o.Workloads)
+				equal(t, o.Workloads[0].APIVersion, "scheduling.k8s.io/v1beta1")
+				equal(t, o.Workloads[0].Spec.PodGroupTemplates[0].SchedulingPolicy.Gang.MinCount, int32(8))
+			}},
+		{"Deployment becomes its pods", `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: ns}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: i}]}`,
+			func(t *testing.T, o *Objects) {
+				equal(t, len(o.Pods), 3)
+				src, _ := o.Source(o.Pods[0])
+				equal(t, src.Owner, "Deployment ns/web")
+			}},
+		{"Job becomes its pods", `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: train, namespace: ns}
+spec:
+  parallelism: 2
+  template:
+    spec: {restartPolicy: Never, containers: [{name: c, image: i}]}`,
+			func(t *testing.T, o *Objects) { equal(t, len(o.Pods), 2) }},
+		{"StatefulSet becomes its pods", `
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: ns}
+spec:
+  replicas: 2
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: c, image: i}]}`,
+			func(t *testing.T, o *Objects) {
+				equal(t, len(o.Pods), 2)
+				equal(t, o.Pods[1].Name, "db-1")
+			}},
+		{"ReplicaSet becomes its pods", `
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: rs, namespace: ns}
+spec:
+  selector: {matchLabels: {app: x}}
+  template:
+    metadata: {labels: {app: x}}
+    spec: {containers: [{name: c, image: i}]}`,
+			func(t *testing.T, o *Objects) { equal(t, len(o.Pods), 1) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := decodeString(t, tc.input, Options{NoDefaults: true})
+			tc.check(t, objs)
+			if objs.Len() != max(1, len(objs.Pods)) {
+				t.Errorf("got %d objects, want only the one of the kind", objs.Len())
+			}
+		})
+	}
+}
+
+func one[T any](t *testing.T, list []T) {
+	t.Helper()
+	if len(list) != 1 {
+		t.Fatalf("got %d objects, want 1", len(list))
+	}
+}
+
+func equal[T any](t *testing.T, got, want T) {
+	t.Helper()
+	if !apiequality.Semantic.DeepEqual(got, want) {
+		t.Errorf("got %#v, want %#v", got, want)
+	}
+}
+
+// names lists the objects as "Kind namespace/name" with their sources, in the order of each kind.
+func names(o *Objects) []string {
+	var out []string
+	add := func(obj runtime.Object) {
+		src, _ := o.Source(obj)
+		out = append(out, objectName(obj, nil)+" @ "+src.String())
+	}
+	for _, p := range o.Pods {
+		add(p)
+	}
+	for _, c := range o.Claims {
+		add(c)
+	}
+	for _, c := range o.Classes {
+		add(c)
+	}
+	return out
+}
+
+// TestDecodeForms reads the same objects as kubectl writes them in every form: a YAML stream, a
+// List in YAML and in JSON, a JSON stream, a typed list; the order is the input's and each object
+// knows its document and item.
+func TestDecodeForms(t *testing.T) {
+	cases := []struct {
+		name  string
+		input string
+		want  []string
+	}{
+		{"YAML stream with comments and empty documents", `# leading comment
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: a, namespace: ns}
+---
+# only a comment
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: c, namespace: ns}
+spec: {devices: {requests: []}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: b, namespace: ns}
+`, []string{
+			"Pod ns/a @ input.yaml: document 1",
+			"Pod ns/b @ input.yaml: document 3",
+			"ResourceClaim ns/c @ input.yaml: document 2",
+		}},
+		{"YAML List as kubectl get -o yaml writes it", `
+apiVersion: v1
+kind: List
+metadata: {resourceVersion: ""}
+items:
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: a, namespace: ns}
+- apiVersion: resource.k8s.io/v1beta1
+  kind: ResourceClaim
+  metadata: {name: c, namespace: ns}
+  spec: {devices: {requests: [{name: r, deviceClassName: x}]}}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: b, namespace: ns}
+`, []string{
+			"Pod ns/a @ input.yaml: document 1, item 1",
+			"Pod ns/b @ input.yaml: document 1, item 3",
+			"ResourceClaim ns/c @ input.yaml: document 1, item 2",
+		}},
+		{"JSON List as kubectl get -o json writes it", `{
+    "apiVersion": "v1",
+    "items": [
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "ns"}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"}}
+    ],
+    "kind": "List",
+    "metadata": {"resourceVersion": ""}
+}`, []string{
+			"Pod ns/a @ input.yaml: document 1, item 1",
+			"DeviceClass gpu @ input.yaml: document 1, item 2",
+		}},
+		{"JSON stream of objects", `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "ns"}}
+{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"}}
+  {"apiVersion": "v1", "kind": "List", "items": [
+    {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "b", "namespace": "ns"}}]}`, []string{
+			"Pod ns/a @ input.yaml: document 1",
+			"Pod ns/b @ input.yaml: document 3, item 1",
+			"DeviceClass gpu @ input.yaml: document 2",
+		}},
+		{"typed list as the API returns it", `
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimList
+items:
+- metadata: {name: c1, namespace: ns}
+  spec: {devices: {requests: []}}
+- metadata: {name: c2, namespace: ns}
+  spec: {devices: {requests: []}}
+`, []string{
+			"ResourceClaim ns/c1 @ input.yaml: document 1, item 1",
+			"ResourceClaim ns/c2 @ input.yaml: document 1, item 2",
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := decodeString(t, tc.input, Options{})
+			if got := names(objs); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestDecodeErrors checks that every error names the file, the document, the object and the field.
+func TestDecodeErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		input string
+		opts  Options
+		want  []string // the lines of the error message
+		is    error
+	}{
+		{"unknown field deep in a request", `
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ns}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: train, namespace: ns}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: gpu, cont: 1}
+`, Options{}, []string{
+			"input.yaml: document 2: ResourceClaim ns/train: spec.devices.requests[0].exactly.cont: unknown field",
+		}, ErrUnknownField},
+		{"unknown field of a v1beta1 object names the path in v1beta1", `
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceSlice
+metadata: {name: s}
+spec:
+  driver: d
+  pool: {name: p, generation: 1, resourceSliceCount: 1}
+  devices: [{name: g, basic: {atributes: {}}}]
+`, Options{}, []string{
+			"input.yaml: document 1: ResourceSlice s: spec.devices[0].basic.atributes: unknown field",
+		}, ErrUnknownField},
+		{"two unknown fields are two errors", `
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu, nmae: x}
+spec: {selector: []}
+`, Options{}, []string{
+			"input.yaml: document 1: DeviceClass gpu: metadata.nmae: unknown field",
+			"input.yaml: document 1: DeviceClass gpu: spec.selector: unknown field",
+		}, ErrUnknownField},
+		{"duplicate field in YAML", `
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: c, namespace: ns}
+spec:
+  devices:
+    requests:
+    - name: a
+      name: b
+      exactly: {deviceClassName: gpu}
+`, Options{}, []string{
+			"input.yaml: document 1: ResourceClaim ns/c: spec.devices.requests[0].name: duplicate field",
+		}, ErrDuplicateField},
+		{"duplicate field in JSON", `{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n", "labels": {"a": "1"}, "labels": {"b": "2"}}}`,
+			Options{}, []string{
+				"input.yaml: document 1: Node n: metadata.labels: duplicate field",
+			}, ErrDuplicateField},
+		{"unknown field in an item of a List", `
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: a}
+- apiVersion: v1
+  kind: Node
+  metadata: {name: b}
+  spec: {unschedulable: true, taint: []}
+`, Options{}, []string{
+			"input.yaml: document 1, item 2: Node b: spec.taint: unknown field",
+		}, ErrUnknownField},
+		{"unknown kind", `
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ns}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns}
+`, Options{}, []string{
+			"input.yaml: document 2: Namespace ns: unknown kind v1 Namespace",
+		}, ErrUnknownKind},
+		{"custom resource", `
+apiVersion: resource.nvidia.com/v1beta1
+kind: ComputeDomain
+metadata: {name: cd}
+`, Options{}, []string{
+			"input.yaml: document 1: unknown kind resource.nvidia.com/v1beta1 ComputeDomain",
+		}, ErrUnknownKind},
+		{"a kind of the scheme the loader does not read", `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cm, namespace: ns}
+`, Options{}, []string{
+			"input.yaml: document 1: ConfigMap ns/cm: unknown kind v1 ConfigMap",
+		}, ErrUnknownKind},
+		{"value of the wrong type", `
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: c, namespace: ns}
+spec: {devices: {requests: [{name: a, exactly: {deviceClassName: gpu, count: many}}]}}
+`, Options{}, nil, ErrDecode},
+		{"missing kind", `
+apiVersion: v1
+metadata: {name: p}
+`, Options{}, []string{
+			"input.yaml: document 1: kind: cannot decode: required field is missing",
+		}, ErrDecode},
+		{"YAML syntax error", "apiVersion: v1\nkind: Pod\n  metadata: [\n", Options{}, nil, ErrDecode},
+		{"Validate refuses an object", `
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+`, Options{Validate: func(obj runtime.Object) error {
+			return errors.New("spec.selectors: required value")
+		}}, []string{
+			"input.yaml: document 1: DeviceClass gpu: invalid object: spec.selectors: required value",
+		}, ErrInvalid},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode(strings.NewReader(tc.input), "input.yaml", tc.opts)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !errors.Is(err, tc.is) {
+				t.Errorf("error %q does not wrap %q", err, tc.is)
+			}
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Errorf("error %q is not an *Error", err)
+			}
+			if tc.want != nil {
+				if got := strings.Split(err.Error(), "\n"); !reflect.DeepEqual(got, tc.want) {
+					t.Errorf("got\n%s\nwant\n%s", err, strings.Join(tc.want, "\n"))
+				}
+			} else if !strings.HasPrefix(err.Error(), "input.yaml: document 1: ") {
+				t.Errorf("error %q does not name the file and document", err)
+			}
+		})
+	}
+}
+
+func TestDecodeSkipUnknown(t *testing.T) {
+	objs := decodeString(t, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ns}
+`, Options{SkipUnknown: true})
+	one(t, objs.Pods)
+	want := []Skipped{
+		{Source: Source{File: "input.yaml", Document: 1}, Kind: "v1 Namespace"},
+		{Source: Source{File: "input.yaml", Document: 2}, Kind: "example.com/v1 Widget"},
+	}
+	equal(t, objs.Skipped, want)
+}
+
+func TestDecodeNamespace(t *testing.T) {
+	input := `
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: q, namespace: other}
+`
+	for _, tc := range []struct {
+		namespace, want string
+	}{{"", "default"}, {"team-a", "team-a"}} {
+		objs := decodeString(t, input, Options{Namespace: tc.namespace})
+		equal(t, objs.Pods[0].Namespace, tc.want)
+		equal(t, objs.Pods[1].Namespace, "other")
+		equal(t, objs.Classes[0].Namespace, "") // cluster-scoped
+	}
+}
+
+func TestDecodeDefaultsAreOnByDefault(t *testing.T) {
+	input := `
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceClaim
+metadata: {name: c, namespace: ns}
+spec: {devices: {requests: [{name: gpu, deviceClassName: gpu}]}}
+`
+	got := decodeString(t, input, Options{}).Claims[0].Spec.Devices.Requests[0].Exactly
+	equal(t, got.AllocationMode, resourceapi.DeviceAllocationModeExactCount)
+	equal(t, got.Count, int64(1))
+	raw := decodeString(t, input, Options{NoDefaults: true}).Claims[0].Spec.Devices.Requests[0].Exactly
+	equal(t, raw.AllocationMode, resourceapi.DeviceAllocationMode(""))
+	equal(t, raw.Count, int64(0))
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod := func(name string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + ", namespace: ns}\n"
+	}
+	write("b.yaml", pod("b"))
+	write("a/z.yml", pod("z"))
+	write("a/y.json", `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "y", "namespace": "ns"}}`)
+	write("a/notes.txt", "not a manifest")
+	write("c.YAML", pod("c"))
+	file := filepath.Join(dir, "b.yaml")
+
+	objs, err := Load([]string{dir, "-", file}, Options{Stdin: strings.NewReader(pod("stdin"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range objs.Pods {
+		src, _ := objs.Source(p)
+		got = append(got, p.Name+" @ "+strings.TrimPrefix(src.File, dir+"/"))
+	}
+	want := []string{"y @ a/y.json", "z @ a/z.yml", "b @ b.yaml", "c @ c.YAML", "stdin @ -", "b @ b.yaml"}
+	equal(t, got, want)
+
+	if _, err := Load([]string{filepath.Join(dir, "missing.yaml")}, Options{}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: got %v, want an error wrapping os.ErrNotExist", err)
+	}
+}
+
+// TestDecodeDeterministic reads the same input twice and expects the same objects, names of
+// expanded pods included.
+func TestDecodeDeterministic(t *testing.T) {
+	input := `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: ns}
+spec:
+  replicas: 5
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: i}]}
+`
+	a := decodeString(t, input, Options{})
+	b := decodeString(t, input, Options{})
+	equal(t, a.Pods, b.Pods)
+}
+
+// TestDemoManifests loads the demo manifests of the DRA drivers. Every document is read or,
+// for the kinds Kubernetes 1.37 does not serve and the Namespaces, skipped; the claims, templates
+// and taint rules are as many as the files declare.
+func TestDemoManifests(t *testing.T) {
+	objs, err := Load([]string{"testdata/demo"}, Options{SkipUnknown: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range objs.Skipped {
+		switch s.Kind {
+		case "v1 Namespace", "scheduling.k8s.io/v1alpha2 PodGroup", "resource.k8s.io/v1alpha3 ResourceClaimTemplate":
+		default:
+			t.Errorf("%s: skipped %s", s.Source, s.Kind)
+		}
+	}
+	count := func(kind string) int {
+		n := 0
+		re := regexp.MustCompile(`(?m)^kind: ` + kind + `\s*$`)
+		files, err := manifestFiles("testdata/demo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(re.FindAll(data, -1))
+		}
+		return n
+	}
+	equal(t, len(objs.Claims), count("ResourceClaim"))
+	// One ResourceClaimTemplate is of resource.k8s.io/v1alpha3, which 1.37 does not serve.
+	equal(t, len(objs.Templates), count("ResourceClaimTemplate")-1)
+	equal(t, len(objs.TaintRules), count("DeviceTaintRule"))
+	if pods := count("Pod"); len(objs.Pods) <= pods {
+		t.Errorf("got %d pods, want more than the %d Pod documents: the Deployments have pods too", len(objs.Pods), pods)
+	}
+	for _, c := range objs.Claims {
+		for _, r := range c.Spec.Devices.Requests {
+			if r.Exactly == nil && r.FirstAvailable == nil {
+				t.Errorf("ResourceClaim %s/%s: request %s has neither exactly nor firstAvailable", c.Namespace, c.Name, r.Name)
+			}
+		}
+	}
+}
+
+func TestDemoManifestWithoutAPIVersion(t *testing.T) {
+	_, err := Load([]string{"testdata/bad/4-pod-not-scheduled.yaml"}, Options{})
+	want := "testdata/bad/4-pod-not-scheduled.yaml: document 1: Pod: apiVersion: cannot decode: required field is missing"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}
