@@ -418,7 +418,11 @@ func (d *decoder) file(obj runtime.Object, src Source) (runtime.Object, error) {
 			return nil, &Error{Source: src, Object: objectName(obj, nil), Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 		}
 	}
-	d.objs.add(obj, src)
+	if !d.objs.add(obj, src) {
+		// Not reached: readable admits only kinds that convert or expand to the ones add files.
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		return nil, &Error{Source: src, Object: objectName(obj, nil), Err: fmt.Errorf("%w %s", ErrUnknownKind, gvkString(&gvk))}
+	}
 	return obj, nil
 }
 

@@ -12,6 +12,12 @@
 //   - apps/v1 Deployments, ReplicaSets and StatefulSets and batch/v1 Jobs, expanded into the pods their
 //     controllers create (see [Expand]).
 //
+// Workloads read next to what a cluster already runs for them, as `kubectl get all -o yaml` writes a
+// Deployment with its ReplicaSets and their pods, are not doubled: a workload's expanded pods are
+// dropped when the input has pods that the workload controls, and a Deployment's when the input has
+// one of its ReplicaSets. Every object keeps its [Source]; the pods of a workload name it as their
+// owner.
+//
 // Decoding is strict, as kube-apiserver's with fieldValidation=Strict: an unknown or duplicate field is
 // an error. Every error is an *[Error] naming the file, the document, the object and the field path, and
 // wraps a sentinel ([ErrUnknownField], [ErrDuplicateField], [ErrUnknownKind], [ErrDecode]) for

@@ -172,8 +172,9 @@ func (o *Objects) finish() {
 	o.Pods = kept
 }
 
-// add files obj, a converted and defaulted v1 (v1beta1 for scheduling) object, under its kind.
-func (o *Objects) add(obj runtime.Object, src Source) {
+// add files obj, a converted and defaulted v1 (v1beta1 for scheduling) object, under its kind; it
+// reports false for an object of another kind.
+func (o *Objects) add(obj runtime.Object, src Source) bool {
 	switch obj := obj.(type) {
 	case *corev1.Pod:
 		o.Pods = append(o.Pods, obj)
@@ -194,10 +195,10 @@ func (o *Objects) add(obj runtime.Object, src Source) {
 	case *schedulingapi.Workload:
 		o.Workloads = append(o.Workloads, obj)
 	default:
-		// Unreachable: decodeObject hands over only the kinds above.
-		panic(fmt.Sprintf("manifest: no place for %T", obj))
+		return false
 	}
 	o.setSource(obj, src)
+	return true
 }
 
 func (o *Objects) setSource(obj runtime.Object, src Source) {
