@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -242,18 +243,23 @@ type decoder struct {
 func (d *decoder) document(data []byte, src Source, dups ...string) error {
 	_, ser := codec()
 	obj, gvk, err := ser.Decode(data, nil, nil)
-	if err := d.decodeError(obj, gvk, err, src, dups); err != nil || obj == nil {
-		return err
-	}
-	if list, ok := obj.(*corev1.List); ok {
+	if list, ok := obj.(*corev1.List); ok && err == nil {
+		// The items of a List are decoded one by one, each with the duplicate keys found in it.
+		listDups, itemDups := splitItemPaths(dups)
+		if err := d.decodeError(obj, gvk, nil, src, listDups); err != nil {
+			return err
+		}
 		for i := range list.Items {
 			item := src
 			item.Item = i + 1
-			if err := d.document(list.Items[i].Raw, item); err != nil {
+			if err := d.document(list.Items[i].Raw, item, itemDups[i]...); err != nil {
 				return err
 			}
 		}
 		return nil
+	}
+	if err := d.decodeError(obj, gvk, err, src, dups); err != nil || obj == nil {
+		return err
 	}
 	if meta.IsListType(obj) {
 		// A typed list (PodList, ResourceClaimList) as the API returns it; its items carry no
@@ -305,7 +311,59 @@ func (d *decoder) decodeError(obj runtime.Object, gvk *schema.GroupVersionKind, 
 	default:
 		errs = append(errs, &Error{Source: src, Object: object, Err: fmt.Errorf("%w: %v", ErrDecode, err)})
 	}
+	if obj != nil && meta.IsListType(obj) {
+		for _, e := range errs {
+			inItem(e.(*Error), obj, gvk)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// splitItemPaths sorts the field paths of a List into those of the List itself and those of each
+// item, relative to the item.
+func splitItemPaths(paths []string) (list []string, items map[int][]string) {
+	items = make(map[int][]string)
+	for _, p := range paths {
+		if i, rest, ok := itemPath(p); ok {
+			items[i] = append(items[i], rest)
+		} else {
+			list = append(list, p)
+		}
+	}
+	return list, items
+}
+
+// itemPath splits "items[3].spec.x" into 3 and "spec.x".
+func itemPath(path string) (int, string, bool) {
+	rest, ok := strings.CutPrefix(path, "items[")
+	if !ok {
+		return 0, "", false
+	}
+	index, rest, ok := strings.Cut(rest, "]")
+	if !ok {
+		return 0, "", false
+	}
+	i, err := strconv.Atoi(index)
+	if err != nil || i < 0 {
+		return 0, "", false
+	}
+	return i, strings.TrimPrefix(rest, "."), true
+}
+
+// inItem moves an error in an item of a typed list (ResourceClaimList) to that item: its source
+// names the item and its object is the item's kind and name.
+func inItem(e *Error, list runtime.Object, gvk *schema.GroupVersionKind) {
+	i, rest, ok := itemPath(e.Field)
+	if !ok {
+		return
+	}
+	e.Source.Item = i + 1
+	e.Field = rest
+	e.Object = ""
+	if items, err := meta.ExtractList(list); err == nil && i < len(items) && gvk != nil {
+		kind := gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List"))
+		e.Object = objectName(items[i], &kind)
+	}
 }
 
 func gvkString(gvk *schema.GroupVersionKind) string {

@@ -606,6 +606,30 @@ items:
 `, Options{}, []string{
 			"input.yaml: document 1, item 2: Node b: spec.taint: unknown field",
 		}, ErrUnknownField},
+		{"duplicate field in an item of a List", `
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: a}
+- apiVersion: v1
+  kind: Node
+  metadata: {name: b, labels: {x: "1", x: "2"}}
+`, Options{}, []string{
+			"input.yaml: document 1, item 2: Node b: metadata.labels.x: duplicate field",
+		}, ErrDuplicateField},
+		{"unknown field in an item of a typed list", `
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimList
+items:
+- metadata: {name: c1, namespace: ns}
+  spec: {devices: {requests: []}}
+- metadata: {name: c2, namespace: ns}
+  spec: {devices: {request: []}}
+`, Options{}, []string{
+			"input.yaml: document 1, item 2: ResourceClaim ns/c2: spec.devices.request: unknown field",
+		}, ErrUnknownField},
 		{"unknown kind", `
 apiVersion: v1
 kind: Pod
