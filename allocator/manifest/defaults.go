@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -24,6 +25,9 @@ import (
 //     (For a DeviceTaintRule kube-apiserver's update strategy also moves timeAdded to the time of an
 //     update that changes the effect; that is not a default and Default does not do it.)
 //   - DeviceClass has no defaulted field.
+//   - A scheduling.k8s.io PodGroup's spec.disruptionMode becomes {single: {}} when unset (its
+//     +default marker); nothing else of PodGroups and Workloads is defaulted. Their priority and
+//     preemptionPolicy are set by admission, not by defaults, and are left alone.
 //
 // What kube-apiserver's strategies do on create (a new ResourceClaim's or DeviceTaintRule's status is
 // cleared, metadata.generation becomes 1) is not applied: manifests read from a cluster carry the
@@ -32,7 +36,9 @@ import (
 // Pods get the defaults the scheduler's decisions depend on, from k8s.io/kubernetes
 // pkg/apis/core/v1/defaults.go: a container's or init container's resources.requests takes the value
 // of resources.limits for every resource that has a limit but no request, and spec.schedulerName
-// becomes "default-scheduler" when it is empty. Other kinds are returned as copies without change.
+// becomes "default-scheduler" when it is empty. Pod-level spec.resources and the defaults that do
+// not bear on scheduling (restartPolicy, dnsPolicy, image pull policy, ...) are not applied. Other
+// kinds (Nodes) are returned as copies without change.
 func Default(obj runtime.Object, now time.Time) runtime.Object {
 	obj = obj.DeepCopyObject()
 	switch obj := obj.(type) {
@@ -53,6 +59,10 @@ func Default(obj runtime.Object, now time.Time) runtime.Object {
 		}
 	case *resourceapi.DeviceTaintRule:
 		defaultTaint(&obj.Spec.Taint, now)
+	case *schedulingapi.PodGroup:
+		if obj.Spec.DisruptionMode == nil {
+			obj.Spec.DisruptionMode = &schedulingapi.DisruptionMode{Single: &schedulingapi.SingleDisruptionMode{}}
+		}
 	case *corev1.Pod:
 		defaultPod(obj)
 	}

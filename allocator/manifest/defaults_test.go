@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,6 +113,12 @@ func TestDefault(t *testing.T) {
 			rule(&earlier), rule(&earlier)},
 		{"device class: nothing to default", now,
 			&resourceapi.DeviceClass{Spec: resourceapi.DeviceClassSpec{}}, &resourceapi.DeviceClass{Spec: resourceapi.DeviceClassSpec{}}},
+		{"pod group: no disruption mode is Single", now,
+			&schedulingapi.PodGroup{},
+			&schedulingapi.PodGroup{Spec: schedulingapi.PodGroupSpec{DisruptionMode: &schedulingapi.DisruptionMode{Single: &schedulingapi.SingleDisruptionMode{}}}}},
+		{"pod group: a disruption mode is kept", now,
+			&schedulingapi.PodGroup{Spec: schedulingapi.PodGroupSpec{DisruptionMode: &schedulingapi.DisruptionMode{All: &schedulingapi.AllDisruptionMode{}}}},
+			&schedulingapi.PodGroup{Spec: schedulingapi.PodGroupSpec{DisruptionMode: &schedulingapi.DisruptionMode{All: &schedulingapi.AllDisruptionMode{}}}}},
 		{"pod: requests default to limits, requests given are kept", now,
 			pod(corev1.ResourceList{"example.com/gpu": gpu, corev1.ResourceMemory: mem}, corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}, ""),
 			pod(corev1.ResourceList{"example.com/gpu": gpu, corev1.ResourceMemory: mem},
