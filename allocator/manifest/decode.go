@@ -61,18 +61,16 @@ type Options struct {
 // Load reads the manifests at paths, in the order given: a file, a directory (every .yaml, .yml
 // and .json file below it, recursively, in lexical order), or "-" for stdin.
 func Load(paths []string, opts Options) (*Objects, error) {
-	all := &Objects{}
+	d := newDecoder(opts)
 	for _, path := range paths {
 		if path == "-" {
 			stdin := opts.Stdin
 			if stdin == nil {
 				stdin = os.Stdin
 			}
-			objs, err := decode(stdin, "-", opts)
-			if err != nil {
+			if err := d.stream(stdin, "-"); err != nil {
 				return nil, err
 			}
-			all.Append(objs)
 			continue
 		}
 		files, err := manifestFiles(path)
@@ -80,15 +78,15 @@ func Load(paths []string, opts Options) (*Objects, error) {
 			return nil, err
 		}
 		for _, file := range files {
-			objs, err := decodeFile(file, opts)
-			if err != nil {
+			if err := d.file(file); err != nil {
 				return nil, err
 			}
-			all.Append(objs)
 		}
 	}
-	all.finish()
-	return all, nil
+	if err := d.finish(); err != nil {
+		return nil, err
+	}
+	return d.objs, nil
 }
 
 func manifestFiles(path string) ([]string, error) {
@@ -117,31 +115,37 @@ func manifestFiles(path string) ([]string, error) {
 	return files, err
 }
 
-func decodeFile(file string, opts Options) (*Objects, error) {
+func (d *decoder) file(file string) error {
 	f, err := os.Open(file)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
-	return decode(f, file, opts)
+	return d.stream(f, file)
 }
 
 // Decode reads one stream of manifests: YAML documents separated by "---" or JSON objects one
 // after the other, each an object or a List of objects. name is the file name errors report.
 func Decode(r io.Reader, name string, opts Options) (*Objects, error) {
-	objs, err := decode(r, name, opts)
-	if err != nil {
+	d := newDecoder(opts)
+	if err := d.stream(r, name); err != nil {
 		return nil, err
 	}
-	objs.finish()
-	return objs, nil
+	if err := d.finish(); err != nil {
+		return nil, err
+	}
+	return d.objs, nil
 }
 
-func decode(r io.Reader, name string, opts Options) (*Objects, error) {
-	d := &decoder{opts: opts, objs: &Objects{}}
-	if d.opts.Namespace == "" {
-		d.opts.Namespace = corev1.NamespaceDefault
+func newDecoder(opts Options) *decoder {
+	if opts.Namespace == "" {
+		opts.Namespace = corev1.NamespaceDefault
 	}
+	return &decoder{opts: opts, objs: &Objects{}}
+}
+
+// stream decodes the documents of one stream into d.objs.
+func (d *decoder) stream(r io.Reader, name string) error {
 	reader, _, isJSON := utilyaml.GuessJSONStream(r, 4096)
 	src := Source{File: name}
 	if isJSON {
@@ -152,14 +156,14 @@ func decode(r io.Reader, name string, opts Options) (*Objects, error) {
 				break
 			} else if err != nil {
 				src.Document++
-				return nil, &Error{Source: src, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
+				return &Error{Source: src, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
 			}
 			src.Document++
 			if err := d.document(raw, src); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		return d.objs, nil
+		return nil
 	}
 	docs := utilyaml.NewYAMLReader(bufio.NewReader(reader))
 	for {
@@ -167,21 +171,21 @@ func decode(r io.Reader, name string, opts Options) (*Objects, error) {
 		if err == io.EOF {
 			break
 		} else if err != nil {
-			return nil, &Error{Source: Source{File: name, Document: src.Document + 1}, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
+			return &Error{Source: Source{File: name, Document: src.Document + 1}, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
 		}
 		data, dups, err := yamlToJSON(doc)
 		if err != nil {
-			return nil, &Error{Source: Source{File: name, Document: src.Document + 1}, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
+			return &Error{Source: Source{File: name, Document: src.Document + 1}, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
 		}
 		if data == nil {
 			continue // only comments or whitespace
 		}
 		src.Document++
 		if err := d.document(data, src, dups...); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return d.objs, nil
+	return nil
 }
 
 // yamlToJSON converts a YAML document to JSON, and returns the paths of keys given twice in one
@@ -237,6 +241,12 @@ func codec() (*runtime.Scheme, *jsonserializer.Serializer) {
 type decoder struct {
 	opts Options
 	objs *Objects
+	// expanded are the pods expanded from workloads, replicaSetsOf the Deployments whose
+	// ReplicaSets were read, and daemonSets the DaemonSets waiting for the Nodes; finish uses
+	// them.
+	expanded      map[*corev1.Pod]expansion
+	replicaSetsOf map[ownerKey]bool
+	daemonSets    []pending
 }
 
 // document decodes one JSON document: an object or a List.
@@ -444,26 +454,21 @@ func (d *decoder) object(obj runtime.Object, src Source) error {
 		}
 		if rs, ok := workload.(*appsv1.ReplicaSet); ok {
 			if ref := metav1.GetControllerOf(rs); ref != nil && ref.Kind == "Deployment" {
-				d.objs.markReplicaSetOf(ownerKey{"Deployment", rs.Namespace, ref.Name})
+				d.markReplicaSetOf(ownerKey{"Deployment", rs.Namespace, ref.Name})
 			}
 		}
-		for _, pod := range pods {
-			ref := metav1.GetControllerOf(pod)
-			e.controller = ownerKey{ref.Kind, pod.Namespace, ref.Name}
-			filed, err := d.file(pod, owner)
-			if err != nil {
-				return err
-			}
-			d.objs.markExpanded(filed.(*corev1.Pod), e)
-		}
+		return d.addExpanded(pods, owner, e)
+	case *appsv1.DaemonSet:
+		// Its pods depend on the Nodes, which may come later in the input.
+		d.daemonSets = append(d.daemonSets, pending{workload, src})
 		return nil
 	}
-	_, err = d.file(converted, src)
+	_, err = d.add(converted, src)
 	return err
 }
 
-// file defaults obj, validates it and adds it to the objects; it returns what it added.
-func (d *decoder) file(obj runtime.Object, src Source) (runtime.Object, error) {
+// add defaults obj, validates it and adds it to the objects; it returns what it added.
+func (d *decoder) add(obj runtime.Object, src Source) (runtime.Object, error) {
 	if !d.opts.NoDefaults {
 		var now time.Time
 		if d.opts.Now != nil {
@@ -496,7 +501,7 @@ func readable(obj runtime.Object) bool {
 		*resourcev1beta1.ResourceClaimTemplate, *resourcev1alpha3.DeviceTaintRule,
 		*schedulingapi.PodGroup, *schedulingapi.Workload,
 		*schedulingv1alpha3.PodGroup, *schedulingv1alpha3.Workload,
-		*appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *batchv1.Job:
+		*appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *appsv1.DaemonSet, *batchv1.Job:
 		return true
 	}
 	return false

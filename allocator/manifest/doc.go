@@ -10,7 +10,10 @@
 //     (v1, v1beta2, v1beta1) and DeviceTaintRules (v1, v1beta2, v1alpha3), all converted to v1;
 //   - scheduling.k8s.io PodGroups and Workloads (v1beta1, v1alpha3), converted to v1beta1;
 //   - apps/v1 Deployments, ReplicaSets and StatefulSets and batch/v1 Jobs, expanded into the pods their
-//     controllers create (see [Expand]).
+//     controllers create (see [Expand]), and apps/v1 DaemonSets, expanded into one pod for every Node
+//     of the input that the DaemonSet controller would run one on (its node selector and required
+//     node affinity match, its tolerations and the daemon tolerations cover the node's NoSchedule
+//     and NoExecute taints); a DaemonSet's pods follow the objects read as they are.
 //
 // Workloads read next to what a cluster already runs for them, as `kubectl get all -o yaml` writes a
 // Deployment with its ReplicaSets and their pods, are not doubled: a workload's expanded pods are
@@ -42,6 +45,8 @@
 //
 // # Imports
 //
-// The package may import k8s.io/api, k8s.io/apimachinery, sigs.k8s.io/yaml and the standard library;
-// it imports nothing of dralloc, so any part of it (and any user) can read manifests with it.
+// The package may import k8s.io/api, k8s.io/apimachinery, k8s.io/utils, k8s.io/component-helpers
+// (node affinity and taint matching), sigs.k8s.io/yaml, go.yaml.in/yaml/v3 (to find duplicate keys)
+// and the standard library; it imports nothing of dralloc, so any part of it (and any user) can read
+// manifests with it.
 package manifest

@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	schedulingapi "k8s.io/api/scheduling/v1beta1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -28,23 +26,6 @@ type Objects struct {
 	Skipped []Skipped
 
 	sources map[runtime.Object]Source
-	// expanded are the pods expanded from workloads, and replicaSetsOf the Deployments whose
-	// ReplicaSets were read; finish uses them to drop expansions the input already holds.
-	expanded      map[*corev1.Pod]expansion
-	replicaSetsOf map[ownerKey]bool
-}
-
-// ownerKey identifies a controller in a namespace.
-type ownerKey struct {
-	kind, namespace, name string
-}
-
-// expansion says which workload a pod was expanded from.
-type expansion struct {
-	// controller is the pod's controller: a ReplicaSet, StatefulSet or Job.
-	controller ownerKey
-	// deployment is the Deployment whose ReplicaSet controller is, for pods expanded from it.
-	deployment ownerKey
 }
 
 // Skipped is a document of a kind the loader does not read.
@@ -111,65 +92,6 @@ func (o *Objects) Append(other *Objects) {
 	for obj, s := range other.sources {
 		o.setSource(obj, s)
 	}
-	for pod, e := range other.expanded {
-		o.markExpanded(pod, e)
-	}
-	for d := range other.replicaSetsOf {
-		o.markReplicaSetOf(d)
-	}
-}
-
-func (o *Objects) markExpanded(pod *corev1.Pod, e expansion) {
-	if o.expanded == nil {
-		o.expanded = make(map[*corev1.Pod]expansion)
-	}
-	o.expanded[pod] = e
-}
-
-func (o *Objects) markReplicaSetOf(deployment ownerKey) {
-	if o.replicaSetsOf == nil {
-		o.replicaSetsOf = make(map[ownerKey]bool)
-	}
-	o.replicaSetsOf[deployment] = true
-}
-
-// finish drops the pods expanded from a workload when the input already has that workload's
-// pods (or, for a Deployment, one of its ReplicaSets), as `kubectl get all -o yaml` writes a
-// Deployment, its ReplicaSets and their pods together: the pods that exist stand for the ones the
-// controller would create.
-func (o *Objects) finish() {
-	if len(o.expanded) == 0 {
-		return
-	}
-	live := make(map[ownerKey]bool)
-	for _, pod := range o.Pods {
-		if _, ok := o.expanded[pod]; ok {
-			continue
-		}
-		ref := metav1.GetControllerOf(pod)
-		if ref == nil {
-			continue
-		}
-		live[ownerKey{ref.Kind, pod.Namespace, ref.Name}] = true
-		// A ReplicaSet "<deployment>-<pod-template-hash>" is the deployment controller's.
-		if hash := pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; ref.Kind == "ReplicaSet" && hash != "" {
-			if d, ok := strings.CutSuffix(ref.Name, "-"+hash); ok {
-				live[ownerKey{"Deployment", pod.Namespace, d}] = true
-			}
-		}
-	}
-	kept := o.Pods[:0]
-	for _, pod := range o.Pods {
-		e, ok := o.expanded[pod]
-		if ok && (live[e.controller] || e.deployment != (ownerKey{}) && (live[e.deployment] || o.replicaSetsOf[e.deployment])) {
-			delete(o.sources, pod)
-			delete(o.expanded, pod)
-			continue
-		}
-		kept = append(kept, pod)
-	}
-	clear(o.Pods[len(kept):])
-	o.Pods = kept
 }
 
 // add files obj, a converted and defaulted v1 (v1beta1 for scheduling) object, under its kind; it

@@ -45,8 +45,8 @@ import (
 //     "<job>-<i>" and the JOB_COMPLETION_INDEX variable (pkg/controller/job/indexed_job_utils.go).
 //
 // Pods that a controller would create later (a Job's next completions, a rollout's new
-// ReplicaSet) are not part of the answer. DaemonSets, whose pods depend on the nodes, are not
-// expanded. obj is not changed.
+// ReplicaSet) are not part of the answer. A DaemonSet's pods depend on the nodes: Decode and Load
+// expand DaemonSets over the Nodes of their input, and Expand refuses them. obj is not changed.
 func Expand(obj runtime.Object, suffix func(generateName string, i int) string) ([]*corev1.Pod, error) {
 	if suffix == nil {
 		suffix = deterministicSuffix
