@@ -22,9 +22,12 @@
 // owner.
 //
 // Decoding is strict, as kube-apiserver's with fieldValidation=Strict: an unknown or duplicate field is
-// an error. Every error is an *[Error] naming the file, the document, the object and the field path, and
-// wraps a sentinel ([ErrUnknownField], [ErrDuplicateField], [ErrUnknownKind], [ErrDecode]) for
-// errors.Is.
+// an error. Every error is an *[Error] naming the file, the document (and the item of a List), the
+// object and the field path (of the version written), and wraps a sentinel ([ErrUnknownField],
+// [ErrDuplicateField], [ErrUnknownKind], [ErrDecode], [ErrInvalid]) for errors.Is. Documents of
+// kinds the loader does not read are errors too, unless Options.SkipUnknown lists them in
+// Objects.Skipped instead. Namespaced objects without a namespace get Options.Namespace, as kubectl
+// gives them the namespace of its context.
 //
 // Unless Options.NoDefaults is set, the loader applies the defaults kube-apiserver applies when the
 // objects are created ([Default]). It does not validate: the objects are returned as written (converted
@@ -46,7 +49,7 @@
 // # Imports
 //
 // The package may import k8s.io/api, k8s.io/apimachinery, k8s.io/utils, k8s.io/component-helpers
-// (node affinity and taint matching), sigs.k8s.io/yaml, go.yaml.in/yaml/v3 (to find duplicate keys)
-// and the standard library; it imports nothing of dralloc, so any part of it (and any user) can read
+// (node affinity and taint matching) with github.com/go-logr/logr, sigs.k8s.io/yaml,
+// go.yaml.in/yaml/v3 (to find duplicate keys) and the standard library; it imports nothing of dralloc, so any part of it (and any user) can read
 // manifests with it.
 package manifest
