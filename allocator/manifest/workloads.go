@@ -33,8 +33,9 @@ import (
 //     the template carries kube-apiserver's defaults, as `kubectl get -o yaml` writes it;
 //   - a ReplicaSet gets spec.replicas (default 1) pods;
 //   - a StatefulSet gets spec.replicas (default 1) pods "<name>-<ordinal>", ordinals from
-//     spec.ordinals.start, with the labels statefulset.kubernetes.io/pod-name and
-//     apps.kubernetes.io/pod-index, hostname and subdomain (spec.serviceName) and a volume for
+//     spec.ordinals.start (all of them, as they are once running: with podManagementPolicy
+//     OrderedReady the controller creates each after the one before is ready), with the labels
+//     statefulset.kubernetes.io/pod-name and apps.kubernetes.io/pod-index, hostname and subdomain (spec.serviceName) and a volume for
 //     each volumeClaimTemplate, as newStatefulSetPod (pkg/controller/statefulset) sets them; the
 //     controller-revision-hash label, a hash of the ControllerRevision, is not set;
 //   - a Job gets min(parallelism, completions) pods (parallelism default 1; none when suspended),
