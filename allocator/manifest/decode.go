@@ -56,7 +56,14 @@ type Options struct {
 	Validate func(obj runtime.Object) error
 	// Stdin is read for the path "-"; os.Stdin when nil.
 	Stdin io.Reader
+	// MaxPods bounds the pods one workload may expand into, so that a manifest asking for a
+	// billion replicas is an error, not a machine out of memory; DefaultMaxPods when 0.
+	MaxPods int
 }
+
+// DefaultMaxPods is the number of pods one workload may expand into unless Options.MaxPods says
+// otherwise.
+const DefaultMaxPods = 100000
 
 // Load reads the manifests at paths, in the order given: a file, a directory (every .yaml, .yml
 // and .json file below it, recursively, in lexical order), or "-" for stdin.
@@ -140,6 +147,9 @@ func Decode(r io.Reader, name string, opts Options) (*Objects, error) {
 func newDecoder(opts Options) *decoder {
 	if opts.Namespace == "" {
 		opts.Namespace = corev1.NamespaceDefault
+	}
+	if opts.MaxPods == 0 {
+		opts.MaxPods = DefaultMaxPods
 	}
 	return &decoder{opts: opts, objs: &Objects{}}
 }
@@ -442,6 +452,10 @@ func (d *decoder) object(obj runtime.Object, src Source) error {
 	}
 	switch workload := converted.(type) {
 	case *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *batchv1.Job:
+		if n, field := podCount(workload); n > d.opts.MaxPods {
+			return &Error{Source: src, Object: objectName(obj, &gvk), Field: field,
+				Err: fmt.Errorf("%w: %d pods, more than Options.MaxPods (%d)", ErrTooManyPods, n, d.opts.MaxPods)}
+		}
 		pods, err := Expand(workload, d.opts.Suffix)
 		if err != nil {
 			return &Error{Source: src, Object: objectName(obj, &gvk), Err: err}

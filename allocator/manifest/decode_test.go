@@ -287,6 +287,19 @@ metadata: {name: p}
 			"input.yaml: document 1: kind: cannot decode: required field is missing",
 		}, ErrDecode},
 		{"YAML syntax error", "apiVersion: v1\nkind: Pod\n  metadata: [\n", Options{}, nil, ErrDecode},
+		{"a workload of more pods than MaxPods", `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: ns}
+spec:
+  replicas: 2000000000
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: i}]}
+`, Options{}, []string{
+			"input.yaml: document 1: Deployment ns/web: spec.replicas: too many pods: 2000000000 pods, more than Options.MaxPods (100000)",
+		}, ErrTooManyPods},
 		{"Validate refuses an object", `
 apiVersion: resource.k8s.io/v1
 kind: DeviceClass

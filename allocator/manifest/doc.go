@@ -24,10 +24,10 @@
 // Decoding is strict, as kube-apiserver's with fieldValidation=Strict: an unknown or duplicate field is
 // an error. Every error is an *[Error] naming the file, the document (and the item of a List), the
 // object and the field path (of the version written), and wraps a sentinel ([ErrUnknownField],
-// [ErrDuplicateField], [ErrUnknownKind], [ErrDecode], [ErrInvalid]) for errors.Is. Documents of
-// kinds the loader does not read are errors too, unless Options.SkipUnknown lists them in
-// Objects.Skipped instead. Namespaced objects without a namespace get Options.Namespace, as kubectl
-// gives them the namespace of its context.
+// [ErrDuplicateField], [ErrUnknownKind], [ErrDecode], [ErrInvalid], [ErrTooManyPods]) for
+// errors.Is. Documents of kinds the loader does not read are errors too, unless Options.SkipUnknown
+// lists them in Objects.Skipped instead. Namespaced objects without a namespace get
+// Options.Namespace, as kubectl gives them the namespace of its context.
 //
 // Unless Options.NoDefaults is set, the loader applies the defaults kube-apiserver applies when the
 // objects are created ([Default]). It does not validate: the objects are returned as written (converted

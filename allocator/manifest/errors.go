@@ -18,6 +18,8 @@ var (
 	ErrDecode = errors.New("cannot decode")
 	// ErrInvalid reports an object that Options.Validate refused.
 	ErrInvalid = errors.New("invalid object")
+	// ErrTooManyPods reports a workload that asks for more pods than Options.MaxPods.
+	ErrTooManyPods = errors.New("too many pods")
 )
 
 // Error is an error in one object of a manifest: where it is, which object, which field and why.

@@ -47,7 +47,9 @@ import (
 //
 // Pods that a controller would create later (a Job's next completions, a rollout's new
 // ReplicaSet) are not part of the answer. A DaemonSet's pods depend on the nodes: Decode and Load
-// expand DaemonSets over the Nodes of their input, and Expand refuses them. obj is not changed.
+// expand DaemonSets over the Nodes of their input, and Expand refuses them. Expand creates as
+// many pods as obj asks for; Decode and Load refuse a workload of more than Options.MaxPods. obj
+// is not changed.
 func Expand(obj runtime.Object, suffix func(generateName string, i int) string) ([]*corev1.Pod, error) {
 	if suffix == nil {
 		suffix = deterministicSuffix
@@ -205,11 +207,13 @@ func (e *expander) statefulSet(set *appsv1.StatefulSet) []*corev1.Pod {
 	return pods
 }
 
-func (e *expander) job(job *batchv1.Job) []*corev1.Pod {
+// jobPods is the number of pods a Job starts with: min(parallelism, completions), none when
+// suspended. batch/v1 defaults: neither set means one pod to one completion; parallelism defaults
+// to 1.
+func jobPods(job *batchv1.Job) int {
 	if job.Spec.Suspend != nil && *job.Spec.Suspend {
-		return nil
+		return 0
 	}
-	// batch/v1 defaults: neither set means one pod to one completion; parallelism defaults to 1.
 	n := 1
 	if job.Spec.Parallelism != nil {
 		n = int(*job.Spec.Parallelism)
@@ -217,6 +221,26 @@ func (e *expander) job(job *batchv1.Job) []*corev1.Pod {
 	if job.Spec.Completions != nil {
 		n = min(n, int(*job.Spec.Completions))
 	}
+	return n
+}
+
+// podCount is the number of pods Expand creates for obj and the field that asks for them.
+func podCount(obj runtime.Object) (int, string) {
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		return replicas(w.Spec.Replicas), "spec.replicas"
+	case *appsv1.ReplicaSet:
+		return replicas(w.Spec.Replicas), "spec.replicas"
+	case *appsv1.StatefulSet:
+		return replicas(w.Spec.Replicas), "spec.replicas"
+	case *batchv1.Job:
+		return jobPods(w), "spec.parallelism"
+	}
+	return 0, ""
+}
+
+func (e *expander) job(job *batchv1.Job) []*corev1.Pod {
+	n := jobPods(job)
 	tmpl := job.Spec.Template.DeepCopy()
 	if job.Spec.ManualSelector == nil || !*job.Spec.ManualSelector {
 		// The labels kube-apiserver's job strategy (generateSelector) adds to the template.
