@@ -41,6 +41,8 @@ func healthTaints(gpus int) map[int][]resourceapi.DeviceTaint {
 type nodeUnderTest struct {
 	name string
 	node inventory.Node
+	// template is the recorded profile the node comes from, nil for a mock.
+	template *inventory.Template
 }
 
 func inventoryNodes(t *testing.T) []nodeUnderTest {
@@ -50,7 +52,7 @@ func inventoryNodes(t *testing.T) []nodeUnderTest {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, nodeUnderTest{"profile-" + name, tmpl.Node})
+		out = append(out, nodeUnderTest{"profile-" + name, tmpl.Node, &tmpl})
 	}
 	for _, name := range nvmlmock.Names() {
 		s, err := nvmlmock.New(name)
@@ -62,7 +64,7 @@ func inventoryNodes(t *testing.T) []nodeUnderTest {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, nodeUnderTest{"mock-" + name, d.Node})
+		out = append(out, nodeUnderTest{"mock-" + name, d.Node, nil})
 	}
 	return out
 }
@@ -80,11 +82,20 @@ func TestInventorySlicesAreAccepted(t *testing.T) {
 					name += "-tainted"
 				}
 				t.Run(name, func(t *testing.T) {
-					opts := inventory.Options{NodeName: uniqueName(name), Mode: mode}
-					if tainted {
-						opts.Taints = healthTaints(len(n.node.GPUs))
+					var slices []*resourceapi.ResourceSlice
+					var err error
+					if n.template != nil && !tainted {
+						// Instantiated as an autoscaler would, for a node that does not exist yet.
+						tmpl := *n.template
+						tmpl.Mode = mode
+						slices, err = tmpl.Slices(uniqueName(name), 3)
+					} else {
+						opts := inventory.Options{NodeName: uniqueName(name), Mode: mode}
+						if tainted {
+							opts.Taints = healthTaints(len(n.node.GPUs))
+						}
+						slices, err = inventory.Slices(n.node, opts)
 					}
-					slices, err := inventory.Slices(n.node, opts)
 					if err != nil {
 						t.Fatal(err)
 					}
