@@ -1,0 +1,14 @@
+// Package apiserver tests dralloc's output against a real kube-apiserver: the oracle for what Kubernetes
+// accepts. The tests build kube-apiserver from the Go module proxy and run it with etcd on loopback
+// (scripts/kube-apiserver), once per test binary, and then check that:
+//
+//   - every ResourceSlice inventory publishes (every recorded node profile and go-nvml mock, in every mode, with
+//     health taints) and every DeviceTaintRule taints.Escalate builds is accepted;
+//   - the valid objects the fuzz generators draw are accepted, and deliberately broken objects are rejected
+//     with the field path Kubernetes names, compared with dralloc's own validation;
+//   - the API server's defaults are what Kubernetes documents;
+//   - allocations made by dralloc's allocator, written to claim status, are accepted and read back unchanged.
+//
+// The package holds tests only. They skip, saying why, when kube-apiserver cannot be built (or
+// DRALLOC_APISERVER=skip); a server that was built but does not start fails them.
+package apiserver
