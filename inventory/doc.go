@@ -14,13 +14,15 @@
 //   - Slices: a Node → sorted, byte-stable ResourceSlices for one of three
 //     modes (whole GPUs, static MIG, dynamic MIG as partitionable devices).
 //   - ValidateSlice, ValidatePool: check any ResourceSlice (not only ours)
-//     against the API limits, with errors naming the field.
+//     against the API limits, with errors naming the field. ValidateSlice is
+//     the module's shared slice validation (allocator/validation).
 //   - HealthPolicy, HealthState, Observation: pure policy from observed health
 //     signals (XIDs, ECC, page retirement, row remapping, thermal, lost GPU,
 //     NVLink) to device taints, with clearing after a configured time.
 //   - Template, Profile, ProfileNames: recorded node types serialised as
 //     YAML/JSON, from which the slices of a hypothetical node are generated.
 //
-// Imports: only the Kubernetes API types and apimachinery, blang/semver and
-// sigs.k8s.io/yaml; no cgo and no other dralloc package.
+// Imports: the Kubernetes API types and apimachinery, blang/semver,
+// sigs.k8s.io/yaml, and of this module only allocator/validation (which
+// imports nothing of the allocator) and the leaf capacity; no cgo.
 package inventory
