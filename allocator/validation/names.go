@@ -39,6 +39,8 @@ func driverName(p *field.Path, name string) field.ErrorList {
 	}
 	if len(name) > resourceapi.DriverNameMaxLength {
 		errs = append(errs, field.TooLong(p, "", resourceapi.DriverNameMaxLength))
+	} else if isDNSSubdomain(strings.ToLower(name)) {
+		return nil
 	}
 	for _, msg := range validation.IsDNS1123Subdomain(strings.ToLower(name)) {
 		errs = append(errs, field.Invalid(p, name, msg))
@@ -68,6 +70,9 @@ func dnsLabel(p *field.Path, name string) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(p, "")}
 	}
+	if isDNSLabel(name) {
+		return nil
+	}
 	var errs field.ErrorList
 	for _, msg := range validation.IsDNS1123Label(name) {
 		errs = append(errs, field.Invalid(p, name, msg))
@@ -80,6 +85,9 @@ func dnsSubdomain(p *field.Path, name string) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(p, "")}
 	}
+	if isDNSSubdomain(name) {
+		return nil
+	}
 	var errs field.ErrorList
 	for _, msg := range validation.IsDNS1123Subdomain(name) {
 		errs = append(errs, field.Invalid(p, name, msg))
@@ -91,6 +99,10 @@ func dnsSubdomain(p *field.Path, name string) field.ErrorList {
 // optionally after a domain (a driver name) and "/". Errors are reported at p, the map's path, as the API
 // server does.
 func qualifiedName(p *field.Path, name resourceapi.QualifiedName) field.ErrorList {
+	if domain, id, ok := strings.Cut(string(name), "/"); !ok && len(name) <= resourceapi.DeviceMaxIDLength && isCIdentifier(string(name)) ||
+		ok && len(id) <= resourceapi.DeviceMaxIDLength && isCIdentifier(id) && len(domain) <= resourceapi.DriverNameMaxLength && isDNSSubdomain(strings.ToLower(domain)) {
+		return nil
+	}
 	var errs field.ErrorList
 	parts := strings.Split(string(name), "/")
 	switch len(parts) {
