@@ -21,8 +21,9 @@ import (
 //     firstAvailable; firstAvailable with at most 8 subrequests of unique names;
 //   - every request or subrequest: a device class name, at most 32 selectors that compile as new CEL
 //     expressions within the estimated cost limit, allocationMode ExactCount with count > 0 or All without
-//     count, at most 16 well-formed tolerations, capacity requests within capacity.ValidateQuantity and not
-//     negative, derived attributes used by a constraint on the request;
+//     count, at most 16 well-formed tolerations, capacity requests within capacity.ValidateQuantity (a
+//     negative request is valid: the allocator raises it to the policy's minimum), derived attributes
+//     used by a constraint on the request;
 //   - constraints (at most 32) naming known requests ("request" or "request/subrequest"), with a fully
 //     qualified matchAttribute or distinctAttribute; config entries (at most 32) naming known requests,
 //     with an opaque driver configuration that is a JSON object of at most 10 KiB;
@@ -197,7 +198,9 @@ func exactRequest(p *field.Path, name, class string, selectors []resourceapi.Dev
 		rp := p.Child("capacity", "requests")
 		for _, n := range sortedKeys(capReq.Requests) {
 			errs = append(errs, qualifiedName(rp, n)...)
-			errs = append(errs, nonNegative(mapKey(rp, string(n), attributeKeyMaxLength), capReq.Requests[n])...)
+			// A negative request is valid API input: the allocator raises it to the policy's minimum or
+			// reports the device unsuitable.
+			errs = append(errs, quantity(mapKey(rp, string(n), attributeKeyMaxLength), capReq.Requests[n])...)
 		}
 	}
 	return errs
@@ -421,7 +424,7 @@ func allocation(p *field.Path, a *resourceapi.AllocationResult, names requestNam
 				errs = append(errs, uid(ip.Child("shareID"), string(*r.ShareID))...)
 			}
 			for _, n := range sortedKeys(r.ConsumedCapacity) {
-				errs = append(errs, nonNegative(mapKey(ip.Child("consumedCapacity"), string(n), attributeKeyMaxLength), r.ConsumedCapacity[n])...)
+				errs = append(errs, quantity(mapKey(ip.Child("consumedCapacity"), string(n), attributeKeyMaxLength), r.ConsumedCapacity[n])...)
 			}
 			errs = append(errs, skipNodeOperations(ip.Child("skipNodeOperations"), r.SkipNodeOperations)...)
 		}
