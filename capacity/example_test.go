@@ -172,3 +172,15 @@ func ExampleValidateCapacity() {
 	// Output:
 	// requestPolicy.validRange.step: quantity out of bounds: decimal exponent -100000000 is outside [-9, 36]
 }
+
+// A pool whose shared counter is an unbounded quantity: the counter is never computed with, Err names it,
+// and no device that consumes counters fits.
+func ExampleCounters_Err() {
+	c := capacity.NewCounters([]resourceapi.CounterSet{{Name: "gpu-0", Counters: map[string]resourceapi.Counter{
+		"memory": {Value: q("0E100000000")}}}})
+	fmt.Println(c.Err())
+	fmt.Println(c.Fits([]resourceapi.DeviceCounterConsumption{{CounterSet: "gpu-0", Counters: map[string]resourceapi.Counter{"memory": {Value: q("1Gi")}}}}))
+	// Output:
+	// sharedCounters[0].counters[memory].value: quantity out of bounds: decimal exponent 100000000 is outside [-9, 36]
+	// false
+}
