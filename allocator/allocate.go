@@ -406,10 +406,11 @@ func (a *allocation) prepareRequest(ci int, r *request, className string, count 
 
 	switch r.mode {
 	case resourceapi.DeviceAllocationModeExactCount:
-		if count > math.MaxInt {
-			return inputError(object(), r.path()+".count", fmt.Errorf("exact count %d is too large", count))
+		n, err := exactCount(count)
+		if err != nil {
+			return inputError(object(), r.path()+".count", err)
 		}
-		r.numDevices = int(count)
+		r.numDevices = n
 	case resourceapi.DeviceAllocationModeAll:
 		// As Kubernetes: an incomplete or invalid pool makes "all" unknowable, so the allocation stops.
 		r.allDevices = make([]candidate, 0, resourceapi.AllocationResultsMaxSize)

@@ -78,7 +78,7 @@ func TestAllocateConsumableCapacity(t *testing.T) {
 	}, {
 		name:   "what allocated shares consume is not available",
 		slices: one, classes: classes, shareIDs: sequentialShareIDs(),
-		allocated: []*resourceapi.ResourceClaim{allocatedClaim("other", sharedResult("shared-1", "old", "8Gi"))},
+		allocated: []*resourceapi.ResourceClaim{allocatedClaim("other", sharedResult("shared-1", "0f5a1e1c-7d5e-4d8e-9c3f-2b1a0e9d8c7b", "8Gi"))},
 		claims:    []*resourceapi.ResourceClaim{claim("c", withCapacity(exact("req", "any", 1), "4Gi"))},
 		check:     wantShares("shared-2 share-1 4Gi"),
 	}, {
@@ -139,7 +139,7 @@ func TestAllocateConsumableCapacity(t *testing.T) {
 func TestAllocatedSharesWithoutConsumableCapacity(t *testing.T) {
 	noCapacity := allocator.DefaultFeatures()
 	noCapacity.DRAConsumableCapacity = false
-	held := []*resourceapi.ResourceClaim{allocatedClaim("other", sharedResult("shared-1", "old", "1Gi"))}
+	held := []*resourceapi.ResourceClaim{allocatedClaim("other", sharedResult("shared-1", "0f5a1e1c-7d5e-4d8e-9c3f-2b1a0e9d8c7b", "1Gi"))}
 	runAll(t, []scenario{{
 		name: "a share in the cluster holds the device exclusively while the gate is off", features: &noCapacity,
 		slices: attrSlice(shareable("shared-1", "10Gi", nil)), classes: []*resourceapi.DeviceClass{anyClass},

@@ -8,9 +8,12 @@
 //     allowMultipleAllocations and their consumed capacity), DeviceTaintRules and Nodes. Every object is
 //     indexed when it is added or changed (slices per node, network-attached slices, slices per pool and
 //     generation, class selectors compiled); a slice's devices are prepared once, when a call first meets
-//     them: effective taints, CEL views, node selectors. [Snapshot.Fork] gives a cheap copy for what-if
-//     questions that can be committed back or thrown away; a commit whose allocations the snapshot gave
-//     away meanwhile is refused with [ErrConflict] (as *[ConflictError]), all or nothing.
+//     them: effective taints, CEL views, node selectors. Unless Options.TrustAPIServer says the objects
+//     come from an API server, each is first validated as kube-apiserver 1.37 validates it on create
+//     (package allocator/validation) and an invalid one is refused with an *[InputError].
+//     [Snapshot.Fork] gives a cheap copy for what-if questions that can be committed back or thrown
+//     away; a commit whose allocations the snapshot gave away meanwhile is refused with [ErrConflict]
+//     (as *[ConflictError]), all or nothing.
 //   - [Snapshot.Allocate] answers one question for one node: can these claims be allocated here, and
 //     with which devices. It returns one resourceapi.AllocationResult per claim, an error wrapping
 //     [ErrUnsatisfiable] (as *[UnsatisfiableError]) when they do not fit, or an error wrapping
@@ -81,6 +84,6 @@
 // running out of it is reported as [ErrSearchBudget], never as [ErrUnsatisfiable].
 //
 // Imports: celenv (CEL selectors), capacity (consumable capacity and shared counters), taints (device
-// taints and tolerations), k8s.io/api, k8s.io/apimachinery and k8s.io/component-helpers (node selector
+// taints and tolerations), allocator/validation (API validation of added objects), k8s.io/api, k8s.io/apimachinery and k8s.io/component-helpers (node selector
 // matching). Nothing in dralloc imports allocator's internals.
 package allocator

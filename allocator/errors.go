@@ -3,6 +3,8 @@ package allocator
 import (
 	"errors"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 var (
@@ -62,6 +64,9 @@ type InputError struct {
 	Field string
 	// Err is the reason; it may wrap a celenv error.
 	Err error
+	// Errors is the complete result when the object failed validation (see Options.TrustAPIServer); Field
+	// and Err describe its first entry. nil for other input errors.
+	Errors field.ErrorList
 }
 
 func (e *InputError) Error() string {

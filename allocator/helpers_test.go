@@ -172,6 +172,10 @@ type scenario struct {
 	allocated []*resourceapi.ResourceClaim
 	rules     []*resourceapi.DeviceTaintRule
 	claims    []*resourceapi.ResourceClaim
+	// trusted adds the objects as an informer would, without validation (Options.TrustAPIServer): for
+	// objects the API server stored before a rule existed, or that test how the allocator copes with
+	// input it must refuse itself.
+	trusted bool
 
 	// want lists per claim "request=pool/device" (driver omitted when it is driverA, else
 	// "request=driver/pool/device"); nil with no error expected means no check of devices.
@@ -187,7 +191,7 @@ type scenario struct {
 
 func (sc scenario) snapshot(t *testing.T) *allocator.Snapshot {
 	t.Helper()
-	s := allocator.NewSnapshot(allocator.Options{Features: sc.features, ShareIDs: sc.shareIDs})
+	s := allocator.NewSnapshot(allocator.Options{Features: sc.features, ShareIDs: sc.shareIDs, TrustAPIServer: sc.trusted})
 	for _, o := range sc.slices {
 		if err := s.AddOrUpdateSlice(o); err != nil {
 			t.Fatalf("add slice: %v", err)

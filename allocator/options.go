@@ -63,6 +63,15 @@ type Options struct {
 	// never modify an object after handing it over; objects from an informer's cache qualify, as they must
 	// not be modified anyway. The copy is most of the cost of adding a slice.
 	NoCopy bool
+	// TrustAPIServer tells the snapshot that its objects come from an API server (an informer's cache),
+	// which validated them when they were written. By default AddOrUpdateSlice, AddOrUpdateClass,
+	// AddOrUpdateClaim and AddOrUpdateTaintRule validate every object as kube-apiserver 1.37 does on create
+	// (package allocator/validation) and refuse an invalid one with an *InputError, leaving the snapshot
+	// unchanged: objects read from YAML or built in code may hold what the API server would refuse (a
+	// negative count, a selector over the cost limit, a quantity like 1E100000000). With TrustAPIServer the
+	// validation is skipped, which saves its cost (mostly compiling selectors once more and checking names);
+	// the allocator still refuses, as input errors, what would make it return a wrong answer.
+	TrustAPIServer bool
 	// CEL is the environment that compiles and evaluates selectors. nil means a new environment with the
 	// features above; share one Env between snapshots to share its compile cache.
 	CEL *celenv.Env

@@ -98,7 +98,7 @@ func TestAllocatePartitionableDevices(t *testing.T) {
 		claims:  []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 1))},
 		wantErr: allocator.ErrUnsatisfiable, wantErrText: "counter set gpu-9 not found",
 	}, {
-		name: "a counter set defined twice makes the pool invalid", classes: classes,
+		name: "a counter set defined twice makes the pool invalid", classes: classes, trusted: true,
 		slices: func() []*resourceapi.ResourceSlice {
 			s := partitionedPool(partition("p-a", "half", "4Gi"))
 			s[0].Spec.SharedCounters = append(s[0].Spec.SharedCounters, s[0].Spec.SharedCounters[0])

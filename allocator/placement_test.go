@@ -240,8 +240,9 @@ func TestAllocateNodeSelectorWithSeveralTerms(t *testing.T) {
 	two := labelSelector("zone", "a")
 	two.NodeSelectorTerms = append(two.NodeSelectorTerms, labelSelector("rack", "r1").NodeSelectorTerms...)
 	runAll(t, []scenario{{
-		name: "a network device whose selector has two terms cannot be recorded in a claim, as in Kubernetes",
-		node: node(node1, map[string]string{"zone": "a"}), classes: []*resourceapi.DeviceClass{anyClass},
+		name:    "a network device whose selector has two terms cannot be recorded in a claim, as in Kubernetes",
+		trusted: true,
+		node:    node(node1, map[string]string{"zone": "a"}), classes: []*resourceapi.DeviceClass{anyClass},
 		slices:  []*resourceapi.ResourceSlice{networkSlice("s1", "fabric", two, devices("dev-1")...)},
 		claims:  []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 1))},
 		wantErr: allocator.ErrInvalidInput, wantErrText: "ResourceSlice s1: spec.nodeSelector",

@@ -8,7 +8,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/dralloc/dralloc/allocator/validation"
 	"github.com/dralloc/dralloc/capacity"
 	"github.com/dralloc/dralloc/celenv"
 	"github.com/dralloc/dralloc/taints"
@@ -103,6 +105,9 @@ func (s *Snapshot) AddOrUpdateSlice(slice *resourceapi.ResourceSlice) error {
 	if slice == nil {
 		return inputError("ResourceSlice", "", errors.New("nil object"))
 	}
+	if err := s.validate("ResourceSlice "+slice.Name, func(o validation.Options) field.ErrorList { return validation.ResourceSlice(slice, o) }); err != nil {
+		return err
+	}
 	slice = own(s, slice)
 	return s.change(func(s *Snapshot) error {
 		st := s.st
@@ -145,6 +150,9 @@ func (s *Snapshot) AddOrUpdateClass(class *resourceapi.DeviceClass) error {
 	if class.Name == "" {
 		return inputError("DeviceClass", "metadata.name", errors.New("must not be empty"))
 	}
+	if err := s.validate("DeviceClass "+class.Name, func(o validation.Options) field.ErrorList { return validation.DeviceClass(class, o) }); err != nil {
+		return err
+	}
 	class = own(s, class)
 	return s.change(func(s *Snapshot) error {
 		s.st.classes[class.Name] = newClassEntry(class, s.env)
@@ -169,6 +177,9 @@ func (s *Snapshot) AddOrUpdateClaim(claim *resourceapi.ResourceClaim) error {
 	}
 	if claim.Name == "" {
 		return inputError("ResourceClaim", "metadata.name", errors.New("must not be empty"))
+	}
+	if err := s.validate("ResourceClaim "+claim.Namespace+"/"+claim.Name, func(o validation.Options) field.ErrorList { return validation.ResourceClaim(claim, o) }); err != nil {
+		return err
 	}
 	claim = own(s, claim)
 	return s.change(func(s *Snapshot) error {
@@ -209,6 +220,9 @@ func (s *Snapshot) AddOrUpdateTaintRule(rule *resourceapi.DeviceTaintRule) error
 	}
 	if rule.Name == "" {
 		return inputError("DeviceTaintRule", "metadata.name", errors.New("must not be empty"))
+	}
+	if err := s.validate("DeviceTaintRule "+rule.Name, func(o validation.Options) field.ErrorList { return validation.DeviceTaintRule(rule, o) }); err != nil {
+		return err
 	}
 	rule = own(s, rule)
 	return s.change(func(s *Snapshot) error {

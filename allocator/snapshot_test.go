@@ -28,7 +28,7 @@ func TestAllocateInvalidInput(t *testing.T) {
 		claims:  []*resourceapi.ResourceClaim{claim("c", exact("req", "gpu", 1))},
 		wantErr: allocator.ErrInvalidInput, wantErrText: "ResourceClaim default/c: spec.devices.requests[0].exactly.deviceClassName: device class gpu not found",
 	}, {
-		name: "a class selector that does not compile", slices: slices, classes: []*resourceapi.DeviceClass{class("any", "device.driver ==")},
+		name: "a stored class selector that does not compile", slices: slices, classes: []*resourceapi.DeviceClass{class("any", "device.driver ==")}, trusted: true,
 		claims:  []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 1))},
 		wantErr: allocator.ErrInvalidInput, wantErrText: "DeviceClass any: spec.selectors[0].cel.expression",
 	}, {

@@ -74,6 +74,7 @@ func ExampleStrategy() {
 			Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "half-gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1},
 		}}}},
 	}
+	inUse.Spec = *pending.Spec.DeepCopy() // the running claim asked for what the new one asks for
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
 	for _, strategy := range []allocator.Strategy{allocator.FirstFit, allocator.BestFit, allocator.Spread} {
 		snap := allocator.NewSnapshot(allocator.Options{Strategy: strategy})

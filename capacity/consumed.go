@@ -75,12 +75,23 @@ func resolveAll(requests map[resourceapi.QualifiedName]resource.Quantity, device
 	// As the Kubernetes allocator: a request for a capacity the device lacks is a soft mismatch that is
 	// decided before anything else, so that another device can be tried.
 	var requestBuf, capacityBuf [8]resourceapi.QualifiedName
+	// Quantities that would make the arithmetic unbounded are refused before any arithmetic.
+	for _, name := range names(requests, sorted, requestBuf[:0]) {
+		if err := ValidateQuantity(requests[name]); err != nil {
+			return nil, fmt.Errorf("capacity %q: request: %w", name, err)
+		}
+	}
+	capacities := names(device, sorted, capacityBuf[:0])
+	for _, name := range capacities {
+		if err := ValidateCapacity(device[name]); err != nil {
+			return nil, fmt.Errorf("capacity %q: %w", name, err)
+		}
+	}
 	for _, name := range names(requests, sorted, requestBuf[:0]) {
 		if _, ok := device[name]; !ok {
 			return nil, fmt.Errorf("capacity %q: %w: the device does not have it", name, ErrUnsuitable)
 		}
 	}
-	capacities := names(device, sorted, capacityBuf[:0])
 	out := make(map[resourceapi.QualifiedName]resource.Quantity, len(device))
 	// Resolve every capacity before any policy check: an unrepresentable request is fatal whichever
 	// capacity it is on, so the answer must not depend on the order in which capacities are visited.

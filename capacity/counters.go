@@ -1,6 +1,8 @@
 package capacity
 
 import (
+	"fmt"
+
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -27,6 +29,9 @@ import (
 type Counters struct {
 	sets      map[string]*counterSet
 	overdrawn int // counters with remaining < 0
+	// err is the first counter value that fails ValidateQuantity; such a pool admits no device that
+	// consumes counters.
+	err error
 }
 
 type counterSet struct {
@@ -39,11 +44,23 @@ type counterSet struct {
 
 // NewCounters returns the counters of a pool with nothing consumed. sets is the union of the sharedCounters
 // of the pool's slices; it is not retained. A counter set or counter that appears twice keeps its last value.
+//
+// A counter value that fails [ValidateQuantity] is not used for arithmetic: it is reported by
+// [Counters.Err], and no device that consumes counters fits the pool.
 func NewCounters(sets []resourceapi.CounterSet) *Counters {
 	c := &Counters{sets: make(map[string]*counterSet, len(sets))}
-	for _, s := range sets {
+	badSet, badName := -1, ""
+	for i, s := range sets {
 		cs := c.set(s.Name)
 		for name, v := range s.Counters {
+			if err := ValidateQuantity(v.Value); err != nil {
+				// Report the first in set order, then name order, whatever the map order.
+				if badSet < 0 || (i == badSet && name < badName) {
+					badSet, badName = i, name
+					c.err = fmt.Errorf("sharedCounters[%d].counters[%s].value: %w", i, name, err)
+				}
+				continue
+			}
 			q := v.Value.DeepCopy()
 			if old, ok := cs.remaining[name]; ok && old.Sign() < 0 {
 				c.overdrawn--
@@ -69,9 +86,15 @@ func (c *Counters) set(name string) *counterSet {
 // Fits reports whether a device with these consumesCounters can be allocated next to the devices already
 // added: its compatibility groups are admitted on every counter set it draws on and no counter of the pool
 // ends up overdrawn. A device that consumes no counters always fits. Fits does not change the counters.
+//
+// A device whose consumesCounters hold a quantity that fails [ValidateQuantity] does not fit, and neither
+// does any counter-consuming device when [Counters.Err] is not nil.
 func (c *Counters) Fits(consumes []resourceapi.DeviceCounterConsumption) bool {
 	if len(consumes) == 0 {
 		return true
+	}
+	if c.err != nil || validateConsumption(consumes) != nil {
+		return false
 	}
 	for _, dc := range consumes {
 		if !c.admits(dc.CounterSet, dc.CompatibilityGroups) {
@@ -102,6 +125,10 @@ func (c *Counters) Remove(consumes []resourceapi.DeviceCounterConsumption) {
 	}
 }
 
+// Err reports the first counter value of the pool (in the order of the sets, then by counter name) that
+// fails [ValidateQuantity], naming it, or nil. The error wraps [ErrUnboundedQuantity].
+func (c *Counters) Err() error { return c.err }
+
 // Remaining returns what is left of one counter (negative when overdrawn), and false when the pool does not
 // define it.
 func (c *Counters) Remaining(counterSet, counter string) (resource.Quantity, bool) {
@@ -124,8 +151,8 @@ func (c *Counters) apply(consumes []resourceapi.DeviceCounterConsumption, giveBa
 		}
 		for name, v := range dc.Counters {
 			q, ok := cs.remaining[name]
-			if !ok {
-				continue
+			if !ok || ValidateQuantity(v.Value) != nil {
+				continue // an unbounded amount is never computed with (see Fits)
 			}
 			before := q.Sign() < 0
 			if giveBack {

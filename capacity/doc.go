@@ -16,6 +16,8 @@
 //   - [Counters]: the shared counters of one pool, with the compatibility groups of partitionable devices.
 //   - [ConsumedRange]: an SDK extension for requests that accept a range instead of a point.
 //   - [ChargeClaim] and [ChargeAllocation]: quota charges of a claim before and after allocation.
+//   - [ValidateQuantity] and [ValidateCapacity]: the bounds every entry point checks before any arithmetic,
+//     refusing quantities such as 1E100000000 that parse but would make arithmetic run for minutes.
 //
 // Devices that cannot serve a request are reported with [ErrUnsuitable]; invalid input (a policy that the
 // API would reject, a negative or unrepresentable amount) yields other errors that name the capacity and field.

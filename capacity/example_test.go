@@ -148,3 +148,39 @@ func ExampleChargeAllocation() {
 	fmt.Println(c)
 	// Output: gpu: 1 devices, memory 80Gi
 }
+
+// ValidateQuantity refuses quantities that parse but would make any arithmetic on them unbounded.
+func ExampleValidateQuantity() {
+	for _, s := range []string{"80Gi", "1500m", "1e19", "1E100000000", "0E100000000"} {
+		err := capacity.ValidateQuantity(resource.MustParse(s))
+		fmt.Printf("%s: %v\n", s, err)
+	}
+	// Output:
+	// 80Gi: <nil>
+	// 1500m: <nil>
+	// 1e19: <nil>
+	// 1E100000000: quantity out of bounds: decimal exponent 100000000 is outside [-9, 36]
+	// 0E100000000: quantity out of bounds: decimal exponent 100000000 is outside [-9, 36]
+}
+
+// ValidateCapacity checks every quantity of a device capacity and names the one that fails.
+func ExampleValidateCapacity() {
+	step := resource.MustParse("0e-100000000")
+	dc := resourceapi.DeviceCapacity{Value: resource.MustParse("40Gi"), RequestPolicy: &resourceapi.CapacityRequestPolicy{
+		ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: qp("1Gi"), Step: &step}}}
+	fmt.Println(capacity.ValidateCapacity(dc))
+	// Output:
+	// requestPolicy.validRange.step: quantity out of bounds: decimal exponent -100000000 is outside [-9, 36]
+}
+
+// A pool whose shared counter is an unbounded quantity: the counter is never computed with, Err names it,
+// and no device that consumes counters fits.
+func ExampleCounters_Err() {
+	c := capacity.NewCounters([]resourceapi.CounterSet{{Name: "gpu-0", Counters: map[string]resourceapi.Counter{
+		"memory": {Value: q("0E100000000")}}}})
+	fmt.Println(c.Err())
+	fmt.Println(c.Fits([]resourceapi.DeviceCounterConsumption{{CounterSet: "gpu-0", Counters: map[string]resourceapi.Counter{"memory": {Value: q("1Gi")}}}}))
+	// Output:
+	// sharedCounters[0].counters[memory].value: quantity out of bounds: decimal exponent 100000000 is outside [-9, 36]
+	// false
+}

@@ -44,6 +44,14 @@ func NewInventory(slices []*resourceapi.ResourceSlice, classes func(driver strin
 		}
 		for j := range s.Spec.Devices {
 			d := &s.Spec.Devices[j]
+			for _, name := range sortedNames(d.Capacity) {
+				if err := ValidateCapacity(d.Capacity[name]); err != nil {
+					return nil, fmt.Errorf("ResourceSlice %s: spec.devices[%d].capacity[%s].%w", s.Name, j, name, err)
+				}
+			}
+			if err := validateConsumption(d.ConsumesCounters); err != nil {
+				return nil, fmt.Errorf("ResourceSlice %s: spec.devices[%d].%w", s.Name, j, err)
+			}
 			names, err := classes(s.Spec.Driver, d)
 			if err != nil {
 				return nil, fmt.Errorf("ResourceSlice %s: spec.devices[%d] (%s): %w", s.Name, j, d.Name, err)
@@ -205,7 +213,10 @@ var ErrQuota = errors.New("cannot charge claim")
 //     requested amounts as written, since rounding depends on the device;
 //   - counters: with inventory the largest consumesCounters of the class's devices, per counter name.
 //
-// inv may be nil. Unknown allocation modes are errors wrapping [ErrQuota] that name the request.
+// inv may be nil. Unknown allocation modes, a negative count or one above the claim limit
+// (resourceapi.AllocationResultsMaxSize, 32: no allocation can hold more devices) and requested amounts that
+// fail [ValidateQuantity] are errors wrapping [ErrQuota] that name the field; the charges are therefore
+// never negative and never overflow. A count of zero is the API's default, one.
 func ChargeClaim(spec resourceapi.ResourceClaimSpec, inv *Inventory, opts Options) (Charge, error) {
 	total := newCharge()
 	for i, r := range spec.Devices.Requests {
@@ -246,6 +257,11 @@ func chargeExact(r resourceapi.ExactDeviceRequest, inv *Inventory, opts Options,
 	if r.Capacity != nil {
 		requests = r.Capacity.Requests
 	}
+	for _, name := range sortedNames(requests) {
+		if err := ValidateQuantity(requests[name]); err != nil {
+			return Charge{}, fmt.Errorf("%s.capacity.requests[%s]: %w: %w", path, name, ErrQuota, err)
+		}
+	}
 	var candidates []InventoryDevice
 	if inv != nil {
 		candidates = inv.Classes[class]
@@ -253,8 +269,13 @@ func chargeExact(r resourceapi.ExactDeviceRequest, inv *Inventory, opts Options,
 	switch r.AllocationMode {
 	case resourceapi.DeviceAllocationModeExactCount, "":
 		count := r.Count
-		if count == 0 {
-			count = 1
+		switch {
+		case count == 0:
+			count = 1 // as API defaulting
+		case count < 0:
+			return Charge{}, fmt.Errorf("%s.count: %w: must be greater than zero, got %d", path, ErrQuota, count)
+		case count > resourceapi.AllocationResultsMaxSize:
+			return Charge{}, fmt.Errorf("%s.count: %w: %d exceeds the claim limit of %d devices", path, ErrQuota, count, resourceapi.AllocationResultsMaxSize)
 		}
 		one := newCharge()
 		one.Devices[class] = 1
@@ -371,7 +392,12 @@ func ChargeAllocation(claim *resourceapi.ResourceClaim, inv *Inventory) (Charge,
 		c.Devices[class]++
 		d, known := inv.device(res.Driver, res.Pool, res.Device)
 		if res.ShareID != nil || res.ConsumedCapacity != nil {
-			for name, q := range res.ConsumedCapacity {
+			for _, name := range sortedNames(res.ConsumedCapacity) {
+				q := res.ConsumedCapacity[name]
+				if err := ValidateQuantity(q); err != nil {
+					return Charge{}, fmt.Errorf("ResourceClaim %s/%s: status.allocation.devices.results[%d].consumedCapacity[%s]: %w: %w",
+						claim.Namespace, claim.Name, i, name, ErrQuota, err)
+				}
 				c.addCapacity(class, name, q)
 			}
 			continue

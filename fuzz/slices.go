@@ -141,6 +141,10 @@ func buildPool(t *rapid.T, opts Options, driver, pool string, devices, parts []r
 			stale.Spec.Pool.Generation = generation - 1
 			stale.Spec.Pool.ResourceSliceCount = 1
 			stale.Spec.Devices = []resourceapi.Device{{Name: "stale"}}
+			if stale.Spec.PerDeviceNodeSelection != nil {
+				// As API validation requires: every device of such a slice selects its nodes.
+				stale.Spec.Devices[0].AllNodes = ptr.To(true)
+			}
 		}
 	}
 	for _, s := range out {

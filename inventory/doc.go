@@ -16,7 +16,8 @@
 //   - ComputeDomainSlices: the IMEX channel and daemon devices NVIDIA's
 //     compute-domain plugin publishes for a node.
 //   - ValidateSlice, ValidatePool: check any ResourceSlice (not only ours)
-//     against the API limits, with errors naming the field.
+//     against the API limits, with errors naming the field. ValidateSlice is
+//     the module's shared slice validation (allocator/validation).
 //   - HealthPolicy, HealthState, Observation: pure policy from observed health
 //     signals (XIDs, ECC, page retirement, row remapping, thermal, lost GPU,
 //     NVLink) to device taints, with clearing after a configured time.
@@ -79,6 +80,7 @@
 //     gpu-vfio-<n> devices) is not modelled, nor the combined counter-and-
 //     device slices NVIDIA writes for API servers older than 1.35.
 //
-// Imports: only the Kubernetes API types and apimachinery, blang/semver and
-// sigs.k8s.io/yaml; no cgo and no other dralloc package.
+// Imports: the Kubernetes API types and apimachinery, blang/semver,
+// sigs.k8s.io/yaml, and of this module only allocator/validation (which
+// imports nothing of the allocator) and the leaf capacity; no cgo.
 package inventory

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -52,7 +53,7 @@ func ExampleSlices() {
 
 // ValidateSlice checks any driver's slice, not only those built here.
 func ExampleValidateSlice() {
-	s := &resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{
+	s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "node-a-gpu"}, Spec: resourceapi.ResourceSliceSpec{
 		Driver:   "gpu.example.com",
 		NodeName: ptr.To("node-a"),
 		Pool:     resourceapi.ResourcePool{Name: "node-a", ResourceSliceCount: 1},
@@ -87,7 +88,7 @@ func ExampleValidateTaint() {
 	t := resourceapi.DeviceTaint{Key: inventory.TaintKey(inventory.ConditionGPULost), Effect: "PreferNoSchedule"}
 	fmt.Println(inventory.ValidateTaint(field.NewPath("taints").Index(0), t).ToAggregate())
 	// Output:
-	// taints[0].effect: Unsupported value: "PreferNoSchedule": supported values: "None", "NoSchedule", "NoExecute"
+	// taints[0].effect: Unsupported value: "PreferNoSchedule": supported values: "NoExecute", "NoSchedule", "None"
 }
 
 func ExampleNormalizeVersion() {

@@ -210,11 +210,40 @@ func validateGPUs(gpus []GPU) field.ErrorList {
 		if n := g.memorySlices(); n > maxMemorySlices {
 			errs = append(errs, field.TooMany(p.Child("migProfiles"), n, maxMemorySlices))
 		}
-		for j, d := range g.MIGDevices {
-			dp := p.Child("migDevices").Index(j)
-			if _, ok := g.profile(d.GIProfileID); !ok {
-				errs = append(errs, field.NotFound(dp.Child("giProfileID"), d.GIProfileID))
+		errs = append(errs, validateMIGDevices(p.Child("migDevices"), &g)...)
+	}
+	return errs
+}
+
+// validateMIGDevices checks the MIG devices that exist on a GPU (static MIG): each of a known profile, at a
+// placement within the GPU's memory slices that the profile offers (when the profile lists its
+// placements), and no two on the same memory slice, since a GPU instance owns its memory slices.
+func validateMIGDevices(p *field.Path, g *GPU) field.ErrorList {
+	var errs field.ErrorList
+	owner := map[int]int{} // memory slice -> index of the MIG device on it
+	for j, d := range g.MIGDevices {
+		dp := p.Index(j)
+		prof, ok := g.profile(d.GIProfileID)
+		if !ok {
+			errs = append(errs, field.NotFound(dp.Child("giProfileID"), d.GIProfileID))
+			continue
+		}
+		pl := d.Placement
+		switch {
+		case pl.Start < 0 || pl.Size < 1 || pl.Start > maxMemorySlices || pl.Size > maxMemorySlices-pl.Start:
+			errs = append(errs, field.Invalid(dp.Child("placement"), pl,
+				fmt.Sprintf("start must be >= 0, size >= 1 and start+size <= %d memory slices", maxMemorySlices)))
+			continue
+		case len(prof.Placements) > 0 && !slices.Contains(prof.Placements, pl):
+			errs = append(errs, field.Invalid(dp.Child("placement"), pl, fmt.Sprintf("not a placement of profile %s", prof.Name)))
+			continue
+		}
+		for m := pl.Start; m < pl.Start+pl.Size; m++ {
+			if k, taken := owner[m]; taken {
+				errs = append(errs, field.Invalid(dp.Child("placement"), pl, fmt.Sprintf("overlaps %s on memory slice %d", p.Index(k), m)))
+				break
 			}
+			owner[m] = j
 		}
 	}
 	return errs

@@ -482,6 +482,24 @@ func TestInvalidNodesAreErrorsNamingTheField(t *testing.T) {
 		{"MIG device of an unknown profile", func(n *inventory.Node, o *inventory.Options) {
 			n.GPUs[0].MIGDevices = []inventory.MIGDevice{{GIProfileID: 42}}
 		}, "gpus[0].migDevices[0].giProfileID: Not found: 42"},
+		{"static MIG device at an impossible placement", func(n *inventory.Node, o *inventory.Options) {
+			o.Mode = inventory.ModeStaticMIG
+			n.GPUs[0].MIGEnabled = true
+			n.GPUs[0].MIGDevices = []inventory.MIGDevice{{GIProfileID: 0, Placement: inventory.Placement{Start: 1000, Size: -5}}}
+		}, "gpus[0].migDevices[0].placement: Invalid value"},
+		{"static MIG device at a placement its profile does not offer", func(n *inventory.Node, o *inventory.Options) {
+			o.Mode = inventory.ModeStaticMIG
+			n.GPUs[0].MIGEnabled = true
+			n.GPUs[0].MIGDevices = []inventory.MIGDevice{{GIProfileID: 1, Placement: inventory.Placement{Start: 1, Size: 2}}}
+		}, "gpus[0].migDevices[0].placement: Invalid value: {\"start\":1,\"size\":2}: not a placement of profile 2g.10gb"},
+		{"static MIG devices on the same memory slice", func(n *inventory.Node, o *inventory.Options) {
+			o.Mode = inventory.ModeStaticMIG
+			n.GPUs[0].MIGEnabled = true
+			n.GPUs[0].MIGDevices = []inventory.MIGDevice{
+				{GIProfileID: 1, Placement: inventory.Placement{Start: 0, Size: 2}},
+				{GIProfileID: 0, Placement: inventory.Placement{Start: 1, Size: 1}},
+			}
+		}, "gpus[0].migDevices[1].placement: Invalid value: {\"start\":1,\"size\":1}: overlaps gpus[0].migDevices[0] on memory slice 1"},
 		{"more than 16 taints", func(n *inventory.Node, o *inventory.Options) {
 			ts := make([]resourceapi.DeviceTaint, 17)
 			for i := range ts {

@@ -2,18 +2,23 @@ package inventory_test
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/dralloc/dralloc/inventory"
+	"github.com/dralloc/dralloc/taints"
 )
 
 func validSlice() *resourceapi.ResourceSlice {
 	return &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-a-gpu"},
 		Spec: resourceapi.ResourceSliceSpec{
 			Driver:   "gpu.example.com",
 			NodeName: ptr.To("node-a"),
@@ -47,11 +52,11 @@ func TestValidateSliceNamesTheField(t *testing.T) {
 	}{
 		{"the valid slice is valid", func(*resourceapi.ResourceSlice) {}, ""},
 		{"128 plain devices are allowed", manyDevices(128, false), ""},
-		{"129 plain devices are too many", manyDevices(129, false), "spec.devices: Invalid value: 129: must have at most 128 devices"},
-		{"65 devices are too many when one has a taint", manyDevices(65, true), "must have at most 64 devices because some device has taints"},
+		{"129 plain devices are too many", manyDevices(129, false), "spec.devices: Too many: 129: must have at most 128 items"},
+		{"65 devices are too many when one has a taint", manyDevices(65, true), "spec.devices: Too many: 65: must have at most 64 items"},
 		{"devices and counters in one slice", func(s *resourceapi.ResourceSlice) {
 			s.Spec.SharedCounters = []resourceapi.CounterSet{{Name: "c", Counters: map[string]resourceapi.Counter{"a": {}}}}
-		}, "spec.sharedCounters: Forbidden: devices and sharedCounters must be in separate slices"},
+		}, "spec: Invalid value: \"\": only one of `sharedCounters` or `devices` is allowed"},
 		{"nine counter sets", func(s *resourceapi.ResourceSlice) {
 			s.Spec.Devices = nil
 			for i := range 9 {
@@ -69,12 +74,12 @@ func TestValidateSliceNamesTheField(t *testing.T) {
 		{"counter name not a DNS label", func(s *resourceapi.ResourceSlice) {
 			s.Spec.Devices = nil
 			s.Spec.SharedCounters = []resourceapi.CounterSet{{Name: "c", Counters: map[string]resourceapi.Counter{"copyEngines": {}}}}
-		}, "spec.sharedCounters[0].counters[copyEngines]: Invalid value"},
+		}, "spec.sharedCounters[0].counters: Invalid value: \"copyEngines\""},
 		{"33 attributes and capacities", func(s *resourceapi.ResourceSlice) {
 			for i := range 32 {
 				s.Spec.Devices[0].Attributes[resourceapi.QualifiedName(fmt.Sprintf("a%d", i))] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(i))}
 			}
-		}, "spec.devices[0].attributes: Invalid value: 34: must have at most 32 attributes and capacities together"},
+		}, "spec.devices[0]: Invalid value: 34: the total number of attributes and capacities must not exceed 32"},
 		{"version not strict semver", func(s *resourceapi.ResourceSlice) {
 			s.Spec.Devices[0].Attributes["driverVersion"] = resourceapi.DeviceAttribute{VersionValue: ptr.To("580.95.05")}
 		}, "spec.devices[0].attributes[driverVersion].version: Invalid value: \"580.95.05\""},
@@ -86,9 +91,9 @@ func TestValidateSliceNamesTheField(t *testing.T) {
 		}, "spec.devices[0].attributes[model].string: Too long"},
 		{"attribute name not a C identifier", func(s *resourceapi.ResourceSlice) {
 			s.Spec.Devices[0].Attributes["gpu.example.com/bad-name"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(1))}
-		}, "spec.devices[0].attributes[gpu.example.com/bad-name]: Invalid value"},
+		}, "spec.devices[0].attributes: Invalid value: \"bad-name\""},
 		{"device name not a DNS label", func(s *resourceapi.ResourceSlice) { s.Spec.Devices[0].Name = "gpu-0-mig-1g.10gb-0-0" }, "spec.devices[0].name: Invalid value"},
-		{"duplicate device names", func(s *resourceapi.ResourceSlice) { s.Spec.Devices = append(s.Spec.Devices, s.Spec.Devices[0]) }, "spec.devices[1].name: Duplicate value"},
+		{"duplicate device names", func(s *resourceapi.ResourceSlice) { s.Spec.Devices = append(s.Spec.Devices, s.Spec.Devices[0]) }, "spec.devices[1]: Duplicate value: \"gpu-0\""},
 		{"taint key not a label name", func(s *resourceapi.ResourceSlice) {
 			s.Spec.Devices[0].Taints = []resourceapi.DeviceTaint{{Key: "gpu lost", Effect: resourceapi.DeviceTaintEffectNoExecute}}
 		}, "spec.devices[0].taints[0].key: Invalid value"},
@@ -104,11 +109,12 @@ func TestValidateSliceNamesTheField(t *testing.T) {
 		{"a compatibility group twice", func(s *resourceapi.ResourceSlice) {
 			s.Spec.Devices[0].ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: "a", CompatibilityGroups: []string{"g", "g"}}}
 		}, "spec.devices[0].consumesCounters[0].compatibilityGroups[1]: Duplicate value"},
-		{"no node selection", func(s *resourceapi.ResourceSlice) { s.Spec.NodeName = nil }, "exactly one of nodeName, nodeSelector, allNodes and perDeviceNodeSelection must be set"},
-		{"two node selections", func(s *resourceapi.ResourceSlice) { s.Spec.AllNodes = ptr.To(true) }, "exactly one of nodeName"},
+		{"no node selection", func(s *resourceapi.ResourceSlice) { s.Spec.NodeName = nil }, "spec: Required value: exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"},
+		{"two node selections", func(s *resourceapi.ResourceSlice) { s.Spec.AllNodes = ptr.To(true) }, "but multiple fields are set"},
 		{"zero slice count", func(s *resourceapi.ResourceSlice) { s.Spec.Pool.ResourceSliceCount = 0 }, "spec.pool.resourceSliceCount: Invalid value: 0"},
 		{"missing pool name", func(s *resourceapi.ResourceSlice) { s.Spec.Pool.Name = "" }, "spec.pool.name: Required value"},
-		{"driver name with upper case", func(s *resourceapi.ResourceSlice) { s.Spec.Driver = "GPU.example.com" }, "spec.driver: Invalid value"},
+		{"driver name with upper case is a valid CSI driver name", func(s *resourceapi.ResourceSlice) { s.Spec.Driver = "GPU.example.com" }, ""},
+		{"driver name with an underscore", func(s *resourceapi.ResourceSlice) { s.Spec.Driver = "gpu_example.com" }, "spec.driver: Invalid value"},
 		{"negative capacity", func(s *resourceapi.ResourceSlice) {
 			s.Spec.Devices[0].Capacity["memory"] = resourceapi.DeviceCapacity{Value: resource.MustParse("-1")}
 		}, "spec.devices[0].capacity[memory].value: Invalid value"},
@@ -171,6 +177,10 @@ func TestValidatePoolChecksAcrossSlices(t *testing.T) {
 			"slices[1].spec.devices[0].consumesCounters[0].counters[memory-slice-9]: Not found"},
 		{"consuming more than the set has", pool(counters(), consumer("gpu-0-counter-set", "memory-slice-0", "2")),
 			"exceeds the counter set's 1"},
+		{"consuming an unbounded amount is refused before comparing", pool(counters(), consumer("gpu-0-counter-set", "memory-slice-0", "0E100000000")),
+			"slices[1].spec.devices[0].consumesCounters[0].counters[memory-slice-0].value: Invalid value: \"<omitted>\": quantity out of bounds"},
+		{"consumers of a pool without shared counters", pool(consumer("gpu-0-counter-set", "memory-slice-0", "1")),
+			"slices[0].spec.devices[0].consumesCounters[0].counterSet: Not found"},
 		{"wrong slice count", []*resourceapi.ResourceSlice{counters(), consumer("gpu-0-counter-set", "memory-slice-0", "1")},
 			"slices[0].spec.pool.resourceSliceCount: Invalid value: 1: the pool has 2 slices"},
 		{"a device name twice in the pool", pool(validSlice(), validSlice()), "slices[1].spec.devices[0].name: Invalid value: \"gpu-0\": duplicate device name in the pool"},
@@ -189,5 +199,39 @@ func TestValidatePoolChecksAcrossSlices(t *testing.T) {
 				t.Errorf("errors = %v, want one containing %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// inventory.ValidateTaint and taints.ValidateTaint restate one rule: they reject the same taints, with the
+// same error types at the same fields (an empty key is a required value for both).
+func TestValidateTaintAgreesWithTaints(t *testing.T) {
+	p := field.NewPath("taints").Index(0)
+	for _, tc := range []struct {
+		name string
+		t    resourceapi.DeviceTaint
+	}{
+		{"valid", resourceapi.DeviceTaint{Key: "example.com/t", Value: "v", Effect: resourceapi.DeviceTaintEffectNoSchedule}},
+		{"empty key", resourceapi.DeviceTaint{Effect: resourceapi.DeviceTaintEffectNoSchedule}},
+		{"key not a label name", resourceapi.DeviceTaint{Key: "a b", Effect: resourceapi.DeviceTaintEffectNone}},
+		{"value not a label value", resourceapi.DeviceTaint{Key: "k", Value: "a b", Effect: resourceapi.DeviceTaintEffectNoExecute}},
+		{"no effect", resourceapi.DeviceTaint{Key: "k"}},
+		{"unknown effect", resourceapi.DeviceTaint{Key: "k", Effect: "PreferNoSchedule"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kinds := func(errs field.ErrorList) []string {
+				var out []string
+				for _, e := range errs {
+					out = append(out, e.Field+" "+string(e.Type))
+				}
+				return out
+			}
+			got, want := kinds(inventory.ValidateTaint(p, tc.t)), kinds(taints.ValidateTaint(tc.t, p))
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("inventory: %v, taints: %v", got, want)
+			}
+		})
+	}
+	if errs := inventory.ValidateTaint(p, resourceapi.DeviceTaint{Effect: resourceapi.DeviceTaintEffectNone}); len(errs) != 1 || errs[0].Type != field.ErrorTypeRequired {
+		t.Errorf("empty key: %v, want one required value", errs)
 	}
 }

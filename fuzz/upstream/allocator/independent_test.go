@@ -84,7 +84,10 @@ func independenceGen() *rapid.Generator[*fuzz.Cluster] {
 		if len(ids) > 0 {
 			c.Allocated = append(c.Allocated, &resourceapi.ResourceClaim{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "held", UID: "uid-held"},
-				Status:     resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: ids}}},
+				// The request its results name, as the API server requires.
+				Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r", Exactly: &resourceapi.ExactDeviceRequest{
+					DeviceClassName: "class-x", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: int64(len(ids))}}}}},
+				Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: ids}}},
 			})
 		}
 		for _, kind := range []string{"x", "y"} {

@@ -200,7 +200,8 @@ func SplitClaim(k, gpus int64) *resourceapi.ResourceClaim {
 // allocated: no GPU is whole any more.
 func PartlyUsedGPUs(gpus int) Cluster {
 	c := PartitionableFleet(1, gpus)
-	held := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "held", UID: "uid-held"}}
+	// The request its results name, as the API server requires.
+	held := newClaim("held", exactly("part", GPUClass, int64(gpus)))
 	held.Status.Allocation = &resourceapi.AllocationResult{}
 	for g := range gpus {
 		held.Status.Allocation.Devices.Results = append(held.Status.Allocation.Devices.Results, resourceapi.DeviceRequestAllocationResult{

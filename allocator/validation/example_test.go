@@ -1,0 +1,107 @@
+package validation_test
+
+import (
+	"fmt"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/dralloc/dralloc/allocator/validation"
+)
+
+func print(errs field.ErrorList) {
+	if len(errs) == 0 {
+		fmt.Println("valid")
+	}
+	for _, e := range errs {
+		fmt.Println(e.Error())
+	}
+}
+
+// A claim written by hand with a negative count: the API server refuses it, and so does validation.
+func ExampleResourceClaim() {
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "train"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "gpu",
+			Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu.example.com",
+				AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: -1},
+		}}}},
+	}
+	print(validation.ResourceClaim(claim, validation.Options{}))
+	// Output:
+	// spec.devices.requests[0].exactly.count: Invalid value: -1: must be greater than zero
+}
+
+// A template's claim spec is validated like a claim's, under spec.spec.
+func ExampleResourceClaimTemplate() {
+	tmpl := &resourceapi.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "train"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: "gpu.example.com", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}},
+			Constraints: []resourceapi.DeviceConstraint{{Requests: []string{"nic"}, MatchAttribute: ptr(resourceapi.FullyQualifiedName("example.com/numa"))}},
+		}}},
+	}
+	print(validation.ResourceClaimTemplate(tmpl, validation.Options{}))
+	// Output:
+	// spec.spec.devices.constraints[0].requests[0]: Invalid value: "nic": must be the name of a request in the claim or the name of a request and a subrequest separated by '/'
+}
+
+// A class whose selector does not compile.
+func ExampleDeviceClass() {
+	class := &resourceapi.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{
+			{CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "gpu.example.com"`}},
+			{CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver = "gpu.example.com"`}},
+		}},
+	}
+	errs := validation.DeviceClass(class, validation.Options{})
+	for _, e := range errs {
+		fmt.Println(e.Field, e.Type)
+	}
+	// Output:
+	// spec.selectors[1].cel.expression Invalid value
+}
+
+// A slice whose device capacity is a quantity that parses but on which arithmetic would not end.
+func ExampleResourceSlice() {
+	slice := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-1-gpu"},
+		Spec: resourceapi.ResourceSliceSpec{
+			Driver:   "gpu.example.com",
+			Pool:     resourceapi.ResourcePool{Name: "node-1", ResourceSliceCount: 1},
+			NodeName: ptr("node-1"),
+			Devices: []resourceapi.Device{{Name: "gpu-0", Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+				"memory": {Value: resource.MustParse("1E100000000")}}}},
+		},
+	}
+	print(validation.ResourceSlice(slice, validation.Options{}))
+	// Output:
+	// spec.devices[0].capacity[memory].value: Invalid value: "<omitted>": quantity out of bounds: decimal exponent 100000000 is outside [-9, 36]
+}
+
+// A rule whose taint has no effect.
+func ExampleDeviceTaintRule() {
+	rule := &resourceapi.DeviceTaintRule{
+		ObjectMeta: metav1.ObjectMeta{Name: "maintenance"},
+		Spec: resourceapi.DeviceTaintRuleSpec{
+			DeviceSelector: &resourceapi.DeviceTaintSelector{Driver: ptr("gpu.example.com")},
+			Taint:          resourceapi.DeviceTaint{Key: "example.com/maintenance"},
+		},
+	}
+	print(validation.DeviceTaintRule(rule, validation.Options{}))
+	// Output:
+	// spec.taint.effect: Required value
+}
+
+// Taint checks one taint at the path given.
+func ExampleTaint() {
+	print(validation.Taint(field.NewPath("spec", "devices").Index(0).Child("taints").Index(0),
+		resourceapi.DeviceTaint{Effect: resourceapi.DeviceTaintEffectNoSchedule}))
+	// Output:
+	// spec.devices[0].taints[0].key: Required value
+}
