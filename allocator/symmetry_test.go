@@ -91,3 +91,39 @@ func TestSymmetryOfSharedDevices(t *testing.T) {
 		t.Fatalf("with a 12Gi device: %v", err)
 	}
 }
+
+// Devices that differ only in their allocated state are not interchangeable: a request with admin access
+// may take a device another claim holds, where a request without it may not. Two identical devices, the
+// second held; claim a (admin access) first takes the free one, after which b cannot fit, so the search
+// must go on to the held twin for a and leave the free one to b, as the Kubernetes allocator does.
+func TestSymmetryTellsAllocatedStateApart(t *testing.T) {
+	held := []*resourceapi.ResourceClaim{allocatedClaim("other", result(driverA, "pool-1", "dev-2"))}
+	claims := []*resourceapi.ResourceClaim{claim("a", admin(exact("req", "any", 1))), claim("b", exact("req", "any", 1))}
+	runAll(t, []scenario{{
+		name:      "twins of one slice, one held: a takes the held one, b the free one",
+		slices:    attrSlice(devices("dev-1", "dev-2")...),
+		classes:   []*resourceapi.DeviceClass{anyClass},
+		allocated: held,
+		claims:    claims,
+		want:      [][]string{{"req=pool-1/dev-2"}, {"req=pool-1/dev-1"}},
+	}, {
+		name: "equal devices of two slices, one held: a takes the held one, b the free one",
+		slices: []*resourceapi.ResourceSlice{
+			withPool(nodeSlice("s1", node1, driverA, "pool-1", device("dev-1", nil)), 1, 2),
+			withPool(nodeSlice("s2", node1, driverA, "pool-1", device("dev-2", nil)), 1, 2),
+		},
+		classes:   []*resourceapi.DeviceClass{anyClass},
+		allocated: held,
+		claims:    claims,
+		want:      [][]string{{"req=pool-1/dev-2"}, {"req=pool-1/dev-1"}},
+	}, {
+		name:      "three twins, two held, two admin claims and one plain: the plain one gets the free device",
+		slices:    attrSlice(devices("dev-1", "dev-2", "dev-3")...),
+		classes:   []*resourceapi.DeviceClass{anyClass},
+		allocated: []*resourceapi.ResourceClaim{allocatedClaim("other", result(driverA, "pool-1", "dev-2"), result(driverA, "pool-1", "dev-3"))},
+		claims: []*resourceapi.ResourceClaim{
+			claim("a", admin(exact("req", "any", 1))), claim("b", admin(exact("req", "any", 1))), claim("c", exact("req", "any", 1)),
+		},
+		want: [][]string{{"req=pool-1/dev-2"}, {"req=pool-1/dev-2"}, {"req=pool-1/dev-1"}},
+	}})
+}
