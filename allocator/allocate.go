@@ -20,8 +20,10 @@ import (
 //
 // It returns one AllocationResult per claim, in the order of claims. When the claims do not fit on the
 // node the error wraps [ErrUnsatisfiable]; invalid input gives an error wrapping [ErrInvalidInput] that
-// names the object and field; a cancelled ctx gives an error wrapping the context's cause; running out of
-// Options.StepBudget gives [ErrSearchBudget]. The snapshot, node and claims are not modified.
+// names the object and field (a nil ctx too); a context that ends during the call gives an error wrapping
+// the context's error (context.Canceled or context.DeadlineExceeded) and its cause, never
+// ErrInvalidInput, so the caller may retry; running out of Options.StepBudget gives [ErrSearchBudget].
+// The snapshot, node and claims are not modified.
 func (s *Snapshot) Allocate(ctx context.Context, node *v1.Node, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {
 	var results []resourceapi.AllocationResult
 	err := s.do(ctx, node, claims, func(a *allocation) (bool, error) {
@@ -49,6 +51,9 @@ func (s *Snapshot) Fits(ctx context.Context, node *v1.Node, claims []*resourceap
 
 // do runs fn on the working state of one call, under the read lock; fn reports whether the claims fit.
 func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.ResourceClaim, fn func(*allocation) (bool, error)) error {
+	if ctx == nil {
+		return nilContext()
+	}
 	if node == nil {
 		return inputError("Node", "", errors.New("nil object"))
 	}
@@ -72,6 +77,9 @@ func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.
 
 // AllocateOnNode is Allocate for a node added with [Snapshot.AddOrUpdateNode].
 func (s *Snapshot) AllocateOnNode(ctx context.Context, nodeName string, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {
+	if ctx == nil {
+		return nil, nilContext()
+	}
 	s.mu.RLock()
 	node, ok := s.st.nodes[nodeName]
 	s.mu.RUnlock()

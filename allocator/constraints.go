@@ -54,6 +54,9 @@ func (c *constraintBase) lookup(r *request, d *deviceEntry, name resourceapi.Ful
 			return nil, inputError(a.perClaim[r.claimIdx].name(), r.path()+".derivedAttributes", fmt.Errorf("compile derived attribute %s: %w", name, err))
 		}
 		v, err := prog.Evaluate(a.ctx, d.cel.view())
+		if err != nil && a.ctx.Err() != nil {
+			return nil, aborted(a.ctx)
+		}
 		if err != nil {
 			return nil, inputError(a.perClaim[r.claimIdx].name(), r.path()+".derivedAttributes", fmt.Errorf("evaluate derived attribute %s on device %s: %w", name, d.id, err))
 		}

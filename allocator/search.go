@@ -1,7 +1,6 @@
 package allocator
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -50,8 +49,8 @@ func (a *allocation) allocateStep(pos position, allocSub bool, start location) (
 	if budget := a.s.opts.StepBudget; budget > 0 && a.steps > budget {
 		return false, fmt.Errorf("%w after %d steps", ErrSearchBudget, budget)
 	}
-	if err := a.ctx.Err(); err != nil {
-		return false, fmt.Errorf("allocation aborted: %w", context.Cause(a.ctx))
+	if a.ctx.Err() != nil {
+		return false, aborted(a.ctx)
 	}
 	if pos.claim >= len(a.claims) {
 		return true, nil
