@@ -10,9 +10,9 @@ import (
 )
 
 // failFast looks, before searching, for a request that cannot be satisfied whatever the other requests
-// get: a request without alternatives that has fewer candidate devices (matching, free in the cluster,
-// not blocked by a taint) than it needs. The search would otherwise try every combination of the earlier
-// requests before finding out.
+// get: a request that has fewer candidate devices (matching, free in the cluster, not blocked by a taint)
+// than it needs, in every one of its alternatives. The search would otherwise try every combination of
+// the earlier requests before finding out.
 //
 // Kubernetes reports some input errors only when its search reaches them (a selector or capacity
 // request failing on one device, a derived attribute failing, a constraint that "all devices" break).
@@ -29,11 +29,23 @@ func (a *allocation) failFast() (shortfall, bool) {
 				}
 			}
 			if slot.hasSubs {
-				// Any alternative may be searched: it must not hide an error either.
-				for _, r := range slot.alts {
-					if _, ok := a.countCandidates(r, 0); !ok {
+				// Any alternative may be searched: it must not hide an error either. When every
+				// alternative is short, the request fails whatever the others take, as a request
+				// without alternatives does.
+				var first shortfall
+				short := true
+				for i, r := range slot.alts {
+					n, ok := a.countCandidates(r, 0)
+					if !ok {
 						return shortfall{}, false
 					}
+					if i == 0 {
+						first = shortfall{cs: cs, r: r, n: n}
+					}
+					short = short && n < r.numDevices
+				}
+				if short {
+					return first, true
 				}
 				continue
 			}
