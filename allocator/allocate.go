@@ -100,9 +100,11 @@ type allocation struct {
 	claims  []*resourceapi.ResourceClaim
 	pools   []*pool
 	steps   int
-	short   shortfall // set when failing fast found a request without enough candidates
-	indep   []int8    // per request slot: unknown (0), independent of the slots before it (1) or not (2)
-	sides   [2]sideOf // what the requests before and after a slot can take (see independent)
+	short   shortfall  // set when failing fast found a request without enough candidates
+	indep   []int8     // per request slot: unknown (0), independent of the slots before it (1) or not (2)
+	sides   [2]sideOf  // what the requests before and after a slot can take (see independent)
+	bounds  bounds     // scratch of constraintShort
+	pigeon  pigeonhole // scratch of pigeonholeShort
 	// symmetry: devices may be compared by verdicts (1) or only as twins (2); 0 is undecided.
 	symmetry int8
 

@@ -67,15 +67,28 @@ func (a *allocation) failFast() (shortfall, bool) {
 				return shortfall{cs: cs, r: r, n: n}, true
 			}
 		}
+		if len(cs.constraints) > 0 {
+			sf, short, ok := a.constraintShort(ci)
+			if !ok {
+				return shortfall{}, false
+			}
+			if short {
+				return sf, true
+			}
+		}
 	}
-	return shortfall{}, false
+	return a.pigeonholeShort()
 }
 
-// shortfall is a request with fewer candidates (n) than it needs; cs is nil for none.
+// shortfall is a request with fewer candidates (n) than it needs, or a constraint (index+1) no choice of
+// candidates meets; cs is nil for none.
 type shortfall struct {
-	cs *claimState
-	r  *request
-	n  int
+	cs         *claimState
+	r          *request
+	n          int
+	constraint int
+	// need > n: requests of the call together need need devices from a set of n (see pigeonholeShort).
+	need int
 }
 
 // countCandidates counts devices that could serve r; false when evaluating one failed. It visits every
@@ -83,6 +96,18 @@ type shortfall struct {
 // would report is seen here too; with limit > 0 it stops once limit devices are found.
 func (a *allocation) countCandidates(r *request, limit int) (int, bool) {
 	n := 0
+	ok := a.visitCandidates(r, func(int, *deviceEntry) bool {
+		n++
+		return n != limit
+	})
+	return n, ok
+}
+
+// visitCandidates calls fn for every device that could serve r, as countCandidates counts them, with the
+// device's index among the devices of the call's pools, until fn returns false; it returns false when
+// evaluating a device failed.
+func (a *allocation) visitCandidates(r *request, fn func(int, *deviceEntry) bool) bool {
+	idx := -1
 	anyInUse := len(a.st.inUse) > 0
 	for _, p := range a.pools {
 		if p.incomplete || p.invalid {
@@ -90,17 +115,18 @@ func (a *allocation) countCandidates(r *request, limit int) (int, bool) {
 		}
 		for _, e := range p.slices {
 			for _, d := range e.devices() {
+				idx++
 				if anyInUse && !r.adminAccess && a.st.inUse[d.id] > 0 {
 					continue
 				}
 				ok, err := a.selectable(r, d)
 				if err != nil {
-					return 0, false
+					return false
 				}
 				if ok && a.f.DRAConsumableCapacity {
 					_, err := a.consumed(r, d)
 					if err != nil && !errors.Is(err, capacity.ErrUnsuitable) {
-						return 0, false
+						return false
 					}
 					ok = err == nil
 				}
@@ -110,16 +136,13 @@ func (a *allocation) countCandidates(r *request, limit int) (int, bool) {
 				if ok && d.counters && !a.countersAdmit(p, d) {
 					ok = false
 				}
-				if ok {
-					n++
-					if n == limit {
-						return n, true
-					}
+				if ok && !fn(idx, d) {
+					return true
 				}
 			}
 		}
 	}
-	return n, true
+	return true
 }
 
 // countersAdmit: the device's shared counters fit what the cluster left of its pool's counter sets.
@@ -139,6 +162,12 @@ func (a *allocation) countersAdmit(p *pool, d *deviceEntry) bool {
 // tooFewReason is "<claim>: <request path> needs N devices, M match and are free", built in the call's
 // buffer so that the string is the only allocation.
 func (a *allocation) tooFewReason(sf shortfall) string {
+	if sf.constraint > 0 {
+		return a.constraintReason(sf)
+	}
+	if sf.need > 0 {
+		return a.pigeonholeReason(sf)
+	}
 	cs, r, n := sf.cs, sf.r, sf.n
 	b := a.textBuf[:0]
 	b = append(b, "ResourceClaim "...)

@@ -21,7 +21,10 @@ func TestSymmetryKeepsSearchSmall(t *testing.T) {
 		name        string
 		attrs       func(i int) map[string]any
 		constraints []resourceapi.DeviceConstraint
-		wantErr     error
+		// derived: request b derives example.com/serial, which counting before the search does not
+		// evaluate, and the call keeps symmetry to twins.
+		derived bool
+		wantErr error
 	}{
 		{
 			name:    "21 identical devices: does not fit, decided within the step budget",
@@ -34,9 +37,16 @@ func TestSymmetryKeepsSearchSmall(t *testing.T) {
 			wantErr: allocator.ErrUnsatisfiable,
 		},
 		{
-			name:        "21 devices whose serials a constraint compares: the search gives up, reported apart from does not fit",
+			name:        "21 devices whose serials a constraint compares: does not fit, decided by counting the distinct serials",
 			attrs:       func(i int) map[string]any { return map[string]any{"model": "a100", "serial": i} },
 			constraints: []resourceapi.DeviceConstraint{distinctAttr(driverA+"/serial", "a", "b")},
+			wantErr:     allocator.ErrUnsatisfiable,
+		},
+		{
+			name:        "21 devices whose serials a derived attribute reads: the search gives up, reported apart from does not fit",
+			attrs:       func(i int) map[string]any { return map[string]any{"model": "a100", "serial": i} },
+			derived:     true,
+			constraints: []resourceapi.DeviceConstraint{distinctAttr("example.com/serial", "b")},
 			wantErr:     allocator.ErrSearchBudget,
 		},
 	} {
@@ -46,14 +56,20 @@ func TestSymmetryKeepsSearchSmall(t *testing.T) {
 				devs = append(devs, device(fmt.Sprintf("gpu-%d", i), tc.attrs(i)))
 			}
 			for _, strategy := range []allocator.Strategy{allocator.FirstFit, allocator.BestFit, allocator.Spread} {
-				s := allocator.NewSnapshot(allocator.Options{StepBudget: budget, Strategy: strategy})
+				f := allocator.DefaultFeatures()
+				f.DRADerivedAttributes = true
+				s := allocator.NewSnapshot(allocator.Options{StepBudget: budget, Strategy: strategy, Features: &f})
 				if err := s.AddOrUpdateSlice(nodeSlice("s", node1, driverA, node1, devs...)); err != nil {
 					t.Fatal(err)
 				}
 				if err := s.AddOrUpdateClass(class("gpu", `device.attributes["`+driverA+`"].model == "a100"`)); err != nil {
 					t.Fatal(err)
 				}
-				c := withConstraints(claim("c", exact("a", "gpu", 10), exact("b", "gpu", 12)), tc.constraints...)
+				b := exact("b", "gpu", 12)
+				if tc.derived {
+					b = withDerived(b, "example.com/serial", `device.attributes["`+driverA+`"].serial`)
+				}
+				c := withConstraints(claim("c", exact("a", "gpu", 10), b), tc.constraints...)
 				_, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{c})
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("%s: got %v, want %v", strategy, err, tc.wantErr)

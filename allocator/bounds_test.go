@@ -1,0 +1,92 @@
+package allocator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/dralloc/dralloc/allocator"
+)
+
+// Counting before the search decides shapes where every request has enough candidates on its own, but a
+// constraint or the requests together cannot be served: the Kubernetes allocator tries every combination
+// of the requests before them first (8 claims of one GPU each on 10 GPUs that all differ: 1.8 million).
+// The answer is the same, "does not fit", within a few steps, and with a reason.
+func TestCountingDecidesBeforeSearching(t *testing.T) {
+	gpus := func(numa func(i int) int, more map[string]any) []resourceapi.Device {
+		var devs []resourceapi.Device
+		for i := range 10 {
+			attrs := map[string]any{"kind": "gpu", "serial": i}
+			if numa != nil {
+				attrs["numa"] = numa(i)
+			}
+			devs = append(devs, device(fmt.Sprintf("gpu-%d", i), attrs))
+		}
+		for i := range 4 {
+			attrs := map[string]any{"kind": "nic", "serial": 100 + i, "numa": 0}
+			for k, v := range more {
+				attrs[k] = v
+			}
+			devs = append(devs, device(fmt.Sprintf("nic-%d", i), attrs))
+		}
+		return devs
+	}
+	singles := func(last *resourceapi.ResourceClaim) []*resourceapi.ResourceClaim {
+		var claims []*resourceapi.ResourceClaim
+		for i := range 8 {
+			// The distinct serials keep the GPUs from being interchangeable.
+			claims = append(claims, withConstraints(claim(fmt.Sprintf("c%d", i), exact("gpu", "gpu", 1)), distinctAttr(driverA+"/serial")))
+		}
+		return append(claims, last)
+	}
+	for _, tc := range []struct {
+		name    string
+		devs    []resourceapi.Device
+		claims  []*resourceapi.ResourceClaim
+		wantErr string
+	}{
+		{
+			name:    "three GPUs on one NUMA node where every NUMA node has two",
+			devs:    gpus(func(i int) int { return i / 2 }, nil),
+			claims:  singles(withConstraints(claim("last", exact("gpus", "gpu", 3)), matchAttr(driverA+"/numa"))),
+			wantErr: "spec.devices.constraints[0].matchAttribute: no value of " + driverA + "/numa is shared by enough free matching devices",
+		},
+		{
+			name:    "a GPU and a NIC on one NUMA node where no GPU has one",
+			devs:    gpus(nil, nil),
+			claims:  singles(withConstraints(claim("last", exact("gpu", "gpu", 1), exact("nic", "nic", 1)), matchAttr(driverA+"/numa"))),
+			wantErr: "spec.devices.constraints[0].matchAttribute: no value of " + driverA + "/numa is shared by enough free matching devices",
+		},
+		{
+			name:    "three GPUs on distinct NUMA nodes where there are two",
+			devs:    gpus(func(i int) int { return i % 2 }, nil),
+			claims:  singles(withConstraints(claim("last", exact("gpus", "gpu", 3)), distinctAttr(driverA+"/numa"))),
+			wantErr: "spec.devices.constraints[0].distinctAttribute: too few free matching devices with distinct values of " + driverA + "/numa",
+		},
+		{
+			name:    "three GPUs on one of two NUMA nodes of five, after eight claims of one GPU: eleven of ten",
+			devs:    gpus(func(i int) int { return i % 2 }, nil),
+			claims:  singles(withConstraints(claim("last", exact("gpus", "gpu", 3)), matchAttr(driverA+"/numa"))),
+			wantErr: "ResourceClaim default/last: together with the requests before it, needs 11 distinct devices of 10 that match and are free",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := allocator.NewSnapshot(allocator.Options{StepBudget: 2000})
+			must(t, s.AddOrUpdateSlice(nodeSlice("s", node1, driverA, node1, tc.devs...)))
+			for _, kind := range []string{"gpu", "nic"} {
+				must(t, s.AddOrUpdateClass(class(kind, `device.attributes["`+driverA+`"].kind == "`+kind+`"`)))
+			}
+			_, err := s.Allocate(context.Background(), node(node1, nil), tc.claims)
+			if !errors.Is(err, allocator.ErrUnsatisfiable) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("got %v, want does not fit because %s", err, tc.wantErr)
+			}
+			if fits, err := s.Fits(context.Background(), node(node1, nil), tc.claims); fits || err != nil {
+				t.Fatalf("Fits: got %v, %v, want false", fits, err)
+			}
+		})
+	}
+}
