@@ -90,3 +90,29 @@ func TestCountingDecidesBeforeSearching(t *testing.T) {
 		})
 	}
 }
+
+// Devices the node may not take are not counted as candidates: with DRAOptionalNodeOperations on, a slice
+// that skips node operations serves only nodes that declare the feature. Two claims need 17 of the 16
+// GPUs this node may take; the two of the skipping slice do not make up the difference.
+func TestCountingLeavesOutDevicesThatSkipNodeOperations(t *testing.T) {
+	f := allocator.DefaultFeatures()
+	f.DRAOptionalNodeOperations = true
+	s := allocator.NewSnapshot(allocator.Options{StepBudget: 2000, Features: &f})
+	var devs []resourceapi.Device
+	for i := range 16 {
+		devs = append(devs, device(fmt.Sprintf("gpu-%d", i), map[string]any{"serial": i}))
+	}
+	must(t, s.AddOrUpdateSlice(nodeSlice("s", node1, driverA, "pool-1", devs...)))
+	skip := nodeSlice("skip", node1, driverA, "pool-2", device("gpu-16", map[string]any{"serial": 16}), device("gpu-17", map[string]any{"serial": 17}))
+	skip.Spec.SkipNodeOperations = []resourceapi.SkipNodeOperation{resourceapi.SkipNodeOperationAll}
+	must(t, s.AddOrUpdateSlice(skip))
+	must(t, s.AddOrUpdateClass(anyClass))
+	claims := []*resourceapi.ResourceClaim{
+		withConstraints(claim("a", exact("gpus", "any", 8)), distinctAttr(driverA+"/serial")),
+		claim("b", exact("gpus", "any", 9)),
+	}
+	_, err := s.Allocate(context.Background(), node(node1, nil), claims)
+	if want := "needs 17 distinct devices of 16"; !errors.Is(err, allocator.ErrUnsatisfiable) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want does not fit because it %s", err, want)
+	}
+}

@@ -136,6 +136,9 @@ func (a *allocation) visitCandidates(r *request, fn func(int, *deviceEntry) bool
 				if ok && d.counters && !a.countersAdmit(p, d) {
 					ok = false
 				}
+				if ok && !a.nodeOpsAllowed(d) {
+					ok = false // allocateDevice refuses it on this node
+				}
 				if ok && !fn(idx, d) {
 					return true
 				}
