@@ -52,7 +52,12 @@ next:
 			slot := &cs.slots[ri]
 			applies := false
 			for _, r := range slot.alts {
-				applies = applies || c.appliesTo(r)
+				if c.appliesTo(r) {
+					applies = true
+					if _, derived := r.derived[c.attribute()]; derived {
+						continue next // counting reads the devices' own attributes only
+					}
+				}
 			}
 			if !applies {
 				continue

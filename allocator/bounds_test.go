@@ -116,3 +116,40 @@ func TestCountingLeavesOutDevicesThatSkipNodeOperations(t *testing.T) {
 		t.Fatalf("got %v, want does not fit because it %s", err, want)
 	}
 }
+
+// A request with a derived attribute no longer keeps counting from deciding: its derived values are
+// evaluated on every candidate first (where the search would evaluate them), and as none fails, a later
+// claim without candidates fails at once, as it would after every combination of the first.
+func TestCountingAfterDerivedAttributes(t *testing.T) {
+	f := allocator.DefaultFeatures()
+	f.DRADerivedAttributes = true
+	s := allocator.NewSnapshot(allocator.Options{StepBudget: 2000, Features: &f})
+	var devs []resourceapi.Device
+	for i := range 16 {
+		devs = append(devs, device(fmt.Sprintf("gpu-%d", i), map[string]any{"kind": "gpu", "serial": i}))
+	}
+	must(t, s.AddOrUpdateSlice(nodeSlice("s", node1, driverA, "pool-1", devs...)))
+	for _, kind := range []string{"gpu", "nic"} {
+		must(t, s.AddOrUpdateClass(class(kind, `device.attributes["`+driverA+`"].kind == "`+kind+`"`)))
+	}
+	for _, tc := range []struct {
+		name, expr, want string
+		wantErr          error
+	}{
+		{"derived values evaluate on every GPU: the NIC claim fails before searching", `device.attributes["` + driverA + `"].serial`,
+			"ResourceClaim default/b: spec.devices.requests[0].exactly needs 1 devices, 0 match and are free", allocator.ErrUnsatisfiable},
+		{"a derived value fails on a GPU: the search meets the error, as Kubernetes' does", `device.attributes["` + driverA + `"].serial / (device.attributes["` + driverA + `"].serial - 3)`,
+			"evaluate derived attribute example.com/serial on device " + driverA + "/pool-1/gpu-3", allocator.ErrInvalidInput},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			claims := []*resourceapi.ResourceClaim{
+				withConstraints(claim("a", withDerived(exact("gpus", "gpu", 8), "example.com/serial", tc.expr)), distinctAttr("example.com/serial")),
+				claim("b", exact("nic", "nic", 1)),
+			}
+			_, err := s.Allocate(context.Background(), node(node1, nil), claims)
+			if !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %v: %s", err, tc.wantErr, tc.want)
+			}
+		})
+	}
+}

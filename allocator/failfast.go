@@ -24,7 +24,7 @@ func (a *allocation) failFast() (shortfall, bool) {
 		for ri := range cs.slots {
 			slot := &cs.slots[ri]
 			for _, r := range slot.alts {
-				if r.mode == resourceapi.DeviceAllocationModeAll || len(r.derived) > 0 {
+				if r.mode == resourceapi.DeviceAllocationModeAll || !a.derivedSafe(r) {
 					return shortfall{}, false
 				}
 			}
@@ -193,4 +193,29 @@ func (a *allocation) tooFewReason(sf shortfall) string {
 	b = append(b, " match and are free"...)
 	a.textBuf = b
 	return string(b)
+}
+
+// derivedSafe: the derived attributes of r that the constraints of its claim compare evaluate without
+// error on every device the search could add for r (they are evaluated only there, when a constraint
+// looks at a device), so the search cannot stop with such an error; the values are kept for the call.
+func (a *allocation) derivedSafe(r *request) bool {
+	if len(r.derived) == 0 {
+		return true
+	}
+	for _, c := range a.perClaim[r.claimIdx].constraints {
+		name := c.attribute()
+		if _, ok := r.derived[name]; !ok || !c.appliesTo(r) {
+			continue
+		}
+		failed := false
+		ok := a.visitCandidates(r, func(_ int, d *deviceEntry) bool {
+			_, err := a.attributeOf(r, d, name)
+			failed = err != nil
+			return !failed
+		})
+		if !ok || failed {
+			return false
+		}
+	}
+	return true
 }

@@ -118,7 +118,7 @@ func (a *allocation) computeIndependent(claim, req int) bool {
 				side = earlier
 			}
 			for _, r := range a.perClaim[ci].slots[ri].alts {
-				if isEarlier && (r.mode == resourceapi.DeviceAllocationModeAll || len(r.derived) > 0) {
+				if isEarlier && (r.mode == resourceapi.DeviceAllocationModeAll || !a.derivedSafe(r)) {
 					return false
 				}
 				if !a.collectCandidates(r, side) {

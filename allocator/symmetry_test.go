@@ -21,8 +21,8 @@ func TestSymmetryKeepsSearchSmall(t *testing.T) {
 		name        string
 		attrs       func(i int) map[string]any
 		constraints []resourceapi.DeviceConstraint
-		// derived: request b derives example.com/serial, which counting before the search does not
-		// evaluate, and the call keeps symmetry to twins.
+		// derived: request b asks for 11 instead of 12 devices and derives example.com/serial (the serial
+		// modulo 5), which counting before the search does not compare; the call keeps symmetry to twins.
 		derived bool
 		wantErr error
 	}{
@@ -43,7 +43,7 @@ func TestSymmetryKeepsSearchSmall(t *testing.T) {
 			wantErr:     allocator.ErrUnsatisfiable,
 		},
 		{
-			name:        "21 devices whose serials a derived attribute reads: the search gives up, reported apart from does not fit",
+			name:        "21 devices whose serials a derived attribute reads, five values for eleven devices: the search gives up, reported apart from does not fit",
 			attrs:       func(i int) map[string]any { return map[string]any{"model": "a100", "serial": i} },
 			derived:     true,
 			constraints: []resourceapi.DeviceConstraint{distinctAttr("example.com/serial", "b")},
@@ -67,7 +67,7 @@ func TestSymmetryKeepsSearchSmall(t *testing.T) {
 				}
 				b := exact("b", "gpu", 12)
 				if tc.derived {
-					b = withDerived(b, "example.com/serial", `device.attributes["`+driverA+`"].serial`)
+					b = withDerived(exact("b", "gpu", 11), "example.com/serial", `device.attributes["`+driverA+`"].serial % 5`)
 				}
 				c := withConstraints(claim("c", exact("a", "gpu", 10), b), tc.constraints...)
 				_, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{c})
