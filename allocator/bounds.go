@@ -225,8 +225,14 @@ func (a *allocation) distinctPossible(reqs []*request, need int, name resourceap
 				unknown = true
 				return false
 			}
-			if !present || len(keys) == 0 {
+			if !present {
 				return true
+			}
+			if len(keys) == 0 {
+				// Only list values without DRAListTypeAttributes: such a device may join as the
+				// first one only, which counting does not follow.
+				unknown = true
+				return false
 			}
 			n++
 			b.seen[d] = true

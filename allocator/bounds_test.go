@@ -153,3 +153,18 @@ func TestCountingAfterDerivedAttributes(t *testing.T) {
 		})
 	}
 }
+
+// Counting follows the constraints' comparisons exactly where it decides: without DRAListTypeAttributes a
+// device whose attribute holds only a list may still be the first (here the only) device of a
+// distinctAttribute constraint, so the claim fits, as in Kubernetes.
+func TestCountingKeepsListOnlyAttributes(t *testing.T) {
+	f := allocator.DefaultFeatures()
+	f.DRAListTypeAttributes = false
+	runAll(t, []scenario{{
+		name: "a distinctAttribute over one device with a list-only attribute", features: &f,
+		slices:  attrSlice(device("dev-1", map[string]any{"links": []int64{1, 2}})),
+		classes: []*resourceapi.DeviceClass{anyClass},
+		claims:  []*resourceapi.ResourceClaim{withConstraints(claim("c", exact("req", "any", 1)), distinctAttr(driverA+"/links"))},
+		want:    [][]string{{"req=pool-1/dev-1"}},
+	}})
+}
