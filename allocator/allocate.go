@@ -19,10 +19,12 @@ import (
 // snapshot with their status.allocation).
 //
 // It returns one AllocationResult per claim, in the order of claims. When the claims do not fit on the
-// node the error wraps [ErrUnsatisfiable]; invalid input (a node without metadata.name included) gives
-// an error wrapping [ErrInvalidInput] that names the object and field; a discarded or committed fork gives
-// [ErrClosed]; a cancelled ctx gives an error wrapping the context's cause; running out of
-// Options.StepBudget gives [ErrSearchBudget]. The snapshot, node and claims are not modified.
+// node the error wraps [ErrUnsatisfiable]; invalid input (a node without metadata.name and a nil ctx
+// included) gives an error wrapping [ErrInvalidInput] that names the object and field; a discarded or
+// committed fork gives [ErrClosed]; a context that ends during the call gives an error wrapping the
+// context's error (context.Canceled or context.DeadlineExceeded) and its cause, never ErrInvalidInput,
+// so the caller may retry; running out of Options.StepBudget gives [ErrSearchBudget]. The snapshot, node
+// and claims are not modified.
 func (s *Snapshot) Allocate(ctx context.Context, node *v1.Node, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {
 	var results []resourceapi.AllocationResult
 	err := s.do(ctx, node, claims, func(a *allocation) (bool, error) {
@@ -50,6 +52,12 @@ func (s *Snapshot) Fits(ctx context.Context, node *v1.Node, claims []*resourceap
 
 // do runs fn on the working state of one call, under the read lock; fn reports whether the claims fit.
 func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.ResourceClaim, fn func(*allocation) (bool, error)) error {
+	if ctx == nil {
+		return nilContext()
+	}
+	if node == nil {
+		return inputError("Node", "", errors.New("nil object"))
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -77,6 +85,9 @@ func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.
 
 // AllocateOnNode is Allocate for a node added with [Snapshot.AddOrUpdateNode].
 func (s *Snapshot) AllocateOnNode(ctx context.Context, nodeName string, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {
+	if ctx == nil {
+		return nil, nilContext()
+	}
 	s.mu.RLock()
 	node, ok := s.st.nodes[nodeName]
 	closed := s.closed
@@ -103,9 +114,11 @@ type allocation struct {
 	claims  []*resourceapi.ResourceClaim
 	pools   []*pool
 	steps   int
-	short   shortfall // set when failing fast found a request without enough candidates
-	indep   []int8    // per request slot: unknown (0), independent of the slots before it (1) or not (2)
-	sides   [2]sideOf // what the requests before and after a slot can take (see independent)
+	short   shortfall  // set when failing fast found a request without enough candidates
+	indep   []int8     // per request slot: unknown (0), independent of the slots before it (1) or not (2)
+	sides   [2]sideOf  // what the requests before and after a slot can take (see independent)
+	bounds  bounds     // scratch of constraintShort
+	pigeon  pigeonhole // scratch of pigeonholeShort
 	// symmetry: devices may be compared by verdicts (1) or only as twins (2); 0 is undecided.
 	symmetry int8
 

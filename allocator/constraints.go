@@ -43,7 +43,11 @@ func (c *constraintBase) appliesTo(r *request) bool {
 // name, else the device's own attribute, by its fully qualified name or, for the driver's own domain, by
 // the short name.
 func (c *constraintBase) lookup(r *request, d *deviceEntry, name resourceapi.FullyQualifiedName) (*resourceapi.DeviceAttribute, error) {
-	a := c.a
+	return c.a.attributeOf(r, d, name)
+}
+
+// attributeOf is constraintBase.lookup; derived values are kept for the call.
+func (a *allocation) attributeOf(r *request, d *deviceEntry, name resourceapi.FullyQualifiedName) (*resourceapi.DeviceAttribute, error) {
 	if expr, ok := r.derived[name]; ok {
 		key := derivedKey{dev: d, expr: expr}
 		if v, ok := a.derived[key]; ok {
@@ -54,6 +58,9 @@ func (c *constraintBase) lookup(r *request, d *deviceEntry, name resourceapi.Ful
 			return nil, inputError(a.perClaim[r.claimIdx].name(), r.path()+".derivedAttributes", fmt.Errorf("compile derived attribute %s: %w", name, err))
 		}
 		v, err := prog.Evaluate(a.ctx, d.cel.view())
+		if err != nil && a.ctx.Err() != nil {
+			return nil, aborted(a.ctx)
+		}
 		if err != nil {
 			return nil, inputError(a.perClaim[r.claimIdx].name(), r.path()+".derivedAttributes", fmt.Errorf("evaluate derived attribute %s on device %s: %w", name, d.id, err))
 		}

@@ -1,7 +1,9 @@
 package allocator
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -86,4 +88,20 @@ func (e *InputError) Unwrap() []error { return []error{ErrInvalidInput, e.Err} }
 
 func inputError(object, field string, err error) error {
 	return &InputError{Object: object, Field: field, Err: err}
+}
+
+// aborted is the error of a call whose context ended: it wraps the context's error (context.Canceled or
+// context.DeadlineExceeded) and, when it differs, its cause, so that errors.Is finds both and a caller
+// can tell a retry from bad input.
+func aborted(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || cause == err {
+		return fmt.Errorf("allocation aborted: %w", err)
+	}
+	return fmt.Errorf("allocation aborted: %w (%w)", cause, err)
+}
+
+// nilContext is the error for a nil context argument: invalid input rather than a panic.
+func nilContext() error {
+	return inputError("argument ctx", "", errors.New("nil context"))
 }

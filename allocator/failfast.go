@@ -10,9 +10,9 @@ import (
 )
 
 // failFast looks, before searching, for a request that cannot be satisfied whatever the other requests
-// get: a request without alternatives that has fewer candidate devices (matching, free in the cluster,
-// not blocked by a taint) than it needs. The search would otherwise try every combination of the earlier
-// requests before finding out.
+// get: a request that has fewer candidate devices (matching, free in the cluster, not blocked by a taint)
+// than it needs, in every one of its alternatives. The search would otherwise try every combination of
+// the earlier requests before finding out.
 //
 // Kubernetes reports some input errors only when its search reaches them (a selector or capacity
 // request failing on one device, a derived attribute failing, a constraint that "all devices" break).
@@ -24,16 +24,28 @@ func (a *allocation) failFast() (shortfall, bool) {
 		for ri := range cs.slots {
 			slot := &cs.slots[ri]
 			for _, r := range slot.alts {
-				if r.mode == resourceapi.DeviceAllocationModeAll || len(r.derived) > 0 {
+				if r.mode == resourceapi.DeviceAllocationModeAll || !a.derivedSafe(r) {
 					return shortfall{}, false
 				}
 			}
 			if slot.hasSubs {
-				// Any alternative may be searched: it must not hide an error either.
-				for _, r := range slot.alts {
-					if _, ok := a.countCandidates(r, 0); !ok {
+				// Any alternative may be searched: it must not hide an error either. When every
+				// alternative is short, the request fails whatever the others take, as a request
+				// without alternatives does.
+				var first shortfall
+				short := true
+				for i, r := range slot.alts {
+					n, ok := a.countCandidates(r, 0)
+					if !ok {
 						return shortfall{}, false
 					}
+					if i == 0 {
+						first = shortfall{cs: cs, r: r, n: n}
+					}
+					short = short && n < r.numDevices
+				}
+				if short {
+					return first, true
 				}
 				continue
 			}
@@ -55,15 +67,28 @@ func (a *allocation) failFast() (shortfall, bool) {
 				return shortfall{cs: cs, r: r, n: n}, true
 			}
 		}
+		if len(cs.constraints) > 0 {
+			sf, short, ok := a.constraintShort(ci)
+			if !ok {
+				return shortfall{}, false
+			}
+			if short {
+				return sf, true
+			}
+		}
 	}
-	return shortfall{}, false
+	return a.pigeonholeShort()
 }
 
-// shortfall is a request with fewer candidates (n) than it needs; cs is nil for none.
+// shortfall is a request with fewer candidates (n) than it needs, or a constraint (index+1) no choice of
+// candidates meets; cs is nil for none.
 type shortfall struct {
-	cs *claimState
-	r  *request
-	n  int
+	cs         *claimState
+	r          *request
+	n          int
+	constraint int
+	// need > n: requests of the call together need need devices from a set of n (see pigeonholeShort).
+	need int
 }
 
 // countCandidates counts devices that could serve r; false when evaluating one failed. It visits every
@@ -71,6 +96,18 @@ type shortfall struct {
 // would report is seen here too; with limit > 0 it stops once limit devices are found.
 func (a *allocation) countCandidates(r *request, limit int) (int, bool) {
 	n := 0
+	ok := a.visitCandidates(r, func(int, *deviceEntry) bool {
+		n++
+		return n != limit
+	})
+	return n, ok
+}
+
+// visitCandidates calls fn for every device that could serve r, as countCandidates counts them, with the
+// device's index among the devices of the call's pools, until fn returns false; it returns false when
+// evaluating a device failed.
+func (a *allocation) visitCandidates(r *request, fn func(int, *deviceEntry) bool) bool {
+	idx := -1
 	anyInUse := len(a.st.inUse) > 0
 	for _, p := range a.pools {
 		if p.incomplete || p.invalid {
@@ -78,17 +115,18 @@ func (a *allocation) countCandidates(r *request, limit int) (int, bool) {
 		}
 		for _, e := range p.slices {
 			for _, d := range e.devices() {
+				idx++
 				if anyInUse && !r.adminAccess && a.st.inUse[d.id] > 0 {
 					continue
 				}
 				ok, err := a.selectable(r, d)
 				if err != nil {
-					return 0, false
+					return false
 				}
 				if ok && a.f.DRAConsumableCapacity {
 					_, err := a.consumed(r, d)
 					if err != nil && !errors.Is(err, capacity.ErrUnsuitable) {
-						return 0, false
+						return false
 					}
 					ok = err == nil
 				}
@@ -98,16 +136,16 @@ func (a *allocation) countCandidates(r *request, limit int) (int, bool) {
 				if ok && d.counters && !a.countersAdmit(p, d) {
 					ok = false
 				}
-				if ok {
-					n++
-					if n == limit {
-						return n, true
-					}
+				if ok && !a.nodeOpsAllowed(d) {
+					ok = false // allocateDevice refuses it on this node
+				}
+				if ok && !fn(idx, d) {
+					return true
 				}
 			}
 		}
 	}
-	return n, true
+	return true
 }
 
 // countersAdmit: the device's shared counters fit what the cluster left of its pool's counter sets.
@@ -127,6 +165,12 @@ func (a *allocation) countersAdmit(p *pool, d *deviceEntry) bool {
 // tooFewReason is "<claim>: <request path> needs N devices, M match and are free", built in the call's
 // buffer so that the string is the only allocation.
 func (a *allocation) tooFewReason(sf shortfall) string {
+	if sf.constraint > 0 {
+		return a.constraintReason(sf)
+	}
+	if sf.need > 0 {
+		return a.pigeonholeReason(sf)
+	}
 	cs, r, n := sf.cs, sf.r, sf.n
 	b := a.textBuf[:0]
 	b = append(b, "ResourceClaim "...)
@@ -149,4 +193,29 @@ func (a *allocation) tooFewReason(sf shortfall) string {
 	b = append(b, " match and are free"...)
 	a.textBuf = b
 	return string(b)
+}
+
+// derivedSafe: the derived attributes of r that the constraints of its claim compare evaluate without
+// error on every device the search could add for r (they are evaluated only there, when a constraint
+// looks at a device), so the search cannot stop with such an error; the values are kept for the call.
+func (a *allocation) derivedSafe(r *request) bool {
+	if len(r.derived) == 0 {
+		return true
+	}
+	for _, c := range a.perClaim[r.claimIdx].constraints {
+		name := c.attribute()
+		if _, ok := r.derived[name]; !ok || !c.appliesTo(r) {
+			continue
+		}
+		failed := false
+		ok := a.visitCandidates(r, func(_ int, d *deviceEntry) bool {
+			_, err := a.attributeOf(r, d, name)
+			failed = err != nil
+			return !failed
+		})
+		if !ok || failed {
+			return false
+		}
+	}
+	return true
 }

@@ -87,6 +87,10 @@ func (a *allocation) selectorsMatch(r *request, d *deviceEntry, class bool) (boo
 			var err error
 			ok, err = s.Matches(a.ctx, d.cel.view())
 			if err != nil {
+				// An evaluation the context interrupted says nothing about the input.
+				if a.ctx.Err() != nil {
+					return false, aborted(a.ctx)
+				}
 				object, f := where(i, ".cel.expression")
 				return false, inputError(object, f, fmt.Errorf("device %s: %w", d.id, err))
 			}

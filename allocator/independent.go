@@ -20,8 +20,9 @@ var errDoomed = errors.New("the remaining requests cannot be satisfied whatever 
 //   - no device could serve both an earlier and a later request (ignoring what is in use: a superset);
 //   - no earlier and later device draw on the shared counters of the same pool;
 //   - no constraint of the claim the boundary falls in names requests on both sides;
-//   - the earlier requests of that claim take a fixed number of devices (no alternatives, no "all"), so
-//     the later ones meet the same limit of results per claim.
+//   - the earlier requests of that claim take a fixed number of devices (no "all", and alternatives only
+//     when the claim's largest choice of every request fits the limit of results per claim), so the later
+//     ones meet the same limit.
 //
 // So that answers stay those of the exhaustive search, which would go on to try the earlier requests'
 // other devices and could meet an input error there, it also requires that the earlier requests cannot
@@ -71,9 +72,25 @@ type sideOf struct {
 
 func (a *allocation) computeIndependent(claim, req int) bool {
 	cs := &a.perClaim[claim]
-	for ri := 0; ri < req; ri++ {
+	// Alternatives before the boundary change how many results the later requests have room for, unless
+	// the claim's largest choice stays within the limit.
+	most := 0
+	for ri := range cs.slots {
 		slot := &cs.slots[ri]
-		if slot.hasSubs || slot.alts[0].mode == resourceapi.DeviceAllocationModeAll {
+		n := 0
+		for _, r := range slot.alts {
+			if r.mode == resourceapi.DeviceAllocationModeAll {
+				if ri < req {
+					return false
+				}
+				n = resourceapi.AllocationResultsMaxSize + 1
+			}
+			n = max(n, r.numDevices)
+		}
+		most += n
+	}
+	for ri := 0; ri < req; ri++ {
+		if cs.slots[ri].hasSubs && most > resourceapi.AllocationResultsMaxSize {
 			return false
 		}
 	}
@@ -101,7 +118,7 @@ func (a *allocation) computeIndependent(claim, req int) bool {
 				side = earlier
 			}
 			for _, r := range a.perClaim[ci].slots[ri].alts {
-				if isEarlier && (r.mode == resourceapi.DeviceAllocationModeAll || len(r.derived) > 0) {
+				if isEarlier && (r.mode == resourceapi.DeviceAllocationModeAll || !a.derivedSafe(r)) {
 					return false
 				}
 				if !a.collectCandidates(r, side) {

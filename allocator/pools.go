@@ -260,7 +260,8 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 					if !ok {
 						return p.markInvalid(fmt.Sprintf("counter set %s not found", c.CounterSet))
 					}
-					for name := range c.Counters {
+					// In name order, so that the reason is the same on every call.
+					for _, name := range slices.Sorted(maps.Keys(c.Counters)) {
 						if _, ok := p.counterSets[i].Counters[name]; !ok {
 							return p.markInvalid(fmt.Sprintf("counter %s not found in counter set %s", name, c.CounterSet))
 						}

@@ -2,7 +2,9 @@ package allocator_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -104,6 +106,34 @@ func TestAllocatePools(t *testing.T) {
 		classes: classes, claims: one,
 		wantErr: allocator.ErrUnsatisfiable,
 	}})
+}
+
+// The reason given for an invalid pool is the same on every call and whatever order the maps of the input
+// were filled in: a device that draws on five counters its counter set does not have is reported for the
+// first of them by name.
+func TestInvalidPoolReasonIsDeterministic(t *testing.T) {
+	names := []string{"e", "c", "a", "d", "b"}
+	const want = "counter a not found in counter set gpu-0"
+	for rotation := range names {
+		counters := map[string]resourceapi.Counter{}
+		for i := range names {
+			counters[names[(rotation+i)%len(names)]] = resourceapi.Counter{Value: quantity("1Gi")}
+		}
+		d := device("p", nil)
+		d.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: "gpu-0", Counters: counters}}
+		for run := range 20 {
+			s := allocator.NewSnapshot(allocator.Options{})
+			for _, sl := range partitionedPool(d) {
+				must(t, s.AddOrUpdateSlice(sl))
+			}
+			must(t, s.AddOrUpdateClass(anyClass))
+			_, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 1))})
+			var ue *allocator.UnsatisfiableError
+			if !errors.As(err, &ue) || len(ue.Reasons) == 0 || !strings.HasSuffix(ue.Reasons[len(ue.Reasons)-1], want) {
+				t.Fatalf("insertion order %d, run %d: got %v, want a last reason ending in %q", rotation, run, err, want)
+			}
+		}
+	}
 }
 
 // The pools a node sees are cached across calls, and with network-attached slices that select nodes by

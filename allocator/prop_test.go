@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -27,6 +28,14 @@ func allocateOn(s *allocator.Snapshot, c *fuzz.Cluster) outcome {
 		o.err = err.Error()
 	}
 	return o
+}
+
+// outOfBudget is the error of an outcome that ran out of steps, for budgetHits.
+func (o outcome) outOfBudget() error {
+	if strings.HasPrefix(o.err, allocator.ErrSearchBudget.Error()) {
+		return allocator.ErrSearchBudget
+	}
+	return nil
 }
 
 // load adds objects of the cluster to a snapshot; which selects the slices, claims and rules to add.
@@ -63,14 +72,42 @@ func load(t *rapid.T, s *allocator.Snapshot, c *fuzz.Cluster, which func(i int) 
 	}
 }
 
+// propStepBudget bounds every search of the property tests, so that none runs unbounded; a case whose
+// search runs out is not a failure of the property, but it is counted (see budgetHits) and must be rare.
+const propStepBudget = 200000
+
 func options(c *fuzz.Cluster) allocator.Options {
 	f := allocator.Features(c.Features)
-	return allocator.Options{Features: &f, ShareIDs: func() types.UID { return "share" }}
+	return allocator.Options{Features: &f, ShareIDs: func() types.UID { return "share" }, StepBudget: propStepBudget}
+}
+
+// budgetHits counts the cases of a property and those in which a search ran out of its step budget.
+type budgetHits struct{ cases, hits int }
+
+// add counts one case; errs are the errors of its calls.
+func (b *budgetHits) add(errs ...error) {
+	b.cases++
+	for _, err := range errs {
+		if errors.Is(err, allocator.ErrSearchBudget) {
+			b.hits++
+			return
+		}
+	}
+}
+
+// check reports the count and fails when more than one case in a thousand ran out of budget.
+func (b *budgetHits) check(t *testing.T) {
+	t.Helper()
+	t.Logf("%d cases, %d ran out of their search step budget", b.cases, b.hits)
+	if b.hits*1000 > b.cases {
+		t.Errorf("%d of %d cases ran out of the step budget: the search blows up on generated clusters", b.hits, b.cases)
+	}
 }
 
 // A fork that receives part of the objects answers as a snapshot built with all of them, and so does its
 // parent once the fork is committed.
 func TestPropForkAgreesWithFreshSnapshot(t *testing.T) {
+	var hits budgetHits
 	rapid.Check(t, func(t *rapid.T) {
 		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(t, "cluster")
 		split := rapid.SliceOfN(rapid.Bool(), 64, 64).Draw(t, "inParent")
@@ -78,6 +115,7 @@ func TestPropForkAgreesWithFreshSnapshot(t *testing.T) {
 		fresh := allocator.NewSnapshot(options(c))
 		load(t, fresh, c, func(int) bool { return true })
 		want := allocateOn(fresh, c)
+		hits.add(want.outOfBudget())
 
 		parent := allocator.NewSnapshot(options(c))
 		load(t, parent, c, func(i int) bool { return i >= len(split) || split[i] })
@@ -93,16 +131,19 @@ func TestPropForkAgreesWithFreshSnapshot(t *testing.T) {
 			t.Fatalf("parent after commit answered\n%+v\nfresh snapshot answered\n%+v", got, want)
 		}
 	})
+	hits.check(t)
 }
 
 // Deleting objects and adding them again, or updating them with themselves, leaves the answer unchanged:
 // the indexes are maintained, not rebuilt.
 func TestPropUpdatesKeepIndexes(t *testing.T) {
+	var hits budgetHits
 	rapid.Check(t, func(t *rapid.T) {
 		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(t, "cluster")
 		s := allocator.NewSnapshot(options(c))
 		load(t, s, c, func(int) bool { return true })
 		want := allocateOn(s, c)
+		hits.add(want.outOfBudget())
 
 		for _, o := range c.Slices {
 			if err := s.AddOrUpdateSlice(o); err != nil {
@@ -124,11 +165,13 @@ func TestPropUpdatesKeepIndexes(t *testing.T) {
 			t.Fatalf("after updates\n%+v\nbefore\n%+v", got, want)
 		}
 	})
+	hits.check(t)
 }
 
 // Fits answers what Allocate answers: true exactly where Allocate returns results, false where it
 // reports "does not fit", and the same error for everything else.
 func TestPropFitsAgreesWithAllocate(t *testing.T) {
+	var hits budgetHits
 	rapid.Check(t, func(t *rapid.T) {
 		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(t, "cluster")
 		s := allocator.NewSnapshot(options(c))
@@ -136,6 +179,7 @@ func TestPropFitsAgreesWithAllocate(t *testing.T) {
 		ctx := context.Background()
 		results, allocErr := s.Allocate(ctx, c.Node, c.Claims)
 		fits, fitsErr := s.Fits(ctx, c.Node, c.Claims)
+		hits.add(allocErr, fitsErr)
 		switch {
 		case allocErr == nil:
 			if !fits || fitsErr != nil {
@@ -151,10 +195,12 @@ func TestPropFitsAgreesWithAllocate(t *testing.T) {
 			}
 		}
 	})
+	hits.check(t)
 }
 
 // A snapshot that keeps its inputs (NoCopy) answers as one that copies them.
 func TestPropNoCopyAnswersAsCopy(t *testing.T) {
+	var hits budgetHits
 	rapid.Check(t, func(t *rapid.T) {
 		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(t, "cluster")
 		copied := allocator.NewSnapshot(options(c))
@@ -163,8 +209,11 @@ func TestPropNoCopyAnswersAsCopy(t *testing.T) {
 		opts.NoCopy = true
 		kept := allocator.NewSnapshot(opts)
 		load(t, kept, c, func(int) bool { return true })
-		if got, want := allocateOn(kept, c), allocateOn(copied, c); !reflect.DeepEqual(got, want) {
+		got, want := allocateOn(kept, c), allocateOn(copied, c)
+		hits.add(want.outOfBudget())
+		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("NoCopy answered\n%+v\ncopying snapshot answered\n%+v", got, want)
 		}
 	})
+	hits.check(t)
 }

@@ -141,7 +141,7 @@ func rqGenCluster(t *rapid.T) *rqCluster {
 	rq, err := allocator.NewRequeue(allocator.RequeueOptions{})
 	rqMust(t, err)
 	c := &rqCluster{
-		snap:   allocator.NewSnapshot(allocator.Options{}),
+		snap:   allocator.NewSnapshot(allocator.Options{StepBudget: propStepBudget}),
 		rq:     rq,
 		nodes:  []string{"n0", "n1", "n2"},
 		slices: map[string]*resourceapi.ResourceSlice{},
@@ -212,6 +212,9 @@ func (c *rqCluster) fits(t *rapid.T) []bool {
 			if err == nil {
 				out[i] = true
 				break
+			}
+			if errors.Is(err, allocator.ErrSearchBudget) {
+				t.Fatalf("claim %s on %s: %v", p.Name, node, err)
 			}
 			if errors.Is(err, allocator.ErrSearchBudget) {
 				t.Fatalf("claim %s on %s: %v", p.Name, node, err)

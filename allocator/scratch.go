@@ -71,6 +71,8 @@ func putAllocation(a *allocation) {
 	clear(a.entryBuf)
 	clear(a.byPool)
 	a.taken.reset()
+	clear(a.bounds.seen)
+	clear(a.pigeon.cs)
 	for i := range a.sides {
 		clear(a.sides[i].devices)
 		clear(a.sides[i].counters)

@@ -1,7 +1,6 @@
 package allocator
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -50,8 +49,8 @@ func (a *allocation) allocateStep(pos position, allocSub bool, start location) (
 	if budget := a.s.opts.StepBudget; budget > 0 && a.steps > budget {
 		return false, fmt.Errorf("%w after %d steps", ErrSearchBudget, budget)
 	}
-	if err := a.ctx.Err(); err != nil {
-		return false, fmt.Errorf("allocation aborted: %w", context.Cause(a.ctx))
+	if a.ctx.Err() != nil {
+		return false, aborted(a.ctx)
 	}
 	if pos.claim >= len(a.claims) {
 		return true, nil
@@ -309,12 +308,8 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 	if !r.adminAccess && a.inUse(d) {
 		return false, u, nil
 	}
-	// Only the experimental implementation knows skipNodeOperations; the others allocate such devices
-	// as if the field were not set.
-	if d.skipNodeOps && a.f.implementation() == implExperimental {
-		if !a.f.DRAOptionalNodeOperations || !nodeDeclares(a.node.Status.DeclaredFeatures, "DRAOptionalNodeOperations") {
-			return false, u, nil
-		}
+	if !a.nodeOpsAllowed(d) {
+		return false, u, nil
 	}
 	if !a.f.DRAPartitionableDevices && d.counters {
 		return false, u, nil
@@ -399,6 +394,13 @@ func (a *allocation) rollback(u undo) {
 	if u.counters {
 		a.poolCounters(u.c.pool).Remove(d.api.ConsumesCounters)
 	}
+}
+
+// nodeOpsAllowed: the device may be allocated on the node as far as skipNodeOperations goes. Only the
+// experimental implementation knows the field; the others allocate such devices as if it were not set.
+func (a *allocation) nodeOpsAllowed(d *deviceEntry) bool {
+	return !d.skipNodeOps || a.f.implementation() != implExperimental ||
+		a.f.DRAOptionalNodeOperations && nodeDeclares(a.node.Status.DeclaredFeatures, "DRAOptionalNodeOperations")
 }
 
 func nodeDeclares(features []string, name string) bool {

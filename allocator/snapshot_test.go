@@ -288,14 +288,19 @@ func TestAllocateConcurrentReaders(t *testing.T) {
 }
 
 func TestAllocateHonoursContextAndBudget(t *testing.T) {
-	s := allocator.NewSnapshot(allocator.Options{StepBudget: 10})
+	// The constraint compares a derived attribute, which counting before the search does not evaluate, so
+	// only the search can tell that no five devices match.
+	derived := allocator.DefaultFeatures()
+	derived.DRADerivedAttributes = true
+	s := allocator.NewSnapshot(allocator.Options{StepBudget: 10, Features: &derived})
 	must(t, s.AddOrUpdateClass(anyClass))
 	var unique []resourceapi.Device
 	for i := range 20 {
 		unique = append(unique, device(fmt.Sprintf("dev-%d", i), map[string]any{"numa": i}))
 	}
 	must(t, s.AddOrUpdateSlice(attrSlice(unique...)[0]))
-	hopeless := []*resourceapi.ResourceClaim{withConstraints(claim("c", exact("gpus", "any", 5)), matchAttr(driverA+"/numa"))}
+	hopeless := []*resourceapi.ResourceClaim{withConstraints(claim("c",
+		withDerived(exact("gpus", "any", 5), "example.com/numa", `device.attributes["`+driverA+`"].numa`)), matchAttr("example.com/numa"))}
 	if _, err := s.Allocate(context.Background(), node(node1, nil), hopeless); !errors.Is(err, allocator.ErrSearchBudget) {
 		t.Errorf("budget: got %v, want ErrSearchBudget", err)
 	}

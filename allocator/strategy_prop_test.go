@@ -50,15 +50,20 @@ func TestPropStrategyAllocationsVerify(t *testing.T) {
 // BestFit and Spread search the same combinations as FirstFit in another order: claims fit under them
 // exactly when they fit under FirstFit, and input errors are the same.
 func TestPropStrategiesAgreeOnFeasibility(t *testing.T) {
+	var hits budgetHits
 	rapid.Check(t, func(rt *rapid.T) {
 		c := fuzz.ClusterGen(strategyOptions()).Draw(rt, "cluster")
 		ctx := context.Background()
 		_, ffErr := allocateWithStrategy(ctx, c, allocator.FirstFit)
 		if errors.Is(ffErr, allocator.ErrSearchBudget) {
+			hits.add(ffErr)
 			return
 		}
+		var errs []error
+		defer func() { hits.add(errs...) }()
 		for _, st := range []allocator.Strategy{allocator.BestFit, allocator.Spread} {
 			res, err := allocateWithStrategy(ctx, c, st)
+			errs = append(errs, err)
 			if errors.Is(err, allocator.ErrSearchBudget) {
 				continue
 			}
@@ -72,6 +77,7 @@ func TestPropStrategiesAgreeOnFeasibility(t *testing.T) {
 			}
 		}
 	})
+	hits.check(t)
 }
 
 // BestFit and Spread give the same answer for the same input, from two snapshots built independently.

@@ -6,26 +6,33 @@ import (
 
 // interchangeable reports whether the search, having failed after taking x at some position, can skip y
 // at that position: every choice after taking y maps onto one after taking x by swapping the two, so it
-// fails too. That holds for twins of one slice (equal but for the name, see sliceEntry.twins) and, for
-// this call, for any two devices that no check of the call tells apart:
+// fails too. Both must first be in the same state of use (see sameUse): the published device is only half
+// of what the checks read. Then it holds for twins of one slice (equal but for the name, see
+// sliceEntry.twins) and, for this call, for any two devices that no check of the call tells apart:
 //
 //   - every request of the call (every alternative) gets the same selector verdict for both;
 //   - both have the same capacities (so the same consumption), no shared counters, no binding
 //     conditions, no per-device node selection, no effective taints, the same skipNodeOperations;
-//   - neither is in use in the cluster (admin access requests would tell them apart otherwise);
-//   - devices that take shares (allowMultipleAllocations) both do, and have the same capacity left: the
-//     same amounts consumed by the shares of the cluster and of the call so far;
+//   - devices that take shares (allowMultipleAllocations) both do;
 //   - every attribute a constraint of the call compares has the same value on both.
+//
+// The checks of a device scan, and what each reads of a device: in use (the cluster's exclusive
+// allocations, the devices this call took and for which claim: sameUse), binding conditions, selectors
+// and per-device node selection (selectable: verdicts, plainDevice), capacity (capacityFits: capacities,
+// the shares' ledger: sameUse), skipNodeOperations, shared counters and taints (plainDevice),
+// constraints (attributes), allowMultipleAllocations (sameShareState).
 //
 // Calls with derived attributes or requests for all devices keep to twins. A device whose selectors
 // cannot be evaluated is interchangeable with none (the error stays for the search to report).
 func (a *allocation) interchangeable(x, y *deviceEntry) bool {
+	if !a.sameUse(x, y) {
+		return false
+	}
 	if twinsOf(x, y) {
 		return true
 	}
 	if !a.symmetryByVerdicts() || !plainDevice(x) || !plainDevice(y) || x.skipNodeOps != y.skipNodeOps ||
-		a.inClusterUse(x) || a.inClusterUse(y) || !sameCapacity(x.api.Capacity, y.api.Capacity) ||
-		!a.sameShareState(x, y) {
+		!sameCapacity(x.api.Capacity, y.api.Capacity) || !a.sameShareState(x, y) {
 		return false
 	}
 	for ci := range a.perClaim {
@@ -72,7 +79,7 @@ func (f *failures) cover(a *allocation, d *deviceEntry) bool {
 // add records that the search failed after taking d, when some other device may be interchangeable
 // with it.
 func (f *failures) add(a *allocation, d *deviceEntry) {
-	if f.n < len(f.devs) && (d.hasTwins() || a.symmetryByVerdicts() && plainDevice(d) && !a.inClusterUse(d)) {
+	if f.n < len(f.devs) && !a.taken.has(d) && (d.hasTwins() || a.symmetryByVerdicts() && plainDevice(d)) {
 		f.devs[f.n] = d
 		f.n++
 	}
@@ -102,17 +109,29 @@ func plainDevice(d *deviceEntry) bool {
 		d.api.BindingConditions == nil && d.api.BindingFailureConditions == nil
 }
 
-// sameShareState: both devices are taken exclusively, or both take shares with the same capacity left
-// (their capacities being equal).
+// sameShareState: both devices are taken exclusively, or both take shares.
 func (a *allocation) sameShareState(x, y *deviceEntry) bool {
-	sharedX, sharedY := a.f.DRAConsumableCapacity && x.multi, a.f.DRAConsumableCapacity && y.multi
-	if sharedX != sharedY {
+	return (a.f.DRAConsumableCapacity && x.multi) == (a.f.DRAConsumableCapacity && y.multi)
+}
+
+// sameUse: x and y are in the same state of use, as every check of the search reads it: both allocated
+// exclusively in the cluster or both not (a request with admin access may take an allocated device, one
+// without may not), neither taken by this call (which claim took a device decides whether an admin
+// access request of a claim may take it again), and both serving shares with the same capacity used or
+// neither serving any (capacityFits checks a share against what the others use). Their capacities are
+// compared by the caller.
+func (a *allocation) sameUse(x, y *deviceEntry) bool {
+	if a.inClusterUse(x) != a.inClusterUse(y) || a.taken.has(x) || a.taken.has(y) {
 		return false
 	}
-	if !sharedX {
+	sx, sy := a.sharedNow(x.id), a.sharedNow(y.id)
+	if sx != sy {
+		return false
+	}
+	if !sx {
 		return true
 	}
-	if a.sharedNow(x.id) != a.sharedNow(y.id) {
+	if len(x.api.Capacity) != len(y.api.Capacity) {
 		return false
 	}
 	lx, ly := a.ledger(x), a.ledger(y)

@@ -21,7 +21,10 @@ func TestSymmetryKeepsSearchSmall(t *testing.T) {
 		name        string
 		attrs       func(i int) map[string]any
 		constraints []resourceapi.DeviceConstraint
-		wantErr     error
+		// derived: request b asks for 11 instead of 12 devices and derives example.com/serial (the serial
+		// modulo 5), which counting before the search does not compare; the call keeps symmetry to twins.
+		derived bool
+		wantErr error
 	}{
 		{
 			name:    "21 identical devices: does not fit, decided within the step budget",
@@ -34,9 +37,16 @@ func TestSymmetryKeepsSearchSmall(t *testing.T) {
 			wantErr: allocator.ErrUnsatisfiable,
 		},
 		{
-			name:        "21 devices whose serials a constraint compares: the search gives up, reported apart from does not fit",
+			name:        "21 devices whose serials a constraint compares: does not fit, decided by counting the distinct serials",
 			attrs:       func(i int) map[string]any { return map[string]any{"model": "a100", "serial": i} },
 			constraints: []resourceapi.DeviceConstraint{distinctAttr(driverA+"/serial", "a", "b")},
+			wantErr:     allocator.ErrUnsatisfiable,
+		},
+		{
+			name:        "21 devices whose serials a derived attribute reads, five values for eleven devices: the search gives up, reported apart from does not fit",
+			attrs:       func(i int) map[string]any { return map[string]any{"model": "a100", "serial": i} },
+			derived:     true,
+			constraints: []resourceapi.DeviceConstraint{distinctAttr("example.com/serial", "b")},
 			wantErr:     allocator.ErrSearchBudget,
 		},
 	} {
@@ -46,14 +56,20 @@ func TestSymmetryKeepsSearchSmall(t *testing.T) {
 				devs = append(devs, device(fmt.Sprintf("gpu-%d", i), tc.attrs(i)))
 			}
 			for _, strategy := range []allocator.Strategy{allocator.FirstFit, allocator.BestFit, allocator.Spread} {
-				s := allocator.NewSnapshot(allocator.Options{StepBudget: budget, Strategy: strategy})
+				f := allocator.DefaultFeatures()
+				f.DRADerivedAttributes = true
+				s := allocator.NewSnapshot(allocator.Options{StepBudget: budget, Strategy: strategy, Features: &f})
 				if err := s.AddOrUpdateSlice(nodeSlice("s", node1, driverA, node1, devs...)); err != nil {
 					t.Fatal(err)
 				}
 				if err := s.AddOrUpdateClass(class("gpu", `device.attributes["`+driverA+`"].model == "a100"`)); err != nil {
 					t.Fatal(err)
 				}
-				c := withConstraints(claim("c", exact("a", "gpu", 10), exact("b", "gpu", 12)), tc.constraints...)
+				b := exact("b", "gpu", 12)
+				if tc.derived {
+					b = withDerived(exact("b", "gpu", 11), "example.com/serial", `device.attributes["`+driverA+`"].serial % 5`)
+				}
+				c := withConstraints(claim("c", exact("a", "gpu", 10), b), tc.constraints...)
 				_, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{c})
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("%s: got %v, want %v", strategy, err, tc.wantErr)
@@ -90,4 +106,40 @@ func TestSymmetryOfSharedDevices(t *testing.T) {
 	if _, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{c}); err != nil {
 		t.Fatalf("with a 12Gi device: %v", err)
 	}
+}
+
+// Devices that differ only in their allocated state are not interchangeable: a request with admin access
+// may take a device another claim holds, where a request without it may not. Two identical devices, the
+// second held; claim a (admin access) first takes the free one, after which b cannot fit, so the search
+// must go on to the held twin for a and leave the free one to b, as the Kubernetes allocator does.
+func TestSymmetryTellsAllocatedStateApart(t *testing.T) {
+	held := []*resourceapi.ResourceClaim{allocatedClaim("other", result(driverA, "pool-1", "dev-2"))}
+	claims := []*resourceapi.ResourceClaim{claim("a", admin(exact("req", "any", 1))), claim("b", exact("req", "any", 1))}
+	runAll(t, []scenario{{
+		name:      "twins of one slice, one held: a takes the held one, b the free one",
+		slices:    attrSlice(devices("dev-1", "dev-2")...),
+		classes:   []*resourceapi.DeviceClass{anyClass},
+		allocated: held,
+		claims:    claims,
+		want:      [][]string{{"req=pool-1/dev-2"}, {"req=pool-1/dev-1"}},
+	}, {
+		name: "equal devices of two slices, one held: a takes the held one, b the free one",
+		slices: []*resourceapi.ResourceSlice{
+			withPool(nodeSlice("s1", node1, driverA, "pool-1", device("dev-1", nil)), 1, 2),
+			withPool(nodeSlice("s2", node1, driverA, "pool-1", device("dev-2", nil)), 1, 2),
+		},
+		classes:   []*resourceapi.DeviceClass{anyClass},
+		allocated: held,
+		claims:    claims,
+		want:      [][]string{{"req=pool-1/dev-2"}, {"req=pool-1/dev-1"}},
+	}, {
+		name:      "three twins, two held, two admin claims and one plain: the plain one gets the free device",
+		slices:    attrSlice(devices("dev-1", "dev-2", "dev-3")...),
+		classes:   []*resourceapi.DeviceClass{anyClass},
+		allocated: []*resourceapi.ResourceClaim{allocatedClaim("other", result(driverA, "pool-1", "dev-2"), result(driverA, "pool-1", "dev-3"))},
+		claims: []*resourceapi.ResourceClaim{
+			claim("a", admin(exact("req", "any", 1))), claim("b", admin(exact("req", "any", 1))), claim("c", exact("req", "any", 1)),
+		},
+		want: [][]string{{"req=pool-1/dev-2"}, {"req=pool-1/dev-2"}, {"req=pool-1/dev-1"}},
+	}})
 }

@@ -46,3 +46,22 @@ func TestEvalErrorWrapsContextCause(t *testing.T) {
 		t.Fatalf("error %q does not name the device", err)
 	}
 }
+
+// A nil context is an evaluation error, not a panic, for selectors and derived attributes alike.
+func TestNilContextIsAnError(t *testing.T) {
+	var nilCtx context.Context
+	sel, err := testEnv.Compile(`true`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sel.Matches(nilCtx, NewDevice("d", testGPU())); !errors.Is(err, ErrRuntime) || !strings.Contains(err.Error(), "nil context") {
+		t.Errorf("Matches: got %v, want a runtime error naming the nil context", err)
+	}
+	d, err := testEnv.CompileDerived(`"x"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Evaluate(nilCtx, NewDevice("d", testGPU())); !errors.Is(err, ErrRuntime) || !strings.Contains(err.Error(), "nil context") {
+		t.Errorf("Evaluate: got %v, want a runtime error naming the nil context", err)
+	}
+}

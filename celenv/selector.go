@@ -35,7 +35,8 @@ func (s *Selector) MaxCost() uint64 { return s.program.maxCost }
 // Errors are *EvalError wrapping ErrCostLimit or ErrRuntime. A context that
 // has already ended fails the evaluation up front; one that ends during a
 // loop interrupts it (checked every 100 iterations, as in Kubernetes). Both
-// errors also wrap context.Cause(ctx).
+// errors also wrap context.Cause(ctx). A nil ctx is an ErrRuntime error, not a
+// panic.
 func (s *Selector) Matches(ctx context.Context, d *Device) (bool, error) {
 	out, err := s.program.eval(ctx, d)
 	if err != nil {
@@ -53,6 +54,9 @@ func (s *Selector) Matches(ctx context.Context, d *Device) (bool, error) {
 func (p *program) eval(ctx context.Context, d *Device) (ref.Val, error) {
 	if d == nil {
 		return nil, &EvalError{Expression: p.expression, Kind: ErrRuntime, Err: errNoDevice}
+	}
+	if ctx == nil {
+		return nil, p.evalError(d, ErrRuntime, errNilContext)
 	}
 	if d.err != nil {
 		return nil, p.evalError(d, ErrRuntime, d.err)
@@ -82,6 +86,8 @@ func (p *program) eval(ctx context.Context, d *Device) (ref.Val, error) {
 
 var (
 	errNoDevice = errors.New("no device")
+	// errNilContext is the cause when the context argument is nil.
+	errNilContext = errors.New("nil context")
 	// errNotBool is the cause when a selector yields something else than a
 	// bool.
 	errNotBool = errors.New("not a bool")

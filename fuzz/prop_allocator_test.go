@@ -15,14 +15,18 @@ import (
 // Every allocation dralloc's allocator makes on generated clusters with every feature passes the verifier, and
 // the cluster is not mutated.
 func TestPropAllocationsVerify(t *testing.T) {
-	fuzz.CheckAllocations(t, fuzz.ClusterGen(fuzz.AllFeatures()), allocate)
+	var hits budgetHits
+	fuzz.CheckAllocations(t, fuzz.ClusterGen(fuzz.AllFeatures()), counted(&hits, allocate))
+	hits.check(t)
 }
 
 // Each feature alone, so that failures point at one feature.
 func TestPropAllocationsVerifyPerFeature(t *testing.T) {
 	for name, o := range perFeature() {
 		t.Run(name, func(t *testing.T) {
-			fuzz.CheckAllocations(t, fuzz.ClusterGen(o), allocate)
+			var hits budgetHits
+			fuzz.CheckAllocations(t, fuzz.ClusterGen(o), counted(&hits, allocate))
+			hits.check(t)
 		})
 	}
 }
@@ -51,9 +55,12 @@ func perFeature() map[string]fuzz.Options {
 // On small clusters the exhaustive search agrees: when it finds an allocation, the allocator does not answer
 // "does not fit". (The other direction, an allocation where none exists, is TestPropAllocationsVerify.)
 func TestPropNoFalseUnsatisfiable(t *testing.T) {
+	var hits budgetHits
+	defer hits.check(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		c := fuzz.ClusterGen(small(fuzz.AllFeatures())).Draw(rt, "cluster")
 		_, err := allocate(context.Background(), c)
+		hits.add(err)
 		v, found := fuzz.Exhaustive(context.Background(), c, 20000)
 		switch {
 		case v == fuzz.Undecided:
@@ -66,10 +73,13 @@ func TestPropNoFalseUnsatisfiable(t *testing.T) {
 
 // The same input gives the same output, from two snapshots built independently.
 func TestPropDeterministic(t *testing.T) {
+	var hits budgetHits
+	defer hits.check(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(rt, "cluster")
 		r1, err1 := allocate(context.Background(), c)
 		r2, err2 := allocate(context.Background(), c)
+		hits.add(err1, err2)
 		if (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
 			rt.Fatalf("errors differ: %v / %v", err1, err2)
 		}

@@ -2,6 +2,8 @@ package fuzz_test
 
 import (
 	"context"
+	"errors"
+	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -33,6 +35,39 @@ func allocate(ctx context.Context, c *fuzz.Cluster) ([]resourceapi.AllocationRes
 		return nil, err
 	}
 	return s.Allocate(ctx, c.Node, c.Claims)
+}
+
+// budgetHits counts the cases of a property and those in which a search ran out of its step budget: not a
+// failure of the property, but they must be rare.
+type budgetHits struct{ cases, hits int }
+
+// add counts one case; errs are the errors of its calls.
+func (b *budgetHits) add(errs ...error) {
+	b.cases++
+	for _, err := range errs {
+		if errors.Is(err, allocator.ErrSearchBudget) {
+			b.hits++
+			return
+		}
+	}
+}
+
+// check reports the count and fails when more than one case in a thousand ran out of budget.
+func (b *budgetHits) check(t *testing.T) {
+	t.Helper()
+	t.Logf("%d cases, %d ran out of their search step budget", b.cases, b.hits)
+	if b.hits*1000 > b.cases {
+		t.Errorf("%d of %d cases ran out of the step budget: the search blows up on generated clusters", b.hits, b.cases)
+	}
+}
+
+// counted wraps an AllocateFunc so that each call is counted in hits.
+func counted(hits *budgetHits, f fuzz.AllocateFunc) fuzz.AllocateFunc {
+	return func(ctx context.Context, c *fuzz.Cluster) ([]resourceapi.AllocationResult, error) {
+		r, err := f(ctx, c)
+		hits.add(err)
+		return r, err
+	}
 }
 
 // small keeps clusters small enough for the exhaustive search.

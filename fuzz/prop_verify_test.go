@@ -2,6 +2,7 @@ package fuzz_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 	"pgregory.net/rapid"
 
+	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/verify"
 	"github.com/dralloc/dralloc/fuzz"
 )
@@ -16,9 +18,12 @@ import (
 // The verifier is not vacuous: every valid allocation the allocator makes, broken in one way that is always
 // wrong, gets the violation of that rule.
 func TestPropVerifyCatchesBrokenAllocations(t *testing.T) {
+	var hits budgetHits
+	defer hits.check(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(rt, "cluster")
 		results, err := allocate(context.Background(), c)
+		hits.add(err)
 		if err != nil {
 			return
 		}
@@ -80,6 +85,8 @@ func TestPropVerifyCatchesBrokenAllocations(t *testing.T) {
 
 // Concurrent Allocate calls on one snapshot answer as a single call does (run with -race).
 func TestPropConcurrentAllocate(t *testing.T) {
+	var hits budgetHits
+	defer hits.check(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(rt, "cluster")
 		s, err := snapshotOf(c)
@@ -87,18 +94,24 @@ func TestPropConcurrentAllocate(t *testing.T) {
 			rt.Fatalf("snapshot: %v", err)
 		}
 		type answer struct {
-			ok  bool
-			n   int
-			err string
+			ok     bool
+			n      int
+			err    string
+			budget bool
 		}
 		run := func() answer {
 			r, err := s.Allocate(context.Background(), c.Node, c.Claims)
 			if err != nil {
-				return answer{err: err.Error()}
+				return answer{err: err.Error(), budget: errors.Is(err, allocator.ErrSearchBudget)}
 			}
 			return answer{ok: true, n: len(r)}
 		}
 		want := run()
+		if want.budget {
+			hits.add(allocator.ErrSearchBudget)
+		} else {
+			hits.add()
+		}
 		got := make(chan answer, 4)
 		for i := 0; i < 4; i++ {
 			go func() { got <- run() }()

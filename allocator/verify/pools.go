@@ -2,6 +2,8 @@ package verify
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
@@ -190,21 +192,28 @@ func (c *checker) indexPool(p *pool) {
 		p.incomplete = true
 	}
 	if c.features.DRAPartitionableDevices && p.invalid == "" {
-		for _, s := range p.slices {
-			for _, d := range s.Spec.Devices {
-				for _, cc := range d.ConsumesCounters {
-					set, ok := p.counters[cc.CounterSet]
-					if !ok {
-						p.invalid = fmt.Sprintf("counter set %s not found", cc.CounterSet)
-						continue
-					}
-					for name := range cc.Counters {
-						if _, ok := set[name]; !ok {
-							p.invalid = fmt.Sprintf("counter %s not found in counter set %s", name, cc.CounterSet)
-						}
+		p.invalid = missingCounter(p)
+	}
+}
+
+// missingCounter names the first counter set or counter a device of the pool draws on that the pool does
+// not have, in the order of slices, devices and counter names, so that the reason is the same on every run;
+// "" when there is none.
+func missingCounter(p *pool) string {
+	for _, s := range p.slices {
+		for _, d := range s.Spec.Devices {
+			for _, cc := range d.ConsumesCounters {
+				set, ok := p.counters[cc.CounterSet]
+				if !ok {
+					return fmt.Sprintf("counter set %s not found", cc.CounterSet)
+				}
+				for _, name := range slices.Sorted(maps.Keys(cc.Counters)) {
+					if _, ok := set[name]; !ok {
+						return fmt.Sprintf("counter %s not found in counter set %s", name, cc.CounterSet)
 					}
 				}
 			}
 		}
 	}
+	return ""
 }

@@ -222,6 +222,10 @@ func Check(ctx context.Context, in Input, claims []*resourceapi.ResourceClaim, r
 		c.checkClaim(i, claim, &results[i])
 	}
 	c.checkUsage(claims, results)
+	// A selector the context interrupted reads as a violation: the findings are not to be trusted then.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("verify: %w", context.Cause(ctx))
+	}
 	return c.violations, nil
 }
 

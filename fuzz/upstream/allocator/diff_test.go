@@ -229,7 +229,7 @@ func configs() map[string]fuzz.Options {
 		"firstAvailable":     {FirstAvailable: true, Constraints: true, Config: true, MaxRequests: 3},
 		"allMode":            {AllMode: true, IncompletePools: true, Partitionable: true},
 		"constraints":        {Constraints: true, ListAttributes: true, Partitionable: true, MaxDevices: 5},
-		"adminAccess":        {AdminAccess: true, Allocated: true, Partitionable: true},
+		"adminAccess":        {AdminAccess: true, Allocated: true, Partitionable: true, MaxDevices: 5, MaxClaims: 4},
 		"config":             {Config: true, FirstAvailable: true},
 		"celErrors":          {CELErrors: true},
 		"derivedAttributes":  {Constraints: true, DerivedAttributes: true, Partitionable: true, MaxDevices: 5},
