@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -26,13 +27,25 @@ func withCapacity(r resourceapi.DeviceRequest, memory string) resourceapi.Device
 	return r
 }
 
-// sequentialShareIDs returns share-1, share-2, ...
+// sequentialSharePrefix starts the share IDs of sequentialShareIDs.
+const sequentialSharePrefix = "00000000-0000-4000-8000-"
+
+// sequentialShareIDs returns share IDs in the UUID form the API server demands, numbered 1, 2, ...
 func sequentialShareIDs() func() types.UID {
 	n := 0
 	return func() types.UID {
 		n++
-		return types.UID(fmt.Sprintf("share-%d", n))
+		return types.UID(fmt.Sprintf("%s%012d", sequentialSharePrefix, n))
 	}
+}
+
+// shareLabel names a share ID of sequentialShareIDs share-1, share-2, ... so that expectations read
+// easily; other IDs are returned as they are.
+func shareLabel(id types.UID) string {
+	if n, ok := strings.CutPrefix(string(id), sequentialSharePrefix); ok {
+		return "share-" + strings.TrimLeft(n, "0")
+	}
+	return string(id)
 }
 
 // sharedResult is an allocated share of a device consuming memory.
@@ -52,7 +65,7 @@ func wantShares(want ...string) func(t *testing.T, r []resourceapi.AllocationRes
 			got := "<none>"
 			if d.ShareID != nil {
 				m := d.ConsumedCapacity["memory"]
-				got = fmt.Sprintf("%s %s %s", d.Device, *d.ShareID, m.String())
+				got = fmt.Sprintf("%s %s %s", d.Device, shareLabel(*d.ShareID), m.String())
 			}
 			if got != want[i] {
 				t.Errorf("claim %d: got %q, want %q", i, got, want[i])

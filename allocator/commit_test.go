@@ -215,14 +215,14 @@ func TestCommitConflicts(t *testing.T) {
 		wantClaim: "mine", wantDevices: []allocator.DeviceID{dev("nic")}, wantReason: "has too little capacity left",
 	}, {
 		name: "a share the fork enlarged beyond what the parent left conflicts",
-		base: both(shared, holds("mine", sharedResult("nic", "share-a", "2Gi"))),
-		fork: holds("mine", sharedResult("nic", "share-b", "6Gi")), parent: holds("theirs", sharedResult("nic", "share-c", "4Gi")),
+		base: both(shared, holds("mine", sharedResult("nic", "00000000-0000-4000-8000-00000000000a", "2Gi"))),
+		fork: holds("mine", sharedResult("nic", "00000000-0000-4000-8000-00000000000b", "6Gi")), parent: holds("theirs", sharedResult("nic", "00000000-0000-4000-8000-00000000000c", "4Gi")),
 		wantClaim: "mine", wantDevices: []allocator.DeviceID{dev("nic")}, wantReason: "has too little capacity left",
 	}, {
 		name:   "a share the fork kept as it was does not conflict",
-		base:   both(shared, holds("mine", sharedResult("nic", "share-a", "2Gi"))),
-		fork:   holds("mine", sharedResult("nic", "share-a", "2Gi")),
-		parent: holds("theirs", sharedResult("nic", "share-c", "6Gi")),
+		base:   both(shared, holds("mine", sharedResult("nic", "00000000-0000-4000-8000-00000000000a", "2Gi"))),
+		fork:   holds("mine", sharedResult("nic", "00000000-0000-4000-8000-00000000000a", "2Gi")),
+		parent: holds("theirs", sharedResult("nic", "00000000-0000-4000-8000-00000000000c", "6Gi")),
 	}, {
 		name: "a share of a device the parent allocated exclusively conflicts",
 		base: shared, fork: nicShare("mine", "4Gi"), parent: holds("theirs", result(driverA, "pool-1", "nic")),

@@ -103,7 +103,7 @@ func gpuNodeSlice(nodeName string, rev int) *resourceapi.ResourceSlice {
 
 func newForkWorld(t *testing.T) *forkWorld {
 	var next atomic.Int64
-	s := allocator.NewSnapshot(allocator.Options{ShareIDs: func() types.UID { return types.UID(fmt.Sprintf("share-%d", next.Add(1))) }})
+	s := allocator.NewSnapshot(allocator.Options{ShareIDs: func() types.UID { return types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", next.Add(1))) }})
 	nic := shareable("nic-0", "8Gi", nil)
 	nic.Attributes = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"kind": {StringValue: ptr("nic")}}
 	objects := []error{
