@@ -30,10 +30,13 @@ import (
 	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/dralloc/dralloc/allocator/validation"
 )
 
-// Options configure Decode and Load. The zero value reads strictly, applies the API defaults and
-// fails on kinds it does not read.
+// Options configure Decode and Load. The zero value reads strictly, applies the API defaults,
+// validates every resource.k8s.io object as kube-apiserver does on create and fails on kinds it does
+// not read.
 type Options struct {
 	// NoDefaults turns off the API defaults (see Default): objects are returned as written, only
 	// converted.
@@ -51,7 +54,13 @@ type Options struct {
 	// with generateName; see Expand. When nil, a deterministic suffix is derived from generateName
 	// and i.
 	Suffix func(generateName string, i int) string
-	// Validate, when set, is called with every object after conversion and defaulting (every pod
+	// NoValidate turns off the validation of resource.k8s.io objects (package allocator/validation,
+	// the same the Snapshot applies), for input known to come from an API server.
+	NoValidate bool
+	// Validation configures that validation (the CEL environment); the zero value is the default.
+	Validation validation.Options
+	// Validate, when set, is called with every object after conversion, defaulting and validation
+	// (every pod
 	// after expansion); an error is reported with the object's source, wrapping ErrInvalid.
 	Validate func(obj runtime.Object) error
 	// Stdin is read for the path "-"; os.Stdin when nil.
@@ -489,6 +498,12 @@ func (d *decoder) add(obj runtime.Object, src Source) (runtime.Object, error) {
 			now = d.opts.Now()
 		}
 		obj = Default(obj, now)
+	}
+	if !d.opts.NoValidate {
+		if errs := validation.Object(obj, d.opts.Validation); len(errs) > 0 {
+			return nil, &Error{Source: src, Object: objectName(obj, nil), Field: errs[0].Field,
+				Err: fmt.Errorf("%w: %w", ErrInvalid, errs.ToAggregate())}
+		}
 	}
 	if d.opts.Validate != nil {
 		if err := d.opts.Validate(obj); err != nil {

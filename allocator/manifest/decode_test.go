@@ -390,7 +390,7 @@ spec: {devices: {requests: [{name: gpu, deviceClassName: gpu}]}}
 	got := decodeString(t, input, Options{}).Claims[0].Spec.Devices.Requests[0].Exactly
 	equal(t, got.AllocationMode, resourceapi.DeviceAllocationModeExactCount)
 	equal(t, got.Count, int64(1))
-	raw := decodeString(t, input, Options{NoDefaults: true}).Claims[0].Spec.Devices.Requests[0].Exactly
+	raw := decodeString(t, input, Options{NoDefaults: true, NoValidate: true}).Claims[0].Spec.Devices.Requests[0].Exactly
 	equal(t, raw.AllocationMode, resourceapi.DeviceAllocationMode(""))
 	equal(t, raw.Count, int64(0))
 }
@@ -506,4 +506,36 @@ func TestDemoManifestWithoutAPIVersion(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
 	}
+}
+
+// What kube-apiserver would refuse on create is refused by the loader too, with the file, document,
+// object and field; NoValidate passes it through as written.
+func TestDecodeValidates(t *testing.T) {
+	input := `
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: c, namespace: ns}
+spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu, count: -1}}]}}
+`
+	_, err := Decode(strings.NewReader(input), "claims.yaml", Options{})
+	var e *Error
+	if !errors.As(err, &e) || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("got %v, want an *Error wrapping ErrInvalid", err)
+	}
+	equal(t, e.Object, "ResourceClaim ns/c")
+	equal(t, e.Field, "spec.devices.requests[0].exactly.count")
+	for _, want := range []string{"claims.yaml", "document 2", "must be greater than zero"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	objs, err := Decode(strings.NewReader(input), "claims.yaml", Options{NoValidate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, objs.Claims[0].Spec.Devices.Requests[0].Exactly.Count, int64(-1))
 }

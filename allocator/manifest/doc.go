@@ -30,9 +30,10 @@
 // Options.Namespace, as kubectl gives them the namespace of its context.
 //
 // Unless Options.NoDefaults is set, the loader applies the defaults kube-apiserver applies when the
-// objects are created ([Default]). It does not validate: the objects are returned as written (converted
-// and defaulted), and a caller that wants them checked passes Options.Validate, which is called for
-// every object after defaulting and whose error is reported with the object's source.
+// objects are created ([Default]). Unless Options.NoValidate is set, it then validates every
+// resource.k8s.io object as kube-apiserver validates it on create (package allocator/validation, the
+// validation the Snapshot applies), so that a file the API server would refuse is refused here, naming
+// the file, document, object and field; Options.Validate adds the caller's own checks.
 //
 // The main types are [Objects], what was read, with the [Source] of every object, and [Options].
 //
@@ -50,6 +51,7 @@
 //
 // The package may import k8s.io/api, k8s.io/apimachinery, k8s.io/utils, k8s.io/component-helpers
 // (node affinity and taint matching) with github.com/go-logr/logr, sigs.k8s.io/yaml,
-// go.yaml.in/yaml/v3 (to find duplicate keys) and the standard library; it imports nothing of dralloc, so any part of it (and any user) can read
-// manifests with it.
+// go.yaml.in/yaml/v3 (to find duplicate keys), the standard library and, of dralloc, only
+// allocator/validation (which imports celenv and capacity, nothing of the allocator), so any part of
+// dralloc can read manifests with it.
 package manifest

@@ -378,7 +378,7 @@ spec:
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			objs := decodeString(t, tc.input, Options{NoDefaults: true})
+			objs := decodeString(t, tc.input, Options{NoDefaults: true, NoValidate: true})
 			tc.check(t, objs)
 			if objs.Len() != max(1, len(objs.Pods)) {
 				t.Errorf("got %d objects, want only the one of the kind", objs.Len())

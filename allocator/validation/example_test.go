@@ -3,9 +3,11 @@ package validation_test
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/dralloc/dralloc/allocator/validation"
@@ -104,4 +106,19 @@ func ExampleTaint() {
 		resourceapi.DeviceTaint{Effect: resourceapi.DeviceTaintEffectNoSchedule}))
 	// Output:
 	// spec.devices[0].taints[0].key: Required value
+}
+
+// Objects of mixed kinds, as a loader reads them: each is validated by the function for its kind, and
+// kinds outside the package (a Node here) are not checked.
+func ExampleObject() {
+	objects := []runtime.Object{
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}},
+		&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "GPU"}},
+	}
+	for _, obj := range objects {
+		print(validation.Object(obj, validation.Options{}))
+	}
+	// Output:
+	// valid
+	// metadata.name: Invalid value: "GPU": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')
 }
