@@ -270,6 +270,9 @@ type decoder struct {
 
 // document decodes one JSON document: an object or a List.
 func (d *decoder) document(data []byte, src Source, dups ...string) error {
+	if err := checkExponents(data); err != nil {
+		return &Error{Source: src, Err: fmt.Errorf("%w: %w", ErrDecode, err)}
+	}
 	_, ser := codec()
 	obj, gvk, err := ser.Decode(data, nil, nil)
 	if list, ok := obj.(*corev1.List); ok && err == nil {

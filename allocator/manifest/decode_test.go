@@ -539,3 +539,23 @@ spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu, count: -
 	}
 	equal(t, objs.Claims[0].Spec.Devices.Requests[0].Exactly.Count, int64(-1))
 }
+
+// A number with an exponent of five or more digits is refused before it is parsed: apimachinery's
+// ParseQuantity would spend minutes on 1e-100000000. Other strings that merely contain such a run (a
+// CEL expression, a name) are read as usual.
+func TestDecodeRefusesLongExponents(t *testing.T) {
+	for _, q := range []string{`"1e-100000000"`, `"0E100000000"`, `1e-100000000`} {
+		input := `{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+"spec": {"driver": "gpu.example.com", "pool": {"name": "p", "resourceSliceCount": 1}, "nodeName": "n",
+"devices": [{"name": "gpu-0", "capacity": {"memory": {"value": ` + q + `}}}]}}`
+		_, err := Decode(strings.NewReader(input), "slice.json", Options{NoValidate: true})
+		if !errors.Is(err, ErrDecode) || !strings.Contains(err.Error(), "exponent out of range") {
+			t.Errorf("%s: got %v, want an exponent error", q, err)
+		}
+	}
+	input := `{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "c"},
+"spec": {"selectors": [{"cel": {"expression": "device.capacity['gpu.example.com'].memory.compareTo(quantity('1e12345')) < 0"}}]}}`
+	if _, err := Decode(strings.NewReader(input), "class.json", Options{}); err != nil {
+		t.Errorf("a selector mentioning 1e12345: %v", err)
+	}
+}
