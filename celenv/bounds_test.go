@@ -122,16 +122,16 @@ func TestQuantityOutOfRange(t *testing.T) {
 	dev.Capacity["huge"] = resourceapi.DeviceCapacity{Value: resource.MustParse("1E100000000")}
 	dev.Capacity["hugeZero"] = resourceapi.DeviceCapacity{Value: resource.MustParse("0E100000000")}
 	cases := []exprCase{
-		{name: "parsing a huge exponent", expr: `sign(quantity("1E100000000")) == 1`, wantErr: errQuantityOutOfRange},
-		{name: "parsing a tiny exponent", expr: `sign(quantity("1E-100000000")) == 1`, wantErr: errQuantityOutOfRange},
-		{name: "parsing an exponent beyond int64", expr: `sign(quantity("1E99999999999999999999")) == 1`, wantErr: errQuantityOutOfRange},
-		{name: "adding zero with a huge exponent", expr: `sign(quantity("0E100000000").add(quantity("1m"))) == 1`, wantErr: errQuantityOutOfRange},
-		{name: "comparing a huge quantity", expr: `quantity("1E100000000").isGreaterThan(quantity("1"))`, wantErr: errQuantityOutOfRange},
-		{name: "a huge capacity compared", expr: `device.capacity["gpu.nvidia.com"].huge.compareTo(quantity("1")) == 1`, wantErr: errQuantityOutOfRange},
-		{name: "a huge capacity added", expr: `sign(device.capacity["gpu.nvidia.com"].hugeZero.add(1)) == 1`, wantErr: errQuantityOutOfRange},
-		{name: "a huge capacity tested for equality", expr: `device.capacity["gpu.nvidia.com"].huge == quantity("1")`, wantErr: errQuantityOutOfRange},
+		{name: "parsing a huge exponent", expr: `sign(quantity("1E100000000")) == 1`, wantErr: ErrQuantityOutOfRange},
+		{name: "parsing a tiny exponent", expr: `sign(quantity("1E-100000000")) == 1`, wantErr: ErrQuantityOutOfRange},
+		{name: "parsing an exponent beyond int64", expr: `sign(quantity("1E99999999999999999999")) == 1`, wantErr: ErrQuantityOutOfRange},
+		{name: "adding zero with a huge exponent", expr: `sign(quantity("0E100000000").add(quantity("1m"))) == 1`, wantErr: ErrQuantityOutOfRange},
+		{name: "comparing a huge quantity", expr: `quantity("1E100000000").isGreaterThan(quantity("1"))`, wantErr: ErrQuantityOutOfRange},
+		{name: "a huge capacity compared", expr: `device.capacity["gpu.nvidia.com"].huge.compareTo(quantity("1")) == 1`, wantErr: ErrQuantityOutOfRange},
+		{name: "a huge capacity added", expr: `sign(device.capacity["gpu.nvidia.com"].hugeZero.add(1)) == 1`, wantErr: ErrQuantityOutOfRange},
+		{name: "a huge capacity tested for equality", expr: `device.capacity["gpu.nvidia.com"].huge == quantity("1")`, wantErr: ErrQuantityOutOfRange},
 		{name: "isQuantity of a huge exponent is false", expr: `!isQuantity("1E100000000")`, want: true},
-		{name: "a string longer than any quantity in range", expr: `sign(quantity("1` + strings.Repeat("0", 3000) + `")) == 1`, wantErr: errQuantityOutOfRange},
+		{name: "a string longer than any quantity in range", expr: `sign(quantity("1` + strings.Repeat("0", 3000) + `")) == 1`, wantErr: ErrQuantityOutOfRange},
 		{name: "the largest int64 with the largest suffix", expr: `quantity("9223372036854775807Ei").isGreaterThan(quantity("1"))`, want: true},
 		{name: "10^1000 is in range", expr: `quantity("1E1000").add(quantity("1n")).isGreaterThan(quantity("1E999"))`, want: true},
 		{name: "10^-1000 rounds to the nano scale", expr: `sign(quantity("1E-1000")) == 1`, want: true},
@@ -151,5 +151,12 @@ func TestQuantityOutOfRange(t *testing.T) {
 				t.Fatalf("%s: got (%v, %v), want %v", tc.expr, got, err, tc.want)
 			}
 		})
+	}
+}
+
+func TestErrQuantityOutOfRangeNamesTheBound(t *testing.T) {
+	want := fmt.Sprintf("magnitudes from 1e-%d to 1e%d", maxQuantityExponent, maxQuantityExponent)
+	if !strings.Contains(ErrQuantityOutOfRange.Error(), want) {
+		t.Fatalf("%q does not name the bound %q", ErrQuantityOutOfRange, want)
 	}
 }

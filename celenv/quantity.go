@@ -54,7 +54,7 @@ func (v *quantityVal) Equal(other ref.Val) ref.Val {
 		return types.MaybeNoSuchOverloadErr(other)
 	}
 	if v.outOfRange || o.outOfRange {
-		return types.WrapErr(errQuantityOutOfRange)
+		return types.WrapErr(ErrQuantityOutOfRange)
 	}
 	return types.Bool(compareQuantities(&v.q, &o.q) == 0)
 }
@@ -128,7 +128,7 @@ func arithmetic(op func(r *resource.Quantity, x resource.Quantity)) (func(a, b *
 		op(&r, *b)
 		v := newQuantityVal(r, true)
 		if v.outOfRange {
-			return types.WrapErr(errQuantityOutOfRange)
+			return types.WrapErr(ErrQuantityOutOfRange)
 		}
 		return v
 	}
@@ -175,10 +175,6 @@ func isQuantity(arg ref.Val) ref.Val {
 // (about 10^37) and the nano precision quantities are rounded to.
 const maxQuantityExponent = 1000
 
-// errQuantityOutOfRange is the cause when a quantity is beyond
-// maxQuantityExponent.
-var errQuantityOutOfRange = fmt.Errorf("quantity out of range: magnitudes from 1e-%d to 1e%d are supported", maxQuantityExponent, maxQuantityExponent)
-
 // maxQuantityLength bounds the length of a quantity string: a longer one
 // has more digits than any magnitude in range needs.
 const maxQuantityLength = 2*maxQuantityExponent + 32
@@ -188,7 +184,7 @@ const maxQuantityLength = 2*maxQuantityExponent + 32
 // because parsing itself is what takes long.
 func parseQuantity(s string) (resource.Quantity, error) {
 	if len(s) > maxQuantityLength {
-		return resource.Quantity{}, fmt.Errorf("quantity of %d characters: %w", len(s), errQuantityOutOfRange)
+		return resource.Quantity{}, fmt.Errorf("quantity of %d characters: %w", len(s), ErrQuantityOutOfRange)
 	}
 	// The grammar is <sign><digits>.<digits><suffix>; a suffix e<n> or E<n>
 	// is a decimal exponent.
@@ -196,7 +192,7 @@ func parseQuantity(s string) (resource.Quantity, error) {
 	if len(rest) > 1 && (rest[0] == 'e' || rest[0] == 'E') {
 		exp, err := strconv.ParseInt(rest[1:], 10, 64)
 		if err == nil && (exp > maxQuantityExponent || exp < -maxQuantityExponent) || errors.Is(err, strconv.ErrRange) {
-			return resource.Quantity{}, fmt.Errorf("quantity %q: %w", s, errQuantityOutOfRange)
+			return resource.Quantity{}, fmt.Errorf("quantity %q: %w", s, ErrQuantityOutOfRange)
 		}
 	}
 	q, err := resource.ParseQuantity(s)
@@ -204,7 +200,7 @@ func parseQuantity(s string) (resource.Quantity, error) {
 		return q, err
 	}
 	if !quantityInRange(&q) {
-		return resource.Quantity{}, fmt.Errorf("quantity %q: %w", s, errQuantityOutOfRange)
+		return resource.Quantity{}, fmt.Errorf("quantity %q: %w", s, ErrQuantityOutOfRange)
 	}
 	return q, nil
 }
@@ -224,7 +220,7 @@ func quantityInRange(q *resource.Quantity) bool {
 func quantityUnary(f func(*resource.Quantity) ref.Val) func(ref.Val) ref.Val {
 	return unaryOf(func(v *quantityVal) ref.Val {
 		if v.outOfRange {
-			return types.WrapErr(errQuantityOutOfRange)
+			return types.WrapErr(ErrQuantityOutOfRange)
 		}
 		return f(&v.q)
 	})
@@ -233,7 +229,7 @@ func quantityUnary(f func(*resource.Quantity) ref.Val) func(ref.Val) ref.Val {
 func quantityBinary(f func(a, b *resource.Quantity) ref.Val) func(ref.Val, ref.Val) ref.Val {
 	return binaryOf(func(a, b *quantityVal) ref.Val {
 		if a.outOfRange || b.outOfRange {
-			return types.WrapErr(errQuantityOutOfRange)
+			return types.WrapErr(ErrQuantityOutOfRange)
 		}
 		return f(&a.q, &b.q)
 	})
@@ -242,7 +238,7 @@ func quantityBinary(f func(a, b *resource.Quantity) ref.Val) func(ref.Val, ref.V
 func quantityWithInt(f func(a *resource.Quantity, b int64) ref.Val) func(ref.Val, ref.Val) ref.Val {
 	return binaryOf(func(a *quantityVal, b types.Int) ref.Val {
 		if a.outOfRange {
-			return types.WrapErr(errQuantityOutOfRange)
+			return types.WrapErr(ErrQuantityOutOfRange)
 		}
 		return f(&a.q, int64(b))
 	})
