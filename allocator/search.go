@@ -355,6 +355,11 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 			return false, u, err
 		}
 		if multi {
+			id, err := a.newShareID(d)
+			if err != nil {
+				a.rollback(u)
+				return false, u, err
+			}
 			a.ledger(d).Add(consumed)
 			if a.shares == nil {
 				a.shares = map[DeviceID]int{}
@@ -362,7 +367,6 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 			a.shares[d.id]++
 			u.share = true
 			u.consumed = consumed
-			id := string(a.newShareID())
 			res.shareID = &id
 			if len(consumed) > 0 {
 				res.consumed = consumed
@@ -410,11 +414,4 @@ func nodeDeclares(features []string, name string) bool {
 		}
 	}
 	return false
-}
-
-func (a *allocation) newShareID() string {
-	if a.s.opts.ShareIDs != nil {
-		return string(a.s.opts.ShareIDs())
-	}
-	return string(randomUID())
 }

@@ -36,6 +36,9 @@ type state struct {
 	inUse    map[DeviceID]int                                             // exclusive allocations
 	shares   map[DeviceID]int                                             // allocated shares
 	consumed map[DeviceID]map[resourceapi.QualifiedName]resource.Quantity // summed consumed capacity of shares
+	// shareIDs counts the share IDs of allocated shares per device; inner maps are replaced, never
+	// modified, so that clones may share them.
+	shareIDs map[DeviceID]map[types.UID]int
 
 	// Indexes for the lookups (lookup.go); a change replaces a list instead of editing it, so forks
 	// share them. owned lists, per controlling owner's UID, the claims it owns; nodeList is nodes
@@ -57,6 +60,7 @@ func newState() *state {
 		inUse:      map[DeviceID]int{},
 		shares:     map[DeviceID]int{},
 		consumed:   map[DeviceID]map[resourceapi.QualifiedName]resource.Quantity{},
+		shareIDs:   map[DeviceID]map[types.UID]int{},
 	}
 }
 
@@ -74,6 +78,7 @@ func (st *state) clone() *state {
 	c.inUse = maps.Clone(st.inUse)
 	c.shares = maps.Clone(st.shares)
 	c.consumed = maps.Clone(st.consumed)
+	c.shareIDs = maps.Clone(st.shareIDs)
 	return &c
 }
 
@@ -152,6 +157,7 @@ type claimEntry struct {
 type deviceUsage struct {
 	id       DeviceID
 	shared   bool
+	shareID  types.UID
 	consumed map[resourceapi.QualifiedName]resource.Quantity
 }
 
@@ -170,6 +176,7 @@ func usageOf(claim *resourceapi.ResourceClaim, f Features) []deviceUsage {
 		u := deviceUsage{id: DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}}
 		if f.DRAConsumableCapacity && r.ShareID != nil {
 			u.shared = true
+			u.shareID = *r.ShareID
 			u.consumed = r.ConsumedCapacity
 		}
 		out = append(out, u)
@@ -185,6 +192,7 @@ func (st *state) applyUsage(usage []deviceUsage, sign int) {
 			continue
 		}
 		addCount(st.shares, u.id, sign)
+		st.countShareID(u.id, u.shareID, sign)
 		if u.consumed == nil {
 			continue
 		}
@@ -214,6 +222,25 @@ func (st *state) applyUsage(usage []deviceUsage, sign int) {
 			st.consumed[u.id] = sum
 		}
 	}
+}
+
+// countShareID adds (sign 1) or removes (sign -1) one use of a share ID on a device, replacing the
+// device's map.
+func (st *state) countShareID(id DeviceID, shareID types.UID, sign int) {
+	ids := maps.Clone(st.shareIDs[id])
+	if ids == nil {
+		ids = map[types.UID]int{}
+	}
+	if n := ids[shareID] + sign; n > 0 {
+		ids[shareID] = n
+	} else {
+		delete(ids, shareID)
+	}
+	if len(ids) == 0 {
+		delete(st.shareIDs, id)
+		return
+	}
+	st.shareIDs[id] = ids
 }
 
 func addCount(m map[DeviceID]int, id DeviceID, delta int) {

@@ -22,8 +22,35 @@ type costModel struct {
 	sizes *sizeModel
 }
 
-// CallCost implements interpreter.ActualCostEstimator.
+// CallCost implements interpreter.ActualCostEstimator: Kubernetes' price,
+// raised where it does not bound the work (see bounds.go).
 func (costModel) CallCost(function, overloadID string, args []ref.Val, result ref.Val) *uint64 {
+	c := kubernetesCallCost(function, overloadID, args, result)
+	if c == nil && overloadID == "" {
+		c = dynamicCallCost(function, args)
+	}
+	if !builders[function] {
+		return c
+	}
+	least := builderCost(function, args, result)
+	if c == nil {
+		// cel-go's default for the builders it prices (string and bytes
+		// concatenation and conversion, quote) is the size of the result or
+		// of the first argument; for the others, 1.
+		base := uint64(1)
+		if len(args) > 0 && (function == "format" || function == "strings.quote" || function == "string" || function == "bytes") {
+			base = max(base, resultCost(args[0]))
+		}
+		least = max(least, base)
+		return &least
+	}
+	least = max(least, *c)
+	return &least
+}
+
+// kubernetesCallCost is the runtime price Kubernetes charges; nil for
+// functions it leaves to cel-go's default.
+func kubernetesCallCost(function, overloadID string, args []ref.Val, result ref.Val) *uint64 {
 	cost := func(c uint64) *uint64 { return &c }
 	traversal := func(v ref.Val, factor float64) *uint64 {
 		return cost(uint64(math.Ceil(float64(actualSize(v)) * factor)))

@@ -130,10 +130,13 @@ func NewDevice(driver string, dev *resourceapi.Device) *Device {
 	for name, c := range capacity {
 		domain, id := splitQualifiedName(name, driver)
 		d.noteKey(domain, id)
-		q := &quantityVal{q: c.Value.DeepCopy()}
-		// String caches its result inside the Quantity; fill the cache now,
-		// while the value is not yet shared.
-		_ = q.q.String()
+		q := newQuantityVal(c.Value.DeepCopy(), false)
+		if !q.outOfRange {
+			// String caches its result inside the Quantity; fill the cache
+			// now, while the value is not yet shared. (For a value out of
+			// range it would print a number of up to 2^31 digits.)
+			_ = q.q.String()
+		}
 		if d.caps[domain] == nil {
 			d.caps[domain] = map[string]ref.Val{}
 		}

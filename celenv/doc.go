@@ -21,6 +21,16 @@
 //   - Selector.Matches and Derived.Evaluate decide, many times, cheaply:
 //     typically without allocating.
 //
+// Evaluation is bounded. The runtime cost limit is Kubernetes' (1,000,000
+// by default, Options.CostLimit) with Kubernetes' prices, raised where they
+// do not bound the work: calls dispatched at run time on dyn operands,
+// list concatenation, and format, replace and join, which refuse a result
+// whose size alone would exceed the limit before building it (bounds.go).
+// So an expression cannot build values beyond about ten characters or one
+// list element per unit of the limit. Loops check the context every 100
+// iterations, as in Kubernetes. Quantities beyond 10^±1000 are refused by
+// every quantity function: Kubernetes takes minutes on them.
+//
 // Lint explains an expression against a set of devices: names no device
 // publishes, type mismatches, and the outcome per device.
 //

@@ -88,11 +88,15 @@ func NewEnv(opts Options) (*Env, error) {
 		e.sizes.attribute.max = resourceapi.DeviceAttributeMaxValueLength
 	}
 	prov := newDeviceProvider(base.CELTypeProvider(), e.attributeType, multiAlloc)
-	e.env, err = base.Extend(
+	guards, err := guardedBuilders(base, maxResultSize(e.costLimit))
+	if err != nil {
+		return nil, fmt.Errorf("build cel environment: %w", err)
+	}
+	e.env, err = base.Extend(append(guards,
 		ext.Bindings(ext.BindingsVersion(0)),
 		cel.CustomTypeProvider(prov),
 		cel.Variable(deviceVar, prov.deviceType),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("build cel environment: %w", err)
 	}
@@ -213,7 +217,7 @@ func (e *Env) compile(expression string, derived bool) (*program, error) {
 	}
 	native := checked.NativeRep()
 	p.comprehensions = len(ast.MatchDescendants(ast.NavigateAST(native), ast.KindMatcher(ast.ComprehensionKind))) > 0
-	if p.maxCost <= e.costLimit/fastPathMargin {
+	if p.maxCost <= e.costLimit/fastPathMargin && !callsUnderestimated(native) {
 		p.fast, err = e.env.Program(checked,
 			cel.EvalOptions(cel.OptOptimize),
 			cel.CustomDecoratorV2(foldConstantCalls),
@@ -256,6 +260,22 @@ func isAllowedDerivedType(t *cel.Type, allowList bool) bool {
 func isAllowedDerivedElementType(t *cel.Type) bool {
 	return t.IsExactType(cel.BoolType) || t.IsExactType(cel.IntType) || t.IsExactType(cel.StringType) ||
 		t.IsExactType(cel.AnyType) || t.IsExactType(cel.DynType) || t.IsExactType(semverType)
+}
+
+// underestimated are the functions whose compile-time estimate does not
+// bound their result: format is priced by its format string alone,
+// replace and join by sizes the estimate may not know. An expression that
+// calls one of them always runs with cost tracking.
+var underestimated = map[string]bool{"format": true, "replace": true, "join": true}
+
+func callsUnderestimated(a *ast.AST) bool {
+	calls := ast.MatchDescendants(ast.NavigateAST(a), ast.KindMatcher(ast.CallKind))
+	for _, c := range calls {
+		if underestimated[c.AsCall().FunctionName()] {
+			return true
+		}
+	}
+	return false
 }
 
 // MaxCost is the worst-case cost of one evaluation on a device within the

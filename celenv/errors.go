@@ -25,6 +25,11 @@ var (
 	// device does not publish. Guard such lookups with has() or optional
 	// chaining (.?name.orValue(default)).
 	ErrMissingAttribute = errors.New("cel missing attribute")
+	// ErrQuantityOutOfRange refines ErrRuntime: a quantity function met a
+	// quantity whose magnitude lies beyond 10^±1000 (such as
+	// quantity("1E100000000") or a capacity of 0E100000000), which
+	// Kubernetes takes minutes to parse, compare or add; celenv refuses it.
+	ErrQuantityOutOfRange = errors.New("quantity out of range: magnitudes from 1e-1000 to 1e1000 are supported")
 )
 
 // CompileError is the error returned by Compile and CompileDerived.

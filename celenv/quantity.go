@@ -2,7 +2,11 @@ package celenv
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"reflect"
+	"strconv"
+	"strings"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -24,6 +28,14 @@ var quantityType = cel.ObjectType("kubernetes.Quantity")
 type quantityVal struct {
 	q        resource.Quantity
 	computed bool
+	// outOfRange marks a value beyond the magnitudes celenv computes with
+	// (see quantityInRange); every quantity function refuses it.
+	outOfRange bool
+}
+
+// newQuantityVal wraps q, marking it when it is out of range.
+func newQuantityVal(q resource.Quantity, computed bool) *quantityVal {
+	return &quantityVal{q: q, computed: computed, outOfRange: !quantityInRange(&q)}
 }
 
 var _ ref.Val = (*quantityVal)(nil)
@@ -40,6 +52,9 @@ func (v *quantityVal) Equal(other ref.Val) ref.Val {
 	o, ok := other.(*quantityVal)
 	if !ok || o.computed {
 		return types.MaybeNoSuchOverloadErr(other)
+	}
+	if v.outOfRange || o.outOfRange {
+		return types.WrapErr(ErrQuantityOutOfRange)
 	}
 	return types.Bool(compareQuantities(&v.q, &o.q) == 0)
 }
@@ -109,9 +124,13 @@ func (quantityLibrary) CompileOptions() []cel.EnvOption {
 // Quantity.Add or Quantity.Sub: a new, computed quantity.
 func arithmetic(op func(r *resource.Quantity, x resource.Quantity)) (func(a, b *resource.Quantity) ref.Val, func(a *resource.Quantity, b int64) ref.Val) {
 	withQuantity := func(a, b *resource.Quantity) ref.Val {
-		r := &quantityVal{q: a.DeepCopy(), computed: true}
-		op(&r.q, *b)
-		return r
+		r := a.DeepCopy()
+		op(&r, *b)
+		v := newQuantityVal(r, true)
+		if v.outOfRange {
+			return types.WrapErr(ErrQuantityOutOfRange)
+		}
+		return v
 	}
 	withInt := func(a *resource.Quantity, b int64) ref.Val {
 		return withQuantity(a, resource.NewQuantity(b, resource.DecimalExponent))
@@ -126,32 +145,103 @@ func stringToQuantity(arg ref.Val) ref.Val {
 	if !ok {
 		return types.MaybeNoSuchOverloadErr(arg)
 	}
-	q, err := resource.ParseQuantity(string(s))
+	q, err := parseQuantity(string(s))
 	if err != nil {
 		return types.WrapErr(err)
 	}
 	return &quantityVal{q: q}
 }
 
+// isQuantity reports whether quantity() accepts the string; unlike
+// Kubernetes it is false for a quantity out of range, so that a guard with
+// isQuantity keeps quantity() from failing.
 func isQuantity(arg ref.Val) ref.Val {
 	s, ok := arg.(types.String)
 	if !ok {
 		return types.MaybeNoSuchOverloadErr(arg)
 	}
-	_, err := resource.ParseQuantity(string(s))
+	_, err := parseQuantity(string(s))
 	return types.Bool(err == nil)
 }
 
+// maxQuantityExponent bounds the magnitudes the quantity functions accept:
+// a value's most significant digit must lie within 10^±maxQuantityExponent.
+// Kubernetes (resource.ParseQuantity under its CEL quantity library)
+// accepts any exponent, and pays for it: parsing "1E-100000000" rounds a
+// hundred-million-digit number and takes over a minute, comparing or adding
+// "1E100000000" or "0E100000000" scales a number of that length. celenv
+// refuses such values with an error instead; 10^±1000 is far beyond the
+// largest quantity Kubernetes can serialise as an int64 with a suffix
+// (about 10^37) and the nano precision quantities are rounded to.
+const maxQuantityExponent = 1000
+
+// maxQuantityLength bounds the length of a quantity string: a longer one
+// has more digits than any magnitude in range needs.
+const maxQuantityLength = 2*maxQuantityExponent + 32
+
+// parseQuantity is resource.ParseQuantity for the magnitudes celenv
+// computes with. The exponent and the length are checked before parsing,
+// because parsing itself is what takes long.
+func parseQuantity(s string) (resource.Quantity, error) {
+	if len(s) > maxQuantityLength {
+		return resource.Quantity{}, fmt.Errorf("quantity of %d characters: %w", len(s), ErrQuantityOutOfRange)
+	}
+	// The grammar is <sign><digits>.<digits><suffix>; a suffix e<n> or E<n>
+	// is a decimal exponent.
+	rest := strings.TrimLeft(s, "+-0123456789.")
+	if len(rest) > 1 && (rest[0] == 'e' || rest[0] == 'E') {
+		exp, err := strconv.ParseInt(rest[1:], 10, 64)
+		if err == nil && (exp > maxQuantityExponent || exp < -maxQuantityExponent) || errors.Is(err, strconv.ErrRange) {
+			return resource.Quantity{}, fmt.Errorf("quantity %q: %w", s, ErrQuantityOutOfRange)
+		}
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return q, err
+	}
+	if !quantityInRange(&q) {
+		return resource.Quantity{}, fmt.Errorf("quantity %q: %w", s, ErrQuantityOutOfRange)
+	}
+	return q, nil
+}
+
+// quantityInRange reports whether q's most significant digit lies within
+// 10^±maxQuantityExponent (zero with any exponent counts by its exponent).
+// It does not modify q, and reads it in its decimal form: AsInt64 on zero
+// with an exponent of 10^8 multiplies by ten 10^8 times.
+func quantityInRange(q *resource.Quantity) bool {
+	x := *q
+	d := x.AsDec()
+	// unscaled × 10^-scale, with about BitLen × log10(2) digits.
+	top := int64(float64(d.UnscaledBig().BitLen())*math.Log10(2)) - int64(d.Scale())
+	return top <= maxQuantityExponent && top >= -maxQuantityExponent && int64(d.Scale()) <= maxQuantityExponent
+}
+
 func quantityUnary(f func(*resource.Quantity) ref.Val) func(ref.Val) ref.Val {
-	return unaryOf(func(v *quantityVal) ref.Val { return f(&v.q) })
+	return unaryOf(func(v *quantityVal) ref.Val {
+		if v.outOfRange {
+			return types.WrapErr(ErrQuantityOutOfRange)
+		}
+		return f(&v.q)
+	})
 }
 
 func quantityBinary(f func(a, b *resource.Quantity) ref.Val) func(ref.Val, ref.Val) ref.Val {
-	return binaryOf(func(a, b *quantityVal) ref.Val { return f(&a.q, &b.q) })
+	return binaryOf(func(a, b *quantityVal) ref.Val {
+		if a.outOfRange || b.outOfRange {
+			return types.WrapErr(ErrQuantityOutOfRange)
+		}
+		return f(&a.q, &b.q)
+	})
 }
 
 func quantityWithInt(f func(a *resource.Quantity, b int64) ref.Val) func(ref.Val, ref.Val) ref.Val {
-	return binaryOf(func(a *quantityVal, b types.Int) ref.Val { return f(&a.q, int64(b)) })
+	return binaryOf(func(a *quantityVal, b types.Int) ref.Val {
+		if a.outOfRange {
+			return types.WrapErr(ErrQuantityOutOfRange)
+		}
+		return f(&a.q, int64(b))
+	})
 }
 
 // compareQuantities compares without touching a or b: Quantity.Cmp converts

@@ -95,7 +95,7 @@ var (
 
 func (p *program) classify(d *Device, err error) error {
 	var cancelled interpreter.EvalCancelledError
-	if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
+	if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded || errors.Is(err, errResultTooLarge) {
 		return p.evalError(d, ErrCostLimit, err)
 	}
 	ev := p.evalError(d, ErrRuntime, err)

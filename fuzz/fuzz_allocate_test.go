@@ -11,6 +11,7 @@ import (
 
 	"github.com/dralloc/dralloc/allocator/verify"
 	"github.com/dralloc/dralloc/fuzz"
+	"github.com/dralloc/dralloc/fuzz/watchdog"
 )
 
 // The Go fuzz targets take clusters as JSON (the fuzz.Cluster type: nodes, slices, classes, taint rules,
@@ -37,58 +38,68 @@ func decode(data []byte) (*fuzz.Cluster, bool) {
 }
 
 // FuzzAllocate: the allocator never panics, returns one result per claim when it allocates, answers the same
-// twice, and leaves its input unchanged.
+// twice, and leaves its input unchanged. Every target runs its inputs under fuzz/watchdog: a slow one fails.
 func FuzzAllocate(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, ok := decode(data)
-		if !ok {
-			return
-		}
-		before := c.DeepCopy()
-		run := func() ([]resourceapi.AllocationResult, error) {
-			s, err := snapshotWithBudget(c, 20000)
-			if err != nil {
-				return nil, err
+		watchdog.Run(t, data, func(ctx context.Context) {
+			c, ok := decode(data)
+			if !ok {
+				return
 			}
-			return s.Allocate(context.Background(), c.Node, c.Claims)
-		}
-		r1, err1 := run()
-		r2, err2 := run()
-		if (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) || !equality.Semantic.DeepEqual(r1, r2) {
-			t.Fatalf("two runs differ: %v %v / %v %v", r1, err1, r2, err2)
-		}
-		if err1 == nil && len(r1) != len(c.Claims) {
-			t.Fatalf("%d results for %d claims", len(r1), len(c.Claims))
-		}
-		if !equality.Semantic.DeepEqual(before, c) {
-			t.Fatalf("the allocator mutated its input")
-		}
+			before := c.DeepCopy()
+			run := func() ([]resourceapi.AllocationResult, error) {
+				s, err := snapshotWithBudget(c, 20000)
+				if err != nil {
+					return nil, err
+				}
+				return s.Allocate(ctx, c.Node, c.Claims)
+			}
+			r1, err1 := run()
+			r2, err2 := run()
+			if ctx.Err() != nil {
+				return // too slow: the watchdog reports it
+			}
+			if (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) || !equality.Semantic.DeepEqual(r1, r2) {
+				t.Fatalf("two runs differ: %v %v / %v %v", r1, err1, r2, err2)
+			}
+			if err1 == nil && len(r1) != len(c.Claims) {
+				t.Fatalf("%d results for %d claims", len(r1), len(c.Claims))
+			}
+			if !equality.Semantic.DeepEqual(before, c) {
+				t.Fatalf("the allocator mutated its input")
+			}
+		})
 	})
 }
 
-// FuzzVerify: the verifier never panics on any cluster and any proposed results, and fails only with ErrInput or a
-// context error.
+// FuzzVerify: the verifier never panics on any cluster and any proposed results, and fails only with ErrInput.
 func FuzzVerify(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, ok := decode(data)
-		if !ok {
-			return
-		}
-		// Propose the claims' own allocations (generated pending claims have none) or empty results.
-		results := make([]resourceapi.AllocationResult, len(c.Claims))
-		for i, cl := range c.Claims {
-			if cl != nil && cl.Status.Allocation != nil {
-				results[i] = *cl.Status.Allocation
+		watchdog.Run(t, data, func(ctx context.Context) {
+			c, ok := decode(data)
+			if !ok {
+				return
 			}
-		}
-		before := c.DeepCopy()
-		if _, err := c.Verify(context.Background(), results); err != nil && !errors.Is(err, verify.ErrInput) {
-			t.Fatalf("verify: %v", err)
-		}
-		if !equality.Semantic.DeepEqual(before, c) {
-			t.Fatalf("verify mutated its input")
-		}
+			// Propose the claims' own allocations (generated pending claims have none) or empty results.
+			results := make([]resourceapi.AllocationResult, len(c.Claims))
+			for i, cl := range c.Claims {
+				if cl != nil && cl.Status.Allocation != nil {
+					results[i] = *cl.Status.Allocation
+				}
+			}
+			before := c.DeepCopy()
+			_, err := c.Verify(ctx, results)
+			if ctx.Err() != nil {
+				return // too slow: the watchdog reports it
+			}
+			if err != nil && !errors.Is(err, verify.ErrInput) {
+				t.Fatalf("verify: %v", err)
+			}
+			if !equality.Semantic.DeepEqual(before, c) {
+				t.Fatalf("verify mutated its input")
+			}
+		})
 	})
 }

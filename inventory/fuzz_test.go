@@ -1,9 +1,11 @@
 package inventory_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
+	"github.com/dralloc/dralloc/fuzz/watchdog"
 	"github.com/dralloc/dralloc/inventory"
 )
 
@@ -31,21 +33,23 @@ node:
 	f.Add([]byte(`{"name":"x","mode":"DynamicMIG","node":{"gpus":[{"minor":0,"migCapable":true,"migProfiles":[{"name":"1g","giProfileID":0,"placements":[{"start":9223372036854775807,"size":1}]}]}]}}`))
 	f.Add([]byte(`{"name":"x","node":{"driverVersion":"1.2.3.4","gpus":[{"minor":-1}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tmpl, err := inventory.ParseTemplate(data)
-		if err != nil {
-			return
-		}
-		slices, err := tmpl.Slices("node", 0)
-		if err != nil {
-			if !errors.Is(err, inventory.ErrInvalidNode) {
-				t.Fatalf("error does not wrap ErrInvalidNode: %v", err)
+		watchdog.Run(t, data, func(context.Context) {
+			tmpl, err := inventory.ParseTemplate(data)
+			if err != nil {
+				return
 			}
-			return
-		}
-		for _, s := range slices {
-			if errs := inventory.ValidateSlice(s); len(errs) > 0 {
-				t.Fatal(errs)
+			slices, err := tmpl.Slices("node", 0)
+			if err != nil {
+				if !errors.Is(err, inventory.ErrInvalidNode) {
+					t.Fatalf("error does not wrap ErrInvalidNode: %v", err)
+				}
+				return
 			}
-		}
+			for _, s := range slices {
+				if errs := inventory.ValidateSlice(s); len(errs) > 0 {
+					t.Fatal(errs)
+				}
+			}
+		})
 	})
 }

@@ -1,14 +1,17 @@
 package inventory
 
 import (
+	"bytes"
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"slices"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -70,16 +73,45 @@ func (t Template) MarshalYAML() ([]byte, error) {
 }
 
 // ParseTemplate reads a template from YAML or JSON. Unknown fields are an
-// error, so that a misspelt field does not silently publish a different node.
+// error, so that a misspelt field does not silently publish a different node,
+// and so is anything after the template (a second YAML document, more JSON),
+// which the YAML parser would otherwise ignore.
 func ParseTemplate(data []byte) (Template, error) {
 	var t Template
 	if err := yaml.UnmarshalStrict(data, &t); err != nil {
+		return Template{}, fmt.Errorf("%w: %w", ErrInvalidTemplate, err)
+	}
+	if err := oneDocument(data); err != nil {
 		return Template{}, fmt.Errorf("%w: %w", ErrInvalidTemplate, err)
 	}
 	if t.Name == "" {
 		return Template{}, fmt.Errorf("%w: name: required", ErrInvalidTemplate)
 	}
 	return t, nil
+}
+
+// oneDocument fails unless data holds at most one non-empty YAML document or
+// one JSON value. Empty documents (a leading or trailing "---") do not
+// count.
+func oneDocument(data []byte) error {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	docs := 0
+	for {
+		var doc any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("after the template: %w", err)
+		}
+		if doc == nil {
+			continue
+		}
+		if docs++; docs > 1 {
+			return errors.New("more than one document: a template is one YAML document or JSON object")
+		}
+	}
 }
 
 //go:embed profiles/*.yaml

@@ -74,6 +74,12 @@ func TestParseTemplateRejectsBadInput(t *testing.T) {
 		{"unknown field", "name: x\nnode: {gpus: [{minr: 1}]}\n", `unknown field "minr"`},
 		{"missing name", "node: {}\n", "name: required"},
 		{"not YAML", "name: [\n", "error converting YAML"},
+		{"a second YAML document", "name: x\n---\nname: y\n", "more than one document"},
+		{"a second YAML document that is not a template", "name: x\n---\nkind: Pod\n", "more than one document"},
+		{"a second JSON object", `{"name": "x"} {"name": "y"}`, "more than one document"},
+		{"a second JSON object on the next line", "{\"name\": \"x\"}\n{\"name\": \"y\"}\n", "more than one document"},
+		{"trailing text after JSON", `{"name": "x"}trailing`, "more than one document"},
+		{"a stray bracket after JSON", `{"name": "x"}]`, "after the template"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := inventory.ParseTemplate([]byte(tc.data))
@@ -81,6 +87,15 @@ func TestParseTemplateRejectsBadInput(t *testing.T) {
 				t.Errorf("err = %v, want ErrInvalidTemplate mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestParseTemplateAcceptsEmptyDocumentsAroundIt(t *testing.T) {
+	for _, data := range []string{"---\nname: x\n", "name: x\n---\n", "---\nname: x\n---\n\n---\n", "\n{\"name\": \"x\"}\n\n"} {
+		got, err := inventory.ParseTemplate([]byte(data))
+		if err != nil || got.Name != "x" {
+			t.Errorf("%q: got (%q, %v), want the template named x", data, got.Name, err)
+		}
 	}
 }
 

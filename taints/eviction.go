@@ -2,6 +2,7 @@ package taints
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -209,8 +210,16 @@ func dueAt(t resourceapi.DeviceTaint, tolerations []resourceapi.DeviceToleration
 		}
 		tolerated = true
 	}
+	// time.Duration holds about 292 years; longer tolerations (the API
+	// allows any int64) would overflow into the past and evict now, so they
+	// are clamped to the longest duration: evicted centuries later.
+	seconds = min(seconds, maxTolerationSeconds)
 	return added.Add(time.Duration(seconds) * time.Second), true
 }
+
+// maxTolerationSeconds is the longest tolerationSeconds a time.Duration
+// can hold.
+const maxTolerationSeconds = math.MaxInt64 / int64(time.Second)
 
 func podsOf(c *resourceapi.ResourceClaim) []resourceapi.ResourceClaimConsumerReference {
 	var pods []resourceapi.ResourceClaimConsumerReference

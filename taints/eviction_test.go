@@ -1,6 +1,7 @@
 package taints
 
 import (
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -52,6 +53,13 @@ func TestPlan(t *testing.T) {
 			taint: drain, tols: []resourceapi.DeviceToleration{{Operator: exists, Effect: noExecute, TolerationSeconds: secs(-5)}}, wantNow: true},
 		{name: "a NoExecute toleration without seconds tolerates forever",
 			taint: drain, tols: []resourceapi.DeviceToleration{{Operator: exists, Effect: noExecute}, {Operator: exists, Effect: noExecute, TolerationSeconds: secs(1)}}},
+		// 9,223,372,036 s is the longest time.Duration in whole seconds.
+		{name: "a toleration of math.MaxInt64 seconds evicts about 292 years later, not now",
+			taint: drain, tols: []resourceapi.DeviceToleration{{Operator: exists, Effect: noExecute, TolerationSeconds: secs(math.MaxInt64)}}, wantLater: added.Add(9223372036 * time.Second)},
+		{name: "a toleration one second longer than a time.Duration holds is clamped to it",
+			taint: drain, tols: []resourceapi.DeviceToleration{{Operator: exists, Effect: noExecute, TolerationSeconds: secs(9223372037)}}, wantLater: added.Add(9223372036 * time.Second)},
+		{name: "a toleration a time.Duration holds exactly is kept",
+			taint: drain, tols: []resourceapi.DeviceToleration{{Operator: exists, Effect: noExecute, TolerationSeconds: secs(9223372035)}}, wantLater: added.Add(9223372035 * time.Second)},
 		{name: "a toleration with an empty effect does not prevent eviction",
 			taint: drain, tols: []resourceapi.DeviceToleration{{Operator: exists}}, wantNow: true},
 		{name: "NoSchedule never evicts", taint: resourceapi.DeviceTaint{Key: "k", Effect: noSchedule, TimeAdded: &added}},

@@ -1,0 +1,54 @@
+package allocator_test
+
+import (
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dralloc/dralloc/allocator"
+)
+
+// shareIDsFrom returns the given IDs in turn, then the last one forever.
+func shareIDsFrom(ids ...string) func() types.UID {
+	n := 0
+	return func() types.UID {
+		id := ids[min(n, len(ids)-1)]
+		n++
+		return types.UID(id)
+	}
+}
+
+func TestAllocateShareIDsAreUniquePerDevice(t *testing.T) {
+	classes := []*resourceapi.DeviceClass{anyClass}
+	one := attrSlice(shareable("shared-1", "10Gi", nil))
+	two := attrSlice(shareable("shared-1", "10Gi", nil), shareable("shared-2", "10Gi", nil))
+	runAll(t, []scenario{{
+		name:   "a constant source fails the call with an invalid-input error naming Options.ShareIDs",
+		slices: one, classes: classes, shareIDs: shareIDsFrom("same"),
+		claims:  []*resourceapi.ResourceClaim{claim("c1", withCapacity(exact("req", "any", 1), "4Gi")), claim("c2", withCapacity(exact("req", "any", 1), "4Gi"))},
+		wantErr: allocator.ErrInvalidInput, wantErrText: "Options.ShareIDs",
+	}, {
+		name:   "a source repeating an ID used earlier in the call on the device is asked again",
+		slices: one, classes: classes, shareIDs: shareIDsFrom("a", "a", "b"),
+		claims: []*resourceapi.ResourceClaim{claim("c1", withCapacity(exact("req", "any", 1), "4Gi")), claim("c2", withCapacity(exact("req", "any", 1), "4Gi"))},
+		check:  wantShares("shared-1 a 4Gi", "shared-1 b 4Gi"),
+	}, {
+		name:   "a source repeating the ID of an allocated share of the device is asked again",
+		slices: one, classes: classes, shareIDs: sequentialShareIDs(),
+		allocated: []*resourceapi.ResourceClaim{allocatedClaim("other", sharedResult("shared-1", "share-1", "2Gi"))},
+		claims:    []*resourceapi.ResourceClaim{claim("c", withCapacity(exact("req", "any", 1), "4Gi"))},
+		check:     wantShares("shared-1 share-2 4Gi"),
+	}, {
+		name:   "a source repeating the ID of an allocated share forever fails the call",
+		slices: one, classes: classes, shareIDs: shareIDsFrom("held"),
+		allocated: []*resourceapi.ResourceClaim{allocatedClaim("other", sharedResult("shared-1", "held", "2Gi"))},
+		claims:    []*resourceapi.ResourceClaim{claim("c", withCapacity(exact("req", "any", 1), "4Gi"))},
+		wantErr:   allocator.ErrInvalidInput, wantErrText: "Options.ShareIDs",
+	}, {
+		name:   "the same ID on different devices is allowed",
+		slices: two, classes: classes, shareIDs: shareIDsFrom("same"),
+		claims: []*resourceapi.ResourceClaim{claim("c1", withCapacity(exact("req", "any", 1), "10Gi")), claim("c2", withCapacity(exact("req", "any", 1), "10Gi"))},
+		check:  wantShares("shared-1 same 10Gi", "shared-2 same 10Gi"),
+	}})
+}
