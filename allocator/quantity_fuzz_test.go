@@ -85,12 +85,14 @@ func FuzzQuantityFields(f *testing.F) {
 }
 
 // allocateTwice loads the objects and allocates the claim twice, failing t when the answers differ or
-// an input changed. Errors are answers too.
+// an input changed. Errors are answers too. It does so with a snapshot that validates what it is given
+// and with one that trusts it (Options.TrustAPIServer), because the API server stores quantities such as
+// 1E100000000 that validation refuses: the allocator must stay bounded on them too.
 func allocateTwice(ctx context.Context, t *testing.T, field string, sl []*resourceapi.ResourceSlice, cl *resourceapi.DeviceClass, c *resourceapi.ResourceClaim) {
 	t.Helper()
 	before := []any{sl[0].DeepCopy(), sl[1].DeepCopy(), cl.DeepCopy(), c.DeepCopy()}
-	run := func() (string, error) {
-		s := allocator.NewSnapshot(allocator.Options{ShareIDs: sequentialShareIDs()})
+	run := func(trusted bool) (string, error) {
+		s := allocator.NewSnapshot(allocator.Options{ShareIDs: sequentialShareIDs(), TrustAPIServer: trusted})
 		for _, o := range sl {
 			if err := s.AddOrUpdateSlice(o); err != nil {
 				return "", err
@@ -102,13 +104,15 @@ func allocateTwice(ctx context.Context, t *testing.T, field string, sl []*resour
 		r, err := s.Allocate(ctx, node(node1, nil), []*resourceapi.ResourceClaim{c})
 		return describeResults(r), err
 	}
-	r1, err1 := run()
-	r2, err2 := run()
-	if ctx.Err() != nil {
-		return // too slow: the watchdog reports it
-	}
-	if r1 != r2 || (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
-		t.Fatalf("%s: two runs differ: %s %v / %s %v", field, r1, err1, r2, err2)
+	for _, trusted := range []bool{false, true} {
+		r1, err1 := run(trusted)
+		r2, err2 := run(trusted)
+		if ctx.Err() != nil {
+			return // too slow: the watchdog reports it
+		}
+		if r1 != r2 || (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
+			t.Fatalf("%s (trusted %v): two runs differ: %s %v / %s %v", field, trusted, r1, err1, r2, err2)
+		}
 	}
 	after := []any{sl[0], sl[1], cl, c}
 	for i := range before {
