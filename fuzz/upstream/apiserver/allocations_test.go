@@ -82,7 +82,7 @@ func TestGeneratedAllocationsAreAccepted(t *testing.T) {
 			allocated, shown := 0, 0
 			rapid.Check(t, func(rt *rapid.T) {
 				cl := fuzz.ClusterGen(tc.opts).Draw(rt, "cluster")
-				s, err := snapshotOf(cl)
+				s, err := cl.Snapshot(allocator.Options{})
 				if err != nil {
 					rt.Fatalf("snapshot: %v", err)
 				}
@@ -170,40 +170,6 @@ func TestInventoryAllocationsAreAccepted(t *testing.T) {
 			writeAllocations(t, c, ns, claims, results)
 		})
 	}
-}
-
-// snapshotOf loads a generated cluster as a program using dralloc would: unlike fuzz.Cluster.Snapshot, whose
-// share IDs ("share-1") are deterministic but not UUIDs, it keeps the allocator's default share IDs (random
-// version 4 UUIDs, as Kubernetes makes them), which is what gets written to a cluster.
-func snapshotOf(cl *fuzz.Cluster) (*allocator.Snapshot, error) {
-	features := allocator.Features(cl.Features)
-	s := allocator.NewSnapshot(allocator.Options{Features: &features})
-	for _, n := range cl.Nodes {
-		if err := s.AddOrUpdateNode(n); err != nil {
-			return nil, err
-		}
-	}
-	for _, x := range cl.Slices {
-		if err := s.AddOrUpdateSlice(x); err != nil {
-			return nil, err
-		}
-	}
-	for _, x := range cl.Classes {
-		if err := s.AddOrUpdateClass(x); err != nil {
-			return nil, err
-		}
-	}
-	for _, x := range cl.TaintRules {
-		if err := s.AddOrUpdateTaintRule(x); err != nil {
-			return nil, err
-		}
-	}
-	for _, x := range cl.Allocated {
-		if err := s.AddOrUpdateClaim(x); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
 }
 
 func nvidiaClass(name, typ string) *resourceapi.DeviceClass {

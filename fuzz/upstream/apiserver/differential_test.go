@@ -173,13 +173,6 @@ func createCluster(t fataler, c kubernetes.Interface, cl *fuzz.Cluster) string {
 		}
 		obj = named(obj, ns)
 		got, err := create(ctx, c, obj)
-		if defect, field := generatorDefect(obj); defect != "" {
-			// Known to be invalid: the API server must reject it, naming the field; the rest is checked.
-			if v, _ := apiVerdict(err); !v.names(field) {
-				t.Fatalf("generated %s %s (%s): kube-apiserver %v, want rejected at %s", kindOf(obj), m.GetName(), defect, v, field)
-			}
-			continue
-		}
 		if err != nil {
 			t.Fatalf("create generated %s %s: %v", kindOf(obj), m.GetName(), err)
 		}
@@ -192,20 +185,4 @@ func createCluster(t fataler, c kubernetes.Interface, cl *fuzz.Cluster) string {
 		}
 	}
 	return ns
-}
-
-// generatorDefect reports whether obj is one of the invalid objects the fuzz generators are known to draw, with
-// the field Kubernetes rejects: a stale slice of a pool with perDeviceNodeSelection whose device names no node
-// (fuzz draws the leftover slice of an older generation with a bare device "stale").
-func generatorDefect(obj runtime.Object) (defect, field string) {
-	s, ok := obj.(*resourceapi.ResourceSlice)
-	if !ok || s.Spec.PerDeviceNodeSelection == nil || !*s.Spec.PerDeviceNodeSelection {
-		return "", ""
-	}
-	for i, d := range s.Spec.Devices {
-		if d.NodeName == nil && d.NodeSelector == nil && d.AllNodes == nil {
-			return "device without node selection in a perDeviceNodeSelection slice", fmt.Sprintf("spec.devices[%d]", i)
-		}
-	}
-	return "", ""
 }
