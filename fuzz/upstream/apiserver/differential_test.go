@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,7 +56,7 @@ func named(obj runtime.Object, ns string) runtime.Object {
 		m.SetName(uniqueName(strings.ToLower(kindOf(obj))))
 	}
 	switch obj.(type) {
-	case *resourceapi.ResourceClaim, *resourceapi.ResourceClaimTemplate:
+	case *resourceapi.ResourceClaim, *resourceapi.ResourceClaimTemplate, *corev1.Pod:
 		m.SetNamespace(ns)
 	}
 	return obj

@@ -6,7 +6,8 @@
 //     health taints) and every DeviceTaintRule taints.Escalate builds is accepted;
 //   - the valid objects the fuzz generators draw are accepted, and deliberately broken objects are rejected
 //     with the field path Kubernetes names, compared with dralloc's own validation;
-//   - the API server's defaults are what Kubernetes documents;
+//   - the API server's defaults are manifest.Default's, for hand-written undefaulted objects and for generated
+//     ones with their defaulted fields cleared;
 //   - allocations made by dralloc's allocator, written to claim status, are accepted and read back unchanged.
 //
 // The package holds tests only. They skip, saying why, when kube-apiserver cannot be built (or
