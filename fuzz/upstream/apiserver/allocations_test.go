@@ -22,7 +22,8 @@ import (
 )
 
 // writeAllocations creates the claims in namespace ns, writes each allocation result with a pod reserving the
-// claim through UpdateStatus, and checks that the status reads back unchanged.
+// claim and the status.devices entries a driver reports (withDeviceStatuses) through UpdateStatus, and checks
+// that the status reads back unchanged.
 func writeAllocations(t fataler, c kubernetes.Interface, ns string, claims []*resourceapi.ResourceClaim, results []resourceapi.AllocationResult) {
 	t.Helper()
 	ctx := context.Background()
@@ -43,6 +44,7 @@ func writeAllocations(t fataler, c kubernetes.Interface, ns string, claims []*re
 			Allocation:  results[i].DeepCopy(),
 			ReservedFor: []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "pod-" + claim.Name, UID: types.UID("uid-" + claim.Name)}},
 		}
+		created = withDeviceStatuses(t, created)
 		sent := created.Status.DeepCopy()
 		got, err := c.ResourceV1().ResourceClaims(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{})
 		if err != nil {

@@ -31,7 +31,11 @@ func localVerdict(obj runtime.Object) (verdict, bool) {
 	if !ok {
 		return verdict{}, false
 	}
-	errs := validate(obj)
+	return verdictOf(validate(obj)), true
+}
+
+// verdictOf is the verdict of a local validator's errors.
+func verdictOf(errs field.ErrorList) verdict {
 	v := verdict{rejected: len(errs) > 0}
 	for _, e := range errs {
 		if !slices.Contains(v.fields, e.Field) {
@@ -42,7 +46,7 @@ func localVerdict(obj runtime.Object) (verdict, bool) {
 	if v.rejected {
 		v.reason = errs.ToAggregate().Error()
 	}
-	return v, true
+	return v
 }
 
 // named gives obj a fresh name when it has none and puts it in namespace ns when its kind is namespaced.
