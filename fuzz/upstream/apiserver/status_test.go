@@ -111,8 +111,8 @@ func writePlacedClaim(t fataler, c kubernetes.Interface, pc pods.PlacedClaim) *r
 }
 
 // fleet is a set of nodes with inventory's DGX H100 slices, classes for whole GPUs and MIG devices (the
-// GPU class backs an extended resource), a template for one GPU and a shared claim for two MIG devices,
-// created in the API server and loaded into a pods.Cluster.
+// GPU class backs an extended resource), a template for one GPU and a shared claim for two MIG devices, in
+// one namespace, loaded into a pods.Cluster.
 type fleet struct {
 	ns                 string
 	nodes              []*corev1.Node
@@ -125,18 +125,12 @@ type fleet struct {
 	gpuClass, migClass string
 }
 
+// newFleet builds a fleet, creates its objects in the API server and loads what the server stored.
 func newFleet(t *testing.T, c kubernetes.Interface, nodes int) *fleet {
 	t.Helper()
+	f := buildFleet(t, podNamespace(t, c), nodes)
 	ctx := context.Background()
-	f := &fleet{ns: podNamespace(t, c)}
-	tmpl, err := inventory.Profile("dgxh100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl.Mode = inventory.ModeDynamicMIG
-	snap := allocator.NewSnapshot(allocator.Options{})
-	for range nodes {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: uniqueName("dgxh100"), Labels: map[string]string{"example.com/rack": "r1"}}}
+	for i, node := range f.nodes {
 		got, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("create Node %s: %v", node.Name, err)
@@ -144,68 +138,88 @@ func newFleet(t *testing.T, c kubernetes.Interface, nodes int) *fleet {
 		// kube-apiserver's TaintNodesByCondition admission taints a new node not-ready; the node lifecycle
 		// controller, which does not run here, removes the taint once the kubelet reports the node ready.
 		got.Spec.Taints = nil
-		if got, err = c.CoreV1().Nodes().Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		if f.nodes[i], err = c.CoreV1().Nodes().Update(ctx, got, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("untaint Node %s: %v", node.Name, err)
 		}
-		f.nodes = append(f.nodes, got)
-		if err := snap.AddOrUpdateNode(got); err != nil {
-			t.Fatal(err)
+	}
+	for i, s := range f.slices {
+		got, err := c.ResourceV1().ResourceSlices().Create(ctx, s, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create ResourceSlice %s: %v", s.Name, err)
 		}
+		f.slices[i] = got
+	}
+	for i, class := range f.classes {
+		got, err := c.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create DeviceClass %s: %v", class.Name, err)
+		}
+		f.classes[i] = got
+	}
+	var err error
+	if f.template, err = c.ResourceV1().ResourceClaimTemplates(f.ns).Create(ctx, f.template, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ResourceClaimTemplate: %v", err)
+	}
+	if f.shared, err = c.ResourceV1().ResourceClaims(f.ns).Create(ctx, f.shared, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ResourceClaim: %v", err)
+	}
+	f.load(t)
+	return f
+}
+
+// buildFleet makes the objects of a fleet in namespace ns, with fresh names, without creating them.
+func buildFleet(t *testing.T, ns string, nodes int) *fleet {
+	t.Helper()
+	f := &fleet{ns: ns}
+	tmpl, err := inventory.Profile("dgxh100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl.Mode = inventory.ModeDynamicMIG
+	for range nodes {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: uniqueName("dgxh100"), Labels: map[string]string{"example.com/rack": "r1"}}}
+		f.nodes = append(f.nodes, node)
 		sl, err := tmpl.Slices(node.Name, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range sl {
-			got, err := c.ResourceV1().ResourceSlices().Create(ctx, s, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatalf("create ResourceSlice %s: %v", s.Name, err)
-			}
-			f.slices = append(f.slices, got)
-			if err := snap.AddOrUpdateSlice(got); err != nil {
-				t.Fatal(err)
-			}
-		}
+		f.slices = append(f.slices, sl...)
 	}
 	f.gpuClass, f.migClass = uniqueName("gpu"), uniqueName("mig")
 	f.extendedResource = corev1.ResourceName("example.com/" + f.gpuClass)
 	gpu := nvidiaClass(f.gpuClass, inventory.TypeGPU)
 	gpu.Spec.ExtendedResourceName = ptr.To(string(f.extendedResource))
-	for _, class := range []*resourceapi.DeviceClass{gpu, nvidiaClass(f.migClass, inventory.TypeMIG)} {
-		got, err := c.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("create DeviceClass %s: %v", class.Name, err)
-		}
-		f.classes = append(f.classes, got)
-		if err := snap.AddOrUpdateClass(got); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f.cluster = pods.New(snap, pods.Options{})
+	f.classes = []*resourceapi.DeviceClass{gpu, nvidiaClass(f.migClass, inventory.TypeMIG)}
 	one := nvidiaClaim("one-gpu", f.gpuClass, 1, "", false)
-	tpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "one-gpu", Namespace: f.ns}}
-	tpl.Spec.Spec = one.Spec
-	if f.template, err = c.ResourceV1().ResourceClaimTemplates(f.ns).Create(ctx, tpl, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create ResourceClaimTemplate: %v", err)
-	}
-	if err := f.cluster.AddOrUpdateTemplate(f.template); err != nil {
-		t.Fatal(err)
-	}
-	shared := nvidiaClaim("shared-mig", f.migClass, 2, "1g.10gb", false)
-	shared.Namespace = f.ns
-	if f.shared, err = c.ResourceV1().ResourceClaims(f.ns).Create(ctx, shared, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create ResourceClaim: %v", err)
-	}
-	if err := snap.AddOrUpdateClaim(f.shared); err != nil {
-		t.Fatal(err)
-	}
+	f.template = &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "one-gpu", Namespace: f.ns}}
+	f.template.Spec.Spec = one.Spec
+	f.shared = nvidiaClaim("shared-mig", f.migClass, 2, "1g.10gb", false)
+	f.shared.Namespace = f.ns
 	return f
 }
 
-// pod creates a pending pod using the fleet's template, its shared claim and its extended resource.
-func (f *fleet) pod(t *testing.T, name string) *corev1.Pod {
+// load builds the fleet's pods.Cluster from its objects.
+func (f *fleet) load(t *testing.T) {
 	t.Helper()
+	snap := allocator.NewSnapshot(allocator.Options{})
+	for _, x := range f.nodes {
+		must(t, snap.AddOrUpdateNode(x))
+	}
+	for _, x := range f.slices {
+		must(t, snap.AddOrUpdateSlice(x))
+	}
+	for _, x := range f.classes {
+		must(t, snap.AddOrUpdateClass(x))
+	}
+	must(t, snap.AddOrUpdateClaim(f.shared))
+	f.cluster = pods.New(snap, pods.Options{})
+	must(t, f.cluster.AddOrUpdateTemplate(f.template))
+}
+
+// newPod is a pod using the fleet's template, its shared claim and its extended resource.
+func (f *fleet) newPod(name string) *corev1.Pod {
 	one := resource.MustParse("1")
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}, Spec: corev1.PodSpec{
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}, Spec: corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "main", Image: "registry.example.com/train:1", Resources: corev1.ResourceRequirements{
 			Limits:   corev1.ResourceList{f.extendedResource: one},
 			Requests: corev1.ResourceList{f.extendedResource: one},
@@ -216,7 +230,12 @@ func (f *fleet) pod(t *testing.T, name string) *corev1.Pod {
 			{Name: "mig", ResourceClaimName: ptr.To(f.shared.Name)},
 		},
 	}}
-	got, err := server.client.CoreV1().Pods(f.ns).Create(context.Background(), p, metav1.CreateOptions{})
+}
+
+// pod creates a pending pod with newPod.
+func (f *fleet) pod(t *testing.T, name string) *corev1.Pod {
+	t.Helper()
+	got, err := server.client.CoreV1().Pods(f.ns).Create(context.Background(), f.newPod(name), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create Pod %s/%s: %v", f.ns, name, err)
 	}
