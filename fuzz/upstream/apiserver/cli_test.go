@@ -83,8 +83,9 @@ func TestKubectlRoundTrip(t *testing.T) {
 }
 
 // roundTripObjects is a small cluster as manifest files hold it: two DGX H100 nodes with their slices, the
-// classes, a template, a taint rule (without timeAdded), a pod already bound by allocator/pods with its claims
-// allocated (their status.devices reported), and a pending pod. Every object has the run's label.
+// classes, a template, a device taint and a taint rule (both without timeAdded), a pod already bound by
+// allocator/pods with its claims allocated (their status.devices reported), and a pending pod. Every object
+// has the run's label.
 func roundTripObjects(t *testing.T, c kubernetes.Interface, run string) []runtime.Object {
 	t.Helper()
 	f := buildFleet(t, podNamespace(t, c), 2)
@@ -100,7 +101,18 @@ func roundTripObjects(t *testing.T, c kubernetes.Interface, run string) []runtim
 	for _, x := range f.nodes {
 		objs = append(objs, x)
 	}
-	for _, x := range f.slices {
+	taintedSlice := -1
+	for i, x := range f.slices {
+		if len(x.Spec.Devices) > 0 {
+			taintedSlice = i
+		}
+	}
+	for i, x := range f.slices {
+		if i == taintedSlice {
+			// A device taint without timeAdded, which the API server sets.
+			x = x.DeepCopy()
+			x.Spec.Devices[0].Taints = []resourceapi.DeviceTaint{{Key: "gpu.nvidia.com/xid", Value: "48", Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+		}
 		objs = append(objs, x)
 	}
 	for _, x := range f.classes {
@@ -308,8 +320,8 @@ func sortObjects(objs []runtime.Object) {
 }
 
 // serverSet removes from got (read back) and want (the files) what the API server sets and the files cannot
-// know: the system metadata; a DeviceTaintRule's timeAdded, which got must have where want has none, and its
-// status; and the pod fields kube-apiserver defaults or its admission plugins set that manifest.Default does
+// know: the system metadata; the timeAdded of a slice's taints and a DeviceTaintRule's, which got must have
+// where want has none, and a DeviceTaintRule's status; and the pod fields kube-apiserver defaults or its admission plugins set that manifest.Default does
 // not apply (restartPolicy, dnsPolicy, service account, default tolerations, ...), copied from got to want
 // where want leaves them empty, and the status of a pod not started.
 func serverSet(t *testing.T, got, want runtime.Object) {
@@ -324,6 +336,19 @@ func serverSet(t *testing.T, got, want runtime.Object) {
 		obj.GetObjectKind().SetGroupVersionKind(schemaGVK("", ""))
 	}
 	switch g := got.(type) {
+	case *resourceapi.ResourceSlice:
+		w := want.(*resourceapi.ResourceSlice)
+		for i := range min(len(g.Spec.Devices), len(w.Spec.Devices)) {
+			for j := range min(len(g.Spec.Devices[i].Taints), len(w.Spec.Devices[i].Taints)) {
+				gt := &g.Spec.Devices[i].Taints[j]
+				if w.Spec.Devices[i].Taints[j].TimeAdded == nil {
+					if gt.TimeAdded == nil {
+						t.Errorf("ResourceSlice %s: taint %s: no timeAdded read back", g.Name, gt.Key)
+					}
+					gt.TimeAdded = nil
+				}
+			}
+		}
 	case *resourceapi.DeviceTaintRule:
 		w := want.(*resourceapi.DeviceTaintRule)
 		if w.Spec.Taint.TimeAdded == nil {
