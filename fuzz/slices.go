@@ -141,8 +141,9 @@ func buildPool(t *rapid.T, opts Options, driver, pool string, devices, parts []r
 			stale.Spec.Pool.Generation = generation - 1
 			stale.Spec.Pool.ResourceSliceCount = 1
 			stale.Spec.Devices = []resourceapi.Device{{Name: "stale"}}
-			if stale.Spec.PerDeviceNodeSelection != nil {
-				// As API validation requires: every device of such a slice selects its nodes.
+			if ptr.Deref(stale.Spec.PerDeviceNodeSelection, false) {
+				// A device of a pool with per-device node selection names its nodes, as every device
+				// of such a slice must.
 				stale.Spec.Devices[0].AllNodes = ptr.To(true)
 			}
 		}

@@ -11,7 +11,10 @@ import (
 
 // Snapshot loads the cluster into an allocator snapshot: its nodes, slices, classes, taint rules and allocated
 // claims. Options whose Features are nil get the cluster's feature gates, and options without ShareIDs get
-// deterministic share IDs (share-1, share-2, …), so that the same cluster always gives the same results.
+// deterministic share IDs, so that the same cluster always gives the same results: the lowercase UUIDs
+// 00000000-0000-4000-8000-000000000001, …-000000000002, … (the pattern of a version 4 UUID, as the API server
+// requires of status.allocation.devices.results[].shareID, with a counter for the random bits; distinct from
+// the share IDs of the generated allocated claims, whose version digit is 0).
 func (c *Cluster) Snapshot(opts allocator.Options) (*allocator.Snapshot, error) {
 	if opts.Features == nil {
 		features := allocator.Features(c.Features)
@@ -19,7 +22,7 @@ func (c *Cluster) Snapshot(opts allocator.Options) (*allocator.Snapshot, error) 
 	}
 	if opts.ShareIDs == nil {
 		var next atomic.Int64
-		opts.ShareIDs = func() types.UID { return types.UID(fmt.Sprintf("share-%d", next.Add(1))) }
+		opts.ShareIDs = func() types.UID { return types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012x", next.Add(1))) }
 	}
 	s := allocator.NewSnapshot(opts)
 	for _, n := range c.Nodes {

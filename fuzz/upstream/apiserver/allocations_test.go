@@ -22,7 +22,8 @@ import (
 )
 
 // writeAllocations creates the claims in namespace ns, writes each allocation result with a pod reserving the
-// claim through UpdateStatus, and checks that the status reads back unchanged.
+// claim and the status.devices entries a driver reports (withDeviceStatuses) through UpdateStatus, and checks
+// that the status reads back unchanged.
 func writeAllocations(t fataler, c kubernetes.Interface, ns string, claims []*resourceapi.ResourceClaim, results []resourceapi.AllocationResult) {
 	t.Helper()
 	ctx := context.Background()
@@ -43,6 +44,7 @@ func writeAllocations(t fataler, c kubernetes.Interface, ns string, claims []*re
 			Allocation:  results[i].DeepCopy(),
 			ReservedFor: []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "pod-" + claim.Name, UID: types.UID("uid-" + claim.Name)}},
 		}
+		created = withDeviceStatuses(t, created)
 		sent := created.Status.DeepCopy()
 		got, err := c.ResourceV1().ResourceClaims(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{})
 		if err != nil {
@@ -82,7 +84,7 @@ func TestGeneratedAllocationsAreAccepted(t *testing.T) {
 			allocated, shown := 0, 0
 			rapid.Check(t, func(rt *rapid.T) {
 				cl := fuzz.ClusterGen(tc.opts).Draw(rt, "cluster")
-				s, err := snapshotOf(cl)
+				s, err := cl.Snapshot(allocator.Options{})
 				if err != nil {
 					rt.Fatalf("snapshot: %v", err)
 				}
@@ -170,40 +172,6 @@ func TestInventoryAllocationsAreAccepted(t *testing.T) {
 			writeAllocations(t, c, ns, claims, results)
 		})
 	}
-}
-
-// snapshotOf loads a generated cluster as a program using dralloc would: unlike fuzz.Cluster.Snapshot, whose
-// share IDs ("share-1") are deterministic but not UUIDs, it keeps the allocator's default share IDs (random
-// version 4 UUIDs, as Kubernetes makes them), which is what gets written to a cluster.
-func snapshotOf(cl *fuzz.Cluster) (*allocator.Snapshot, error) {
-	features := allocator.Features(cl.Features)
-	s := allocator.NewSnapshot(allocator.Options{Features: &features})
-	for _, n := range cl.Nodes {
-		if err := s.AddOrUpdateNode(n); err != nil {
-			return nil, err
-		}
-	}
-	for _, x := range cl.Slices {
-		if err := s.AddOrUpdateSlice(x); err != nil {
-			return nil, err
-		}
-	}
-	for _, x := range cl.Classes {
-		if err := s.AddOrUpdateClass(x); err != nil {
-			return nil, err
-		}
-	}
-	for _, x := range cl.TaintRules {
-		if err := s.AddOrUpdateTaintRule(x); err != nil {
-			return nil, err
-		}
-	}
-	for _, x := range cl.Allocated {
-		if err := s.AddOrUpdateClaim(x); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
 }
 
 func nvidiaClass(name, typ string) *resourceapi.DeviceClass {

@@ -6,8 +6,15 @@
 //     health taints) and every DeviceTaintRule taints.Escalate builds is accepted;
 //   - the valid objects the fuzz generators draw are accepted, and deliberately broken objects are rejected
 //     with the field path Kubernetes names, compared with dralloc's own validation;
-//   - the API server's defaults are what Kubernetes documents;
-//   - allocations made by dralloc's allocator, written to claim status, are accepted and read back unchanged.
+//   - the API server's defaults are manifest.Default's, for hand-written undefaulted objects and for generated
+//     ones with their defaulted fields cleared;
+//   - allocations made by dralloc's allocator, and the claims of a pod placed by allocator/pods, written to
+//     claim status with reservedFor and the status.devices entries inventory/claim builds, are accepted and
+//     read back unchanged; status.devices entries get the same verdict, naming the same fields, from the API
+//     server and from inventory/claim.ValidateDeviceStatuses;
+//   - objects created in the API server, fetched with client-go and written as `kubectl get -o yaml` and
+//     `-o json` write them, read back with manifest.Decode as the same objects as their files, and give the
+//     same allocator/pods placement for a pending pod.
 //
 // The package holds tests only. They skip, saying why, when kube-apiserver cannot be built (or
 // DRALLOC_APISERVER=skip); a server that was built but does not start fails them.

@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -46,6 +48,28 @@ func orNil[T runtime.Object](obj T, err error) (runtime.Object, error) {
 	return obj, nil
 }
 
+// createAny is create, and also takes Pods and Nodes.
+func createAny(ctx context.Context, c kubernetes.Interface, obj runtime.Object) (runtime.Object, error) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		got, err := c.CoreV1().Pods(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		return orNil(got, err)
+	case *corev1.Node:
+		got, err := c.CoreV1().Nodes().Create(ctx, o, metav1.CreateOptions{})
+		return orNil(got, err)
+	}
+	return create(ctx, c, obj)
+}
+
+// metaOf returns the object metadata of one of the objects createAny takes.
+func metaOf(obj runtime.Object) metav1.Object {
+	m, err := apimeta.Accessor(obj)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
 // kindOf names the kind of one of the objects create takes.
 func kindOf(obj runtime.Object) string {
 	switch obj.(type) {
@@ -59,6 +83,10 @@ func kindOf(obj runtime.Object) string {
 		return "ResourceClaimTemplate"
 	case *resourceapi.DeviceTaintRule:
 		return "DeviceTaintRule"
+	case *corev1.Pod:
+		return "Pod"
+	case *corev1.Node:
+		return "Node"
 	}
 	return fmt.Sprintf("%T", obj)
 }

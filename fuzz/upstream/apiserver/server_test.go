@@ -164,3 +164,15 @@ func namespace(t fataler, c kubernetes.Interface) string {
 	}
 	return ns.Name
 }
+
+// podNamespace is namespace with the ServiceAccount "default" that kube-apiserver's ServiceAccount admission
+// plugin gives every pod (the controller manager that creates it in a cluster does not run here).
+func podNamespace(t fataler, c kubernetes.Interface) string {
+	t.Helper()
+	ns := namespace(t, c)
+	sa := &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	if _, err := c.CoreV1().ServiceAccounts(ns).Create(context.Background(), sa, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ServiceAccount %s/default: %v", ns, err)
+	}
+	return ns
+}
