@@ -39,11 +39,24 @@ func sequentialShareIDs() func() types.UID {
 	}
 }
 
-// shareLabel names a share ID of sequentialShareIDs share-1, share-2, ... so that expectations read
-// easily; other IDs are returned as they are.
+// labelledShareIDs are share IDs in the API server's form that tests call by a short label.
+var labelledShareIDs = map[string]string{
+	"a":    "00000000-0000-4000-9000-00000000000a",
+	"b":    "00000000-0000-4000-9000-00000000000b",
+	"same": "00000000-0000-4000-9000-000000000005",
+	"held": "00000000-0000-4000-9000-000000000001",
+}
+
+// shareLabel names a share ID of sequentialShareIDs share-1, share-2, ..., and one of labelledShareIDs
+// by its label, so that expectations read easily; other IDs are returned as they are.
 func shareLabel(id types.UID) string {
 	if n, ok := strings.CutPrefix(string(id), sequentialSharePrefix); ok {
 		return "share-" + strings.TrimLeft(n, "0")
+	}
+	for label, labelled := range labelledShareIDs {
+		if string(id) == labelled {
+			return label
+		}
 	}
 	return string(id)
 }

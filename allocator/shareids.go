@@ -24,6 +24,13 @@ func (a *allocation) newShareID(d *deviceEntry) (string, error) {
 		} else {
 			id = randomUID()
 		}
+		if !normalizedUUID(string(id)) {
+			// The API server refuses any other form in status.allocation (validation of
+			// devices.results[].shareID in kubernetes pkg/apis/resource/validation), so such an
+			// allocation could never be written.
+			return "", inputError("Options.ShareIDs", "", fmt.Errorf(
+				"returned share ID %q: must be a UUID in RFC 4122 normalized form with lowercase hexadecimal characters", id))
+		}
 		if !a.shareIDUsed(d, string(id)) {
 			return string(id), nil
 		}
@@ -47,4 +54,26 @@ func (a *allocation) shareIDUsed(d *deviceEntry, id string) bool {
 		}
 	}
 	return false
+}
+
+// normalizedUUID reports whether s is a UUID in RFC 4122 normalized form with lowercase hexadecimal
+// characters (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx), the only form of share ID the API server stores.
+func normalizedUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -9,11 +9,12 @@ import (
 	"github.com/dralloc/dralloc/allocator"
 )
 
-// shareIDsFrom returns the given IDs in turn, then the last one forever.
-func shareIDsFrom(ids ...string) func() types.UID {
+// shareIDsFrom returns the share IDs labelled by labels in turn (see labelledShareIDs), then the last
+// one forever.
+func shareIDsFrom(labels ...string) func() types.UID {
 	n := 0
 	return func() types.UID {
-		id := ids[min(n, len(ids)-1)]
+		id := labelledShareIDs[labels[min(n, len(labels)-1)]]
 		n++
 		return types.UID(id)
 	}
@@ -36,15 +37,20 @@ func TestAllocateShareIDsAreUniquePerDevice(t *testing.T) {
 	}, {
 		name:   "a source repeating the ID of an allocated share of the device is asked again",
 		slices: one, classes: classes, shareIDs: sequentialShareIDs(),
-		allocated: []*resourceapi.ResourceClaim{allocatedClaim("other", sharedResult("shared-1", "share-1", "2Gi"))},
+		allocated: []*resourceapi.ResourceClaim{allocatedClaim("other", sharedResult("shared-1", sequentialSharePrefix+"000000000001", "2Gi"))},
 		claims:    []*resourceapi.ResourceClaim{claim("c", withCapacity(exact("req", "any", 1), "4Gi"))},
 		check:     wantShares("shared-1 share-2 4Gi"),
 	}, {
 		name:   "a source repeating the ID of an allocated share forever fails the call",
 		slices: one, classes: classes, shareIDs: shareIDsFrom("held"),
-		allocated: []*resourceapi.ResourceClaim{allocatedClaim("other", sharedResult("shared-1", "held", "2Gi"))},
+		allocated: []*resourceapi.ResourceClaim{allocatedClaim("other", sharedResult("shared-1", labelledShareIDs["held"], "2Gi"))},
 		claims:    []*resourceapi.ResourceClaim{claim("c", withCapacity(exact("req", "any", 1), "4Gi"))},
 		wantErr:   allocator.ErrInvalidInput, wantErrText: "Options.ShareIDs",
+	}, {
+		name:   "a source returning an ID the API server would refuse fails the call naming Options.ShareIDs",
+		slices: one, classes: classes, shareIDs: func() types.UID { return "share-1" },
+		claims:  []*resourceapi.ResourceClaim{claim("c", withCapacity(exact("req", "any", 1), "4Gi"))},
+		wantErr: allocator.ErrInvalidInput, wantErrText: "Options.ShareIDs",
 	}, {
 		name:   "the same ID on different devices is allowed",
 		slices: two, classes: classes, shareIDs: shareIDsFrom("same"),
