@@ -176,7 +176,9 @@ func (s *Snapshot) AddOrUpdateClaim(claim *resourceapi.ResourceClaim) error {
 		s.touchClaim(key)
 		if old, ok := s.st.claims[key]; ok {
 			s.st.applyUsage(old.usage, -1)
+			s.st.unindexOwner(old.obj)
 		}
+		s.st.indexOwner(claim)
 		e := &claimEntry{obj: claim, usage: usageOf(claim, s.f)}
 		s.st.claims[key] = e
 		s.st.applyUsage(e.usage, 1)
@@ -191,6 +193,7 @@ func (s *Snapshot) DeleteClaim(namespace, name string) error {
 		s.touchClaim(key)
 		if old, ok := s.st.claims[key]; ok {
 			s.st.applyUsage(old.usage, -1)
+			s.st.unindexOwner(old.obj)
 			delete(s.st.claims, key)
 		}
 		return nil
@@ -272,6 +275,7 @@ func (s *Snapshot) AddOrUpdateNode(node *v1.Node) error {
 	node = own(s, node)
 	return s.change(func(s *Snapshot) error {
 		s.st.nodes[node.Name] = node
+		s.st.nodeList = withNode(s.st.nodeList, node)
 		return nil
 	})
 }
@@ -280,6 +284,7 @@ func (s *Snapshot) AddOrUpdateNode(node *v1.Node) error {
 func (s *Snapshot) DeleteNode(name string) error {
 	return s.change(func(s *Snapshot) error {
 		delete(s.st.nodes, name)
+		s.st.nodeList = withoutNode(s.st.nodeList, name)
 		return nil
 	})
 }

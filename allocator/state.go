@@ -36,6 +36,12 @@ type state struct {
 	inUse    map[DeviceID]int                                             // exclusive allocations
 	shares   map[DeviceID]int                                             // allocated shares
 	consumed map[DeviceID]map[resourceapi.QualifiedName]resource.Quantity // summed consumed capacity of shares
+
+	// Indexes for the lookups (lookup.go); a change replaces a list instead of editing it, so forks
+	// share them. owned lists, per controlling owner's UID, the claims it owns; nodeList is nodes
+	// sorted by name.
+	owned    map[types.UID][]types.NamespacedName
+	nodeList []*v1.Node
 }
 
 func newState() *state {
@@ -45,6 +51,7 @@ func newState() *state {
 		poolSlices: map[PoolID][]*sliceEntry{},
 		classes:    map[string]*classEntry{},
 		claims:     map[types.NamespacedName]*claimEntry{},
+		owned:      map[types.UID][]types.NamespacedName{},
 		rules:      map[string]*resourceapi.DeviceTaintRule{},
 		nodes:      map[string]*v1.Node{},
 		inUse:      map[DeviceID]int{},
@@ -61,6 +68,7 @@ func (st *state) clone() *state {
 	c.poolSlices = maps.Clone(st.poolSlices)
 	c.classes = maps.Clone(st.classes)
 	c.claims = maps.Clone(st.claims)
+	c.owned = maps.Clone(st.owned)
 	c.rules = maps.Clone(st.rules)
 	c.nodes = maps.Clone(st.nodes)
 	c.inUse = maps.Clone(st.inUse)

@@ -1,0 +1,174 @@
+package allocator
+
+import (
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The lookups below let code built on a Snapshot (placing pods across nodes, for one) read what the
+// snapshot holds. They return the objects the snapshot keeps, not copies: the caller must not modify
+// them (copy with DeepCopy first), as with the objects of an informer's cache. Lists are sorted by name,
+// so that code iterating them is deterministic.
+
+// Claim returns the ResourceClaim with the given namespace and name, and whether the snapshot has it.
+func (s *Snapshot) Claim(namespace, name string) (*resourceapi.ResourceClaim, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.st.claims[types.NamespacedName{Namespace: namespace, Name: name}]
+	if !ok {
+		return nil, false
+	}
+	return e.obj, true
+}
+
+// Claims returns the ResourceClaims of the namespace, sorted by name; the empty namespace
+// (metav1.NamespaceAll) lists the claims of every namespace, sorted by namespace and name.
+func (s *Snapshot) Claims(namespace string) []*resourceapi.ResourceClaim {
+	s.mu.RLock()
+	var out []*resourceapi.ResourceClaim
+	for key, e := range s.st.claims {
+		if namespace == "" || key.Namespace == namespace {
+			out = append(out, e.obj)
+		}
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(out, func(x, y *resourceapi.ResourceClaim) int {
+		if c := strings.Compare(x.Namespace, y.Namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Name, y.Name)
+	})
+	return out
+}
+
+// ClaimsOwnedBy returns the ResourceClaims of the namespace whose controlling owner (an owner
+// reference with controller: true) has the UID, sorted by name: the claims generated for a pod or a
+// PodGroup. An index kept as claims change makes the call cost what it returns.
+func (s *Snapshot) ClaimsOwnedBy(namespace string, owner types.UID) []*resourceapi.ResourceClaim {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*resourceapi.ResourceClaim
+	for _, key := range s.st.owned[owner] {
+		if key.Namespace == namespace {
+			out = append(out, s.st.claims[key].obj)
+		}
+	}
+	return out
+}
+
+// controllerUID is the UID of the claim's controlling owner, or "".
+func controllerUID(claim *resourceapi.ResourceClaim) types.UID {
+	for _, ref := range claim.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			return ref.UID
+		}
+	}
+	return ""
+}
+
+func (st *state) indexOwner(claim *resourceapi.ResourceClaim) {
+	uid := controllerUID(claim)
+	if uid == "" {
+		return
+	}
+	key := types.NamespacedName{Namespace: claim.Namespace, Name: claim.Name}
+	list := st.owned[uid]
+	i, _ := slices.BinarySearchFunc(list, key, compareKeys)
+	st.owned[uid] = slices.Insert(slices.Clone(list), i, key)
+}
+
+func (st *state) unindexOwner(claim *resourceapi.ResourceClaim) {
+	uid := controllerUID(claim)
+	if uid == "" {
+		return
+	}
+	key := types.NamespacedName{Namespace: claim.Namespace, Name: claim.Name}
+	list := st.owned[uid]
+	i, found := slices.BinarySearchFunc(list, key, compareKeys)
+	if !found {
+		return
+	}
+	if len(list) == 1 {
+		delete(st.owned, uid)
+		return
+	}
+	st.owned[uid] = slices.Concat(list[:i], list[i+1:])
+}
+
+func compareKeys(x, y types.NamespacedName) int {
+	if c := strings.Compare(x.Namespace, y.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(x.Name, y.Name)
+}
+
+// Classes returns the DeviceClasses, sorted by name.
+func (s *Snapshot) Classes() []*resourceapi.DeviceClass {
+	s.mu.RLock()
+	out := make([]*resourceapi.DeviceClass, 0, len(s.st.classes))
+	for _, e := range s.st.classes {
+		out = append(out, e.obj)
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(out, func(x, y *resourceapi.DeviceClass) int { return strings.Compare(x.Name, y.Name) })
+	return out
+}
+
+// Device returns the device with the ID as the newest generation of its pool publishes it, and whether
+// that generation has it.
+func (s *Snapshot) Device(id DeviceID) (*resourceapi.Device, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	entries := s.st.poolSlices[PoolID{Driver: id.Driver, Pool: id.Pool}]
+	var newest int64
+	for i, e := range entries {
+		if i == 0 || e.generation() > newest {
+			newest = e.generation()
+		}
+	}
+	for _, e := range entries {
+		if e.generation() != newest {
+			continue
+		}
+		for i := range e.obj.Spec.Devices {
+			if e.obj.Spec.Devices[i].Name == id.Device {
+				return &e.obj.Spec.Devices[i], true
+			}
+		}
+	}
+	return nil, false
+}
+
+// Nodes returns the Nodes added with [Snapshot.AddOrUpdateNode], sorted by name. The list is kept
+// sorted as nodes change, so the call costs one copy.
+func (s *Snapshot) Nodes() []*v1.Node {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Clone(s.st.nodeList)
+}
+
+// withNode returns a new sorted list with node added or replacing the node of the same name; list is
+// not modified (forks share it).
+func withNode(list []*v1.Node, node *v1.Node) []*v1.Node {
+	i, found := slices.BinarySearchFunc(list, node.Name, func(n *v1.Node, name string) int { return strings.Compare(n.Name, name) })
+	out := make([]*v1.Node, 0, len(list)+1)
+	out = append(out, list[:i]...)
+	out = append(out, node)
+	if found {
+		i++
+	}
+	return append(out, list[i:]...)
+}
+
+// withoutNode returns a new list without the node of that name.
+func withoutNode(list []*v1.Node, name string) []*v1.Node {
+	i, found := slices.BinarySearchFunc(list, name, func(n *v1.Node, name string) int { return strings.Compare(n.Name, name) })
+	if !found {
+		return list
+	}
+	return slices.Concat(list[:i], list[i+1:])
+}

@@ -1,0 +1,223 @@
+package allocator_test
+
+import (
+	"fmt"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dralloc/dralloc/allocator"
+)
+
+func TestLookups(t *testing.T) {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	for _, c := range []struct{ ns, name string }{{"b", "z"}, {"a", "y"}, {"b", "x"}} {
+		if err := snap.AddOrUpdateClaim(&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: c.name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"n2", "n1"} {
+		_ = snap.AddOrUpdateNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		_ = snap.AddOrUpdateClass(&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "class-" + n}})
+	}
+	names := func(cs []*resourceapi.ResourceClaim) string {
+		s := ""
+		for _, c := range cs {
+			s += c.Namespace + "/" + c.Name + " "
+		}
+		return s
+	}
+	tests := []struct{ name, got, want string }{
+		{"claims of one namespace sorted by name", names(snap.Claims("b")), "b/x b/z "},
+		{"claims of every namespace sorted by namespace and name", names(snap.Claims("")), "a/y b/x b/z "},
+		{"claims of an unknown namespace", names(snap.Claims("c")), ""},
+		{"nodes sorted by name", fmt.Sprint(snap.Nodes()[0].Name, snap.Nodes()[1].Name), "n1n2"},
+		{"classes sorted by name", fmt.Sprint(snap.Classes()[0].Name, snap.Classes()[1].Name), "class-n1class-n2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got %q, want %q", tt.got, tt.want)
+			}
+		})
+	}
+	if _, ok := snap.Claim("a", "y"); !ok {
+		t.Error("Claim(a, y) not found")
+	}
+	if _, ok := snap.Claim("a", "z"); ok {
+		t.Error("Claim(a, z) found")
+	}
+}
+
+func ExampleSnapshot_Claims() {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	_ = snap.AddOrUpdateClaim(&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "train"}})
+	_ = snap.AddOrUpdateClaim(&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "serve"}})
+	for _, c := range snap.Claims(metav1.NamespaceAll) {
+		fmt.Println(c.Namespace + "/" + c.Name)
+	}
+	if c, ok := snap.Claim("team-a", "serve"); ok {
+		fmt.Println("found", c.Name)
+	}
+	// Output:
+	// team-a/serve
+	// team-b/train
+	// found serve
+}
+
+func ExampleSnapshot_Nodes() {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	_ = snap.AddOrUpdateNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}})
+	_ = snap.AddOrUpdateNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}})
+	_ = snap.AddOrUpdateClass(&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}})
+	for _, n := range snap.Nodes() {
+		fmt.Println(n.Name)
+	}
+	fmt.Println(len(snap.Classes()), snap.Classes()[0].Name)
+	// Output:
+	// node-a
+	// node-b
+	// 1 gpu
+}
+
+func TestNodesFollowChanges(t *testing.T) {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	names := func(s *allocator.Snapshot) string {
+		out := ""
+		for _, n := range s.Nodes() {
+			out += n.Name + fmt.Sprint(n.Labels["v"]) + " "
+		}
+		return out
+	}
+	add := func(s *allocator.Snapshot, name, v string) {
+		if err := s.AddOrUpdateNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"v": v}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(snap, "b", "1")
+	add(snap, "c", "1")
+	add(snap, "a", "1")
+	fork := snap.Fork()
+	add(fork, "b", "2")
+	_ = fork.DeleteNode("c")
+	add(fork, "d", "1")
+	_ = fork.DeleteNode("zz")
+	tests := []struct{ name, got, want string }{
+		{"adds keep the list sorted", names(snap), "a1 b1 c1 "},
+		{"a fork's updates, deletes and adds do not show in the parent", names(fork), "a1 b2 d1 "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got %q, want %q", tt.got, tt.want)
+			}
+		})
+	}
+	if err := fork.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(snap); got != "a1 b2 d1 " {
+		t.Errorf("after commit: %q", got)
+	}
+}
+
+func TestClaimsOwnedBy(t *testing.T) {
+	yes, no := true, false
+	owned := func(ns, name string, uid string, controller *bool) *resourceapi.ResourceClaim {
+		c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if uid != "" {
+			c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: types.UID(uid), Controller: controller}}
+		}
+		return c
+	}
+	snap := allocator.NewSnapshot(allocator.Options{})
+	for _, c := range []*resourceapi.ResourceClaim{
+		owned("ns", "b", "pod-1", &yes), owned("ns", "a", "pod-1", &yes), owned("other", "c", "pod-1", &yes),
+		owned("ns", "not-controller", "pod-1", &no), owned("ns", "no-owner", "", nil), owned("ns", "moves", "pod-1", &yes),
+	} {
+		if err := snap.AddOrUpdateClaim(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fork := snap.Fork()
+	_ = fork.AddOrUpdateClaim(owned("ns", "moves", "pod-2", &yes))
+	_ = fork.DeleteClaim("ns", "a")
+	names := func(cs []*resourceapi.ResourceClaim) string {
+		s := ""
+		for _, c := range cs {
+			s += c.Name + " "
+		}
+		return s
+	}
+	tests := []struct{ name, got, want string }{
+		{"claims with the controlling owner in the namespace, sorted", names(snap.ClaimsOwnedBy("ns", "pod-1")), "a b moves "},
+		{"another namespace", names(snap.ClaimsOwnedBy("other", "pod-1")), "c "},
+		{"an owner without claims", names(snap.ClaimsOwnedBy("ns", "pod-3")), ""},
+		{"in a fork, an update moves the claim to its new owner and a delete removes it", names(fork.ClaimsOwnedBy("ns", "pod-1")), "b "},
+		{"the new owner", names(fork.ClaimsOwnedBy("ns", "pod-2")), "moves "},
+		{"the parent does not see the fork's changes", names(snap.ClaimsOwnedBy("ns", "pod-1")), "a b moves "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got %q, want %q", tt.got, tt.want)
+			}
+		})
+	}
+}
+
+func ExampleSnapshot_ClaimsOwnedBy() {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	yes := true
+	_ = snap.AddOrUpdateClaim(&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "default", Name: "train-gpu-x7k2p",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "train", UID: "uid-train", Controller: &yes}},
+	}})
+	for _, c := range snap.ClaimsOwnedBy("default", "uid-train") {
+		fmt.Println(c.Name)
+	}
+	// Output: train-gpu-x7k2p
+}
+
+func TestDevice(t *testing.T) {
+	slice := func(name string, gen int64, devices ...string) *resourceapi.ResourceSlice {
+		node := "n1"
+		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: "d", NodeName: &node, Pool: resourceapi.ResourcePool{Name: "p", Generation: gen, ResourceSliceCount: 1}}}
+		for _, d := range devices {
+			s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: d})
+		}
+		return s
+	}
+	snap := allocator.NewSnapshot(allocator.Options{})
+	_ = snap.AddOrUpdateSlice(slice("old", 1, "gone", "kept"))
+	_ = snap.AddOrUpdateSlice(slice("new", 2, "kept", "added"))
+	tests := []struct {
+		id   allocator.DeviceID
+		want bool
+	}{
+		{allocator.DeviceID{Driver: "d", Pool: "p", Device: "kept"}, true},
+		{allocator.DeviceID{Driver: "d", Pool: "p", Device: "added"}, true},
+		{allocator.DeviceID{Driver: "d", Pool: "p", Device: "gone"}, false}, // only in an older generation
+		{allocator.DeviceID{Driver: "d", Pool: "other", Device: "kept"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id.String(), func(t *testing.T) {
+			d, ok := snap.Device(tt.id)
+			if ok != tt.want || (ok && d.Name != tt.id.Device) {
+				t.Errorf("got %v %v, want found=%v", d, ok, tt.want)
+			}
+		})
+	}
+}
+
+func ExampleSnapshot_Device() {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	_ = snap.AddOrUpdateSlice(gpuSlice("node-a", "H100", 2))
+	d, ok := snap.Device(allocator.DeviceID{Driver: "gpu.example.com", Pool: "node-a", Device: "gpu-1"})
+	fmt.Println(ok, d.Name, *d.Attributes["model"].StringValue)
+	// Output: true gpu-1 H100
+}

@@ -1,0 +1,231 @@
+package pods
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"maps"
+	"math/big"
+	"runtime"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	schedulingapi "k8s.io/api/scheduling/v1alpha3"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dralloc/dralloc/allocator"
+)
+
+var (
+	// ErrClaimNotFound reports that a pod names a ResourceClaim (directly, or through its status or its
+	// PodGroup) that is not in the snapshot; as in Kubernetes the pod waits for it.
+	ErrClaimNotFound = errors.New("resource claim not found")
+	// ErrTemplateNotFound reports that a pod or PodGroup names a ResourceClaimTemplate the Cluster does not have.
+	ErrTemplateNotFound = errors.New("resource claim template not found")
+	// ErrPodGroupNotFound reports that a pod names a PodGroup the Cluster does not have.
+	ErrPodGroupNotFound = errors.New("pod group not found")
+	// ErrClaimNotUsable reports a claim that this pod cannot use: owned by another pod, reserved for the
+	// maximum number of consumers, or allocated for other nodes.
+	ErrClaimNotUsable = errors.New("resource claim cannot be used by the pod")
+	// ErrNoNode reports that the pod fits on no node; the error is a *NoNodeError with the reason of
+	// each node.
+	ErrNoNode = errors.New("pod fits on no node")
+)
+
+// Choice chooses among the nodes where a pod fits.
+type Choice int
+
+const (
+	// FirstFit takes the first node, in order of node name, where the pod fits.
+	FirstFit Choice = iota
+	// BestFit takes the node with the most devices already allocated to claims pinned to it (the fullest
+	// node), which keeps empty nodes empty; ties go to the first by name.
+	BestFit
+	// Spread takes the node with the fewest devices allocated to claims pinned to it; ties go to the first
+	// by name.
+	Spread
+)
+
+func (c Choice) String() string {
+	switch c {
+	case FirstFit:
+		return "FirstFit"
+	case BestFit:
+		return "BestFit"
+	case Spread:
+		return "Spread"
+	}
+	return fmt.Sprintf("Choice(%d)", int(c))
+}
+
+// Predicate decides whether a pod may run on a node before its claims are looked at; a non-nil error
+// is the reason it may not.
+type Predicate func(pod *v1.Pod, node *v1.Node) error
+
+// Options configure a [Cluster]. The zero value is the sensible default: FirstFit, one worker per CPU,
+// the built-in NodeAffinity and TaintToleration predicates, random name suffixes, the scheduler gates of
+// Kubernetes 1.37 on.
+type Options struct {
+	// Choice chooses among the nodes where a pod fits.
+	Choice Choice
+	// Workers is the number of goroutines that filter nodes; 0 means runtime.GOMAXPROCS(0).
+	Workers int
+	// NoBuiltinPredicates switches off the checks of kube-scheduler's NodeAffinity (nodeSelector and
+	// required node affinity) and TaintToleration (node taints with effect NoSchedule or NoExecute)
+	// plugins.
+	NoBuiltinPredicates bool
+	// Predicate is an additional check of every node, after the built-in ones.
+	Predicate Predicate
+	// NameSuffix returns the random part of a generated name, as the API server appends it to
+	// metadata.generateName (five characters). nil means random; tests inject a deterministic source.
+	// One Cluster calls it from one goroutine at a time (a Cluster and its forks may call it concurrently).
+	NameSuffix func() string
+	// StepBudget bounds the search of [Cluster.PlaceGroup] to this many placements tried (one pod on one
+	// node); running out gives an error wrapping allocator.ErrSearchBudget. 0 means no bound beyond the
+	// context.
+	StepBudget int
+	// Preferred gives requests for shares of devices with allowMultipleAllocations a preferred amount
+	// above their capacity.requests (an SDK extension, see capacity.ConsumedRange); nil means none. It is
+	// used by Place, not by PlaceGroup.
+	Preferred Preferred
+	// DisableExtendedResources switches off the DRAExtendedResource gate (GA in 1.37): extended resource
+	// requests are then left to device plugins.
+	DisableExtendedResources bool
+	// DisableWorkloadClaims switches off the DRAWorkloadResourceClaims gate: PodGroup claims are then
+	// ignored and every pod claim is the pod's own.
+	DisableWorkloadClaims bool
+}
+
+// Cluster places pods on the nodes of a Snapshot. The snapshot holds slices, classes, claims and nodes
+// (the caller keeps it up to date); the Cluster adds ResourceClaimTemplates and PodGroups. A Cluster is
+// safe for concurrent use; Place calls may run in parallel, while Assume and Remove change the snapshot.
+type Cluster struct {
+	snap *allocator.Snapshot
+	opts Options
+
+	mu        sync.RWMutex
+	templates map[types.NamespacedName]*resourceapi.ResourceClaimTemplate
+	groups    map[types.NamespacedName]*schedulingapi.PodGroup
+	suffixMu  sync.Mutex
+}
+
+// New returns a Cluster that places pods on the nodes of snap.
+func New(snap *allocator.Snapshot, opts Options) *Cluster {
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opts.NameSuffix == nil {
+		opts.NameSuffix = randomSuffix
+	}
+	return &Cluster{
+		snap:      snap,
+		opts:      opts,
+		templates: map[types.NamespacedName]*resourceapi.ResourceClaimTemplate{},
+		groups:    map[types.NamespacedName]*schedulingapi.PodGroup{},
+	}
+}
+
+// Fork returns a Cluster on a fork of the snapshot ([allocator.Snapshot.Fork]) with the same templates,
+// PodGroups and options, for what-if questions: place and assume pods there, then apply the changes with
+// Snapshot().Commit() or drop them with Snapshot().Discard(). Templates and PodGroups added to one of
+// the two Clusters afterwards are not seen by the other. Both call Options.NameSuffix.
+func (c *Cluster) Fork() *Cluster {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return &Cluster{snap: c.snap.Fork(), opts: c.opts, templates: maps.Clone(c.templates), groups: maps.Clone(c.groups)}
+}
+
+// Snapshot returns the snapshot the Cluster places pods on.
+func (c *Cluster) Snapshot() *allocator.Snapshot { return c.snap }
+
+// AddOrUpdateTemplate adds a ResourceClaimTemplate or replaces the one with the same namespace and name.
+// The template is copied.
+func (c *Cluster) AddOrUpdateTemplate(t *resourceapi.ResourceClaimTemplate) error {
+	if t == nil {
+		return &allocator.InputError{Object: "ResourceClaimTemplate", Err: errors.New("nil object")}
+	}
+	if t.Name == "" {
+		return &allocator.InputError{Object: "ResourceClaimTemplate " + t.Namespace + "/", Field: "metadata.name", Err: errors.New("must not be empty")}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.templates[types.NamespacedName{Namespace: t.Namespace, Name: t.Name}] = t.DeepCopy()
+	return nil
+}
+
+// DeleteTemplate removes a ResourceClaimTemplate.
+func (c *Cluster) DeleteTemplate(namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.templates, types.NamespacedName{Namespace: namespace, Name: name})
+}
+
+// AddOrUpdatePodGroup adds a PodGroup or replaces the one with the same namespace and name. The group is
+// copied.
+func (c *Cluster) AddOrUpdatePodGroup(g *schedulingapi.PodGroup) error {
+	if g == nil {
+		return &allocator.InputError{Object: "PodGroup", Err: errors.New("nil object")}
+	}
+	if g.Name == "" {
+		return &allocator.InputError{Object: "PodGroup " + g.Namespace + "/", Field: "metadata.name", Err: errors.New("must not be empty")}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.groups[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}] = g.DeepCopy()
+	return nil
+}
+
+// DeletePodGroup removes a PodGroup.
+func (c *Cluster) DeletePodGroup(namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.groups, types.NamespacedName{Namespace: namespace, Name: name})
+}
+
+func (c *Cluster) template(namespace, name string) (*resourceapi.ResourceClaimTemplate, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	t, ok := c.templates[types.NamespacedName{Namespace: namespace, Name: name}]
+	return t, ok
+}
+
+func (c *Cluster) group(namespace, name string) (*schedulingapi.PodGroup, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	g, ok := c.groups[types.NamespacedName{Namespace: namespace, Name: name}]
+	return g, ok
+}
+
+func (c *Cluster) suffix() string {
+	c.suffixMu.Lock()
+	defer c.suffixMu.Unlock()
+	return c.opts.NameSuffix()
+}
+
+// suffixAlphabet is the API server's alphabet for generated names (k8s.io/apimachinery/pkg/util/rand):
+// no vowels, no characters that look alike.
+const suffixAlphabet = "bcdfghjklmnpqrstvwxz2456789"
+
+func randomSuffix() string {
+	var b [5]byte
+	for i := range b {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(suffixAlphabet))))
+		if err != nil {
+			// crypto/rand does not fail on supported platforms.
+			panic(fmt.Sprintf("read random bytes: %v", err))
+		}
+		b[i] = suffixAlphabet[n.Int64()]
+	}
+	return string(b[:])
+}
+
+// generatedName is the name the API server gives an object with metadata.generateName base, as its
+// SimpleNameGenerator does: the base cut to 58 characters, then the suffix.
+func generatedName(base, suffix string) string {
+	const maxGeneratedNameLength = 63 - 5
+	if len(base) > maxGeneratedNameLength {
+		base = base[:maxGeneratedNameLength]
+	}
+	return base + suffix
+}

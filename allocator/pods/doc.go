@@ -1,0 +1,41 @@
+// Package pods makes the scheduler's whole Dynamic Resource Allocation decision for pods, on top of an
+// [allocator.Snapshot]: which ResourceClaims a pod needs (its own, those generated from
+// ResourceClaimTemplates, its PodGroup's, the special claim for extended resources backed by DRA), on
+// which node they fit, the claims as kube-scheduler writes them, and what assuming or removing a pod does
+// to the snapshot.
+//
+// The main type is [Cluster]: it wraps a Snapshot (which the caller keeps filling with slices, classes,
+// claims and nodes) and adds what only pods need: ResourceClaimTemplates and PodGroups.
+//
+//   - [Cluster.PodClaims] resolves a pod's claims exactly as the control plane does: a resourceClaimName
+//     is that claim; a resourceClaimTemplateName is the claim pod.status.resourceClaimStatuses names, or
+//     the claim the resourceclaim controller generated earlier (found by annotation and owner), or the
+//     claim it would generate now (named <pod>-<claim>-<suffix>, the suffix from an injectable source);
+//     with DRAWorkloadResourceClaims, a pod claim that matches a claim of the pod's PodGroup is the
+//     group's claim, reserved for the PodGroup.
+//   - Extended resources backed by DRA (a DeviceClass's spec.extendedResourceName, or the implicit
+//     deviceclass.resource.kubernetes.io/<class>) become the one special claim kube-scheduler
+//     synthesises, per node: a node whose status.allocatable advertises the resource serves it by device
+//     plugin instead. [Cluster.MixedNodes] lists nodes where both could serve a resource.
+//   - [Cluster.Place] filters every node in parallel (built-in NodeAffinity and TaintToleration
+//     predicates, a caller predicate, then the claims) and chooses one; [Cluster.Assume] writes the
+//     placement into the snapshot and [Cluster.Remove] undoes it as the control plane does when a pod
+//     goes away. Use [allocator.Snapshot.Fork] for what-if questions.
+//   - [Cluster.PlaceGroup] places a gang all or nothing, with backtracking across pods and topology
+//     domains.
+//   - Ranged capacity (an SDK extension): with [Options.Preferred], a new share of a device records the
+//     largest policy-valid amount up to a preferred one; [Cluster.PlanHandBack] says which earlier
+//     shares must shrink, and by how much, for a pod that fits nowhere.
+//
+// Node choice: [FirstFit] takes the first node, by name, where the pod fits; [BestFit] and [Spread]
+// score the nodes where it fits by the number of devices allocated to claims pinned to each node (most,
+// respectively fewest, first; ties by name).
+//
+// The scheduler's other plugins (CPU and memory fit, the amount of a device plugin's extended resource,
+// pod affinity, topology spread) are not reproduced: [Options.Predicate] is where a caller adds them.
+// Snapshot lookups ([allocator.Snapshot.Nodes], Claims, ClaimsOwnedBy, Classes) return the snapshot's
+// own objects; the Cluster copies before it changes anything and never modifies its inputs.
+//
+// Imports: the allocator's public API, capacity (ranged shares), k8s.io/api, k8s.io/apimachinery and
+// k8s.io/component-helpers (node affinity, toleration and pod request helpers). allocator/verify and fuzz are used by tests only.
+package pods

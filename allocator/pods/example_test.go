@@ -1,0 +1,237 @@
+package pods_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	schedulingapi "k8s.io/api/scheduling/v1alpha3"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/allocator/pods"
+)
+
+// exampleCluster is two nodes with one GPU each, the class "gpu" and the template "one-gpu".
+func exampleCluster(opts pods.Options) *pods.Cluster {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	for _, name := range []string{"node-a", "node-b"} {
+		_ = snap.AddOrUpdateNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"rack": "r1"}}})
+		_ = snap.AddOrUpdateSlice(gpus(name, 1))
+	}
+	_ = snap.AddOrUpdateClass(gpuClass("gpu", "example.com/gpu"))
+	opts.NameSuffix = fixedSuffixes() // deterministic names; nil means random, as the API server does
+	c := pods.New(snap, opts)
+	_ = c.AddOrUpdateTemplate(template("one-gpu", 1))
+	return c
+}
+
+func ExampleNew() {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	c := pods.New(snap, pods.Options{Choice: pods.Spread, Workers: 4})
+	fmt.Println(c.Snapshot() == snap)
+	// Output: true
+}
+
+func ExampleCluster_PodClaims() {
+	c := exampleCluster(pods.Options{})
+	p := pod("train", "gpu=template:one-gpu")
+	claims, err := c.PodClaims(p)
+	if err != nil {
+		panic(err)
+	}
+	for _, pc := range claims {
+		fmt.Println(pc.Name, pc.Claim.Name, pc.Generated, pc.Claim.Annotations[resourceapi.PodResourceClaimAnnotation])
+	}
+	// Output: gpu train-gpu-aaaa0 true gpu
+}
+
+func ExampleCluster_Place() {
+	c := exampleCluster(pods.Options{})
+	ctx := context.Background()
+	for _, name := range []string{"first", "second", "third"} {
+		p, err := c.Place(ctx, pod(name, "gpu=template:one-gpu"))
+		if errors.Is(err, pods.ErrNoNode) {
+			fmt.Println(name, "fits nowhere")
+			continue
+		}
+		if err != nil {
+			panic(err)
+		}
+		r := p.Claims[0].Claim.Status.Allocation.Devices.Results[0]
+		fmt.Println(name, p.Node, r.Pool+"/"+r.Device, p.Claims[0].Claim.Status.ReservedFor[0].Name)
+		_ = c.Assume(p) // the next pod sees the GPU in use
+	}
+	// Output:
+	// first node-a node-a/gpu-0 first
+	// second node-b node-b/gpu-0 second
+	// third fits nowhere
+}
+
+func ExampleCluster_Place_extendedResources() {
+	c := exampleCluster(pods.Options{})
+	p := pod("infer")
+	p.Spec.Containers[0].Resources.Requests = v1.ResourceList{"example.com/gpu": resource.MustParse("1")}
+	pl, err := c.Place(context.Background(), p)
+	if err != nil {
+		panic(err)
+	}
+	ext := pl.Claims[0].Claim
+	fmt.Println(ext.Name, ext.Spec.Devices.Requests[0].Name, ext.Spec.Devices.Requests[0].Exactly.DeviceClassName)
+	m := pl.ExtendedResourceClaimStatus.RequestMappings[0]
+	fmt.Println(m.ContainerName, m.ResourceName, m.RequestName)
+	// Output:
+	// infer-extended-resources-aaaa0 container-0-request-0 gpu
+	// main example.com/gpu container-0-request-0
+}
+
+func ExampleCluster_Remove() {
+	c := exampleCluster(pods.Options{})
+	ctx := context.Background()
+	p := pod("train", "gpu=template:one-gpu")
+	pl, _ := c.Place(ctx, p)
+	_ = c.Assume(pl)
+	fmt.Println(len(c.Snapshot().Claims("default")))
+	_ = c.Remove(p) // the generated claim goes with its pod
+	fmt.Println(len(c.Snapshot().Claims("default")))
+	// Output:
+	// 1
+	// 0
+}
+
+func ExampleCluster_PlaceGroup() {
+	c := exampleCluster(pods.Options{})
+	g := &schedulingapi.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gang", UID: "uid-gang"}}
+	g.Spec.SchedulingPolicy.Gang = &schedulingapi.GangSchedulingPolicy{MinCount: 2}
+	g.Spec.SchedulingConstraints = &schedulingapi.PodGroupSchedulingConstraints{Topology: []schedulingapi.TopologyConstraint{{Key: "rack"}}}
+	_ = c.AddOrUpdatePodGroup(g)
+	gp, err := c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1"}, "gpu=template:one-gpu"))
+	if err != nil {
+		panic(err)
+	}
+	for _, p := range gp.Pods {
+		fmt.Println(p.Pod.Name, p.Node, gp.Domain)
+	}
+	_ = c.AssumeGroup(gp)
+	_, err = c.PlaceGroup(context.Background(), g, members([]string{"w2", "w3"}, "gpu=template:one-gpu"))
+	fmt.Println(errors.Is(err, pods.ErrGroupUnschedulable))
+	// Output:
+	// w0 node-a r1
+	// w1 node-b r1
+	// true
+}
+
+func ExampleCluster_RemovePodGroup() {
+	c := exampleCluster(pods.Options{})
+	g := &schedulingapi.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gang", UID: "uid-gang"}}
+	g.Spec.SchedulingPolicy.Gang = &schedulingapi.GangSchedulingPolicy{MinCount: 1}
+	g.Spec.ResourceClaims = []schedulingapi.PodGroupResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr("one-gpu")}}
+	_ = c.AddOrUpdatePodGroup(g)
+	gp, _ := c.PlaceGroup(context.Background(), g, members([]string{"w0"}, "gpu=template:one-gpu"))
+	_ = c.AssumeGroup(gp)
+	fmt.Println(len(c.Snapshot().Claims("default")))
+	_ = c.RemovePodGroup(g) // the group's generated claim goes with the group
+	fmt.Println(len(c.Snapshot().Claims("default")))
+	// Output:
+	// 1
+	// 0
+}
+
+func ExampleCluster_MixedNodes() {
+	c := exampleCluster(pods.Options{})
+	n := c.Snapshot().Nodes()[1].DeepCopy()
+	n.Status.Allocatable = v1.ResourceList{"example.com/gpu": resource.MustParse("1")} // a device plugin too
+	_ = c.Snapshot().AddOrUpdateNode(n)
+	mixed, err := c.MixedNodes(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	for _, m := range mixed {
+		fmt.Println(m.Node, m.Resource, m.Class)
+	}
+	// Output: node-b example.com/gpu gpu
+}
+
+func ExampleCluster_AddOrUpdateTemplate() {
+	c := pods.New(allocator.NewSnapshot(allocator.Options{}), pods.Options{NameSuffix: fixedSuffixes()})
+	_ = c.AddOrUpdateTemplate(template("one-gpu", 1))
+	g := &schedulingapi.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gang"}}
+	_ = c.AddOrUpdatePodGroup(g)
+
+	_, err := c.PodClaims(pod("train", "gpu=template:one-gpu"))
+	fmt.Println(err)
+	c.DeleteTemplate("default", "one-gpu")
+	_, err = c.PodClaims(pod("train", "gpu=template:one-gpu"))
+	fmt.Println(errors.Is(err, pods.ErrTemplateNotFound))
+
+	c.DeletePodGroup("default", "gang")
+	_, err = c.PlaceGroup(context.Background(), g, nil)
+	fmt.Println(errors.Is(err, pods.ErrPodGroupNotFound))
+	// Output:
+	// <nil>
+	// true
+	// true
+}
+
+func ExampleChoice_String() {
+	fmt.Println(pods.FirstFit, pods.BestFit, pods.Spread)
+	// Output: FirstFit BestFit Spread
+}
+
+func ExampleCluster_Fork() {
+	c := exampleCluster(pods.Options{})
+	ctx := context.Background()
+	whatIf := c.Fork()
+	for _, name := range []string{"a", "b"} {
+		p, _ := whatIf.Place(ctx, pod(name, "gpu=template:one-gpu"))
+		_ = whatIf.Assume(p)
+	}
+	_, err := whatIf.Place(ctx, pod("c", "gpu=template:one-gpu"))
+	fmt.Println("a third pod in the fork:", errors.Is(err, pods.ErrNoNode))
+	whatIf.Snapshot().Discard()
+	_, err = c.Place(ctx, pod("c", "gpu=template:one-gpu"))
+	fmt.Println("in the cluster:", err)
+	// Output:
+	// a third pod in the fork: true
+	// in the cluster: <nil>
+}
+
+func ExampleCluster_PlanHandBack() {
+	// One GPU that takes shares of 8Gi of memory; an inference server asks for 2Gi and prefers 6Gi.
+	snap := allocator.NewSnapshot(allocator.Options{})
+	_ = snap.AddOrUpdateNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	_ = snap.AddOrUpdateSlice(sharedGPU())
+	_ = snap.AddOrUpdateClass(gpuClass("gpu", ""))
+	prefer := func(claim *resourceapi.ResourceClaim, request string) map[resourceapi.QualifiedName]resource.Quantity {
+		if claim.Annotations[resourceapi.PodResourceClaimAnnotation] == "kv-cache" {
+			return map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse("6Gi")}
+		}
+		return nil
+	}
+	c := pods.New(snap, pods.Options{Preferred: prefer, NameSuffix: fixedSuffixes()})
+	_ = c.AddOrUpdateTemplate(memoryTemplate("mem-2", "2Gi"))
+	_ = c.AddOrUpdateTemplate(memoryTemplate("mem-4", "4Gi"))
+	ctx := context.Background()
+
+	server, _ := c.Place(ctx, pod("server", "kv-cache=template:mem-2"))
+	m := server.Claims[0].Claim.Status.Allocation.Devices.Results[0].ConsumedCapacity["memory"]
+	fmt.Println("server records", m.String())
+	_ = c.Assume(server)
+
+	job := pod("job", "gpu=template:mem-4")
+	_, err := c.Place(ctx, job)
+	fmt.Println("job fits:", err == nil)
+	plan, p, _ := c.PlanHandBack(ctx, job)
+	for _, h := range plan {
+		fmt.Printf("%s gives back %s of %s %s\n", h.Claim, h.Amount.String(), h.Consumed.String(), h.Capacity)
+	}
+	fmt.Println("then job goes to", p.Node)
+	// Output:
+	// server records 6Gi
+	// job fits: false
+	// default/server-kv-cache-aaaa0 gives back 4Gi of 6Gi memory
+	// then job goes to n1
+}

@@ -1,0 +1,512 @@
+package pods
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	schedulingapi "k8s.io/api/scheduling/v1alpha3"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/dralloc/dralloc/allocator"
+)
+
+// Placement is where a pod goes and the claims as kube-scheduler writes them when it binds the pod.
+type Placement struct {
+	// Pod is the pod placed (the caller's object; not modified).
+	Pod *v1.Pod
+	// Node is the chosen node's name.
+	Node string
+	// Claims are the pod's claims in the order of pod.spec.resourceClaims, then the extended-resource
+	// claim, as the scheduler writes them: status.allocation, status.reservedFor with the pod (or its
+	// PodGroup), and the finalizer resource.kubernetes.io/delete-protection.
+	Claims []PlacedClaim
+	// ResourceClaimStatuses is pod.status.resourceClaimStatuses as the resourceclaim controller writes
+	// it: one entry per template entry, naming its claim.
+	ResourceClaimStatuses []v1.PodResourceClaimStatus
+	// ExtendedResourceClaimStatus is pod.status.extendedResourceClaimStatus as the scheduler writes it,
+	// nil without an extended-resource claim.
+	ExtendedResourceClaimStatus *v1.PodExtendedResourceClaimStatus
+}
+
+// PlacedClaim is one claim of a placement.
+type PlacedClaim struct {
+	// Name is the entry of pod.spec.resourceClaims; empty for the extended-resource claim.
+	Name string
+	// Claim is the claim as written at binding time; Claim.Status.Allocation is its AllocationResult.
+	Claim *resourceapi.ResourceClaim
+	// Generated reports a claim that does not exist yet (from a template, or the extended-resource claim).
+	Generated bool
+	// Allocated reports a claim allocated by this placement; false means it was allocated already and is
+	// reused (shared claims), only reserved.
+	Allocated bool
+}
+
+// NoNodeError says why a pod fits on no node.
+type NoNodeError struct {
+	// Pod is "namespace/name".
+	Pod string
+	// Nodes are the reasons, one per node, sorted by node name.
+	Nodes []NodeReason
+}
+
+// NodeReason is why a pod does not fit on one node.
+type NodeReason struct {
+	Node   string
+	Reason string
+}
+
+func (e *NoNodeError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pod %s fits on no node", e.Pod)
+	for i, r := range e.Nodes {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(r.Node)
+		b.WriteString(": ")
+		b.WriteString(r.Reason)
+	}
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrNoNode) true.
+func (e *NoNodeError) Unwrap() error { return ErrNoNode }
+
+// request is a pod prepared for placement: its claims resolved, split into those to allocate and those
+// allocated already.
+type request struct {
+	pod       *v1.Pod
+	claims    []PodClaim
+	pending   []*resourceapi.ResourceClaim // unique claims without allocation, in order
+	allocated []*resourceapi.ResourceClaim // unique claims with allocation, to be reused
+	ext       *extendedPlan
+}
+
+func (c *Cluster) prepare(snap *allocator.Snapshot, pod *v1.Pod) (*request, error) {
+	claims, err := c.podClaims(snap, pod)
+	if err != nil {
+		return nil, err
+	}
+	r := &request{pod: pod, claims: claims, ext: c.planExtended(snap, pod)}
+	seen := map[string]bool{}
+	for _, pc := range claims {
+		if seen[pc.Claim.Name] {
+			continue
+		}
+		seen[pc.Claim.Name] = true
+		if pc.Claim.Status.Allocation == nil {
+			r.pending = append(r.pending, pc.Claim)
+			continue
+		}
+		cons := consumer(pod, pc.PodGroup)
+		if !reservedFor(pc.Claim, cons) && len(pc.Claim.Status.ReservedFor) >= resourceapi.ResourceClaimReservedForMaxSize {
+			return nil, fmt.Errorf("%s: ResourceClaim %s/%s: %w: reserved for the maximum of %d consumers", podName(pod), pc.Claim.Namespace, pc.Claim.Name, ErrClaimNotUsable, resourceapi.ResourceClaimReservedForMaxSize)
+		}
+		r.allocated = append(r.allocated, pc.Claim)
+	}
+	if r.ext != nil && r.ext.existing != nil && (len(r.ext.existing.Spec.Devices.Requests) > 0 || r.ext.existing.Status.Allocation != nil) {
+		// As the scheduler: a special claim left from an earlier cycle is stale; it is deleted and the
+		// pod retried.
+		return nil, fmt.Errorf("%s: ResourceClaim %s/%s: %w: extended-resource claim from an earlier attempt, delete it first", podName(pod), r.ext.existing.Namespace, r.ext.existing.Name, ErrClaimNotUsable)
+	}
+	return r, nil
+}
+
+// consumer is the reservedFor entry the scheduler writes: the pod, or for a PodGroup's claim the group.
+func consumer(pod *v1.Pod, g *schedulingapi.PodGroup) resourceapi.ResourceClaimConsumerReference {
+	if g != nil {
+		return resourceapi.ResourceClaimConsumerReference{APIGroup: schedulingapi.GroupName, Resource: "podgroups", Name: g.Name, UID: g.UID}
+	}
+	return resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: pod.UID}
+}
+
+func reservedFor(claim *resourceapi.ResourceClaim, cons resourceapi.ResourceClaimConsumerReference) bool {
+	for _, r := range claim.Status.ReservedFor {
+		if r.UID == cons.UID && r.Resource == cons.Resource && r.APIGroup == cons.APIGroup {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeClaims are the claims to allocate for a pod on one node.
+type nodeClaims struct {
+	claims   []*resourceapi.ResourceClaim // pending, then the extended-resource claim
+	ext      *resourceapi.ResourceClaim
+	mappings []v1.ContainerExtendedResourceRequest
+}
+
+// check runs the predicates and the checks that need no search: nil claims and a reason mean the pod
+// cannot run on the node.
+func (c *Cluster) check(r *request, node *v1.Node, extName string) (*nodeClaims, string, error) {
+	if reason := c.predicates(r.pod, node); reason != "" {
+		return nil, reason, nil
+	}
+	for _, claim := range r.allocated {
+		ok, err := usableOn(claim, node)
+		if err != nil {
+			return nil, "", err
+		}
+		if !ok {
+			return nil, fmt.Sprintf("allocated ResourceClaim %s/%s is not available on the node", claim.Namespace, claim.Name), nil
+		}
+	}
+	nc := &nodeClaims{claims: r.pending}
+	if r.ext != nil {
+		need, err := r.ext.forNode(node)
+		if err != nil {
+			return nil, err.Error(), nil
+		}
+		if need != nil {
+			nc.ext, nc.mappings = c.extendedClaim(r.pod, r.ext, need, extName)
+			nc.claims = append(slices.Clip(nc.claims), nc.ext)
+		}
+	}
+	return nc, "", nil
+}
+
+// predicates runs the built-in predicates and the caller's; a non-empty reason means the pod may not
+// run on the node.
+func (c *Cluster) predicates(pod *v1.Pod, node *v1.Node) string {
+	if !c.opts.NoBuiltinPredicates {
+		if reason := builtinPredicates(pod, node); reason != "" {
+			return reason
+		}
+	}
+	if c.opts.Predicate != nil {
+		if err := c.opts.Predicate(pod, node); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+}
+
+// builtinPredicates is what kube-scheduler's NodeAffinity (nodeSelector and required node affinity) and
+// TaintToleration (taints with effect NoSchedule or NoExecute must be tolerated) filters decide.
+func builtinPredicates(pod *v1.Pod, node *v1.Node) string {
+	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
+		return "node(s) didn't match Pod's node affinity/selector"
+	}
+	taint, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), node.Spec.Taints, pod.Spec.Tolerations, func(t *v1.Taint) bool {
+		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
+	}, false)
+	if untolerated {
+		return fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value)
+	}
+	return ""
+}
+
+// usableOn reports whether an allocated claim can be used from the node: its allocation's node
+// selector (none: every node) matches.
+func usableOn(claim *resourceapi.ResourceClaim, node *v1.Node) (bool, error) {
+	sel := claim.Status.Allocation.NodeSelector
+	if sel == nil {
+		return true, nil
+	}
+	ns, err := nodeaffinity.NewNodeSelector(sel)
+	if err != nil {
+		return false, fmt.Errorf("ResourceClaim %s/%s: status.allocation.nodeSelector: %w", claim.Namespace, claim.Name, err)
+	}
+	return ns.Match(node), nil
+}
+
+// Place chooses a node for the pod and allocates its claims there, without changing the snapshot (see
+// [Cluster.Assume]). Nodes are filtered in parallel by Options.Workers goroutines: the predicates, the
+// reuse of allocated claims, then [allocator.Snapshot.Fits] for the claims to allocate; Options.Choice
+// picks among the nodes that fit.
+//
+// When the pod fits nowhere the error is a *[NoNodeError] (wrapping [ErrNoNode]); claims that cannot be
+// resolved give [ErrClaimNotFound], [ErrTemplateNotFound], [ErrPodGroupNotFound] or [ErrClaimNotUsable];
+// the allocator's input, budget and context errors are returned as they are.
+//
+// With Options.Preferred, new shares of devices with allowMultipleAllocations then record the largest
+// policy-valid amount up to the preferred one that fits next to the device's other shares; see
+// [Cluster.PlanHandBack] for getting it back.
+func (c *Cluster) Place(ctx context.Context, pod *v1.Pod) (*Placement, error) {
+	return c.placeOn(ctx, c.snap, pod, true)
+}
+
+func (c *Cluster) placeOn(ctx context.Context, snap *allocator.Snapshot, pod *v1.Pod, grow bool) (*Placement, error) {
+	r, err := c.prepare(snap, pod)
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.place(ctx, snap, r, snap.Nodes())
+	if err != nil || !grow {
+		return p, err
+	}
+	if err := c.grow(snap, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *request, nodes []*v1.Node) (*Placement, error) {
+	extName := ""
+	if r.ext != nil {
+		extName = generatedName(r.pod.Name+"-extended-resources-", c.suffix())
+	}
+	type verdict struct {
+		fits   bool
+		reason string
+		err    error
+	}
+	verdicts := make([]verdict, len(nodes))
+	var next atomic.Int64
+	best := atomic.Int64{} // FirstFit: the lowest index that fits so far; nodes after it need no check
+	best.Store(int64(len(nodes)))
+	var wg sync.WaitGroup
+	workers := min(c.opts.Workers, len(nodes))
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(nodes) {
+					return
+				}
+				if c.opts.Choice == FirstFit && int64(i) > best.Load() {
+					continue
+				}
+				if err := ctx.Err(); err != nil {
+					verdicts[i].err = context.Cause(ctx)
+					continue
+				}
+				nc, reason, err := c.check(r, nodes[i], extName)
+				if err != nil || nc == nil {
+					verdicts[i] = verdict{reason: reason, err: err}
+					continue
+				}
+				fits := true
+				if len(nc.claims) > 0 {
+					fits, err = snap.Fits(ctx, nodes[i], nc.claims)
+				}
+				verdicts[i] = verdict{fits: fits, err: err}
+				if !fits && err == nil {
+					verdicts[i].reason = "cannot allocate all claims"
+				}
+				if fits && err == nil {
+					for {
+						b := best.Load()
+						if int64(i) >= b || best.CompareAndSwap(b, int64(i)) {
+							break
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+
+	chosen := -1
+	var scores map[string]int
+	if c.opts.Choice != FirstFit {
+		scores = nodeLoad(snap)
+	}
+	for i, v := range verdicts {
+		if c.opts.Choice == FirstFit && i > int(best.Load()) {
+			break
+		}
+		if v.err != nil {
+			return nil, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[i].Name, v.err)
+		}
+		if !v.fits {
+			continue
+		}
+		if chosen < 0 {
+			chosen = i
+			if c.opts.Choice == FirstFit {
+				break
+			}
+			continue
+		}
+		si, sc := scores[nodes[i].Name], scores[nodes[chosen].Name]
+		if (c.opts.Choice == BestFit && si > sc) || (c.opts.Choice == Spread && si < sc) {
+			chosen = i
+		}
+	}
+	if chosen < 0 {
+		e := &NoNodeError{Pod: r.pod.Namespace + "/" + r.pod.Name}
+		for i, v := range verdicts {
+			e.Nodes = append(e.Nodes, NodeReason{Node: nodes[i].Name, Reason: v.reason})
+		}
+		return nil, e
+	}
+	return c.allocateOn(ctx, snap, r, nodes[chosen], extName)
+}
+
+// allocateOn allocates the pod's claims on the node and builds the placement.
+func (c *Cluster) allocateOn(ctx context.Context, snap *allocator.Snapshot, r *request, node *v1.Node, extName string) (*Placement, error) {
+	nc, reason, err := c.check(r, node, extName)
+	if err != nil {
+		return nil, err
+	}
+	if nc == nil {
+		return nil, &NoNodeError{Pod: r.pod.Namespace + "/" + r.pod.Name, Nodes: []NodeReason{{Node: node.Name, Reason: reason}}}
+	}
+	var results []resourceapi.AllocationResult
+	if len(nc.claims) > 0 {
+		results, err = snap.Allocate(ctx, node, nc.claims)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c.build(r, node.Name, nc, results), nil
+}
+
+// build writes the claims as the scheduler's PreBind does (bindClaim): the finalizer, the allocation and
+// the reservation.
+func (c *Cluster) build(r *request, node string, nc *nodeClaims, results []resourceapi.AllocationResult) *Placement {
+	p := &Placement{Pod: r.pod, Node: node}
+	byName := map[string]*resourceapi.ResourceClaim{} // claims written so far, for entries naming one claim twice
+	for i, claim := range nc.claims {
+		if claim == nc.ext {
+			continue
+		}
+		out := claim.DeepCopy()
+		out.Status.Allocation = &results[i]
+		byName[claim.Name] = out
+	}
+	for _, pc := range r.claims {
+		out, allocated := byName[pc.Claim.Name]
+		if out == nil {
+			out = pc.Claim.DeepCopy()
+			byName[pc.Claim.Name] = out
+		}
+		reserve(out, consumer(r.pod, pc.PodGroup))
+		p.Claims = append(p.Claims, PlacedClaim{Name: pc.Name, Claim: out, Generated: pc.Generated, Allocated: allocated && pc.Claim.Status.Allocation == nil})
+	}
+	for _, pc := range r.pod.Spec.ResourceClaims {
+		if pc.ResourceClaimTemplateName == nil {
+			continue
+		}
+		st := v1.PodResourceClaimStatus{Name: pc.Name}
+		for _, placed := range p.Claims {
+			if placed.Name == pc.Name {
+				name := placed.Claim.Name
+				st.ResourceClaimName = &name
+			}
+		}
+		p.ResourceClaimStatuses = append(p.ResourceClaimStatuses, st)
+	}
+	if nc.ext != nil {
+		out := nc.ext.DeepCopy()
+		out.Status.Allocation = &results[len(results)-1]
+		reserve(out, consumer(r.pod, nil))
+		p.Claims = append(p.Claims, PlacedClaim{Claim: out, Generated: true, Allocated: true})
+		p.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{RequestMappings: nc.mappings, ResourceClaimName: out.Name}
+	}
+	return p
+}
+
+// reserve adds the consumer to status.reservedFor (once) and the scheduler's finalizer.
+func reserve(claim *resourceapi.ResourceClaim, cons resourceapi.ResourceClaimConsumerReference) {
+	if !slices.Contains(claim.Finalizers, resourceapi.Finalizer) {
+		claim.Finalizers = append(claim.Finalizers, resourceapi.Finalizer)
+	}
+	if !reservedFor(claim, cons) {
+		claim.Status.ReservedFor = append(claim.Status.ReservedFor, cons)
+	}
+}
+
+// nodeLoad counts, per node, the devices allocated to claims whose allocation is pinned to that node
+// (a node selector with the single field requirement metadata.name in [node], as allocations of
+// node-local devices are written).
+func nodeLoad(snap *allocator.Snapshot) map[string]int {
+	load := map[string]int{}
+	for _, claim := range snap.Claims("") {
+		a := claim.Status.Allocation
+		if a == nil || a.NodeSelector == nil || len(a.NodeSelector.NodeSelectorTerms) != 1 {
+			continue
+		}
+		t := a.NodeSelector.NodeSelectorTerms[0]
+		if len(t.MatchExpressions) != 0 || len(t.MatchFields) != 1 {
+			continue
+		}
+		f := t.MatchFields[0]
+		if f.Key == "metadata.name" && f.Operator == v1.NodeSelectorOpIn && len(f.Values) == 1 {
+			load[f.Values[0]] += len(a.Devices.Results)
+		}
+	}
+	return load
+}
+
+// Assume writes a placement into the snapshot, as the scheduler's assume cache holds it until the
+// informers catch up: every claim with its allocation and reservation (generated claims are added), so
+// that the next placement sees the devices in use. The placement must come from the current snapshot.
+func (c *Cluster) Assume(p *Placement) error {
+	return assumeInto(c.snap, p)
+}
+
+func assumeInto(snap *allocator.Snapshot, p *Placement) error {
+	for _, pc := range p.Claims {
+		if err := snap.AddOrUpdateClaim(pc.Claim); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Remove undoes what placing the pod did, as the control plane does when a pod goes away: the pod is
+// removed from status.reservedFor of the namespace's claims; claims the pod owns (generated from
+// templates, and the extended-resource claim) are deleted, as the garbage collector deletes them; other
+// claims reserved by no one any more are deallocated, as the resourceclaim controller does (allocation
+// and finalizer removed), which frees their devices. PodGroup claims stay reserved for the group.
+func (c *Cluster) Remove(pod *v1.Pod) error {
+	if pod == nil {
+		return &allocator.InputError{Object: "Pod", Err: errors.New("nil object")}
+	}
+	return c.release(pod.Namespace, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: pod.UID},
+		ownerOf{apiVersion: "v1", kind: "Pod", name: pod.Name, uid: pod.UID})
+}
+
+// RemovePodGroup is Remove for a PodGroup: its reservations, and the claims it owns.
+func (c *Cluster) RemovePodGroup(g *schedulingapi.PodGroup) error {
+	if g == nil {
+		return &allocator.InputError{Object: "PodGroup", Err: errors.New("nil object")}
+	}
+	return c.release(g.Namespace, consumer(nil, g),
+		ownerOf{apiVersion: schedulingapi.SchemeGroupVersion.String(), kind: "PodGroup", name: g.Name, uid: g.UID})
+}
+
+func (c *Cluster) release(namespace string, cons resourceapi.ResourceClaimConsumerReference, owner ownerOf) error {
+	for _, claim := range c.snap.Claims(namespace) {
+		owned := owner.owns(claim) || (claim.Annotations[resourceapi.ExtendedResourceClaimAnnotation] == "true" && owner.ownsByName(claim))
+		if owned {
+			if err := c.snap.DeleteClaim(claim.Namespace, claim.Name); err != nil {
+				return err
+			}
+			continue
+		}
+		if !reservedFor(claim, cons) {
+			continue
+		}
+		out := claim.DeepCopy()
+		out.Status.ReservedFor = slices.DeleteFunc(out.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool {
+			return r.UID == cons.UID && r.Resource == cons.Resource && r.APIGroup == cons.APIGroup
+		})
+		if len(out.Status.ReservedFor) == 0 {
+			out.Status.ReservedFor = nil
+			if i := slices.Index(out.Finalizers, resourceapi.Finalizer); i >= 0 {
+				out.Status.Allocation = nil
+				out.Finalizers = slices.Delete(out.Finalizers, i, i+1)
+			}
+		}
+		if err := c.snap.AddOrUpdateClaim(out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
