@@ -9,7 +9,7 @@ import (
 	"github.com/dralloc/dralloc/inventory"
 )
 
-func dgxTypes(t testing.TB) []scaling.NodeType {
+func dgxTypes(t tb) []scaling.NodeType {
 	return []scaling.NodeType{{Template: profile(t, "dgxa100"), Cost: 1}, {Template: profile(t, "dgxh100"), Cost: 3}}
 }
 

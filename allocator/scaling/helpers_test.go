@@ -3,7 +3,6 @@ package scaling_test
 import (
 	"context"
 	"fmt"
-	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -110,7 +109,7 @@ func suffixes() func() string {
 
 // newCluster is a cluster with NVIDIA's classes, the claim templates and the gangs' PodGroups, and the
 // given nodes.
-func newCluster(t testing.TB, nodes []inventory.Instance, gangs ...scaling.Pending) *pods.Cluster {
+func newCluster(t tb, nodes []inventory.Instance, gangs ...scaling.Pending) *pods.Cluster {
 	t.Helper()
 	snap := allocator.NewSnapshot(allocator.Options{})
 	for _, c := range nvidiaClasses() {
@@ -132,21 +131,21 @@ func newCluster(t testing.TB, nodes []inventory.Instance, gangs ...scaling.Pendi
 	return c
 }
 
-func must(t testing.TB, err error) {
+func must(t tb, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
 }
 
-func profile(t testing.TB, name string) inventory.Template {
+func profile(t tb, name string) inventory.Template {
 	t.Helper()
 	p, err := inventory.Profile(name)
 	must(t, err)
 	return p
 }
 
-func instance(t testing.TB, tmpl inventory.Template, node string) inventory.Instance {
+func instance(t tb, tmpl inventory.Template, node string) inventory.Instance {
 	t.Helper()
 	in, err := tmpl.Instantiate(node)
 	must(t, err)
@@ -154,7 +153,7 @@ func instance(t testing.TB, tmpl inventory.Template, node string) inventory.Inst
 }
 
 // bind places the pod on the cluster, assumes it and returns it bound, as the scheduler leaves it.
-func bind(t testing.TB, c *pods.Cluster, pod *v1.Pod) *v1.Pod {
+func bind(t tb, c *pods.Cluster, pod *v1.Pod) *v1.Pod {
 	t.Helper()
 	pl, err := c.Place(context.Background(), pod)
 	must(t, err)
@@ -167,3 +166,11 @@ func bind(t testing.TB, c *pods.Cluster, pod *v1.Pod) *v1.Pod {
 }
 
 func single(p *v1.Pod) scaling.Pending { return scaling.Pending{Pod: p} }
+
+// tb is what the helpers need of *testing.T and *rapid.T.
+type tb interface {
+	Helper()
+	Fatal(...any)
+	Fatalf(string, ...any)
+	Errorf(string, ...any)
+}

@@ -88,7 +88,7 @@ func TestScaleUp(t *testing.T) {
 
 // checkPlan verifies a plan for real: the new nodes added to the cluster (on a fork: their Node and
 // instantiated slices), every pod the plan places is placed again in the same order, and each fits.
-func checkPlan(t testing.TB, c *pods.Cluster, pending []scaling.Pending, plan *scaling.Plan) {
+func checkPlan(t tb, c *pods.Cluster, pending []scaling.Pending, plan *scaling.Plan) {
 	t.Helper()
 	f := c.Fork()
 	defer f.Snapshot().Discard()
