@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/dralloc/dralloc/allocator/pods"
-	"github.com/dralloc/dralloc/inventory"
 )
 
 // Fit says, for one pending pod or gang, on which node types it would fit.
@@ -40,51 +39,74 @@ func (p *Planner) Fits(ctx context.Context, pending []Pending) ([]Fit, error) {
 	for i, u := range pending {
 		out[i] = Fit{Pending: u.Name(), Types: make([]TypeFit, len(p.types))}
 	}
+	most := 0
+	for _, u := range pending {
+		most = max(most, u.size())
+	}
 	for ti, t := range p.types {
-		empty := p.c.Fork()
-		for _, n := range empty.Snapshot().Nodes() {
-			if err := empty.Snapshot().DeleteNode(n.Name); err != nil {
-				empty.Snapshot().Discard()
-				return nil, err
-			}
+		// One fork per type with the cluster's nodes removed and as many new nodes as the largest
+		// unit can use, added once: nodes and slices are prepared when added, which costs more
+		// than a placement.
+		base, err := p.typeBase(ti, most)
+		if err != nil {
+			return nil, err
 		}
-		for i, u := range pending {
-			v, err := p.fitType(b, empty, ti, u)
-			if err != nil {
-				empty.Snapshot().Discard()
-				return nil, err
-			}
-			v.Type = t.Template.Name
-			out[i].Types[ti] = v
+		v, err := p.fitsOfType(b, base, pending)
+		base.Snapshot().Discard()
+		if err != nil {
+			return nil, err
 		}
-		empty.Snapshot().Discard()
+		for i := range pending {
+			v[i].Type = t.Template.Name
+			out[i].Types[ti] = v[i]
+		}
 	}
 	return out, nil
 }
 
-// fitType tries a unit on as many new nodes of type ti as it can use, on a fork of base.
-func (p *Planner) fitType(b *budget, base *pods.Cluster, ti int, u Pending) (TypeFit, error) {
-	f := base.Fork()
-	defer f.Snapshot().Discard()
-	var added []inventory.Instance
-	for k := range u.size() {
+// typeBase is a fork of the cluster without its nodes and with the first n new nodes of type ti.
+func (p *Planner) typeBase(ti, n int) (*pods.Cluster, error) {
+	base := p.c.Fork()
+	for _, node := range base.Snapshot().Nodes() {
+		if err := base.Snapshot().DeleteNode(node.Name); err != nil {
+			base.Snapshot().Discard()
+			return nil, err
+		}
+	}
+	for k := range n {
 		in, err := p.instance(ti, k)
+		if err == nil {
+			err = addNode(base.Snapshot(), in)
+		}
 		if err != nil {
-			return TypeFit{}, err
+			base.Snapshot().Discard()
+			return nil, err
 		}
-		if err := addNode(f.Snapshot(), in); err != nil {
-			return TypeFit{}, err
+	}
+	return base, nil
+}
+
+// fitsOfType judges every unit on the new nodes of base (see typeBase), each on its own fork.
+func (p *Planner) fitsOfType(b *budget, base *pods.Cluster, pending []Pending) ([]TypeFit, error) {
+	first := ""
+	if nodes := base.Snapshot().Nodes(); len(nodes) > 0 {
+		first = nodes[0].Name
+	}
+	out := make([]TypeFit, len(pending))
+	for i, u := range pending {
+		f := base.Fork()
+		a, err := try(b, f, u, first)
+		f.Snapshot().Discard()
+		if err != nil {
+			return nil, err
 		}
-		added = append(added, in)
+		if !a.fits() {
+			out[i] = TypeFit{Reason: a.reason}
+			continue
+		}
+		out[i] = TypeFit{Fits: true, Nodes: len(usedNodes(a))}
 	}
-	a, err := try(b, f, u, added[0].Node.Name)
-	if err != nil {
-		return TypeFit{}, err
-	}
-	if !a.fits() {
-		return TypeFit{Reason: a.reason}, nil
-	}
-	return TypeFit{Fits: true, Nodes: len(usedNodes(a))}, nil
+	return out, nil
 }
 
 // usedNodes are the distinct nodes of an attempt's placements, sorted.

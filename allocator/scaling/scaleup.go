@@ -79,6 +79,20 @@ func (p *Planner) ScaleUp(ctx context.Context, pending []Pending, types ...strin
 	next := make([]int, len(p.types))  // next instance index per type
 	count := make([]int, len(p.types)) // new nodes per type
 	newNode := map[string]bool{}
+	// Per type, a fork with only new nodes of that type, made when first needed: a unit that does
+	// not fit there is not tried by adding nodes, which costs more than a placement.
+	most := 0
+	for _, u := range pending {
+		most = max(most, u.size())
+	}
+	bases := make([]*pods.Cluster, len(p.types))
+	defer func() {
+		for _, base := range bases {
+			if base != nil {
+				base.Snapshot().Discard()
+			}
+		}
+	}()
 	for _, u := range pending {
 		a, err := try(b, f, u, "")
 		if err != nil {
@@ -105,6 +119,19 @@ func (p *Planner) ScaleUp(ctx context.Context, pending []Pending, types ...strin
 			}
 			if room <= 0 {
 				fit.Types = append(fit.Types, TypeFit{Type: name, Reason: fmt.Sprintf("no more new nodes of this type (%d added)", count[ti])})
+				continue
+			}
+			if bases[ti] == nil {
+				if bases[ti], err = p.typeBase(ti, most); err != nil {
+					return nil, err
+				}
+			}
+			alone, err := p.fitsOfType(b, bases[ti], []Pending{u})
+			if err != nil {
+				return nil, err
+			}
+			if !alone[0].Fits {
+				fit.Types = append(fit.Types, TypeFit{Type: name, Reason: alone[0].Reason})
 				continue
 			}
 			added, a, err := p.grow(b, f, ti, &next[ti], min(room, u.size()), u, existing)
