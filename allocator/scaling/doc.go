@@ -15,8 +15,11 @@
 //   - [Planner.ScaleDown]: whether a node can be removed, by removing its pods (which frees their
 //     devices as the control plane does) and placing each of them elsewhere.
 //   - [Utilisation]: devices, shares and counters in use per pool and per node.
-//   - [ClassMatcher], [Charges], [Chargeback] and [Audit]: quota and chargeback of allocated and pending
-//     claims per namespace, class, pod and owner, without hand-written CEL plumbing.
+//   - [ClassMatcher] and [NewInventory]: the classes' own CEL selectors as the class matcher of
+//     capacity.NewInventory. [Charges]: quota charges per namespace and class of allocated and pending
+//     claims, pods through claims and through DRA extended resources alike. [NewChargeback]: devices,
+//     MIG memory and multiprocessors per pod and owner. [Audit]: per pod, the devices it gets through
+//     claims and extended resources against what its container resources declare.
 //
 // Every decision is deterministic for identical input (pods in the order given, node types in order of
 // cost and then of the order given, new nodes named <type>-new-<index>) and bounded: by the context, by
@@ -24,7 +27,7 @@
 // fit") and by [Options.MaxNodes]. Nothing is changed in the Cluster: every answer is computed on forks
 // that are discarded.
 //
-// Imports: allocator, allocator/pods, inventory (templates), capacity, celenv, k8s.io/api and
-// k8s.io/apimachinery. It never imports fuzz (only its external tests do) nor the internals of
+// Imports: allocator, allocator/pods, inventory (templates), capacity, celenv, k8s.io/api,
+// k8s.io/apimachinery and k8s.io/component-helpers (pod resource requests). It never imports fuzz (only its external tests do) nor the internals of
 // another package.
 package scaling

@@ -131,3 +131,77 @@ func ExampleNodeName() {
 	fmt.Println(scaling.NodeName("dgxh100", 7))
 	// Output: dgxh100-new-00007
 }
+
+// exampleH100 is the example cluster with one DGX H100 and its slices.
+func exampleH100() (*pods.Cluster, inventory.Instance) {
+	c := exampleCluster()
+	t, _ := inventory.Profile("dgxh100")
+	in, _ := t.Instantiate("node-1")
+	_ = c.Snapshot().AddOrUpdateNode(in.Node)
+	for _, s := range in.Slices {
+		_ = c.Snapshot().AddOrUpdateSlice(s)
+	}
+	return c, in
+}
+
+func ExampleClassMatcher() {
+	c, in := exampleH100()
+	match, _ := scaling.ClassMatcher(c.Snapshot().Classes())
+	gpu, _ := match("gpu.nvidia.com", &in.Slices[1].Spec.Devices[0])
+	mig, _ := match("gpu.nvidia.com", &in.Slices[1].Spec.Devices[1])
+	fmt.Println(in.Slices[1].Spec.Devices[0].Name, gpu)
+	fmt.Println(in.Slices[1].Spec.Devices[1].Name, mig)
+	// Output:
+	// gpu-0 [gpu.nvidia.com]
+	// gpu-0-mig-1g10gb-0-0 []
+}
+
+func ExampleNewInventory() {
+	c, in := exampleH100()
+	inv, _ := scaling.NewInventory(in.Slices, c.Snapshot().Classes())
+	fmt.Println(len(inv.Classes["gpu.nvidia.com"]), "GPUs")
+	// Output: 8 GPUs
+}
+
+func ExampleCharges() {
+	c, in := exampleH100()
+	inv, _ := scaling.NewInventory(in.Slices, c.Snapshot().Classes())
+	pl, _ := c.Place(context.Background(), gpuPod("running", 2))
+	_ = c.Assume(pl)
+	q, _ := scaling.Charges(c, inv, []*v1.Pod{gpuPod("pending", 3)})
+	fmt.Println("allocated:", q.Allocated["default"].Devices)
+	fmt.Println("pending:", q.Pending["default"].Devices)
+	// Output:
+	// allocated: map[gpu.nvidia.com:2]
+	// pending: map[gpu.nvidia.com:3]
+}
+
+func ExampleNewChargeback() {
+	c, in := exampleH100()
+	inv, _ := scaling.NewInventory(in.Slices, c.Snapshot().Classes())
+	pod := gpuPod("infer", 2)
+	pl, _ := c.Place(context.Background(), pod)
+	_ = c.Assume(pl)
+	cb, _ := scaling.NewChargeback(c, inv, []*v1.Pod{pod})
+	mem := cb.Pods[0].Charge.Capacity["gpu.nvidia.com"]["memory"]
+	fmt.Println(cb.Pods[0].Pod, cb.Pods[0].Owner, cb.Pods[0].Devices, mem.String())
+	// Output: default/infer Pod/infer 2 160Gi
+}
+
+func ExampleAudit() {
+	c, _ := exampleH100()
+	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "one-gpu"}}
+	tmpl.Spec.Spec.Devices.Requests = []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
+		DeviceClassName: "gpu.nvidia.com", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}
+	_ = c.AddOrUpdateTemplate(tmpl)
+	byClaim := gpuPod("by-claim", 0)
+	byClaim.Spec.Containers[0].Resources = v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: "gpu"}}}
+	byClaim.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl.Name}}
+	audit, _ := scaling.Audit(c, nil, []*v1.Pod{gpuPod("by-resource", 1), byClaim})
+	for _, e := range audit {
+		fmt.Println(e.Pod, e.ClaimDevices, e.ExtendedDevices, e.Declared, e.Missed)
+	}
+	// Output:
+	// default/by-resource 0 1 [{nvidia.com/gpu 1}] false
+	// default/by-claim 1 0 [] true
+}
