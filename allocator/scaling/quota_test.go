@@ -44,7 +44,7 @@ func TestCharges(t *testing.T) {
 	c := newCluster(t, []inventory.Instance{h, a})
 	inv, err := scaling.NewInventory(append(h.Slices, a.Slices...), nvidiaClasses())
 	must(t, err)
-	bind(t, c, extPod("infer", 2))          // through the extended resource
+	bind(t, c, extPod("infer", 2))            // through the extended resource
 	bind(t, c, claimPod("train", "two-gpus")) // through a claim template
 	// A claim of its own, not allocated yet: one GPU, or else two MIG devices.
 	choice := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "choice"}}
