@@ -85,6 +85,7 @@ func (p *Planner) ScaleUp(ctx context.Context, pending []Pending, types ...strin
 	for _, u := range pending {
 		most = max(most, u.size())
 	}
+	most = min(most, p.opts.MaxNodes)
 	bases := make([]*pods.Cluster, len(p.types))
 	defer func() {
 		for _, base := range bases {
