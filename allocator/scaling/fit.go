@@ -31,8 +31,9 @@ type TypeFit struct {
 
 // Fits answers, for each pending unit, which node types would let it fit: on empty new nodes of that
 // type only, with none of the cluster's current nodes, so that the answer is about the type. A pod gets
-// one new node, a gang as many as it has pods (at most Options.MaxNodes). Claims the units share with pods already running stay as
-// they are: a claim allocated on a current node fits on no new node. Units are judged independently.
+// one new node, a gang as many as it has pods (at most Options.MaxNodes). Claims the units share with
+// pods already running stay as they are: a claim allocated on a current node fits on no new node. Units
+// are judged independently.
 func (p *Planner) Fits(ctx context.Context, pending []Pending) ([]Fit, error) {
 	b := &budget{ctx: ctx, limit: p.opts.StepBudget}
 	out := make([]Fit, len(pending))
