@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	"pgregory.net/rapid"
 
 	"github.com/dralloc/dralloc/allocator/scaling"
@@ -59,6 +60,66 @@ func TestPropScaleUpAnswersFit(t *testing.T) {
 				if tf.Reason == "" {
 					rt.Errorf("%s: type %s without a reason", u.Pending, tf.Type)
 				}
+			}
+		}
+	})
+}
+
+// TestPropScaleDownAnswersHold: when ScaleDown says a node is removable, its pods are placed for real on
+// the other nodes where it says; when it names a blocker, the pods before it move as it says and the
+// blocker then fits nowhere.
+func TestPropScaleDownAnswersHold(t *testing.T) {
+	h100 := small(t, "dgxh100")
+	nodes := []inventory.Instance{instance(t, h100, "node-0"), instance(t, h100, "node-1"), instance(t, h100, "node-2")}
+	rapid.Check(t, func(rt *rapid.T) {
+		c := newCluster(rt, nodes)
+		var onVictim []*v1.Pod
+		for i := range rapid.IntRange(0, 6).Draw(rt, "pods") {
+			var p *v1.Pod
+			name := fmt.Sprintf("p%d", i)
+			if rapid.Bool().Draw(rt, "by claim") {
+				p = claimPod(name, "one-gpu")
+			} else {
+				p = extPod(name, rapid.Int64Range(1, 2).Draw(rt, "gpus"))
+			}
+			p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": fmt.Sprintf("node-%d", rapid.IntRange(0, 2).Draw(rt, "node"))}
+			if _, err := c.Place(context.Background(), p); err != nil {
+				continue // the chosen node is full
+			}
+			bound := bind(rt, c, p)
+			if bound.Spec.NodeName == "node-0" {
+				bound.Spec.NodeSelector = nil
+				onVictim = append(onVictim, bound)
+			}
+		}
+		p, err := scaling.New(c, nil, scaling.Options{})
+		must(rt, err)
+		r, err := p.ScaleDown(context.Background(), "node-0", onVictim)
+		must(rt, err)
+		f := c.Fork()
+		defer f.Snapshot().Discard()
+		for _, pod := range onVictim {
+			must(rt, f.Remove(pod))
+		}
+		must(rt, f.Snapshot().DeleteNode("node-0"))
+		replace := func(i int) *v1.Pod {
+			pod := onVictim[i].DeepCopy()
+			pod.Spec.NodeName, pod.Status = "", v1.PodStatus{}
+			return pod
+		}
+		for i, m := range r.Moves {
+			pl, err := f.Place(context.Background(), replace(i))
+			if err != nil || pl.Node != m.Node {
+				rt.Fatalf("move %s to %s: placing it for real gives %v, %v", m.Pod, m.Node, pl, err)
+			}
+			must(rt, f.Assume(pl))
+		}
+		if r.Removable != (len(r.Moves) == len(onVictim)) {
+			rt.Fatalf("removable=%v with %d of %d pods moved", r.Removable, len(r.Moves), len(onVictim))
+		}
+		if !r.Removable {
+			if _, err := f.Place(context.Background(), replace(len(r.Moves))); err == nil {
+				rt.Fatalf("blocker %s fits after the moves", r.Blocker)
 			}
 		}
 	})
