@@ -22,7 +22,11 @@
 //     signals (XIDs, ECC, page retirement, row remapping, thermal, lost GPU,
 //     NVLink) to device taints, with clearing after a configured time.
 //   - Template, Profile, ProfileNames: recorded node types serialised as
-//     YAML/JSON, from which the slices of a hypothetical node are generated.
+//     YAML/JSON; Template.Instantiate gives the Node and ResourceSlices of a
+//     node that does not exist yet, with per-instance UUIDs, the labels its
+//     kubelet and NVIDIA's GPU feature discovery would set, and the same
+//     schema as the real node's. RecordTemplate and ParseResourceSlices
+//     record a template from a live node's slices (kubectl output).
 //
 // # Parity with NVIDIA's driver
 //

@@ -260,3 +260,44 @@ func ExampleComputeDomainSlices() {
 	// compute-domain.nvidia.com channel-0 channel
 	// compute-domain.nvidia.com daemon-0 daemon
 }
+
+// A node that does not exist yet, with the identities and labels a real one
+// of its type would have.
+func ExampleTemplate_Instantiate() {
+	t, _ := inventory.Profile("dgxa100")
+	in, _ := t.Instantiate("a100-1")
+	fmt.Println(in.Node.Labels["nvidia.com/gpu.product"], in.Node.Labels["nvidia.com/gpu.count"])
+	d := in.Slices[1].Spec.Devices[0]
+	fmt.Println(d.Name, *d.Attributes["productName"].StringValue, *d.Attributes["resource.kubernetes.io/pciBusID"].StringValue)
+	fmt.Println(len(*d.Attributes["parentUUID"].StringValue))
+	// Output:
+	// NVIDIA-A100-SXM4-40GB 8
+	// gpu-0-mig-1g10gb-9-0 NVIDIA A100-SXM4-40GB 0000:00:00.0
+	// 40
+}
+
+// A user's own instance type, recorded from `kubectl get resourceslices -o
+// yaml` of one node.
+func ExampleRecordTemplate() {
+	live, _ := inventory.ComputeDomainSlices(inventory.Options{NodeName: "gb200-1"})
+	t, err := inventory.RecordTemplate("gb200", nil, live)
+	if err != nil {
+		panic(err)
+	}
+	in, _ := t.Instantiate("gb200-new")
+	fmt.Println(in.Slices[0].Name, in.Slices[0].Spec.Pool.Name, *in.Slices[0].Spec.NodeName)
+	// Output: gb200-new-compute-domain-nvidia-com-0 gb200-new gb200-new
+}
+
+func ExampleParseResourceSlices() {
+	sl, err := inventory.ParseResourceSlices([]byte(`apiVersion: v1
+kind: List
+items:
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceSlice
+  metadata: {name: node-1-gpu.nvidia.com-x7k2p}
+  spec: {driver: gpu.nvidia.com, nodeName: node-1, pool: {name: node-1, generation: 3, resourceSliceCount: 1}}
+`))
+	fmt.Println(len(sl), sl[0].Name, err)
+	// Output: 1 node-1-gpu.nvidia.com-x7k2p <nil>
+}

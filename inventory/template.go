@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -18,8 +19,13 @@ import (
 // Template is a recorded node type — its GPUs and how they are published —
 // from which the slices of a node that does not exist yet are generated, for
 // any node name. Autoscalers use it to scale node groups up from zero.
-// Templates carry no UUIDs: a node that does not exist has none, so its
-// devices have no uuid or parentUUID attribute.
+// Templates carry no UUIDs: [Template.Instantiate] generates each instance's
+// own, so that constraints on them (matchAttribute parentUUID) behave as on
+// a real node.
+//
+// A template is either a model (Node, Mode, Driver: the slices are built as
+// [Slices] builds them) or a recording of a live node's slices (Recorded, see
+// [RecordTemplate]), which may come from any driver.
 type Template struct {
 	// Name identifies the template, e.g. "dgxh100".
 	Name string `json:"name"`
@@ -31,6 +37,21 @@ type Template struct {
 	Driver string `json:"driver,omitempty"`
 	// Node is the recorded hardware and driver versions.
 	Node Node `json:"node"`
+	// InstanceType is the node.kubernetes.io/instance-type label of its
+	// nodes; empty means the template name.
+	InstanceType string `json:"instanceType,omitempty"`
+	// Labels are further labels of its nodes (a node pool's, a zone's).
+	Labels map[string]string `json:"labels,omitempty"`
+	// GPUFeatureDiscovery says that its nodes run NVIDIA's GPU feature
+	// discovery, so they carry its nvidia.com/gpu.* labels.
+	GPUFeatureDiscovery bool `json:"gpuFeatureDiscovery,omitempty"`
+	// Allocatable is the node's status.allocatable (and capacity): CPU,
+	// memory, pods, device plugins' extended resources.
+	Allocatable v1.ResourceList `json:"allocatable,omitempty"`
+	// Recorded are the specs of the slices of a recorded node, with the
+	// node name cleared and every occurrence of it in pool names replaced
+	// by NodePlaceholder; when set, Node, Mode and Driver are not used.
+	Recorded []resourceapi.ResourceSliceSpec `json:"recorded,omitempty"`
 }
 
 // ErrInvalidTemplate is wrapped by errors for templates that cannot be parsed.
@@ -61,9 +82,19 @@ func NewTemplate(name, description string, mode Mode, node Node) Template {
 func ptrTo[T any](v T) *T { return &v }
 
 // Slices generates the slices a node named nodeName of this type would
-// publish, with the given pool generation (zero means 1).
+// publish, with the given pool generation (zero means 1): the slices of
+// [Template.Instantiate].
 func (t Template) Slices(nodeName string, generation int64) ([]*resourceapi.ResourceSlice, error) {
-	return Slices(t.Node, Options{NodeName: nodeName, Driver: t.Driver, Mode: t.Mode, Generation: generation})
+	in, err := t.Instantiate(nodeName)
+	if err != nil {
+		return nil, err
+	}
+	if generation != 0 {
+		for _, s := range in.Slices {
+			s.Spec.Pool.Generation = generation
+		}
+	}
+	return in.Slices, nil
 }
 
 // MarshalYAML serialises the template as YAML (JSON is sigs.k8s.io/yaml's

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -39,9 +40,17 @@ func recordProfile(t *testing.T, name string) inventory.Template {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// go-nvml's A100 mock names its product "Mock NVIDIA A100-SXM4-40GB";
+	// a real DGX A100 reports "NVIDIA A100-SXM4-40GB", which is what the
+	// classes and node selectors of a real cluster read.
+	for i := range d.Node.GPUs {
+		d.Node.GPUs[i].ProductName = strings.TrimPrefix(d.Node.GPUs[i].ProductName, "Mock ")
+	}
 	g := d.Node.GPUs[0]
 	desc := fmt.Sprintf("%dx %s, %s (recorded from go-nvml v0.13.4-1 mock %s)", len(d.Node.GPUs), g.ProductName, how, name)
-	return inventory.NewTemplate(name, desc, inventory.ModeDynamicMIG, d.Node)
+	tmpl := inventory.NewTemplate(name, desc, inventory.ModeDynamicMIG, d.Node)
+	tmpl.GPUFeatureDiscovery = true // DGX nodes run NVIDIA's GPU operator, which deploys GFD
+	return tmpl
 }
 
 func TestShippedProfilesAreTheRecordedMocks(t *testing.T) {
