@@ -12,6 +12,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/operation"
+	"k8s.io/apimachinery/pkg/api/validate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -111,7 +112,9 @@ type MetadataFile struct {
 // any (matched by driver, pool, device and share ID). The format has no
 // admin access, share ID or consumed capacity: a device shared twice appears
 // twice. Generation is 1 and PodClaimName is the claim's
-// resource.kubernetes.io/pod-claim-name annotation.
+// resource.kubernetes.io/pod-claim-name annotation, copied even when empty as
+// kubeletplugin does (such a document fails validation; the resourceclaim
+// controller never sets an empty one).
 //
 // A nil or unallocated claim, or a device of driver missing from slices, is
 // an error naming the field; inputs are not modified.
@@ -253,8 +256,10 @@ func EncodeDeviceMetadata(dm *DeviceMetadata, apiVersions ...string) ([]byte, er
 // does: the first document of the stream whose apiVersion is v1beta1 or
 // v1alpha1, skipping documents of other apiVersions. It is strict: unknown
 // and duplicate fields, a wrong kind, and the values the upstream validation
-// rejects (missing request, driver, pool or device names, attributes without
-// exactly one value, invalid network data) are errors naming the field.
+// rejects (a pod claim name that is no DNS label, missing request, driver,
+// pool or device names, attributes without exactly one value, network data
+// with a long interface name or repeated addresses) are errors naming the
+// field.
 func ParseDeviceMetadata(data []byte) (*DeviceMetadata, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var unknown []string
@@ -302,6 +307,7 @@ func ParseDeviceMetadata(data []byte) (*DeviceMetadata, error) {
 func validateDeviceMetadata(dm *DeviceMetadata) field.ErrorList {
 	var errs field.ErrorList
 	ctx, op := context.Background(), operation.Operation{Type: operation.Create}
+	errs = append(errs, validate.ShortName(ctx, op, field.NewPath("podClaimName"), dm.PodClaimName, nil)...)
 	for i, r := range dm.Requests {
 		p := field.NewPath("requests").Index(i)
 		if r.Name == "" {

@@ -206,6 +206,7 @@ func TestParseDeviceMetadata(t *testing.T) {
 		{"unknown field names its path", doc(claim.MetadataV1Beta1, fmt.Sprintf(dev, `,"shareID":"u"`)), `unknown field "requests[0].devices[0].shareID"`},
 		{"duplicate field", doc(claim.MetadataV1Beta1, `"podClaimName":"a","podClaimName":"b"`), `duplicate field "podClaimName"`},
 		{"wrong type", doc(claim.MetadataV1Beta1, `"requests":[{"name":3}]`), "requests"},
+		{"pod claim name that is no DNS label", doc(claim.MetadataV1Beta1, `"podClaimName":""`), `podClaimName: Invalid value: ""`},
 		{"missing request name", doc(claim.MetadataV1Beta1, `"requests":[{"devices":[]}]`), "requests[0].name: Required value"},
 		{"missing pool", doc(claim.MetadataV1Beta1, `"requests":[{"name":"r","devices":[{"driver":"d","name":"x"}]}]`), "requests[0].devices[0].pool: Required value"},
 		{"attribute with two values", doc(claim.MetadataV1Beta1, fmt.Sprintf(dev, `,"attributes":{"m":{"int":1,"bool":true}}`)), "requests[0].devices[0].attributes[m]"},
