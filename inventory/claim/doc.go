@@ -14,9 +14,17 @@
 //   - Prepare lists the devices a claim allocated for one driver with the
 //     opaque configurations that apply to each, class configuration first, as
 //     a kubelet plugin needs them.
+//   - BuildDeviceMetadata builds the device metadata documents (the alpha
+//     Downward API for DRA devices, metadata.resource.k8s.io DeviceMetadata)
+//     a driver writes per request, with their container and host paths, as
+//     k8s.io/dynamic-resource-allocation/kubeletplugin does;
+//     EncodeDeviceMetadata writes them as that package's JSON stream, one
+//     document per apiVersion; ParseDeviceMetadata reads one back strictly.
+//     The types DeviceMetadata, DeviceMetadataRequest and MetadataDevice
+//     marshal to the JSON of upstream's api/metadata/v1beta1.
 //
 // Inputs are never modified; errors name the claim and the field.
 //
-// Imports: only the Kubernetes API types (k8s.io/api), apimachinery and
-// k8s.io/utils; no other dralloc package, in particular not the allocator.
+// Imports: only the Kubernetes API types (k8s.io/api), apimachinery,
+// k8s.io/utils and sigs.k8s.io/json (strict decoding); no other dralloc package, in particular not the allocator.
 package claim
