@@ -21,7 +21,7 @@ type explainCase struct {
 	budget   int
 	reason   allocator.Reason
 	removed  int
-	cause    allocator.Cause    // Device compared only when set
+	cause    allocator.Cause     // Device compared only when set
 	obstacle *allocator.Obstacle // Values not compared
 	check    func(t *testing.T, e *allocator.Explanation)
 }
@@ -153,7 +153,7 @@ func TestExplainFilters(t *testing.T) {
 	}
 	for _, c := range []explainCase{{
 		scenario: scenario{name: "devices of an incomplete pool are not used, and the pool says so",
-			slices: []*resourceapi.ResourceSlice{withPool(nodeSlice("s1", node1, driverA, "pool-1", devices("d0", "d1")...), 1, 2)},
+			slices:  []*resourceapi.ResourceSlice{withPool(nodeSlice("s1", node1, driverA, "pool-1", devices("d0", "d1")...), 1, 2)},
 			classes: classes, claims: anyOne},
 		reason: allocator.ReasonPoolIncomplete, removed: 2,
 		cause: allocator.Cause{Devices: 2, Object: "ResourcePool driver-a.example.com/pool-1", Message: "resource pool driver-a.example.com/pool-1 is being updated"},
