@@ -98,8 +98,12 @@ func (c explainCase) run(t *testing.T) {
 	if !errors.As(e.Err(), &ue) || ue.Explanation != e || len(ue.Reasons) == 0 {
 		t.Errorf("Err() = %#v, want the explanation and its reasons", e.Err())
 	}
-	if _, err := json.Marshal(e); err != nil {
+	js, err := json.Marshal(e)
+	if err != nil {
 		t.Errorf("json: %v", err)
+	}
+	if want := `"reason":"` + string(c.reason) + `"`; !strings.Contains(string(js), want) {
+		t.Errorf("json %s lacks %s", js, want)
 	}
 }
 
