@@ -19,7 +19,11 @@
 //     [ErrUnsatisfiable] (as *[UnsatisfiableError]) when they do not fit, or an error wrapping
 //     [ErrInvalidInput] (as *[InputError]) naming the object and field when the input is one that
 //     Kubernetes would refuse to allocate at all. [Snapshot.Fits] is the same search without building
-//     the answer: what a filter asks of every node, allocating nothing.
+//     the answer: what a filter asks of every node, allocating nothing. [Snapshot.Explain] says why:
+//     per request, which filter (class or request selector, pool, allocation by another claim, taint,
+//     capacity, counters, …) removed how many devices and which object did it, and what keeps requests
+//     with enough candidates from fitting together (a constraint, competing requests, the 32-results
+//     limit); a separate pass, so Allocate and Fits pay nothing for it.
 //
 // The default strategy, [FirstFit], visits pools, slices and devices in the order the Kubernetes
 // allocator (k8s.io/dynamic-resource-allocation/structured) visits them and therefore picks the same
@@ -52,8 +56,9 @@
 //   - With only the GA gates on, Kubernetes visits pools in Go map order (its choice among pools is
 //     random) and the slices of a pool in listing order; dralloc visits both sorted. Whether claims fit
 //     is the same.
-//   - Kubernetes reports invalid pools on a node as a per-node error; dralloc reports them as
-//     *UnsatisfiableError with the pool and the reason.
+//   - Kubernetes reports invalid pools on a node as a per-node error; dralloc reports them (and
+//     incomplete ones) in *UnsatisfiableError.Pools, each a [PoolError] with the pool and the reason,
+//     testable with errors.Is and [ErrPoolInvalid] or [ErrPoolIncomplete].
 //   - When slices of one pool generation disagree on resourceSliceCount, Kubernetes uses the count of
 //     the first slice its informer lists; dralloc uses the first slice added to the snapshot.
 //   - When allocated devices already break the compatibility-group rule on a counter set, Kubernetes'

@@ -92,7 +92,7 @@ func (a *allocation) selectorsMatch(r *request, d *deviceEntry, class bool) (boo
 					return false, aborted(a.ctx)
 				}
 				object, f := where(i, ".cel.expression")
-				return false, inputError(object, f, fmt.Errorf("device %s: %w", d.id, err))
+				return false, inputError(object, f, deviceEvalError(d.id, err))
 			}
 			d.verdicts.put(s, ok)
 		}
