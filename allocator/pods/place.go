@@ -140,16 +140,22 @@ func (c *Cluster) isReservedForPod(claim *resourceapi.ResourceClaim, pod *v1.Pod
 		group = *pod.Spec.SchedulingGroup.PodGroupName
 	}
 	for _, r := range claim.Status.ReservedFor {
-		if r.UID == pod.UID || (group != "" && r.APIGroup == schedulingapi.GroupName && r.Resource == "podgroups" && r.Name == group) {
+		if (r.UID == pod.UID && r.Name == pod.Name) || (group != "" && r.APIGroup == schedulingapi.GroupName && r.Resource == "podgroups" && r.Name == group) {
 			return true
 		}
 	}
 	return false
 }
 
+func sameConsumer(a, b resourceapi.ResourceClaimConsumerReference) bool {
+	return a.UID == b.UID && a.Name == b.Name && a.Resource == b.Resource && a.APIGroup == b.APIGroup
+}
+
+// reservedFor reports whether status.reservedFor has the consumer. Consumers are compared by name as
+// well as UID, which tells apart pods read from manifests (no UID yet).
 func reservedFor(claim *resourceapi.ResourceClaim, cons resourceapi.ResourceClaimConsumerReference) bool {
 	for _, r := range claim.Status.ReservedFor {
-		if r.UID == cons.UID && r.Resource == cons.Resource && r.APIGroup == cons.APIGroup {
+		if sameConsumer(r, cons) {
 			return true
 		}
 	}
@@ -519,7 +525,7 @@ func (c *Cluster) release(namespace string, cons resourceapi.ResourceClaimConsum
 		}
 		out := claim.DeepCopy()
 		out.Status.ReservedFor = slices.DeleteFunc(out.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool {
-			return r.UID == cons.UID && r.Resource == cons.Resource && r.APIGroup == cons.APIGroup
+			return sameConsumer(r, cons)
 		})
 		if len(out.Status.ReservedFor) == 0 {
 			out.Status.ReservedFor = nil
