@@ -35,7 +35,7 @@ const (
 // demoStep is what a user applies at once: manifests, then the pods among them are scheduled in order
 // (the pods of a PodGroup together, as the gang).
 type demoStep struct {
-	files []string // under exampleDemos
+	files []string // under the demo's root
 	// extra is a manifest given inline (a demo file that needs a fix to load, see its use).
 	extra string
 }
@@ -44,6 +44,7 @@ type demoStep struct {
 type wantPod struct {
 	pod     string // the pod's name, or "<Deployment>/<n>" for the n-th pod of a Deployment
 	pending string // non-empty: the pod stays pending, for this reason (a substring of the error)
+	fails   string // non-empty: placing the pod is an error other than fitting nowhere, with this text
 	devices int    // distinct devices of the pod
 	// shares lists the containers that get the same devices, as groups "a,b": every container of a
 	// group sees the same devices, and containers of different groups see disjoint ones.
@@ -58,7 +59,13 @@ type wantPod struct {
 }
 
 type demo struct {
-	name   string
+	name string
+	// root is the directory of the steps' files; empty means exampleDemos.
+	root string
+	// cluster builds the snapshot; nil means the example driver's demo cluster with slices.
+	cluster func(t *testing.T) *allocator.Snapshot
+	// node is where the pods go; empty means exampleNode.
+	node   string
 	slices string // under exampleData
 	// extendedResourceName is the chart's deviceClass.extendedResourceName.
 	extendedResourceName string
@@ -227,30 +234,47 @@ type demoResult struct {
 	err       error
 }
 
-func runDemo(t *testing.T, tc demo) {
-	base, err := manifest.Load([]string{filepath.Join(exampleData, "cluster.yaml"), filepath.Join(exampleData, tc.slices)}, manifest.Options{})
-	must(t, err)
-	snap := allocator.NewSnapshot(allocator.Options{})
-	for _, n := range base.Nodes {
-		must(t, snap.AddOrUpdateNode(n))
-	}
-	for _, s := range base.Slices {
-		must(t, snap.AddOrUpdateSlice(s))
-	}
-	for _, class := range base.Classes {
-		if tc.extendedResourceName != "" {
-			class = class.DeepCopy()
-			class.Spec.ExtendedResourceName = &tc.extendedResourceName
+// exampleDriverCluster is the example driver's demo cluster with its slices for the demo's chart values.
+func exampleDriverCluster(tc demo) func(t *testing.T) *allocator.Snapshot {
+	return func(t *testing.T) *allocator.Snapshot {
+		base, err := manifest.Load([]string{filepath.Join(exampleData, "cluster.yaml"), filepath.Join(exampleData, tc.slices)}, manifest.Options{})
+		must(t, err)
+		snap := allocator.NewSnapshot(allocator.Options{})
+		for _, n := range base.Nodes {
+			must(t, snap.AddOrUpdateNode(n))
 		}
-		must(t, snap.AddOrUpdateClass(class))
+		for _, s := range base.Slices {
+			must(t, snap.AddOrUpdateSlice(s))
+		}
+		for _, class := range base.Classes {
+			if tc.extendedResourceName != "" {
+				class = class.DeepCopy()
+				class.Spec.ExtendedResourceName = &tc.extendedResourceName
+			}
+			must(t, snap.AddOrUpdateClass(class))
+		}
+		return snap
 	}
+}
+
+func runDemo(t *testing.T, tc demo) {
+	if tc.root == "" {
+		tc.root = exampleDemos
+	}
+	if tc.node == "" {
+		tc.node = exampleNode
+	}
+	if tc.cluster == nil {
+		tc.cluster = exampleDriverCluster(tc)
+	}
+	snap := tc.cluster(t)
 	c := pods.New(snap, pods.Options{NameSuffix: fixedSuffixes(), Predicate: nodeResourcesFit(snap)})
 	ctx := context.Background()
 
 	results := map[string]demoResult{}
 	var order []string
 	for _, step := range tc.steps {
-		objs := loadStep(t, step)
+		objs := loadStep(t, tc.root, step)
 		for _, r := range objs.TaintRules {
 			must(t, snap.AddOrUpdateTaintRule(r))
 		}
@@ -260,13 +284,14 @@ func runDemo(t *testing.T, tc demo) {
 		for _, tmpl := range objs.Templates {
 			must(t, c.AddOrUpdateTemplate(tmpl))
 		}
-		groups := podGroups(t, step)
+		groups := podGroups(t, tc.root, step)
 		for _, g := range groups {
 			must(t, c.AddOrUpdatePodGroup(g))
 		}
 		// Pods from files get their UID from the API server when created.
 		var members = map[string][]*v1.Pod{}
 		var memberNames = map[string][]string{}
+		expanded := map[string]int{} // pods of each workload so far
 		for _, orig := range objs.Pods {
 			p := orig.DeepCopy()
 			p.UID = types.UID("uid-" + p.Namespace + "-" + p.Name)
@@ -274,15 +299,8 @@ func runDemo(t *testing.T, tc demo) {
 			if src, _ := objs.Source(orig); src.Owner != "" {
 				// A workload's pod: named "<workload>/<n>" in the table.
 				_, owner, _ := strings.Cut(src.Owner, "/")
-				n := 0
-				for _, names := range memberNames {
-					for _, m := range names {
-						if strings.HasPrefix(m, owner+"/") {
-							n++
-						}
-					}
-				}
-				name = fmt.Sprintf("%s/%d", owner, n)
+				name = fmt.Sprintf("%s/%d", owner, expanded[owner])
+				expanded[owner]++
 			}
 			if p.Spec.SchedulingGroup != nil && p.Spec.SchedulingGroup.PodGroupName != nil {
 				g := *p.Spec.SchedulingGroup.PodGroupName
@@ -323,6 +341,12 @@ func runDemo(t *testing.T, tc demo) {
 	devices := map[string][]string{}
 	for _, w := range tc.want {
 		r := results[w.pod]
+		if w.fails != "" {
+			if r.err == nil || errors.Is(r.err, pods.ErrNoNode) || !strings.Contains(r.err.Error(), w.fails) {
+				t.Errorf("%s: got %v, want an error with %q", w.pod, r.err, w.fails)
+			}
+			continue
+		}
 		if w.pending != "" {
 			if !errors.Is(r.err, pods.ErrNoNode) && !errors.Is(r.err, pods.ErrGroupUnschedulable) {
 				t.Errorf("%s: got %v, want it pending", w.pod, r.err)
@@ -336,8 +360,8 @@ func runDemo(t *testing.T, tc demo) {
 			continue
 		}
 		p := r.placement
-		if p.Node != exampleNode {
-			t.Errorf("%s: on node %s, want %s", w.pod, p.Node, exampleNode)
+		if p.Node != tc.node {
+			t.Errorf("%s: on node %s, want %s", w.pod, p.Node, tc.node)
 		}
 		perContainer, all, requests, admin := demoDevices(p)
 		devices[w.pod] = all
@@ -357,7 +381,7 @@ func runDemo(t *testing.T, tc demo) {
 	// Devices are shared exactly where the table says.
 	for i, w := range tc.want {
 		for _, other := range tc.want[:i] {
-			if w.pending != "" || other.pending != "" {
+			if w.pending != "" || other.pending != "" || w.fails != "" || other.fails != "" {
 				continue
 			}
 			same, overlap := slices.Equal(devices[w.pod], devices[other.pod]), intersects(devices[w.pod], devices[other.pod])
@@ -372,12 +396,12 @@ func runDemo(t *testing.T, tc demo) {
 }
 
 // loadStep reads a step's manifests as kubectl apply would take them.
-func loadStep(t *testing.T, step demoStep) *manifest.Objects {
+func loadStep(t *testing.T, root string, step demoStep) *manifest.Objects {
 	t.Helper()
 	opts := manifest.Options{SkipUnknown: true}
 	var paths []string
 	for _, f := range step.files {
-		paths = append(paths, filepath.Join(exampleDemos, f))
+		paths = append(paths, filepath.Join(root, f))
 	}
 	objs := &manifest.Objects{}
 	if len(paths) > 0 {
@@ -396,11 +420,11 @@ func loadStep(t *testing.T, step demoStep) *manifest.Objects {
 // podGroups reads the PodGroups of a step's files. The demo writes them as scheduling.k8s.io/v1alpha2,
 // which Kubernetes 1.37 no longer serves (the loader skips them); its fields are those of v1alpha3,
 // which the Cluster takes, so the test reads them as v1alpha3.
-func podGroups(t *testing.T, step demoStep) []*schedulingapi.PodGroup {
+func podGroups(t *testing.T, root string, step demoStep) []*schedulingapi.PodGroup {
 	t.Helper()
 	var out []*schedulingapi.PodGroup
 	for _, f := range step.files {
-		paths := []string{filepath.Join(exampleDemos, f)}
+		paths := []string{filepath.Join(root, f)}
 		if fi, err := os.Stat(paths[0]); err == nil && fi.IsDir() {
 			paths, _ = filepath.Glob(filepath.Join(paths[0], "*.yaml"))
 		}
