@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -157,14 +158,27 @@ type ownerOf struct {
 }
 
 // owns reports whether the claim has o as its controlling owner, as the resourceclaim controller's
-// owner index and resourceclaim.IsForPod check it.
+// owner index and resourceclaim.IsForPod check it. The version in the owner reference's apiVersion is
+// ignored, as resourceclaim.IsForPod ignores it for a PodGroup owner: claims generated for a PodGroup
+// by a release that served another version of scheduling.k8s.io are still the group's. The name is
+// compared too: it adds nothing for objects the API server created (a UID has one name), and tells
+// apart objects read from manifests, which have no UID yet.
 func (o ownerOf) owns(claim *resourceapi.ResourceClaim) bool {
 	for _, ref := range claim.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller && ref.APIVersion == o.apiVersion && ref.Kind == o.kind && ref.UID == o.uid {
+		if ref.Controller != nil && *ref.Controller && apiGroup(ref.APIVersion) == apiGroup(o.apiVersion) && ref.Kind == o.kind && ref.UID == o.uid && ref.Name == o.name {
 			return true
 		}
 	}
 	return false
+}
+
+// apiGroup is the group of an apiVersion: "" for "v1", "scheduling.k8s.io" for "scheduling.k8s.io/v1beta1".
+func apiGroup(apiVersion string) string {
+	group, _, found := strings.Cut(apiVersion, "/")
+	if !found {
+		return ""
+	}
+	return group
 }
 
 // templateClaim resolves an entry with a template as the resourceclaim controller does (handleClaim):

@@ -109,8 +109,7 @@ func (c *Cluster) prepare(snap *allocator.Snapshot, pod *v1.Pod) (*request, erro
 			r.pending = append(r.pending, pc.Claim)
 			continue
 		}
-		cons := consumer(pod, pc.PodGroup)
-		if !reservedFor(pc.Claim, cons) && len(pc.Claim.Status.ReservedFor) >= resourceapi.ResourceClaimReservedForMaxSize {
+		if !c.isReservedForPod(pc.Claim, pod) && len(pc.Claim.Status.ReservedFor) >= resourceapi.ResourceClaimReservedForMaxSize {
 			return nil, fmt.Errorf("%s: ResourceClaim %s/%s: %w: reserved for the maximum of %d consumers", podName(pod), pc.Claim.Namespace, pc.Claim.Name, ErrClaimNotUsable, resourceapi.ResourceClaimReservedForMaxSize)
 		}
 		r.allocated = append(r.allocated, pc.Claim)
@@ -131,9 +130,32 @@ func consumer(pod *v1.Pod, g *schedulingapi.PodGroup) resourceapi.ResourceClaimC
 	return resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: pod.UID}
 }
 
+// isReservedForPod is resourceclaim.IsReservedForPod of k8s.io/dynamic-resource-allocation, with which
+// kube-scheduler decides that a claim needs no reservation: status.reservedFor has the pod (by UID) or,
+// with DRAWorkloadResourceClaims, the pod's PodGroup (by API group, resource and name, as a pod does not
+// know its group's UID).
+func (c *Cluster) isReservedForPod(claim *resourceapi.ResourceClaim, pod *v1.Pod) bool {
+	group := ""
+	if !c.opts.DisableWorkloadClaims && pod.Spec.SchedulingGroup != nil && pod.Spec.SchedulingGroup.PodGroupName != nil {
+		group = *pod.Spec.SchedulingGroup.PodGroupName
+	}
+	for _, r := range claim.Status.ReservedFor {
+		if (r.UID == pod.UID && r.Name == pod.Name) || (group != "" && r.APIGroup == schedulingapi.GroupName && r.Resource == "podgroups" && r.Name == group) {
+			return true
+		}
+	}
+	return false
+}
+
+func sameConsumer(a, b resourceapi.ResourceClaimConsumerReference) bool {
+	return a.UID == b.UID && a.Name == b.Name && a.Resource == b.Resource && a.APIGroup == b.APIGroup
+}
+
+// reservedFor reports whether status.reservedFor has the consumer. Consumers are compared by name as
+// well as UID, which tells apart pods read from manifests (no UID yet).
 func reservedFor(claim *resourceapi.ResourceClaim, cons resourceapi.ResourceClaimConsumerReference) bool {
 	for _, r := range claim.Status.ReservedFor {
-		if r.UID == cons.UID && r.Resource == cons.Resource && r.APIGroup == cons.APIGroup {
+		if sameConsumer(r, cons) {
 			return true
 		}
 	}
@@ -385,7 +407,15 @@ func (c *Cluster) build(r *request, node string, nc *nodeClaims, results []resou
 			out = pc.Claim.DeepCopy()
 			byName[pc.Claim.Name] = out
 		}
-		reserve(out, consumer(r.pod, pc.PodGroup))
+		if c.isReservedForPod(pc.Claim, r.pod) {
+			// As the scheduler's PreBind: a claim reserved for the pod before it was placed gets no new
+			// entry.
+			if !slices.Contains(out.Finalizers, resourceapi.Finalizer) {
+				out.Finalizers = append(out.Finalizers, resourceapi.Finalizer)
+			}
+		} else {
+			reserve(out, consumer(r.pod, pc.PodGroup))
+		}
 		p.Claims = append(p.Claims, PlacedClaim{Name: pc.Name, Claim: out, Generated: pc.Generated, Allocated: allocated && pc.Claim.Status.Allocation == nil})
 	}
 	for _, pc := range r.pod.Spec.ResourceClaims {
@@ -495,7 +525,7 @@ func (c *Cluster) release(namespace string, cons resourceapi.ResourceClaimConsum
 		}
 		out := claim.DeepCopy()
 		out.Status.ReservedFor = slices.DeleteFunc(out.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool {
-			return r.UID == cons.UID && r.Resource == cons.Resource && r.APIGroup == cons.APIGroup
+			return sameConsumer(r, cons)
 		})
 		if len(out.Status.ReservedFor) == 0 {
 			out.Status.ReservedFor = nil
