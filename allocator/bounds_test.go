@@ -137,7 +137,7 @@ func TestCountingAfterDerivedAttributes(t *testing.T) {
 		wantErr          error
 	}{
 		{"derived values evaluate on every GPU: the NIC claim fails before searching", `device.attributes["` + driverA + `"].serial`,
-			"ResourceClaim default/b: spec.devices.requests[0].exactly needs 1 devices, 0 match and are free", allocator.ErrUnsatisfiable},
+			`claim default/b, request "nic": needs 1 device, 0 match and are free`, allocator.ErrUnsatisfiable},
 		{"a derived value fails on a GPU: the search meets the error, as Kubernetes' does", `device.attributes["` + driverA + `"].serial / (device.attributes["` + driverA + `"].serial - 3)`,
 			"evaluate derived attribute example.com/serial on device " + driverA + "/pool-1/gpu-3", allocator.ErrInvalidInput},
 	} {

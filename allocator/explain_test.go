@@ -144,7 +144,7 @@ func TestExplainFilters(t *testing.T) {
 	}
 	noBinding := allocator.DefaultFeatures()
 	noBinding.DRADeviceBindingConditions = false
-	bound := resourceapi.Device{Name: "d0", BindingConditions: []string{"attached"}}
+	bound := resourceapi.Device{Name: "d0", BindingConditions: []string{"attached"}, BindingFailureConditions: []string{"failed"}}
 	skip := nodeSlice("s1", node1, driverA, "pool-1", devices("d0")...)
 	skip.Spec.SkipNodeOperations = []resourceapi.SkipNodeOperation{resourceapi.SkipNodeOperationAll}
 	perDevice := &resourceapi.ResourceSlice{
@@ -223,7 +223,7 @@ func TestExplainFilters(t *testing.T) {
 	}, {
 		scenario: scenario{name: "a shared device without room next to its shares says what is free",
 			slices: attrSlice(shareable("d0", "10Gi", nil)), classes: classes,
-			allocated: []*resourceapi.ResourceClaim{allocatedClaim("other", sharedResult("d0", "share-1", "8Gi"))},
+			allocated: []*resourceapi.ResourceClaim{allocatedClaim("other", sharedResult("d0", sequentialSharePrefix+"000000000001", "8Gi"))},
 			claims:    []*resourceapi.ResourceClaim{claim("c", withCapacity(exact("req", "any", 1), "4Gi"))}},
 		reason: allocator.ReasonCapacity, removed: 1,
 		cause: allocator.Cause{Devices: 1, Device: dev("d0"), Name: "memory", Needed: "4Gi", Available: "2Gi"},
@@ -354,7 +354,7 @@ func TestAllocateErrorsAreTyped(t *testing.T) {
 			want: []error{allocator.ErrUnsatisfiable}},
 		{name: "a constraint no group of candidates meets is a reason", slices: attrSlice(modelDevice("d0", "A"), modelDevice("d1", "B")),
 			claim: withConstraints(claim("c", exact("gpus", "any", 2)), matchAttr(driverA+"/model")),
-			want:  []error{allocator.ErrUnsatisfiable}, text: `claim default/c, request "gpus": constraint spec.devices.constraints[0].matchAttribute on driver-a.example.com/model: at most 1 of the 2 devices needed together`},
+			want:  []error{allocator.ErrUnsatisfiable}, text: "spec.devices.constraints[0].matchAttribute: no value of driver-a.example.com/model is shared by enough free matching devices"},
 		{name: "shared counters that leave no combination are a reason", slices: partitionedPool(partition("p-a", "half", "4Gi"), partition("whole", "whole", "8Gi")),
 			claim: claim("c", exact("w", "any", 1, `device.attributes["`+driverA+`"].size == "whole"`), exact("h", "any", 1, `device.attributes["`+driverA+`"].size == "half"`)),
 			want:  []error{allocator.ErrUnsatisfiable}, text: "no combination of the candidates satisfies every request together"},

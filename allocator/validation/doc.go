@@ -20,7 +20,9 @@
 //
 // Deliberately stricter than the API server, because these inputs make allocation wrong or unbounded:
 // quantities outside [capacity.ValidateQuantity] (such as 1E100000000, which the API server stores but on
-// which any arithmetic runs for minutes), negative capacity values and negative counters. What needs the
+// which any arithmetic runs for minutes), negative capacity values and negative counters; and attribute and
+// capacity names with more than one slash, which the 1.37 API server still stores (its validation has a TODO to
+// refuse them) and no CEL expression can address as a domain and a name. What needs the
 // whole pool (counter sets that devices consume, device names unique across slices) cannot be checked on
 // one slice; inventory.ValidatePool and the allocator's pool checks do that.
 //

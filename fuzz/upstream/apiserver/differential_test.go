@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -16,14 +17,42 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"pgregory.net/rapid"
 
+	"github.com/dralloc/dralloc/allocator/manifest"
+	"github.com/dralloc/dralloc/allocator/validation"
 	"github.com/dralloc/dralloc/fuzz"
 	"github.com/dralloc/dralloc/inventory"
 )
 
 // localValidators are dralloc's own validators, one per kind, compared with the API server's verdicts; a kind
-// without one only has its API server verdicts checked. Another validator plugs in with one line here.
+// without one only has its API server verdicts checked. Another validator plugs in with one line here. The
+// API server defaults an object before it validates it, and so do these (manifest.Default, as the loader).
 var localValidators = map[string]func(runtime.Object) field.ErrorList{
-	"ResourceSlice": func(o runtime.Object) field.ErrorList { return inventory.ValidateSlice(o.(*resourceapi.ResourceSlice)) },
+	"ResourceSlice": func(o runtime.Object) field.ErrorList {
+		return inventory.ValidateSlice(manifest.Default(o, time.Now()).(*resourceapi.ResourceSlice))
+	},
+	"ResourceClaim":   defaultedValidation,
+	"DeviceClass":     defaultedValidation,
+	"DeviceTaintRule": defaultedValidation,
+}
+
+func defaultedValidation(o runtime.Object) field.ErrorList {
+	return validation.Object(manifest.Default(o, time.Now()), validation.Options{})
+}
+
+// deliberatelyStricter are the broken cases the API server stores and dralloc's validation refuses on
+// purpose, as allocator/validation's package documentation says: quantities on which arithmetic is unbounded,
+// negative capacities and counters, and an attribute name with two slashes (upstream accepts it, with a TODO
+// to refuse it; no CEL expression can name such an attribute as a domain and a name).
+var deliberatelyStricter = map[string]bool{
+	"ResourceSlice/attribute name with two slashes": true,
+	"ResourceSlice/capacity 1E100000000":            true,
+	"ResourceSlice/negative capacity":               true,
+	"ResourceSlice/negative counter":                true,
+	"ResourceSlice/counter 1E100000000":             true,
+	"ResourceSlice/counter 0E100000000":             true,
+	"ResourceSlice/consumed counter 1E100000000":    true,
+	"ResourceClaim/capacity request 1E100000000":    true,
+	"ResourceClaim/capacity request 0E100000000":    true,
 }
 
 func localVerdict(obj runtime.Object) (verdict, bool) {
@@ -108,13 +137,19 @@ func TestBrokenObjects(t *testing.T) {
 				}
 				t.Logf("local: %v", local)
 				switch {
+				case local.rejected != api.rejected && local.rejected && deliberatelyStricter[table.kind+"/"+tc.name]:
+					differ = append(differ, fmt.Sprintf("%s %q: kube-apiserver %v, local %v (deliberately stricter)", table.kind, tc.name, api, local))
 				case local.rejected != api.rejected:
+					// What the API server refuses and dralloc accepts would be allocated from although no
+					// cluster can hold it; what it stores and dralloc refuses could not be scheduled.
+					t.Errorf("kube-apiserver %v, local %v", api, local)
 					differ = append(differ, fmt.Sprintf("%s %q: kube-apiserver %v, local %v", table.kind, tc.name, api, local))
 				case !api.rejected || slices.ContainsFunc(local.fields, api.names):
 					agree++
 					sameField++
 				default:
 					agree++
+					t.Errorf("both reject, kube-apiserver at %s, local at %s", strings.Join(api.fields, ", "), strings.Join(local.fields, ", "))
 					differ = append(differ, fmt.Sprintf("%s %q: both reject, kube-apiserver at %s, local at %s", table.kind, tc.name,
 						strings.Join(api.fields, ", "), strings.Join(local.fields, ", ")))
 				}
