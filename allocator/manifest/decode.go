@@ -1,0 +1,534 @@
+package manifest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	resourcev1alpha3 "k8s.io/api/resource/v1alpha3"
+	resourcev1beta1 "k8s.io/api/resource/v1beta1"
+	resourcev1beta2 "k8s.io/api/resource/v1beta2"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	schedulingapi "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// Options configure Decode and Load. The zero value reads strictly, applies the API defaults and
+// fails on kinds it does not read.
+type Options struct {
+	// NoDefaults turns off the API defaults (see Default): objects are returned as written, only
+	// converted.
+	NoDefaults bool
+	// SkipUnknown skips documents of kinds the loader does not read (a Namespace, a ConfigMap, a
+	// custom resource) instead of failing; they are listed in Objects.Skipped.
+	SkipUnknown bool
+	// Namespace is the namespace of namespaced objects that have none, as kubectl takes it from
+	// the current context; "default" when empty.
+	Namespace string
+	// Now is the time defaults take for DeviceTaint.timeAdded; when nil, timeAdded stays unset
+	// (see Default).
+	Now func() time.Time
+	// Suffix gives the random part of the name of the i-th pod (from 0) that a controller creates
+	// with generateName; see Expand. When nil, a deterministic suffix is derived from generateName
+	// and i.
+	Suffix func(generateName string, i int) string
+	// Validate, when set, is called with every object after conversion and defaulting (every pod
+	// after expansion); an error is reported with the object's source, wrapping ErrInvalid.
+	Validate func(obj runtime.Object) error
+	// Stdin is read for the path "-"; os.Stdin when nil.
+	Stdin io.Reader
+	// MaxPods bounds the pods one workload may expand into, so that a manifest asking for a
+	// billion replicas is an error, not a machine out of memory; DefaultMaxPods when 0.
+	MaxPods int
+}
+
+// DefaultMaxPods is the number of pods one workload may expand into unless Options.MaxPods says
+// otherwise.
+const DefaultMaxPods = 100000
+
+// Load reads the manifests at paths, in the order given: a file, a directory (every .yaml, .yml
+// and .json file below it, recursively, in lexical order), or "-" for stdin.
+func Load(paths []string, opts Options) (*Objects, error) {
+	d := newDecoder(opts)
+	for _, path := range paths {
+		if path == "-" {
+			stdin := opts.Stdin
+			if stdin == nil {
+				stdin = os.Stdin
+			}
+			if err := d.stream(stdin, "-"); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		files, err := manifestFiles(path)
+		if err != nil {
+			return nil, err
+		}
+		for _, file := range files {
+			if err := d.file(file); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := d.finish(); err != nil {
+		return nil, err
+	}
+	return d.objs, nil
+}
+
+func manifestFiles(path string) ([]string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return []string{path}, nil
+	}
+	var files []string
+	// WalkDir visits in lexical order, so the result does not depend on the file system.
+	err = filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		switch strings.ToLower(filepath.Ext(p)) {
+		case ".yaml", ".yml", ".json":
+			files = append(files, p)
+		}
+		return nil
+	})
+	return files, err
+}
+
+func (d *decoder) file(file string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return d.stream(f, file)
+}
+
+// Decode reads one stream of manifests: YAML documents separated by "---" or JSON objects one
+// after the other, each an object or a List of objects. name is the file name errors report.
+func Decode(r io.Reader, name string, opts Options) (*Objects, error) {
+	d := newDecoder(opts)
+	if err := d.stream(r, name); err != nil {
+		return nil, err
+	}
+	if err := d.finish(); err != nil {
+		return nil, err
+	}
+	return d.objs, nil
+}
+
+func newDecoder(opts Options) *decoder {
+	if opts.Namespace == "" {
+		opts.Namespace = corev1.NamespaceDefault
+	}
+	if opts.MaxPods == 0 {
+		opts.MaxPods = DefaultMaxPods
+	}
+	return &decoder{opts: opts, objs: &Objects{}}
+}
+
+// stream decodes the documents of one stream into d.objs.
+func (d *decoder) stream(r io.Reader, name string) error {
+	reader, _, isJSON := utilyaml.GuessJSONStream(r, 4096)
+	src := Source{File: name}
+	if isJSON {
+		dec := json.NewDecoder(reader)
+		for {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err == io.EOF {
+				break
+			} else if err != nil {
+				src.Document++
+				return &Error{Source: src, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
+			}
+			src.Document++
+			if err := d.document(raw, src); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	docs := utilyaml.NewYAMLReader(bufio.NewReader(reader))
+	for {
+		doc, err := docs.Read()
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			return &Error{Source: Source{File: name, Document: src.Document + 1}, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
+		}
+		data, dups, err := yamlToJSON(doc)
+		if err != nil {
+			return &Error{Source: Source{File: name, Document: src.Document + 1}, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
+		}
+		if data == nil {
+			continue // only comments or whitespace
+		}
+		src.Document++
+		if err := d.document(data, src, dups...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// yamlToJSON converts a YAML document to JSON, and returns the paths of keys given twice in one
+// mapping (the JSON conversion keeps only the last); nil for a document without content.
+func yamlToJSON(doc []byte) ([]byte, []string, error) {
+	dups, empty, err := duplicateKeys(doc)
+	if err != nil || empty {
+		return nil, nil, err
+	}
+	data, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		return nil, nil, nil
+	}
+	return data, dups, nil
+}
+
+var (
+	schemeOnce    sync.Once
+	theScheme     *runtime.Scheme
+	theSerializer *jsonserializer.Serializer
+)
+
+// scheme returns the scheme of every type the loader reads.
+func scheme() *runtime.Scheme {
+	s, _ := codec()
+	return s
+}
+
+// codec returns the scheme of every type the loader reads and a strict JSON serializer over it.
+func codec() (*runtime.Scheme, *jsonserializer.Serializer) {
+	schemeOnce.Do(func() {
+		scheme := runtime.NewScheme()
+		for _, add := range []func(*runtime.Scheme) error{
+			corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
+			resourceapi.AddToScheme, resourcev1beta1.AddToScheme, resourcev1beta2.AddToScheme,
+			resourcev1alpha3.AddToScheme, schedulingapi.AddToScheme, schedulingv1alpha3.AddToScheme,
+		} {
+			if err := add(scheme); err != nil {
+				// The k8s.io/api types register without error; this cannot happen.
+				panic(err)
+			}
+		}
+		theScheme = scheme
+		theSerializer = jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, scheme, scheme,
+			jsonserializer.SerializerOptions{Strict: true})
+	})
+	return theScheme, theSerializer
+}
+
+type decoder struct {
+	opts Options
+	objs *Objects
+	// expanded are the pods expanded from workloads, replicaSetsOf the Deployments whose
+	// ReplicaSets were read, and daemonSets the DaemonSets waiting for the Nodes; finish uses
+	// them.
+	expanded      map[*corev1.Pod]expansion
+	replicaSetsOf map[ownerKey]bool
+	daemonSets    []pending
+}
+
+// document decodes one JSON document: an object or a List.
+func (d *decoder) document(data []byte, src Source, dups ...string) error {
+	_, ser := codec()
+	obj, gvk, err := ser.Decode(data, nil, nil)
+	if list, ok := obj.(*corev1.List); ok && err == nil {
+		// The items of a List are decoded one by one, each with the duplicate keys found in it.
+		listDups, itemDups := splitItemPaths(dups)
+		if err := d.decodeError(obj, gvk, nil, src, listDups); err != nil {
+			return err
+		}
+		for i := range list.Items {
+			item := src
+			item.Item = i + 1
+			if err := d.document(list.Items[i].Raw, item, itemDups[i]...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := d.decodeError(obj, gvk, err, src, dups); err != nil || obj == nil {
+		return err
+	}
+	if meta.IsListType(obj) {
+		// A typed list (PodList, ResourceClaimList) as the API returns it; its items carry no
+		// apiVersion and kind.
+		items, err := meta.ExtractList(obj)
+		if err != nil {
+			return &Error{Source: src, Object: gvk.Kind, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
+		}
+		itemKind := gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List"))
+		for i, item := range items {
+			isrc := src
+			isrc.Item = i + 1
+			item.GetObjectKind().SetGroupVersionKind(itemKind)
+			if err := d.object(item, isrc); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return d.object(obj, src)
+}
+
+// decodeError turns what the serializer reports into *Error values naming the object and field;
+// nil when the document decoded cleanly, or when it is of an unknown kind and SkipUnknown is set
+// (then obj is nil).
+func (d *decoder) decodeError(obj runtime.Object, gvk *schema.GroupVersionKind, err error, src Source, dups []string) error {
+	var errs []error
+	object := objectName(obj, gvk)
+	for _, path := range dups {
+		errs = append(errs, &Error{Source: src, Object: object, Field: path, Err: ErrDuplicateField})
+	}
+	switch {
+	case err == nil:
+	case runtime.IsNotRegisteredError(err):
+		if d.opts.SkipUnknown {
+			d.objs.Skipped = append(d.objs.Skipped, Skipped{Source: src, Kind: gvkString(gvk)})
+			return nil
+		}
+		errs = append(errs, &Error{Source: src, Err: fmt.Errorf("%w %s", ErrUnknownKind, gvkString(gvk))})
+	case runtime.IsMissingVersion(err):
+		errs = append(errs, &Error{Source: src, Object: object, Field: "apiVersion", Err: fmt.Errorf("%w: required field is missing", ErrDecode)})
+	case runtime.IsMissingKind(err):
+		errs = append(errs, &Error{Source: src, Object: object, Field: "kind", Err: fmt.Errorf("%w: required field is missing", ErrDecode)})
+	case runtime.IsStrictDecodingError(err):
+		strict, _ := runtime.AsStrictDecodingError(err)
+		for _, e := range strict.Errors() {
+			errs = append(errs, strictError(e, src, object))
+		}
+	default:
+		errs = append(errs, &Error{Source: src, Object: object, Err: fmt.Errorf("%w: %v", ErrDecode, err)})
+	}
+	if obj != nil && meta.IsListType(obj) {
+		for _, e := range errs {
+			inItem(e.(*Error), obj, gvk)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// splitItemPaths sorts the field paths of a List into those of the List itself and those of each
+// item, relative to the item.
+func splitItemPaths(paths []string) (list []string, items map[int][]string) {
+	items = make(map[int][]string)
+	for _, p := range paths {
+		if i, rest, ok := itemPath(p); ok {
+			items[i] = append(items[i], rest)
+		} else {
+			list = append(list, p)
+		}
+	}
+	return list, items
+}
+
+// itemPath splits "items[3].spec.x" into 3 and "spec.x".
+func itemPath(path string) (int, string, bool) {
+	rest, ok := strings.CutPrefix(path, "items[")
+	if !ok {
+		return 0, "", false
+	}
+	index, rest, ok := strings.Cut(rest, "]")
+	if !ok {
+		return 0, "", false
+	}
+	i, err := strconv.Atoi(index)
+	if err != nil || i < 0 {
+		return 0, "", false
+	}
+	return i, strings.TrimPrefix(rest, "."), true
+}
+
+// inItem moves an error in an item of a typed list (ResourceClaimList) to that item: its source
+// names the item and its object is the item's kind and name.
+func inItem(e *Error, list runtime.Object, gvk *schema.GroupVersionKind) {
+	i, rest, ok := itemPath(e.Field)
+	if !ok {
+		return
+	}
+	e.Source.Item = i + 1
+	e.Field = rest
+	e.Object = ""
+	if items, err := meta.ExtractList(list); err == nil && i < len(items) && gvk != nil {
+		kind := gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List"))
+		e.Object = objectName(items[i], &kind)
+	}
+}
+
+func gvkString(gvk *schema.GroupVersionKind) string {
+	if gvk == nil {
+		return ""
+	}
+	if gvk.Group == "" {
+		return gvk.Version + " " + gvk.Kind
+	}
+	return gvk.Group + "/" + gvk.Version + " " + gvk.Kind
+}
+
+// strictError reads the field path out of the messages of sigs.k8s.io/json's strict decoding
+// (`unknown field "spec.x"`, `duplicate field "metadata.name"`).
+func strictError(e error, src Source, object string) error {
+	msg := e.Error()
+	for _, kind := range []struct {
+		prefix   string
+		sentinel error
+	}{{"unknown field ", ErrUnknownField}, {"duplicate field ", ErrDuplicateField}} {
+		if rest, ok := strings.CutPrefix(msg, kind.prefix); ok {
+			return &Error{Source: src, Object: object, Field: strings.Trim(rest, `"`), Err: kind.sentinel}
+		}
+	}
+	return &Error{Source: src, Object: object, Err: fmt.Errorf("%w: %v", ErrDecode, e)}
+}
+
+// objectName is "Kind namespace/name" or "Kind name", as far as the document was decoded.
+func objectName(obj runtime.Object, gvk *schema.GroupVersionKind) string {
+	kind := ""
+	if gvk != nil {
+		kind = gvk.Kind
+	}
+	if obj == nil {
+		return kind
+	}
+	if kind == "" {
+		kind = obj.GetObjectKind().GroupVersionKind().Kind
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil || m.GetName() == "" {
+		return kind
+	}
+	if m.GetNamespace() == "" {
+		return kind + " " + m.GetName()
+	}
+	return kind + " " + m.GetNamespace() + "/" + m.GetName()
+}
+
+// object converts, defaults, expands and files one decoded object.
+func (d *decoder) object(obj runtime.Object, src Source) error {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if !readable(obj) {
+		if d.opts.SkipUnknown {
+			d.objs.Skipped = append(d.objs.Skipped, Skipped{Source: src, Kind: gvkString(&gvk)})
+			return nil
+		}
+		return &Error{Source: src, Object: objectName(obj, &gvk), Err: fmt.Errorf("%w %s", ErrUnknownKind, gvkString(&gvk))}
+	}
+	if m, err := meta.Accessor(obj); err == nil && namespaced(obj) && m.GetNamespace() == "" {
+		m.SetNamespace(d.opts.Namespace)
+	}
+	converted, err := Convert(obj)
+	if err != nil {
+		return &Error{Source: src, Object: objectName(obj, &gvk), Err: err}
+	}
+	switch workload := converted.(type) {
+	case *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *batchv1.Job:
+		if n, field := podCount(workload); n > d.opts.MaxPods {
+			return &Error{Source: src, Object: objectName(obj, &gvk), Field: field,
+				Err: fmt.Errorf("%w: %d pods, more than Options.MaxPods (%d)", ErrTooManyPods, n, d.opts.MaxPods)}
+		}
+		pods, err := Expand(workload, d.opts.Suffix)
+		if err != nil {
+			return &Error{Source: src, Object: objectName(obj, &gvk), Err: err}
+		}
+		owner := src
+		owner.Owner = objectName(obj, &gvk)
+		var e expansion
+		if dep, ok := workload.(*appsv1.Deployment); ok {
+			e.deployment = ownerKey{"Deployment", dep.Namespace, dep.Name}
+		}
+		if rs, ok := workload.(*appsv1.ReplicaSet); ok {
+			if ref := metav1.GetControllerOf(rs); ref != nil && ref.Kind == "Deployment" {
+				d.markReplicaSetOf(ownerKey{"Deployment", rs.Namespace, ref.Name})
+			}
+		}
+		return d.addExpanded(pods, owner, e)
+	case *appsv1.DaemonSet:
+		// Its pods depend on the Nodes, which may come later in the input.
+		d.daemonSets = append(d.daemonSets, pending{workload, src})
+		return nil
+	}
+	_, err = d.add(converted, src)
+	return err
+}
+
+// add defaults obj, validates it and adds it to the objects; it returns what it added.
+func (d *decoder) add(obj runtime.Object, src Source) (runtime.Object, error) {
+	if !d.opts.NoDefaults {
+		var now time.Time
+		if d.opts.Now != nil {
+			now = d.opts.Now()
+		}
+		obj = Default(obj, now)
+	}
+	if d.opts.Validate != nil {
+		if err := d.opts.Validate(obj); err != nil {
+			return nil, &Error{Source: src, Object: objectName(obj, nil), Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
+		}
+	}
+	if !d.objs.add(obj, src) {
+		// Not reached: readable admits only kinds that convert or expand to the ones add files.
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		return nil, &Error{Source: src, Object: objectName(obj, nil), Err: fmt.Errorf("%w %s", ErrUnknownKind, gvkString(&gvk))}
+	}
+	return obj, nil
+}
+
+// readable reports whether obj is of a kind the loader hands out (after conversion and expansion).
+func readable(obj runtime.Object) bool {
+	switch obj.(type) {
+	case *corev1.Pod, *corev1.Node,
+		*resourceapi.ResourceSlice, *resourceapi.DeviceClass, *resourceapi.ResourceClaim,
+		*resourceapi.ResourceClaimTemplate, *resourceapi.DeviceTaintRule,
+		*resourcev1beta2.ResourceSlice, *resourcev1beta2.DeviceClass, *resourcev1beta2.ResourceClaim,
+		*resourcev1beta2.ResourceClaimTemplate, *resourcev1beta2.DeviceTaintRule,
+		*resourcev1beta1.ResourceSlice, *resourcev1beta1.DeviceClass, *resourcev1beta1.ResourceClaim,
+		*resourcev1beta1.ResourceClaimTemplate, *resourcev1alpha3.DeviceTaintRule,
+		*schedulingapi.PodGroup, *schedulingapi.Workload,
+		*schedulingv1alpha3.PodGroup, *schedulingv1alpha3.Workload,
+		*appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *appsv1.DaemonSet, *batchv1.Job:
+		return true
+	}
+	return false
+}
+
+// namespaced reports whether obj, a readable object, lives in a namespace.
+func namespaced(obj runtime.Object) bool {
+	switch obj.(type) {
+	case *corev1.Node,
+		*resourceapi.ResourceSlice, *resourceapi.DeviceClass, *resourceapi.DeviceTaintRule,
+		*resourcev1beta2.ResourceSlice, *resourcev1beta2.DeviceClass, *resourcev1beta2.DeviceTaintRule,
+		*resourcev1beta1.ResourceSlice, *resourcev1beta1.DeviceClass, *resourcev1alpha3.DeviceTaintRule:
+		return false
+	}
+	return true
+}

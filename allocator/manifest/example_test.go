@@ -1,0 +1,190 @@
+package manifest_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	resourcev1beta1 "k8s.io/api/resource/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/dralloc/dralloc/allocator/manifest"
+)
+
+// Decode reads what `kubectl get -o yaml` writes, in any version the API server serves, and hands
+// out v1 objects with the API defaults applied.
+func ExampleDecode() {
+	input := `
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceClaim
+metadata: {name: train, namespace: ml}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      deviceClassName: gpu.example.com
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer, namespace: ml}
+spec:
+  containers: [{name: main, image: trainer}]
+  resourceClaims: [{name: gpu, resourceClaimName: train}]
+`
+	objs, err := manifest.Decode(strings.NewReader(input), "train.yaml", manifest.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	claim := objs.Claims[0]
+	req := claim.Spec.Devices.Requests[0]
+	src, _ := objs.Source(claim)
+	fmt.Println(claim.APIVersion, claim.Namespace+"/"+claim.Name, "from", src)
+	fmt.Println(req.Name, req.Exactly.DeviceClassName, req.Exactly.AllocationMode, req.Exactly.Count)
+	fmt.Println("pod", objs.Pods[0].Name, "uses", *objs.Pods[0].Spec.ResourceClaims[0].ResourceClaimName)
+	// Output:
+	// resource.k8s.io/v1 ml/train from train.yaml: document 1
+	// gpu gpu.example.com ExactCount 1
+	// pod trainer uses train
+}
+
+// A field the type does not have is an error that names the file, the document, the object and
+// the field.
+func ExampleDecode_strict() {
+	input := `
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors:
+  - cel: {expresion: "device.driver == 'gpu.example.com'"}
+`
+	_, err := manifest.Decode(strings.NewReader(input), "classes.yaml", manifest.Options{})
+	fmt.Println(err)
+	// Output:
+	// classes.yaml: document 1: DeviceClass gpu.example.com: spec.selectors[0].cel.expresion: unknown field
+}
+
+// Load reads files and directories; SkipUnknown passes over the Namespaces that demo manifests
+// create first.
+func ExampleLoad() {
+	objs, err := manifest.Load([]string{"testdata/demo/dra-example-driver/prioritized-alternatives"},
+		manifest.Options{SkipUnknown: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, tmpl := range objs.Templates {
+		src, _ := objs.Source(tmpl)
+		fmt.Println(tmpl.Name, "from", filepath.Base(src.File), "document", src.Document)
+		for _, sub := range tmpl.Spec.Spec.Devices.Requests[0].FirstAvailable {
+			fmt.Printf("  %s: %s %d\n", sub.Name, sub.AllocationMode, sub.Count)
+		}
+	}
+	for _, pod := range objs.Pods {
+		fmt.Println("pod", pod.Namespace+"/"+pod.Name)
+	}
+	for _, s := range objs.Skipped {
+		fmt.Println("skipped", s.Kind, "in document", s.Source.Document)
+	}
+	// Output:
+	// prioritized-gpu from prioritized-alternatives.yaml document 2
+	//   bleeding-edge-gpu: ExactCount 1
+	//   huge-gpu: ExactCount 1
+	//   older-gpu: ExactCount 1
+	// preferred-gpu from prioritized-alternatives.yaml document 3
+	//   latest-gpu: ExactCount 1
+	//   older-gpu: ExactCount 1
+	// pod prioritized-alternatives/pod0
+	// pod prioritized-alternatives/pod1
+	// skipped v1 Namespace in document 1
+}
+
+// Convert turns a v1beta1 ResourceSlice into v1: the basic device's fields move into the device.
+func ExampleConvert() {
+	old := &resourcev1beta1.ResourceSlice{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1beta1", Kind: "ResourceSlice"},
+		ObjectMeta: metav1.ObjectMeta{Name: "node-1-gpu"},
+		Spec: resourcev1beta1.ResourceSliceSpec{
+			Driver:   "gpu.example.com",
+			NodeName: "node-1",
+			Pool:     resourcev1beta1.ResourcePool{Name: "node-1", ResourceSliceCount: 1},
+			Devices: []resourcev1beta1.Device{{
+				Name: "gpu-0",
+				Basic: &resourcev1beta1.BasicDevice{Attributes: map[resourcev1beta1.QualifiedName]resourcev1beta1.DeviceAttribute{
+					"model": {StringValue: ptr.To("H200")},
+				}},
+			}},
+		},
+	}
+	obj, err := manifest.Convert(old)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	slice := obj.(*resourceapi.ResourceSlice)
+	fmt.Println(slice.APIVersion, *slice.Spec.NodeName, slice.Spec.Devices[0].Name, *slice.Spec.Devices[0].Attributes["model"].StringValue)
+	// Output:
+	// resource.k8s.io/v1 node-1 gpu-0 H200
+}
+
+// Default returns a defaulted copy and leaves its input alone.
+func ExampleDefault() {
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "gpu",
+			Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: "gpu.example.com",
+				Tolerations:     []resourceapi.DeviceToleration{{Key: "maintenance"}},
+			},
+		}}}},
+	}
+	rule := &resourceapi.DeviceTaintRule{Spec: resourceapi.DeviceTaintRuleSpec{
+		Taint: resourceapi.DeviceTaint{Key: "maintenance", Effect: resourceapi.DeviceTaintEffectNoSchedule},
+	}}
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+	defaulted := manifest.Default(claim, now).(*resourceapi.ResourceClaim).Spec.Devices.Requests[0].Exactly
+	fmt.Println(defaulted.AllocationMode, defaulted.Count, defaulted.Tolerations[0].Operator)
+	fmt.Printf("input: %q %d %q\n", claim.Spec.Devices.Requests[0].Exactly.AllocationMode,
+		claim.Spec.Devices.Requests[0].Exactly.Count, claim.Spec.Devices.Requests[0].Exactly.Tolerations[0].Operator)
+	fmt.Println(manifest.Default(rule, now).(*resourceapi.DeviceTaintRule).Spec.Taint.TimeAdded.UTC())
+	// Output:
+	// ExactCount 1 Equal
+	// input: "" 0 ""
+	// 2026-12-01 10:00:00 +0000 UTC
+}
+
+// Expand creates the pods a Deployment's controller creates; the suffix source makes the names
+// predictable.
+func ExampleExpand() {
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
+			},
+		},
+	}
+	pods, err := manifest.Expand(d, func(generateName string, i int) string { return fmt.Sprintf("pod%02d", i) })
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, pod := range pods {
+		hash := pod.Labels["pod-template-hash"]
+		owner := pod.OwnerReferences[0]
+		fmt.Println(pod.Namespace, strings.Replace(pod.Name, hash, "<hash>", 1), "owned by", owner.Kind, strings.Replace(owner.Name, hash, "<hash>", 1))
+	}
+	// Output:
+	// shop web-<hash>-pod00 owned by ReplicaSet web-<hash>
+	// shop web-<hash>-pod01 owned by ReplicaSet web-<hash>
+}

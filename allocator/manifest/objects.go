@@ -1,0 +1,131 @@
+package manifest
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	schedulingapi "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Objects are the objects read from manifests, each kind in the order of the input.
+type Objects struct {
+	Pods       []*corev1.Pod
+	Nodes      []*corev1.Node
+	Slices     []*resourceapi.ResourceSlice
+	Classes    []*resourceapi.DeviceClass
+	Claims     []*resourceapi.ResourceClaim
+	Templates  []*resourceapi.ResourceClaimTemplate
+	TaintRules []*resourceapi.DeviceTaintRule
+	PodGroups  []*schedulingapi.PodGroup
+	Workloads  []*schedulingapi.Workload
+
+	// Skipped are the documents of kinds this package does not read, when Options.SkipUnknown is set.
+	Skipped []Skipped
+
+	sources map[runtime.Object]Source
+}
+
+// Skipped is a document of a kind the loader does not read.
+type Skipped struct {
+	Source Source
+	// Kind is the apiVersion and kind, like "v1 Namespace".
+	Kind string
+}
+
+// Source says where an object was read: the file, the document in it and the item of a List.
+type Source struct {
+	// File is the file name given to Decode or found by Load; "-" is stdin.
+	File string
+	// Document counts the documents of a YAML stream, or the objects of a JSON stream, from 1.
+	// Documents without an object (only comments or whitespace) are not counted.
+	Document int
+	// Item counts the items of a List from 1; it is 0 for an object that is not in a List.
+	Item int
+	// Owner is the kind and name of the workload ("Deployment default/web") a pod was expanded
+	// from; empty for objects read as they are.
+	Owner string
+}
+
+// String formats the source as "file: document 2, item 3 (Deployment default/web)".
+func (s Source) String() string {
+	var b strings.Builder
+	b.WriteString(s.File)
+	if s.Document > 0 {
+		fmt.Fprintf(&b, ": document %d", s.Document)
+	}
+	if s.Item > 0 {
+		fmt.Fprintf(&b, ", item %d", s.Item)
+	}
+	if s.Owner != "" {
+		fmt.Fprintf(&b, " (%s)", s.Owner)
+	}
+	return b.String()
+}
+
+// Source returns where obj, one of the pointers in o, was read.
+func (o *Objects) Source(obj runtime.Object) (Source, bool) {
+	s, ok := o.sources[obj]
+	return s, ok
+}
+
+// Len returns the number of objects in o, not counting skipped documents.
+func (o *Objects) Len() int {
+	return len(o.Pods) + len(o.Nodes) + len(o.Slices) + len(o.Classes) + len(o.Claims) +
+		len(o.Templates) + len(o.TaintRules) + len(o.PodGroups) + len(o.Workloads)
+}
+
+// Append adds the objects of other to o, after o's, keeping their sources.
+func (o *Objects) Append(other *Objects) {
+	o.Pods = append(o.Pods, other.Pods...)
+	o.Nodes = append(o.Nodes, other.Nodes...)
+	o.Slices = append(o.Slices, other.Slices...)
+	o.Classes = append(o.Classes, other.Classes...)
+	o.Claims = append(o.Claims, other.Claims...)
+	o.Templates = append(o.Templates, other.Templates...)
+	o.TaintRules = append(o.TaintRules, other.TaintRules...)
+	o.PodGroups = append(o.PodGroups, other.PodGroups...)
+	o.Workloads = append(o.Workloads, other.Workloads...)
+	o.Skipped = append(o.Skipped, other.Skipped...)
+	for obj, s := range other.sources {
+		o.setSource(obj, s)
+	}
+}
+
+// add files obj, a converted and defaulted v1 (v1beta1 for scheduling) object, under its kind; it
+// reports false for an object of another kind.
+func (o *Objects) add(obj runtime.Object, src Source) bool {
+	switch obj := obj.(type) {
+	case *corev1.Pod:
+		o.Pods = append(o.Pods, obj)
+	case *corev1.Node:
+		o.Nodes = append(o.Nodes, obj)
+	case *resourceapi.ResourceSlice:
+		o.Slices = append(o.Slices, obj)
+	case *resourceapi.DeviceClass:
+		o.Classes = append(o.Classes, obj)
+	case *resourceapi.ResourceClaim:
+		o.Claims = append(o.Claims, obj)
+	case *resourceapi.ResourceClaimTemplate:
+		o.Templates = append(o.Templates, obj)
+	case *resourceapi.DeviceTaintRule:
+		o.TaintRules = append(o.TaintRules, obj)
+	case *schedulingapi.PodGroup:
+		o.PodGroups = append(o.PodGroups, obj)
+	case *schedulingapi.Workload:
+		o.Workloads = append(o.Workloads, obj)
+	default:
+		return false
+	}
+	o.setSource(obj, src)
+	return true
+}
+
+func (o *Objects) setSource(obj runtime.Object, src Source) {
+	if o.sources == nil {
+		o.sources = make(map[runtime.Object]Source)
+	}
+	o.sources[obj] = src
+}

@@ -1,0 +1,101 @@
+package manifest
+
+import (
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ownerKey identifies a controller in a namespace.
+type ownerKey struct {
+	kind, namespace, name string
+}
+
+// expansion says which workload a pod was expanded from.
+type expansion struct {
+	// controller is the pod's controller: a ReplicaSet, StatefulSet, DaemonSet or Job.
+	controller ownerKey
+	// deployment is the Deployment whose ReplicaSet controller is, for pods expanded from it.
+	deployment ownerKey
+}
+
+// pending is a workload expanded when the whole input has been read.
+type pending struct {
+	obj runtime.Object
+	src Source
+}
+
+// addExpanded adds the pods expanded from a workload, each with its owner's source.
+func (d *decoder) addExpanded(pods []*corev1.Pod, owner Source, e expansion) error {
+	for _, pod := range pods {
+		ref := metav1.GetControllerOf(pod)
+		e.controller = ownerKey{ref.Kind, pod.Namespace, ref.Name}
+		added, err := d.add(pod, owner)
+		if err != nil {
+			return err
+		}
+		if d.expanded == nil {
+			d.expanded = make(map[*corev1.Pod]expansion)
+		}
+		d.expanded[added.(*corev1.Pod)] = e
+	}
+	return nil
+}
+
+func (d *decoder) markReplicaSetOf(deployment ownerKey) {
+	if d.replicaSetsOf == nil {
+		d.replicaSetsOf = make(map[ownerKey]bool)
+	}
+	d.replicaSetsOf[deployment] = true
+}
+
+// finish expands the DaemonSets over the Nodes read, then drops the pods expanded from a
+// workload when the input already has that workload's pods (or, for a Deployment, one of its
+// ReplicaSets), as `kubectl get all -o yaml` writes a Deployment, its ReplicaSets and their pods
+// together: the pods that exist stand for the ones the controller would create.
+func (d *decoder) finish() error {
+	for _, p := range d.daemonSets {
+		ds := p.obj.(*appsv1.DaemonSet)
+		owner := p.src
+		owner.Owner = objectName(ds, nil)
+		if err := d.addExpanded(daemonSetPods(ds, d.objs.Nodes, d.opts.Suffix), owner, expansion{}); err != nil {
+			return err
+		}
+	}
+	if len(d.expanded) == 0 {
+		return nil
+	}
+	o := d.objs
+	live := make(map[ownerKey]bool)
+	for _, pod := range o.Pods {
+		if _, ok := d.expanded[pod]; ok {
+			continue
+		}
+		ref := metav1.GetControllerOf(pod)
+		if ref == nil {
+			continue
+		}
+		live[ownerKey{ref.Kind, pod.Namespace, ref.Name}] = true
+		// A ReplicaSet "<deployment>-<pod-template-hash>" is the deployment controller's.
+		if hash := pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; ref.Kind == "ReplicaSet" && hash != "" {
+			if dep, ok := strings.CutSuffix(ref.Name, "-"+hash); ok {
+				live[ownerKey{"Deployment", pod.Namespace, dep}] = true
+			}
+		}
+	}
+	kept := o.Pods[:0]
+	for _, pod := range o.Pods {
+		e, ok := d.expanded[pod]
+		if ok && (live[e.controller] || e.deployment != (ownerKey{}) && (live[e.deployment] || d.replicaSetsOf[e.deployment])) {
+			delete(o.sources, pod)
+			continue
+		}
+		kept = append(kept, pod)
+	}
+	clear(o.Pods[len(kept):])
+	o.Pods = kept
+	return nil
+}

@@ -1,0 +1,52 @@
+package manifest
+
+import (
+	"fmt"
+
+	yamlv3 "go.yaml.in/yaml/v3"
+)
+
+// duplicateKeys parses a YAML document and returns the field paths of the keys that a mapping gives
+// twice, like "spec.devices.requests[0].name", in document order; empty reports a document without
+// content. kube-apiserver refuses such documents under strict field validation; the YAML to JSON
+// conversion alone would keep the last value silently.
+func duplicateKeys(doc []byte) (dups []string, empty bool, err error) {
+	var root yamlv3.Node
+	if err := yamlv3.Unmarshal(doc, &root); err != nil {
+		return nil, false, err
+	}
+	if root.Kind == 0 || (root.Kind == yamlv3.DocumentNode && len(root.Content) == 0) {
+		return nil, true, nil
+	}
+	var walk func(n *yamlv3.Node, path string)
+	walk = func(n *yamlv3.Node, path string) {
+		switch n.Kind {
+		case yamlv3.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, path)
+			}
+		case yamlv3.AliasNode:
+			// An alias repeats a node checked where it is defined.
+		case yamlv3.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, fmt.Sprintf("%s[%d]", path, i))
+			}
+		case yamlv3.MappingNode:
+			seen := make(map[string]bool, len(n.Content)/2)
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				key := n.Content[i].Value
+				child := key
+				if path != "" {
+					child = path + "." + key
+				}
+				if seen[key] {
+					dups = append(dups, child)
+				}
+				seen[key] = true
+				walk(n.Content[i+1], child)
+			}
+		}
+	}
+	walk(&root, "")
+	return dups, false, nil
+}
