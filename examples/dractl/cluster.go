@@ -1,0 +1,232 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/allocator/manifest"
+	"github.com/dralloc/dralloc/allocator/pods"
+)
+
+// cluster is the input: the objects read, the snapshot built from them and the pods to place.
+type cluster struct {
+	objs    *manifest.Objects
+	snap    *allocator.Snapshot
+	pods    *pods.Cluster
+	groups  map[types.NamespacedName]*schedulingv1alpha3.PodGroup
+	pending []*corev1.Pod // in scheduling order
+	bound   []*corev1.Pod
+}
+
+// loadCluster reads the manifests and builds the snapshot: slices, classes, claims (their allocations
+// are the allocated state), taint rules and nodes, and a pods.Cluster with the templates and PodGroups.
+// Pods with a node are running (their allocated claims are in the claims); pods without one and not
+// finished are pending.
+func loadCluster(files []string, stdin io.Reader) (*cluster, error) {
+	objs, err := manifest.Load(files, manifest.Options{SkipUnknown: true, Stdin: stdin})
+	if err != nil {
+		return nil, err
+	}
+	var shares atomic.Uint64
+	snap := allocator.NewSnapshot(allocator.Options{
+		// Deterministic share IDs keep the output the same for the same input.
+		ShareIDs: func() types.UID {
+			return types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", shares.Add(1)))
+		},
+	})
+	c := &cluster{objs: objs, snap: snap, groups: map[types.NamespacedName]*schedulingv1alpha3.PodGroup{}}
+	for _, s := range objs.Slices {
+		if err := snap.AddOrUpdateSlice(s); err != nil {
+			return nil, c.at(s, err)
+		}
+	}
+	for _, cl := range objs.Classes {
+		if err := snap.AddOrUpdateClass(cl); err != nil {
+			return nil, c.at(cl, err)
+		}
+	}
+	for _, cl := range objs.Claims {
+		if err := snap.AddOrUpdateClaim(cl); err != nil {
+			return nil, c.at(cl, err)
+		}
+	}
+	for _, r := range objs.TaintRules {
+		if err := snap.AddOrUpdateTaintRule(r); err != nil {
+			return nil, c.at(r, err)
+		}
+	}
+	for _, n := range objs.Nodes {
+		if err := snap.AddOrUpdateNode(n); err != nil {
+			return nil, c.at(n, err)
+		}
+	}
+	var suffixes atomic.Uint64
+	c.pods = pods.New(snap, pods.Options{
+		Workers:    1,
+		NameSuffix: func() string { return suffix(suffixes.Add(1)) },
+		Predicate:  extendedResourcePredicate(objs.Classes),
+	})
+	for _, t := range objs.Templates {
+		if err := c.pods.AddOrUpdateTemplate(t); err != nil {
+			return nil, c.at(t, err)
+		}
+	}
+	for _, g := range objs.PodGroups {
+		alpha, err := podGroupV1alpha3(g)
+		if err == nil {
+			err = c.pods.AddOrUpdatePodGroup(alpha)
+		}
+		if err != nil {
+			return nil, c.at(g, err)
+		}
+		c.groups[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}] = alpha
+	}
+	for _, p := range objs.Pods {
+		switch {
+		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		case p.Spec.NodeName != "":
+			c.bound = append(c.bound, p)
+		default:
+			c.pending = append(c.pending, p)
+		}
+	}
+	// As kube-scheduler's default queue sort (PrioritySort): higher priority first, then the pod
+	// that was created earlier; the input order breaks ties.
+	slices.SortStableFunc(c.pending, func(a, b *corev1.Pod) int {
+		pa, pb := priority(a), priority(b)
+		if pa != pb {
+			return int(pb - pa)
+		}
+		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+	})
+	return c, nil
+}
+
+// at prefixes err with where obj was read: file, document and item.
+func (c *cluster) at(obj runtime.Object, err error) error {
+	if src, ok := c.objs.Source(obj); ok {
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	return err
+}
+
+func priority(p *corev1.Pod) int32 {
+	if p.Spec.Priority != nil {
+		return *p.Spec.Priority
+	}
+	return 0
+}
+
+// podGroupV1alpha3 converts a PodGroup as the loader gives it (scheduling.k8s.io/v1beta1) to the
+// version the pods package takes; the two are field for field the same, and a strict decode would
+// catch a field that is not.
+func podGroupV1alpha3(g *schedulingv1beta1.PodGroup) (*schedulingv1alpha3.PodGroup, error) {
+	data, err := json.Marshal(g)
+	if err != nil {
+		return nil, err
+	}
+	out := &schedulingv1alpha3.PodGroup{}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		return nil, fmt.Errorf("convert to scheduling.k8s.io/v1alpha3: %w", err)
+	}
+	out.APIVersion, out.Kind = schedulingv1alpha3.SchemeGroupVersion.String(), "PodGroup"
+	return out, nil
+}
+
+// suffix is the i-th five-character name suffix, from the alphabet the API server uses for
+// generateName, derived from i so that runs on the same input name claims the same.
+func suffix(i uint64) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d", i)
+	v := h.Sum64()
+	b := make([]byte, 5)
+	for j := range b {
+		b[j] = alphabet[v%uint64(len(alphabet))]
+		v /= uint64(len(alphabet))
+	}
+	return string(b)
+}
+
+// extendedResourcePredicate is the part of kube-scheduler's NodeResourcesFit filter that dralloc's
+// pods package leaves to its caller and that matters here: a pod requesting an extended resource
+// that no DeviceClass serves must find it in the node's status.allocatable ("Insufficient <name>").
+// Resources a class serves are decided by the pods package.
+func extendedResourcePredicate(classes []*resourceapi.DeviceClass) pods.Predicate {
+	served := map[corev1.ResourceName]bool{}
+	for _, cl := range classes {
+		served[corev1.ResourceName(resourceapi.ResourceDeviceClassPrefix+cl.Name)] = true
+		if cl.Spec.ExtendedResourceName != nil {
+			served[corev1.ResourceName(*cl.Spec.ExtendedResourceName)] = true
+		}
+	}
+	return func(pod *corev1.Pod, node *corev1.Node) error {
+		for _, name := range sortedResourceNames(podExtendedRequests(pod)) {
+			if served[name] {
+				continue
+			}
+			want := podExtendedRequests(pod)[name]
+			have := node.Status.Allocatable[name]
+			if have.Cmp(want) < 0 {
+				return fmt.Errorf("Insufficient %s: the node does not offer it and no DeviceClass provides it", name)
+			}
+		}
+		return nil
+	}
+}
+
+// podExtendedRequests sums the extended resources the pod's containers request (the loader has
+// defaulted requests from limits, as the API server does).
+func podExtendedRequests(pod *corev1.Pod) map[corev1.ResourceName]resource.Quantity {
+	out := map[corev1.ResourceName]resource.Quantity{}
+	add := func(list corev1.ResourceList) {
+		for name, q := range list {
+			if !isExtended(name) {
+				continue
+			}
+			sum := out[name]
+			sum.Add(q)
+			out[name] = sum
+		}
+	}
+	for _, ctr := range pod.Spec.Containers {
+		add(ctr.Resources.Requests)
+	}
+	return out
+}
+
+// isExtended is the API's extended resource name: qualified, with a domain other than kubernetes.io,
+// not requests.*.
+func isExtended(name corev1.ResourceName) bool {
+	s := string(name)
+	if !strings.Contains(s, "/") || strings.Contains(s, corev1.ResourceDefaultNamespacePrefix) || strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix) {
+		return false
+	}
+	return len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+s)) == 0
+}
+
+func sortedResourceNames(m map[corev1.ResourceName]resource.Quantity) []corev1.ResourceName {
+	out := make([]corev1.ResourceName, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

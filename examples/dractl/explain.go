@@ -1,0 +1,348 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/allocator/pods"
+)
+
+var explainCommand = &command{
+	name:    "explain",
+	summary: "say why pending pods fit on no node, or where they would go and with which devices",
+	usage: `-f FILE|DIR|- [--pod NAMESPACE/NAME | --claim NAMESPACE/NAME] [-o text|yaml|json]
+
+Without --pod or --claim every pending pod (one without a node) is explained, each on its own,
+against the devices in use now. Exit status 0 when all of them fit, 1 when one does not.
+
+Examples:
+  # Why is the pod training/worker-0 pending?
+  kubectl get pods,nodes,resourceslices,deviceclasses,resourceclaims,resourceclaimtemplates,devicetaintrules,podgroups -A -o yaml | dractl explain -f - --pod training/worker-0
+
+  # Could the claim default/big-gpu be allocated, and where?
+  dractl explain -f cluster.yaml --claim default/big-gpu -o yaml
+`,
+	flags: func(fs *flag.FlagSet) any {
+		o := &explainOptions{}
+		fs.StringVar(&o.pod, "pod", "", "explain only this pod (namespace/name)")
+		fs.StringVar(&o.claim, "claim", "", "explain only this ResourceClaim (namespace/name)")
+		return o
+	},
+	run: runExplain,
+}
+
+type explainOptions struct{ pod, claim string }
+
+// podVerdict is the answer for one pod.
+type podVerdict struct {
+	Pod  string `json:"pod"`
+	Fits bool   `json:"fits"`
+	// Node is where it would go, when it fits.
+	Node   string         `json:"node,omitempty"`
+	Claims []claimVerdict `json:"claims,omitempty"`
+	// Reason is why it fits nowhere when that does not depend on the node (a claim that does not
+	// exist, a claim another pod owns).
+	Reason string `json:"reason,omitempty"`
+	// Nodes are the reasons per node when it fits nowhere.
+	Nodes []nodeVerdict `json:"nodes,omitempty"`
+}
+
+// claimVerdict is one claim of a pod that fits, with the devices it would get.
+type claimVerdict struct {
+	// Entry is the name in pod.spec.resourceClaims; empty for the claim of extended resources.
+	Entry string `json:"entry,omitempty"`
+	Claim string `json:"claim"`
+	// New is true for a claim that does not exist yet (from a template or for extended resources).
+	New bool `json:"new,omitempty"`
+	// AlreadyAllocated is true for a claim that has its devices already (shared with other pods).
+	AlreadyAllocated bool          `json:"alreadyAllocated,omitempty"`
+	Devices          []deviceGiven `json:"devices"`
+}
+
+// deviceGiven is one device of an allocation.
+type deviceGiven struct {
+	Request string `json:"request"`
+	Driver  string `json:"driver"`
+	Pool    string `json:"pool"`
+	Device  string `json:"device"`
+}
+
+// nodeVerdict says why a pod does not fit on one node.
+type nodeVerdict struct {
+	Node    string   `json:"node"`
+	Reasons []string `json:"reasons"`
+}
+
+// claimReport is the answer for --claim.
+type claimReport struct {
+	Claim     string        `json:"claim"`
+	Fits      bool          `json:"fits"`
+	Allocated bool          `json:"allocated,omitempty"`
+	Node      string        `json:"node,omitempty"`
+	Devices   []deviceGiven `json:"devices,omitempty"`
+	UsedBy    []string      `json:"usedBy,omitempty"`
+	Nodes     []nodeVerdict `json:"nodes,omitempty"`
+}
+
+func runExplain(e *env, o any) (int, error) {
+	opts := o.(*explainOptions)
+	ctx := context.Background()
+	if opts.pod != "" && opts.claim != "" {
+		return exitBadInput, errors.New("give --pod or --claim, not both")
+	}
+	if opts.claim != "" {
+		return explainClaim(ctx, e, opts.claim)
+	}
+	var list []*corev1.Pod
+	if opts.pod != "" {
+		ns, name, err := splitName(opts.pod)
+		if err != nil {
+			return exitBadInput, fmt.Errorf("--pod %w", err)
+		}
+		pod := e.cluster.findPod(ns, name)
+		if pod == nil {
+			return exitBadInput, fmt.Errorf("--pod %s: no such pod in the input", opts.pod)
+		}
+		if pod.Spec.NodeName != "" {
+			return exitBadInput, fmt.Errorf("--pod %s: the pod is not pending, it runs on node %s", opts.pod, pod.Spec.NodeName)
+		}
+		list = []*corev1.Pod{pod}
+	} else {
+		list = e.cluster.pending
+	}
+	verdicts := make([]podVerdict, 0, len(list))
+	code := exitOK
+	for _, pod := range list {
+		v, err := e.cluster.explainPod(ctx, pod)
+		if err != nil {
+			return exitBadInput, err
+		}
+		if !v.Fits {
+			code = exitNotFit
+		}
+		verdicts = append(verdicts, v)
+	}
+	if e.output != "text" {
+		return code, e.encode(map[string]any{"pods": verdicts})
+	}
+	if len(verdicts) == 0 {
+		fmt.Fprintln(e.stdout, "No pending pods: every pod in the input has a node.")
+	}
+	for i, v := range verdicts {
+		if i > 0 {
+			fmt.Fprintln(e.stdout)
+		}
+		e.printPodVerdict(v)
+	}
+	return code, nil
+}
+
+func (c *cluster) findPod(ns, name string) *corev1.Pod {
+	for _, p := range c.objs.Pods {
+		if p.Namespace == ns && p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// explainPod places the pod on its own against the cluster as it is, changing nothing.
+func (c *cluster) explainPod(ctx context.Context, pod *corev1.Pod) (podVerdict, error) {
+	v := podVerdict{Pod: pod.Namespace + "/" + pod.Name}
+	p, err := c.pods.Place(ctx, pod)
+	var nne *pods.NoNodeError
+	switch {
+	case err == nil:
+		v.Fits, v.Node, v.Claims = true, p.Node, placedClaims(p)
+		return v, nil
+	case errors.As(err, &nne):
+		if len(nne.Nodes) == 0 {
+			v.Reason = "the input has no nodes"
+		}
+		for _, r := range nne.Nodes {
+			v.Nodes = append(v.Nodes, nodeVerdict{Node: r.Node, Reasons: c.nodeReasons(ctx, pod, r)})
+		}
+		return v, nil
+	}
+	if reason, ok := waitReason(err); ok {
+		v.Reason = reason
+		return v, nil
+	}
+	return v, err
+}
+
+// waitReason says whether err is one that leaves a pod pending on every node, as in Kubernetes: a
+// claim or template or PodGroup that does not exist, a claim it cannot use, input that the
+// allocator refuses (a selector that does not compile, a class that does not exist), a pool being
+// updated.
+func waitReason(err error) (string, bool) {
+	for _, target := range []error{pods.ErrClaimNotFound, pods.ErrTemplateNotFound, pods.ErrPodGroupNotFound,
+		pods.ErrClaimNotUsable, allocator.ErrInvalidInput, allocator.ErrPoolNotReady} {
+		if errors.Is(err, target) {
+			return err.Error(), true
+		}
+	}
+	return "", false
+}
+
+// nodeReasons turns the reason pods.Place gives for a node into what to tell a person. Where the
+// claims are the reason, it asks the allocator on that node for the details.
+func (c *cluster) nodeReasons(ctx context.Context, pod *corev1.Pod, r pods.NodeReason) []string {
+	if r.Reason != "cannot allocate all claims" {
+		return []string{r.Reason}
+	}
+	pcs, err := c.pods.PodClaims(pod)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var claims []*resourceapi.ResourceClaim
+	for _, pc := range pcs {
+		if pc.Claim.Status.Allocation == nil {
+			claims = append(claims, pc.Claim)
+		}
+	}
+	var ue *allocator.UnsatisfiableError
+	if _, err := c.snap.AllocateOnNode(ctx, r.Node, claims); errors.As(err, &ue) && len(ue.Reasons) > 0 {
+		return ue.Reasons
+	}
+	return []string{"the free devices on this node cannot satisfy all of the pod's claims together"}
+}
+
+// placedClaims lists the claims of a placement with their devices.
+func placedClaims(p *pods.Placement) []claimVerdict {
+	var out []claimVerdict
+	for _, pc := range p.Claims {
+		cv := claimVerdict{
+			Entry:            pc.Name,
+			Claim:            pc.Claim.Namespace + "/" + pc.Claim.Name,
+			New:              pc.Generated,
+			AlreadyAllocated: !pc.Allocated,
+		}
+		cv.Devices = devicesOf(pc.Claim.Status.Allocation)
+		out = append(out, cv)
+	}
+	return out
+}
+
+func devicesOf(a *resourceapi.AllocationResult) []deviceGiven {
+	if a == nil {
+		return nil
+	}
+	out := []deviceGiven{}
+	for _, r := range a.Devices.Results {
+		out = append(out, deviceGiven{Request: r.Request, Driver: r.Driver, Pool: r.Pool, Device: r.Device})
+	}
+	return out
+}
+
+func (e *env) printPodVerdict(v podVerdict) {
+	w := e.stdout
+	if v.Fits {
+		fmt.Fprintf(w, "Pod %s %s on node %s\n", v.Pod, e.good("fits"), v.Node)
+		for _, c := range v.Claims {
+			e.printClaimVerdict(c)
+		}
+		return
+	}
+	fmt.Fprintf(w, "Pod %s %s\n", v.Pod, e.bad("cannot be scheduled"))
+	if v.Reason != "" {
+		fmt.Fprintf(w, "  %s\n", v.Reason)
+	}
+	for _, n := range v.Nodes {
+		fmt.Fprintf(w, "  node %s: %s\n", n.Node, strings.Join(n.Reasons, "; "))
+	}
+}
+
+func (e *env) printClaimVerdict(c claimVerdict) {
+	var notes []string
+	if c.Entry != "" {
+		notes = append(notes, "pod claim "+c.Entry)
+	} else {
+		notes = append(notes, "for extended resources")
+	}
+	if c.New {
+		notes = append(notes, "to be created")
+	}
+	if c.AlreadyAllocated {
+		notes = append(notes, "already allocated, shared")
+	}
+	fmt.Fprintf(e.stdout, "  ResourceClaim %s (%s):\n", c.Claim, strings.Join(notes, ", "))
+	for _, d := range c.Devices {
+		fmt.Fprintf(e.stdout, "    request %s: device %s (driver %s, pool %s)\n", d.Request, d.Device, d.Driver, d.Pool)
+	}
+}
+
+// explainClaim says whether one claim can be allocated, and where.
+func explainClaim(ctx context.Context, e *env, name string) (int, error) {
+	ns, n, err := splitName(name)
+	if err != nil {
+		return exitBadInput, fmt.Errorf("--claim %w", err)
+	}
+	claim, ok := e.cluster.snap.Claim(ns, n)
+	if !ok {
+		return exitBadInput, fmt.Errorf("--claim %s: no such ResourceClaim in the input", name)
+	}
+	rep := claimReport{Claim: ns + "/" + n}
+	if a := claim.Status.Allocation; a != nil {
+		rep.Fits, rep.Allocated, rep.Devices = true, true, devicesOf(a)
+		for _, r := range claim.Status.ReservedFor {
+			rep.UsedBy = append(rep.UsedBy, r.Resource+" "+ns+"/"+r.Name)
+		}
+	} else {
+		for _, node := range e.cluster.snap.Nodes() {
+			results, err := e.cluster.snap.Allocate(ctx, node, []*resourceapi.ResourceClaim{claim})
+			var ue *allocator.UnsatisfiableError
+			switch {
+			case err == nil:
+				rep.Fits, rep.Node, rep.Devices = true, node.Name, devicesOf(&results[0])
+			case errors.As(err, &ue):
+				reasons := ue.Reasons
+				if len(reasons) == 0 {
+					reasons = []string{"the free devices on this node cannot satisfy the claim"}
+				}
+				rep.Nodes = append(rep.Nodes, nodeVerdict{Node: node.Name, Reasons: reasons})
+				continue
+			default:
+				rep.Nodes = append(rep.Nodes, nodeVerdict{Node: node.Name, Reasons: []string{err.Error()}})
+				continue
+			}
+			break
+		}
+		if rep.Fits {
+			rep.Nodes = nil
+		}
+	}
+	code := exitOK
+	if !rep.Fits {
+		code = exitNotFit
+	}
+	if e.output != "text" {
+		return code, e.encode(rep)
+	}
+	w := e.stdout
+	switch {
+	case rep.Allocated:
+		fmt.Fprintf(w, "ResourceClaim %s is %s\n", rep.Claim, e.good("allocated"))
+		for _, u := range rep.UsedBy {
+			fmt.Fprintf(w, "  used by %s\n", u)
+		}
+	case rep.Fits:
+		fmt.Fprintf(w, "ResourceClaim %s %s on node %s (the first node, by name, where it fits)\n", rep.Claim, e.good("can be allocated"), rep.Node)
+	default:
+		fmt.Fprintf(w, "ResourceClaim %s %s on any node\n", rep.Claim, e.bad("cannot be allocated"))
+	}
+	for _, d := range rep.Devices {
+		fmt.Fprintf(w, "  request %s: device %s (driver %s, pool %s)\n", d.Request, d.Device, d.Driver, d.Pool)
+	}
+	for _, nv := range rep.Nodes {
+		fmt.Fprintf(w, "  node %s: %s\n", nv.Node, strings.Join(nv.Reasons, "; "))
+	}
+	return code, nil
+}

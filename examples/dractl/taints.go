@@ -1,0 +1,151 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/dralloc/dralloc/taints"
+)
+
+var taintsCommand = &command{
+	name:    "taints",
+	summary: "show the devices each DeviceTaintRule taints and the claims and pods it would evict, and when",
+	usage: `-f FILE|DIR|- [--rule NAME] [--now TIME] [-o text|yaml|json]
+
+Only taints with effect NoExecute evict: the pods using an allocated claim on a tainted device are
+deleted when the taint was added, or that many seconds later when the claim tolerates the taint
+with tolerationSeconds; a claim that tolerates it without a limit stays. NoSchedule keeps new
+claims off the devices and evicts nothing. Eviction times are compared with --now (RFC 3339,
+the current time by default).
+
+Examples:
+  dractl taints -f cluster.yaml
+  dractl taints -f cluster.yaml --rule gpu-maintenance --now 2026-12-01T12:00:00Z -o yaml
+`,
+	flags: func(fs *flag.FlagSet) any {
+		o := &taintsOptions{}
+		fs.StringVar(&o.rule, "rule", "", "show only this DeviceTaintRule")
+		fs.StringVar(&o.now, "now", "", "the time to decide evictions at (RFC 3339); now by default")
+		return o
+	},
+	run: runTaints,
+}
+
+type taintsOptions struct{ rule, now string }
+
+// ruleReport is what one DeviceTaintRule does.
+type ruleReport struct {
+	Rule    string   `json:"rule"`
+	Key     string   `json:"key"`
+	Value   string   `json:"value,omitempty"`
+	Effect  string   `json:"effect"`
+	Devices []string `json:"devices"`
+	// Evictions are the claims whose pods are evicted, now or later.
+	Evictions []evictionReport `json:"evictions,omitempty"`
+}
+
+type evictionReport struct {
+	Claim string    `json:"claim"`
+	Pods  []string  `json:"pods"`
+	At    time.Time `json:"at"`
+	Due   bool      `json:"due"`
+	// Device is the device whose taint is due first.
+	Device string `json:"device"`
+}
+
+func runTaints(e *env, o any) (int, error) {
+	opts := o.(*taintsOptions)
+	now := time.Now().UTC()
+	if opts.now != "" {
+		t, err := time.Parse(time.RFC3339, opts.now)
+		if err != nil {
+			return exitBadInput, fmt.Errorf("--now %s: must be a time like 2026-12-01T12:00:00Z", opts.now)
+		}
+		now = t
+	}
+	objs := e.cluster.objs
+	rules := objs.TaintRules
+	if opts.rule != "" {
+		rules = nil
+		for _, r := range objs.TaintRules {
+			if r.Name == opts.rule {
+				rules = append(rules, r)
+			}
+		}
+		if len(rules) == 0 {
+			return exitBadInput, fmt.Errorf("--rule %s: no such DeviceTaintRule in the input", opts.rule)
+		}
+	}
+	var reports []ruleReport
+	for _, r := range rules {
+		ev, err := taints.NewEvaluator([]*resourceapi.DeviceTaintRule{r})
+		if err != nil {
+			return exitBadInput, e.cluster.at(r, err)
+		}
+		rep := ruleReport{Rule: r.Name, Key: r.Spec.Taint.Key, Value: r.Spec.Taint.Value, Effect: string(r.Spec.Taint.Effect), Devices: []string{}}
+		for _, s := range objs.Slices {
+			for _, d := range s.Spec.Devices {
+				id := taints.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
+				if len(ev.RuleNames(id)) > 0 {
+					rep.Devices = append(rep.Devices, id.String())
+				}
+			}
+		}
+		plan, err := ev.Plan(now, objs.Slices, objs.Claims)
+		if err != nil {
+			return exitBadInput, err
+		}
+		add := func(list []taints.Eviction, due bool) {
+			for _, x := range list {
+				if x.Rule != r.Name {
+					continue // due first to a taint of the slice itself
+				}
+				er := evictionReport{Claim: x.Claim.String(), At: x.At, Due: due, Device: x.Device.String(), Pods: []string{}}
+				for _, p := range x.Pods {
+					er.Pods = append(er.Pods, x.Claim.Namespace+"/"+p.Name)
+				}
+				rep.Evictions = append(rep.Evictions, er)
+			}
+		}
+		add(plan.Now, true)
+		add(plan.Later, false)
+		reports = append(reports, rep)
+	}
+	if e.output != "text" {
+		return exitOK, e.encode(map[string]any{"now": now, "rules": reports})
+	}
+	if len(reports) == 0 {
+		fmt.Fprintln(e.stdout, "No DeviceTaintRules in the input.")
+	}
+	for i, r := range reports {
+		if i > 0 {
+			fmt.Fprintln(e.stdout)
+		}
+		taint := r.Key
+		if r.Value != "" {
+			taint += "=" + r.Value
+		}
+		fmt.Fprintf(e.stdout, "DeviceTaintRule %s puts taint %s:%s on %d devices\n", r.Rule, taint, r.Effect, len(r.Devices))
+		for _, d := range r.Devices {
+			fmt.Fprintf(e.stdout, "  %s\n", d)
+		}
+		switch {
+		case r.Effect != string(resourceapi.DeviceTaintEffectNoExecute):
+			fmt.Fprintf(e.stdout, "  Effect %s evicts nothing; new claims that do not tolerate it cannot get these devices.\n", r.Effect)
+		case len(r.Evictions) == 0:
+			fmt.Fprintln(e.stdout, "  No pod is evicted: no allocated claim uses these devices without tolerating the taint.")
+		}
+		for _, x := range r.Evictions {
+			when := e.bad("evicted now")
+			if !x.Due {
+				when = e.warn("evicted at " + x.At.UTC().Format(time.RFC3339))
+			}
+			fmt.Fprintf(e.stdout, "  ResourceClaim %s (device %s): pods %s %s\n", x.Claim, x.Device, strings.Join(x.Pods, ", "), when)
+		}
+	}
+	return exitOK, nil
+}
