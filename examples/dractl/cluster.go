@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"slices"
 	"strings"
@@ -151,16 +150,14 @@ func podGroupV1alpha3(g *schedulingv1beta1.PodGroup) (*schedulingv1alpha3.PodGro
 }
 
 // suffix is the i-th five-character name suffix, from the alphabet the API server uses for
-// generateName, derived from i so that runs on the same input name claims the same.
+// generateName: i written in base 27 with that alphabet ("bbbbc" for 1, "bbbbd" for 2), so that runs
+// on the same input name claims the same.
 func suffix(i uint64) string {
 	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%d", i)
-	v := h.Sum64()
 	b := make([]byte, 5)
-	for j := range b {
-		b[j] = alphabet[v%uint64(len(alphabet))]
-		v /= uint64(len(alphabet))
+	for j := len(b) - 1; j >= 0; j-- {
+		b[j] = alphabet[i%uint64(len(alphabet))]
+		i /= uint64(len(alphabet))
 	}
 	return string(b)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dralloc/dralloc/celenv"
 	"github.com/dralloc/dralloc/taints"
@@ -53,6 +54,11 @@ type deviceInventory struct {
 	Classes []string    `json:"classes"`
 	UsedBy  []deviceUse `json:"usedBy,omitempty"`
 	Taints  []string    `json:"taints,omitempty"`
+	// TaintRules are the DeviceTaintRules that put some of the taints there.
+	TaintRules []string `json:"taintRules,omitempty"`
+	// Blocked says why a device that no claim has cannot be allocated now: the shared counters it
+	// consumes are taken by other devices of its pool.
+	Blocked string `json:"blocked,omitempty"`
 }
 
 type deviceUse struct {
@@ -63,9 +69,11 @@ type deviceUse struct {
 type classSummary struct {
 	Class   string `json:"class"`
 	Devices int    `json:"devices"`
-	Free    int    `json:"free"`
-	Used    int    `json:"used"`
-	Tainted int    `json:"tainted"`
+	// Free are the devices that can be allocated now: no claim has them, no NoSchedule or NoExecute
+	// taint keeps claims off them, and their shared counters allow them.
+	Free    int `json:"free"`
+	Used    int `json:"used"`
+	Tainted int `json:"tainted"`
 }
 
 func runInventory(e *env, _ any) (int, error) {
@@ -108,6 +116,8 @@ func runInventory(e *env, _ any) (int, error) {
 		}
 	}
 
+	left := countersLeft(objs.Slices, uses)
+
 	byNode := map[string]map[string]*poolInventory{}
 	summaries := map[string]*classSummary{}
 	for _, cl := range objs.Classes {
@@ -128,11 +138,16 @@ func runInventory(e *env, _ any) (int, error) {
 			d := &s.Spec.Devices[i]
 			id := taints.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
 			di := deviceInventory{Name: d.Name, Classes: []string{}, UsedBy: uses[id]}
-			for _, t := range ev.Taints(s.Spec.Driver, s.Spec.Pool.Name, d) {
+			effective := ev.Taints(s.Spec.Driver, s.Spec.Pool.Name, d)
+			for _, t := range effective {
 				di.Taints = append(di.Taints, formatTaint(t))
 			}
+			_, taintBlocks := taints.Blocking(effective, nil)
 			if names := ev.RuleNames(id); len(names) > 0 {
-				di.Taints = append(di.Taints, "(from DeviceTaintRule "+strings.Join(names, ", ")+")")
+				di.TaintRules = names
+			}
+			if len(di.UsedBy) == 0 {
+				di.Blocked = blocked(left, s.Spec.Driver, s.Spec.Pool.Name, d)
 			}
 			view := celenv.NewDevice(s.Spec.Driver, d)
 			for _, cl := range sortedKeys(summaries) {
@@ -151,7 +166,7 @@ func runInventory(e *env, _ any) (int, error) {
 				sum.Devices++
 				if len(di.UsedBy) > 0 {
 					sum.Used++
-				} else {
+				} else if di.Blocked == "" && !taintBlocks {
 					sum.Free++
 				}
 				if len(di.Taints) > 0 {
@@ -184,6 +199,9 @@ func runInventory(e *env, _ any) (int, error) {
 			fmt.Fprintf(w, "  driver %s, pool %s\n", p.Driver, p.Pool)
 			for _, d := range p.Devices {
 				state := e.good("free")
+				if d.Blocked != "" || blocksAny(d.Taints) {
+					state = "not in use"
+				}
 				if len(d.UsedBy) > 0 {
 					var by []string
 					for _, u := range d.UsedBy {
@@ -195,8 +213,14 @@ func runInventory(e *env, _ any) (int, error) {
 					}
 					state = "used by " + strings.Join(by, ", ")
 				}
+				if d.Blocked != "" {
+					state += ", but " + e.warn(d.Blocked)
+				}
 				if len(d.Taints) > 0 {
-					state += ", " + e.warn("tainted "+strings.Join(d.Taints, " "))
+					state += ", " + e.warn("tainted "+strings.Join(d.Taints, ", "))
+					if len(d.TaintRules) > 0 {
+						state += " (by DeviceTaintRule " + strings.Join(d.TaintRules, ", ") + ")"
+					}
 				}
 				classes := "no class"
 				if len(d.Classes) > 0 {
@@ -212,7 +236,7 @@ func runInventory(e *env, _ any) (int, error) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Per DeviceClass:")
 	for _, c := range rep.Classes {
-		fmt.Fprintf(w, "  %s: %d devices, %d free, %d used, %d tainted\n", c.Class, c.Devices, c.Free, c.Used, c.Tainted)
+		fmt.Fprintf(w, "  %s: %s, %d free, %d used, %d tainted\n", c.Class, plural(c.Devices, "device"), c.Free, c.Used, c.Tainted)
 	}
 	return exitOK, nil
 }
@@ -230,10 +254,76 @@ func sliceReach(s *resourceapi.ResourceSlice) string {
 	return "nodes of ResourceSlice " + s.Name
 }
 
+// blocksAny reports whether one of the formatted taints has an effect that keeps new claims off.
+func blocksAny(formatted []string) bool {
+	for _, t := range formatted {
+		if strings.HasSuffix(t, ":"+string(resourceapi.DeviceTaintEffectNoSchedule)) || strings.HasSuffix(t, ":"+string(resourceapi.DeviceTaintEffectNoExecute)) {
+			return true
+		}
+	}
+	return false
+}
+
 func formatTaint(t resourceapi.DeviceTaint) string {
 	s := t.Key
 	if t.Value != "" {
 		s += "=" + t.Value
 	}
 	return s + ":" + string(t.Effect)
+}
+
+// counterKey names one counter of one counter set of a pool.
+type counterKey struct {
+	driver, pool, set, counter string
+}
+
+// countersLeft is what is left of every shared counter once the devices allocated now take their
+// share, as the allocator counts it: each allocated device consumes its consumesCounters.
+func countersLeft(slices []*resourceapi.ResourceSlice, uses map[taints.DeviceID][]deviceUse) map[counterKey]*counterLeft {
+	left := map[counterKey]*counterLeft{}
+	for _, s := range slices {
+		for _, cs := range s.Spec.SharedCounters {
+			for name, c := range cs.Counters {
+				left[counterKey{s.Spec.Driver, s.Spec.Pool.Name, cs.Name, name}] = &counterLeft{total: c.Value, left: c.Value.DeepCopy()}
+			}
+		}
+	}
+	for _, s := range slices {
+		for _, d := range s.Spec.Devices {
+			if len(uses[taints.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}]) == 0 {
+				continue
+			}
+			for _, cc := range d.ConsumesCounters {
+				for name, c := range cc.Counters {
+					if l := left[counterKey{s.Spec.Driver, s.Spec.Pool.Name, cc.CounterSet, name}]; l != nil {
+						l.left.Sub(c.Value)
+					}
+				}
+			}
+		}
+	}
+	return left
+}
+
+type counterLeft struct{ total, left resource.Quantity }
+
+// blocked says which counter keeps a free device from being allocated, or "".
+func blocked(left map[counterKey]*counterLeft, driver, pool string, d *resourceapi.Device) string {
+	for _, cc := range d.ConsumesCounters {
+		for _, name := range sortedKeys(cc.Counters) {
+			need := cc.Counters[name].Value
+			l := left[counterKey{driver, pool, cc.CounterSet, name}]
+			if l != nil && l.left.Cmp(need) < 0 {
+				return fmt.Sprintf("cannot be allocated now: it needs %s of %s in counter set %s, and %s of %s are left", need.String(), name, cc.CounterSet, l.left.String(), l.total.String())
+			}
+		}
+	}
+	return ""
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -129,7 +129,7 @@ func runTaints(e *env, o any) (int, error) {
 		if r.Value != "" {
 			taint += "=" + r.Value
 		}
-		fmt.Fprintf(e.stdout, "DeviceTaintRule %s puts taint %s:%s on %d devices\n", r.Rule, taint, r.Effect, len(r.Devices))
+		fmt.Fprintf(e.stdout, "DeviceTaintRule %s puts taint %s:%s on %s\n", r.Rule, taint, r.Effect, plural(len(r.Devices), "device"))
 		for _, d := range r.Devices {
 			fmt.Fprintf(e.stdout, "  %s\n", d)
 		}
