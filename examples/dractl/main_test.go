@@ -1,0 +1,352 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	reasons = "testdata/reasons"
+	demo    = "testdata/demo"
+)
+
+// dractl runs the command in-process.
+func dractl(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// The expected outputs below are written from the test clusters (see testdata/README.md and the
+// comment at the top of testdata/reasons/cluster.yaml), not copied from a run.
+
+func TestExplainEveryPendingPod(t *testing.T) {
+	need := func(claim string, n, free int) string {
+		return "ResourceClaim default/" + claim + ": spec.devices.requests[0].exactly needs " + itoa(n) + " devices, " + itoa(free) + " match and are free"
+	}
+	allNodes := func(reason string) []string {
+		return []string{"node node-a: " + reason, "node node-b: " + reason, "node node-c: " + reason}
+	}
+	tests := []struct {
+		name  string
+		pod   string
+		lines []string // the lines after the first
+		first string
+	}{
+		{"a class whose selector accepts no device fits nowhere", "class-false",
+			allNodes(need("class-false", 1, 0)), "Pod default/class-false cannot be scheduled"},
+		{"a request selector that accepts no device fits nowhere", "selector-false",
+			allNodes(need("selector-false", 1, 0)), "Pod default/selector-false cannot be scheduled"},
+		{"the one device the request accepts is another claim's", "in-use",
+			allNodes(need("in-use", 1, 0)), "Pod default/in-use cannot be scheduled"},
+		{"the one device the request accepts is tainted NoSchedule", "tainted",
+			allNodes(need("tainted", 1, 0)), "Pod default/tainted cannot be scheduled"},
+		{"three devices wanted, node-c has two free, node-a none", "too-few",
+			[]string{"node node-a: " + need("too-few", 3, 0), "node node-b: " + need("too-few", 3, 0), "node node-c: " + need("too-few", 3, 2)},
+			"Pod default/too-few cannot be scheduled"},
+		{"two devices of one model: node-c has two of different models", "constraint",
+			[]string{"node node-a: " + need("constraint", 2, 0), "node node-b: " + need("constraint", 2, 0),
+				"node node-c: the free devices on this node cannot satisfy all of the pod's claims together"},
+			"Pod default/constraint cannot be scheduled"},
+		{"the whole MIG-partitioned GPU needs the memory counter half a MIG device holds", "counters",
+			allNodes(need("whole-gpu", 1, 0)), "Pod default/counters cannot be scheduled"},
+		{"a node selector no node matches", "node-selector",
+			allNodes("node(s) didn't match Pod's node affinity/selector"), "Pod default/node-selector cannot be scheduled"},
+		{"an extended resource that no node and no class offers", "extended",
+			allNodes("Insufficient example.com/gpu: the node does not offer it and no DeviceClass provides it"), "Pod default/extended cannot be scheduled"},
+		{"a pod that fits gets the first free device of the first node where it fits", "fits",
+			[]string{"ResourceClaim default/fits (pod claim gpu):", "  request gpu: device gpu-0 (driver gpu.example.com, pool node-c)"},
+			"Pod default/fits fits on node node-c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := dractl(t, "", "explain", "-f", reasons, "--pod", "default/"+tt.pod)
+			want := tt.first + "\n"
+			for _, l := range tt.lines {
+				want += "  " + l + "\n"
+			}
+			wantCode := exitNotFit
+			if tt.pod == "fits" {
+				wantCode = exitOK
+			}
+			if code != wantCode || out != want || errOut != "" {
+				t.Errorf("exit %d, stdout:\n%s\nstderr: %s\nwant exit %d, stdout:\n%s", code, out, errOut, wantCode, want)
+			}
+		})
+	}
+
+	t.Run("every pending pod, each on its own: fits and fits-too both get node-c gpu-0", func(t *testing.T) {
+		code, out, _ := dractl(t, "", "explain", "-f", reasons)
+		if code != exitNotFit {
+			t.Errorf("exit %d, want %d", code, exitNotFit)
+		}
+		if n := strings.Count(out, "cannot be scheduled"); n != 9 {
+			t.Errorf("%d pods cannot be scheduled, want 9:\n%s", n, out)
+		}
+		wantEnd := "Pod default/fits-too fits on node node-c\n  ResourceClaim default/fits-too (pod claim gpu):\n    request gpu: device gpu-0 (driver gpu.example.com, pool node-c)\n"
+		if !strings.HasSuffix(out, wantEnd) {
+			t.Errorf("output ends:\n%s\nwant it to end:\n%s", out[max(0, len(out)-len(wantEnd)-50):], wantEnd)
+		}
+	})
+}
+
+func itoa(n int) string { return string(rune('0' + n)) }
+
+func TestExplainClaim(t *testing.T) {
+	tests := []struct {
+		name, claim string
+		code        int
+		want        string
+	}{
+		{"an allocated claim names its devices and pods", "default/train", exitOK,
+			"ResourceClaim default/train is allocated\n  used by pods default/trainer\n  request gpu: device gpu-0 (driver gpu.example.com, pool node-a)\n"},
+		{"a claim that fits names the first node by name", "default/fits", exitOK,
+			"ResourceClaim default/fits can be allocated on node node-c (the first node, by name, where it fits)\n  request gpu: device gpu-0 (driver gpu.example.com, pool node-c)\n"},
+		{"a claim that fits nowhere has the reasons per node", "default/too-few", exitNotFit,
+			"ResourceClaim default/too-few cannot be allocated on any node\n" +
+				"  node node-a: ResourceClaim default/too-few: spec.devices.requests[0].exactly needs 3 devices, 0 match and are free\n" +
+				"  node node-b: ResourceClaim default/too-few: spec.devices.requests[0].exactly needs 3 devices, 0 match and are free\n" +
+				"  node node-c: ResourceClaim default/too-few: spec.devices.requests[0].exactly needs 3 devices, 2 match and are free\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := dractl(t, "", "explain", "-f", reasons, "--claim", tt.claim)
+			if code != tt.code || out != tt.want {
+				t.Errorf("exit %d, stdout:\n%s\nstderr: %s\nwant exit %d, stdout:\n%s", code, out, errOut, tt.code, tt.want)
+			}
+		})
+	}
+}
+
+func TestPlaceInOrder(t *testing.T) {
+	code, out, _ := dractl(t, "", "place", "-f", reasons)
+	if code != exitNotFit {
+		t.Errorf("exit %d, want %d", code, exitNotFit)
+	}
+	// fits takes node-c gpu-0 first; fits-too, decided after it, gets gpu-1 (of another model, which
+	// its class accepts).
+	want := "Pod default/fits goes to node node-c\n" +
+		"  ResourceClaim default/fits (pod claim gpu):\n" +
+		"    request gpu: device gpu-0 (driver gpu.example.com, pool node-c)\n" +
+		"Pod default/fits-too goes to node node-c\n" +
+		"  ResourceClaim default/fits-too (pod claim gpu):\n" +
+		"    request gpu: device gpu-1 (driver gpu.example.com, pool node-c)\n"
+	if !strings.HasSuffix(out, want) {
+		t.Errorf("stdout:\n%s\nwant it to end with:\n%s", out, want)
+	}
+	for _, pod := range []string{"class-false", "selector-false", "in-use", "tainted", "too-few", "constraint", "counters", "node-selector", "extended"} {
+		line := "Pod default/" + pod + " cannot be scheduled: fits on none of the 3 nodes (dractl explain --pod default/" + pod + " says why)\n"
+		if !strings.Contains(out, line) {
+			t.Errorf("stdout lacks %q", line)
+		}
+	}
+}
+
+func TestPlaceYAMLIsClaimsAsTheSchedulerWritesThem(t *testing.T) {
+	code, out, errOut := dractl(t, "", "place", "-f", demo, "-o", "yaml")
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	var list struct {
+		APIVersion string                      `json:"apiVersion"`
+		Kind       string                      `json:"kind"`
+		Items      []resourceapi.ResourceClaim `json:"items"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(out), &list); err != nil {
+		t.Fatalf("output is not a List of ResourceClaims: %v\n%s", err, out)
+	}
+	// The demo's three pods each get a claim from their template, named by the resourceclaim
+	// controller's rule <pod>-<entry>-<suffix>, and the first free GPUs in order.
+	want := []struct{ ns, name, pod, device string }{
+		{"basic-resourceclaimtemplate", "pod0-gpu-bbbbc", "pod0", "gpu-0"},
+		{"basic-resourceclaimtemplate", "pod1-gpu-bbbbd", "pod1", "gpu-1"},
+		{"cel-selector", "pod0-gpu-bbbbf", "pod0", "gpu-2"},
+	}
+	if list.APIVersion != "v1" || list.Kind != "List" || len(list.Items) != len(want) {
+		t.Fatalf("kind %s with %d items, want List with %d:\n%s", list.Kind, len(list.Items), len(want), out)
+	}
+	for i, w := range want {
+		c := list.Items[i]
+		a := c.Status.Allocation
+		if c.Namespace != w.ns || c.Name != w.name || a == nil || len(a.Devices.Results) != 1 ||
+			a.Devices.Results[0].Device != w.device || a.Devices.Results[0].Pool != "dra-example-driver-cluster-worker" ||
+			len(c.Status.ReservedFor) != 1 || c.Status.ReservedFor[0].Name != w.pod ||
+			len(c.Finalizers) != 1 || c.Finalizers[0] != "resource.kubernetes.io/delete-protection" {
+			t.Errorf("item %d: %s/%s allocation %+v reservedFor %+v finalizers %v; want %s/%s with %s reserved for %s",
+				i, c.Namespace, c.Name, a, c.Status.ReservedFor, c.Finalizers, w.ns, w.name, w.device, w.pod)
+		}
+	}
+}
+
+func TestLint(t *testing.T) {
+	code, out, _ := dractl(t, "", "lint", "-f", reasons)
+	if code != exitNotFit {
+		t.Errorf("exit %d, want %d", code, exitNotFit)
+	}
+	// Four class selectors on the 7 devices, four request selectors on the 4 devices of class
+	// gpu.example.com; gpu-h100 and selector-false match nothing, typo names an attribute no device has.
+	for _, want := range []string{
+		"DeviceClass gpu-h100: spec.selectors[0].cel.expression: device.driver == 'gpu.example.com' && device.attributes['gpu.example.com'].model == 'H100'\n  - matches none of the 7 devices\n",
+		"ResourceClaim default/selector-false: spec.devices.requests[0].exactly.selectors[0].cel.expression: device.capacity['gpu.example.com'].memory.compareTo(quantity('100Gi')) >= 0\n  - matches none of the 4 devices\n",
+		"ResourceClaim default/typo: spec.devices.requests[0].exactly.selectors[0].cel.expression: device.attributes['gpu.example.com'].modle == 'LATEST-GPU-MODEL'\n  - attribute gpu.example.com/modle is not published by any of the 4 devices (did you mean gpu.example.com/model?)",
+		"  - fails on 4 of the 4 devices (first: gpu.example.com/node-a/gpu-0: ",
+		"8 selectors checked against 7 devices, 3 with problems\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks:\n%s\nstdout:\n%s", want, out)
+		}
+	}
+	code, out, _ = dractl(t, "", "lint", "-f", demo)
+	if code != exitOK || out != "3 selectors checked against 8 devices, 0 with problems\n" {
+		t.Errorf("demo: exit %d, stdout %q; want 0 and no problem in the class and the two cel-selector selectors", code, out)
+	}
+}
+
+func TestTaints(t *testing.T) {
+	code, out, _ := dractl(t, "", "taints", "-f", reasons, "--now", "2026-12-01T10:05:00Z")
+	// mig-ecc-errors was added at 10:00 and inference-mig tolerates it for 600s: its pod goes at 10:10.
+	want := "DeviceTaintRule gpu-a1-maintenance puts taint example.com/maintenance=planned:NoSchedule on 1 device\n" +
+		"  gpu.example.com/node-a/gpu-1\n" +
+		"  Effect NoSchedule evicts nothing; new claims that do not tolerate it cannot get these devices.\n" +
+		"\n" +
+		"DeviceTaintRule mig-ecc-errors puts taint example.com/ecc=uncorrectable:NoExecute on 1 device\n" +
+		"  gpu.nvidia.com/node-b/gpu-0-mig-3g-40gb-0\n" +
+		"  ResourceClaim default/inference-mig (device gpu.nvidia.com/node-b/gpu-0-mig-3g-40gb-0): pods default/inference evicted at 2026-12-01T10:10:00Z\n"
+	if code != exitOK || out != want {
+		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s", code, out, want)
+	}
+	code, out, _ = dractl(t, "", "taints", "-f", reasons, "--rule", "mig-ecc-errors", "--now", "2026-12-01T10:10:00Z", "-o", "json")
+	var rep struct {
+		Rules []ruleReport `json:"rules"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitOK {
+		t.Fatalf("exit %d, %v:\n%s", code, err, out)
+	}
+	if len(rep.Rules) != 1 || len(rep.Rules[0].Evictions) != 1 || !rep.Rules[0].Evictions[0].Due {
+		t.Errorf("at 10:10 the eviction of inference-mig is due: %+v", rep.Rules)
+	}
+}
+
+func TestInventory(t *testing.T) {
+	code, out, _ := dractl(t, "", "inventory", "-f", reasons)
+	want := `node node-a
+  driver gpu.example.com, pool node-a
+    gpu-0: class gpu.example.com; used by claim default/train (pods default/trainer)
+    gpu-1: class gpu.example.com; not in use, tainted example.com/maintenance=planned:NoSchedule (by DeviceTaintRule gpu-a1-maintenance)
+node node-b
+  driver gpu.nvidia.com, pool node-b
+    gpu-0: class gpu.nvidia.com; not in use, but cannot be allocated now: it needs 80Gi of memory in counter set gpu-0-counters, and 40Gi of 80Gi are left
+    gpu-0-mig-3g-40gb-0: class mig.nvidia.com; used by claim default/inference-mig (pods default/inference), tainted example.com/ecc=uncorrectable:NoExecute (by DeviceTaintRule mig-ecc-errors)
+    gpu-0-mig-3g-40gb-1: class mig.nvidia.com; free
+node node-c
+  driver gpu.example.com, pool node-c
+    gpu-0: class gpu.example.com; free
+    gpu-1: class gpu.example.com; free
+
+Per DeviceClass:
+  gpu-h100: 0 devices, 0 free, 0 used, 0 tainted
+  gpu.example.com: 4 devices, 2 free, 1 used, 1 tainted
+  gpu.nvidia.com: 1 device, 0 free, 0 used, 0 tainted
+  mig.nvidia.com: 2 devices, 1 free, 1 used, 1 tainted
+`
+	if code != exitOK || out != want {
+		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s", code, out, want)
+	}
+}
+
+func TestDemoAllFit(t *testing.T) {
+	code, out, _ := dractl(t, "", "explain", "-f", demo)
+	// Each pod is explained on its own against the empty node, so each would get gpu-0; the
+	// cel-selector pod's selectors (model LATEST-GPU-MODEL, memory >= 4Gi) accept every GPU.
+	want := ""
+	for i, p := range []struct{ pod, claim string }{
+		{"basic-resourceclaimtemplate/pod0", "basic-resourceclaimtemplate/pod0-gpu-bbbbc"},
+		{"basic-resourceclaimtemplate/pod1", "basic-resourceclaimtemplate/pod1-gpu-bbbbd"},
+		{"cel-selector/pod0", "cel-selector/pod0-gpu-bbbbf"},
+	} {
+		if i > 0 {
+			want += "\n"
+		}
+		want += "Pod " + p.pod + " fits on node dra-example-driver-cluster-worker\n" +
+			"  ResourceClaim " + p.claim + " (pod claim gpu, to be created):\n" +
+			"    request gpu: device gpu-0 (driver gpu.example.com, pool dra-example-driver-cluster-worker)\n"
+	}
+	if code != exitOK || out != want {
+		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s", code, out, want)
+	}
+}
+
+func TestStdinAndUsage(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		stdin   string
+		code    int
+		wantOut string // substring of stdout
+		wantErr string // substring of stderr
+	}{
+		{"--help lists the commands", []string{"--help"}, "", exitOK, "Commands:\n  explain", ""},
+		{"a command's --help has examples", []string{"explain", "--help"}, "", exitOK, "Examples:\n", ""},
+		{"place --help", []string{"place", "--help"}, "", exitOK, "Examples:\n", ""},
+		{"lint --help", []string{"lint", "-h"}, "", exitOK, "Examples:\n", ""},
+		{"taints --help", []string{"taints", "--help"}, "", exitOK, "--rule", ""},
+		{"inventory --help", []string{"inventory", "--help"}, "", exitOK, "Examples:\n", ""},
+		{"no command", nil, "", exitBadInput, "", "Usage: dractl <command>"},
+		{"unknown command", []string{"frobnicate"}, "", exitBadInput, "", `unknown command "frobnicate"`},
+		{"no input", []string{"explain"}, "", exitBadInput, "", "no input"},
+		{"bad -o", []string{"lint", "-f", demo, "-o", "xml"}, "", exitBadInput, "", "-o xml: must be text, yaml or json"},
+		{"bad --color", []string{"lint", "-f", demo, "--color", "sometimes"}, "", exitBadInput, "", "--color sometimes"},
+		{"unknown pod", []string{"explain", "-f", reasons, "--pod", "default/nope"}, "", exitBadInput, "", "--pod default/nope: no such pod"},
+		{"a running pod is not pending", []string{"explain", "-f", reasons, "--pod", "default/trainer"}, "", exitBadInput, "", "runs on node node-a"},
+		{"unknown rule", []string{"taints", "-f", reasons, "--rule", "nope"}, "", exitBadInput, "", "--rule nope: no such DeviceTaintRule"},
+		{"stdin, as kubectl pipes it", []string{"explain", "-f", "-"}, nodeAndPod, exitOK, "Pod default/p fits on node n1\n", ""},
+		{"an error names file, document and object", []string{"explain", "-f", "-"}, badClaim, exitBadInput, "",
+			"dractl explain: -: document 1: ResourceClaim c: spec.devices.requests[0].exactly.cuont: unknown field"},
+		{"colour only when asked for off a terminal", []string{"explain", "-f", "-", "--color", "always"}, nodeAndPod, exitOK, "\x1b[32mfits\x1b[0m", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := dractl(t, tt.stdin, tt.args...)
+			if code != tt.code || !strings.Contains(out, tt.wantOut) || !strings.Contains(errOut, tt.wantErr) {
+				t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s\nwant exit %d, stdout with %q, stderr with %q", code, out, errOut, tt.code, tt.wantOut, tt.wantErr)
+			}
+			if tt.code == exitOK && strings.Contains(out, "\x1b[") != (tt.args[len(tt.args)-1] == "always") {
+				t.Errorf("colour codes in output %q", out)
+			}
+		})
+	}
+}
+
+const nodeAndPod = `apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  containers:
+  - name: c
+    image: busybox
+`
+
+const badClaim = `apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: c
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu.example.com
+        cuont: 2
+`
