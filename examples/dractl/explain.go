@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/pods"
@@ -42,8 +43,10 @@ type explainOptions struct{ pod, claim string }
 
 // podVerdict is the answer for one pod.
 type podVerdict struct {
-	Pod  string `json:"pod"`
-	Fits bool   `json:"fits"`
+	Pod string `json:"pod"`
+	// Group is the PodGroup the pod is placed with, all or nothing.
+	Group string `json:"podGroup,omitempty"`
+	Fits  bool   `json:"fits"`
 	// Node is where it would go, when it fits.
 	Node   string         `json:"node,omitempty"`
 	Claims []claimVerdict `json:"claims,omitempty"`
@@ -156,6 +159,9 @@ func (c *cluster) findPod(ns, name string) *corev1.Pod {
 // explainPod places the pod on its own against the cluster as it is, changing nothing.
 func (c *cluster) explainPod(ctx context.Context, pod *corev1.Pod) (podVerdict, error) {
 	v := podVerdict{Pod: pod.Namespace + "/" + pod.Name}
+	if name := podGroupName(pod); name != "" {
+		return c.explainGroupPod(ctx, pod, name)
+	}
 	p, err := c.pods.Place(ctx, pod)
 	var nne *pods.NoNodeError
 	switch {
@@ -190,6 +196,41 @@ func waitReason(err error) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// explainGroupPod places the pod with the other pending pods of its PodGroup, all or nothing, as
+// gang scheduling admits them, and reports the pod's part.
+func (c *cluster) explainGroupPod(ctx context.Context, pod *corev1.Pod, group string) (podVerdict, error) {
+	v := podVerdict{Pod: pod.Namespace + "/" + pod.Name, Group: group}
+	g, ok := c.groups[types.NamespacedName{Namespace: pod.Namespace, Name: group}]
+	if !ok {
+		v.Reason = fmt.Sprintf("its PodGroup %s/%s is not in the input; the pod waits for it", pod.Namespace, group)
+		return v, nil
+	}
+	members := c.groupMembers(pod.Namespace, group)
+	gp, err := c.pods.PlaceGroup(ctx, g, members)
+	if err != nil {
+		if errors.Is(err, pods.ErrGroupUnschedulable) {
+			v.Reason = fmt.Sprintf("its PodGroup %s/%s cannot be placed: its %d pending pods do not fit together", pod.Namespace, group, len(members))
+			return v, nil
+		}
+		if reason, ok := waitReason(err); ok {
+			v.Reason = reason
+			return v, nil
+		}
+		return v, err
+	}
+	for i, m := range members {
+		if m != pod {
+			continue
+		}
+		if p := gp.Pods[i]; p != nil {
+			v.Fits, v.Node, v.Claims = true, p.Node, placedClaims(p)
+		} else {
+			v.Reason = "left out: its PodGroup is placed without it, as its minCount allows"
+		}
+	}
+	return v, nil
 }
 
 // nodeReasons turns the reason pods.Place gives for a node into what to tell a person. Where the
@@ -244,6 +285,9 @@ func devicesOf(a *resourceapi.AllocationResult) []deviceGiven {
 
 func (e *env) printPodVerdict(v podVerdict) {
 	w := e.stdout
+	if v.Group != "" {
+		v.Pod += " (PodGroup " + v.Group + ")"
+	}
 	if v.Fits {
 		fmt.Fprintf(w, "Pod %s %s on node %s\n", v.Pod, e.good("fits"), v.Node)
 		for _, c := range v.Claims {

@@ -350,3 +350,26 @@ spec:
         deviceClassName: gpu.example.com
         cuont: 2
 `
+
+func TestPodGroupsAllOrNothing(t *testing.T) {
+	line := func(pod, group, device string) string {
+		return "Pod default/" + pod + " (PodGroup " + group + ") goes to node node-g\n" +
+			"  ResourceClaim default/" + pod + " (pod claim gpu):\n" +
+			"    request gpu: device " + device + " (driver gpu.example.com, pool node-g)\n"
+	}
+	// pair takes gpu-0 and gpu-1; trio needs three devices and finds one, so none of its pods goes.
+	want := line("p0", "pair", "gpu-0") + line("p1", "pair", "gpu-1")
+	for _, p := range []string{"t0", "t1", "t2"} {
+		want += "Pod default/" + p + " (PodGroup trio) cannot be scheduled: the 3 pending pods of the PodGroup do not fit together\n"
+	}
+	code, out, _ := dractl(t, "", "place", "-f", "testdata/gang")
+	if code != exitNotFit || out != want {
+		t.Errorf("place: exit %d, stdout:\n%s\nwant exit 1, stdout:\n%s", code, out, want)
+	}
+	// On its own, against three free devices, trio fits: t2 gets the third.
+	code, out, _ = dractl(t, "", "explain", "-f", "testdata/gang", "--pod", "default/t2")
+	want = "Pod default/t2 (PodGroup trio) fits on node node-g\n  ResourceClaim default/t2 (pod claim gpu):\n    request gpu: device gpu-2 (driver gpu.example.com, pool node-g)\n"
+	if code != exitOK || out != want {
+		t.Errorf("explain: exit %d, stdout:\n%s\nwant exit 0, stdout:\n%s", code, out, want)
+	}
+}

@@ -87,8 +87,12 @@ func runPlace(e *env, _ any) (int, error) {
 				if !errors.Is(err, pods.ErrGroupUnschedulable) && !errors.Is(err, pods.ErrNoNode) {
 					return exitBadInput, err
 				}
+				reason := err.Error()
+				if errors.Is(err, pods.ErrGroupUnschedulable) {
+					reason = fmt.Sprintf("the %d pending pods of the PodGroup do not fit together", len(members))
+				}
 				for _, m := range members {
-					decisions = append(decisions, placed{Pod: m.Namespace + "/" + m.Name, Group: gname, Reason: err.Error()})
+					decisions = append(decisions, placed{Pod: m.Namespace + "/" + m.Name, Group: gname, Reason: reason})
 				}
 				continue
 			}
