@@ -269,9 +269,13 @@ func (a *allocation) unsatisfiable() error {
 		both.r[0] = a.tooFewReason(a.short)
 		ue.Reasons = both.r[:1]
 	}
+	ue.Steps = a.steps
 	for _, p := range a.pools {
-		if p.invalid {
-			ue.Reasons = append(ue.Reasons, fmt.Sprintf("resource pool %s is invalid: %s", p.id, p.invalidReason))
+		if p.invalid || p.incomplete {
+			pe := PoolError{Pool: p.id, Incomplete: p.incomplete, Reason: p.invalidReason}
+			ue.Pools = append(ue.Pools, pe)
+			// As before Kubernetes names invalid pools; an incomplete one says why its devices are unused.
+			ue.Reasons = append(ue.Reasons, pe.Error())
 		}
 	}
 	return ue
@@ -415,10 +419,10 @@ func (a *allocation) prepareRequest(ci int, r *request, className string, count 
 		r.allDevices = make([]candidate, 0, resourceapi.AllocationResultsMaxSize)
 		for _, p := range a.pools {
 			if p.incomplete {
-				return fmt.Errorf("%s: %s: asks for all devices, but resource pool %s is currently being updated: %w", object(), r.path(), p.id, ErrPoolNotReady)
+				return fmt.Errorf("%s: %s: asks for all devices, but resource pool %s is currently being updated: %w", object(), r.path(), p.id, poolNotReady{ErrPoolIncomplete})
 			}
 			if p.invalid {
-				return fmt.Errorf("%s: %s: asks for all devices, but resource pool %s is currently invalid: %w", object(), r.path(), p.id, ErrPoolNotReady)
+				return fmt.Errorf("%s: %s: asks for all devices, but resource pool %s is currently invalid: %w", object(), r.path(), p.id, poolNotReady{ErrPoolInvalid})
 			}
 			for _, e := range p.slices {
 				for _, d := range e.devices() {

@@ -27,14 +27,24 @@ var (
 	ErrConflict = errors.New("fork conflicts with its parent")
 )
 
-// UnsatisfiableError explains why claims do not fit on a node.
+// UnsatisfiableError explains why claims do not fit on a node. Allocate fills in the reasons it knows
+// without extra work; [Explanation.Err] gives one with the whole explanation.
 type UnsatisfiableError struct {
 	// Node is the name of the node; Allocate and Fits refuse a node without a name, so it is empty only
 	// in an error built elsewhere.
 	Node string
-	// Reasons are human-readable reasons, most specific first; empty when the search simply found no
-	// combination of free devices.
+	// Reasons are human-readable reasons, most specific first, naming claims and requests as
+	// Kubernetes does (`claim default/train, request "gpus": needs 4 devices, 0 match and are free`).
+	// From Allocate it is empty when the search simply found no combination of free devices.
 	Reasons []string
+	// Pools are the node's incomplete or invalid resource pools: errors.Is(err, ErrPoolIncomplete)
+	// and errors.Is(err, ErrPoolInvalid) test for them.
+	Pools []PoolError
+	// Steps is how many steps the search took.
+	Steps int
+	// Explanation is the whole explanation when the error comes from [Explanation.Err]; nil from
+	// Allocate.
+	Explanation *Explanation
 }
 
 func (e *UnsatisfiableError) Error() string {
@@ -51,8 +61,16 @@ func (e *UnsatisfiableError) Error() string {
 	return b.String()
 }
 
-// Unwrap makes errors.Is(err, ErrUnsatisfiable) true.
-func (e *UnsatisfiableError) Unwrap() error { return ErrUnsatisfiable }
+// Unwrap makes errors.Is(err, ErrUnsatisfiable) true, and errors.Is(err, ErrPoolIncomplete) or
+// errors.Is(err, ErrPoolInvalid) for the pools.
+func (e *UnsatisfiableError) Unwrap() []error {
+	out := make([]error, 0, 1+len(e.Pools))
+	out = append(out, ErrUnsatisfiable)
+	for i := range e.Pools {
+		out = append(out, &e.Pools[i])
+	}
+	return out
+}
 
 // InputError names the object and the field of invalid input.
 type InputError struct {

@@ -124,29 +124,35 @@ func (a *allocation) countersAdmit(p *pool, d *deviceEntry) bool {
 	return a.poolCounters(p).Fits(d.api.ConsumesCounters)
 }
 
-// tooFewReason is "<claim>: <request path> needs N devices, M match and are free", built in the call's
+// tooFewReason is `claim <namespace>/<name>, request "<name>": needs N devices, M match and are free`
+// (naming the request as Kubernetes does, "request/subrequest" for a subrequest), built in the call's
 // buffer so that the string is the only allocation.
 func (a *allocation) tooFewReason(sf shortfall) string {
 	cs, r, n := sf.cs, sf.r, sf.n
 	b := a.textBuf[:0]
-	b = append(b, "ResourceClaim "...)
+	b = append(b, "claim "...)
 	b = append(b, cs.claim.Namespace...)
 	b = append(b, '/')
 	b = append(b, cs.claim.Name...)
-	b = append(b, ": spec.devices.requests["...)
-	b = strconv.AppendInt(b, int64(r.reqIdx), 10)
-	if r.sub {
-		b = append(b, "].firstAvailable["...)
-		b = strconv.AppendInt(b, int64(r.subIdx), 10)
-		b = append(b, ']')
+	b = append(b, ", request "...)
+	if r.parent != "" {
+		b = strconv.AppendQuote(b, r.parent+"/"+r.name)
 	} else {
-		b = append(b, "].exactly"...)
+		b = strconv.AppendQuote(b, r.name)
 	}
-	b = append(b, " needs "...)
+	b = append(b, ": needs "...)
 	b = strconv.AppendInt(b, int64(r.numDevices), 10)
-	b = append(b, " devices, "...)
+	if r.numDevices == 1 {
+		b = append(b, " device, "...)
+	} else {
+		b = append(b, " devices, "...)
+	}
 	b = strconv.AppendInt(b, int64(n), 10)
-	b = append(b, " match and are free"...)
+	if n == 1 {
+		b = append(b, " matches and is free"...)
+	} else {
+		b = append(b, " match and are free"...)
+	}
 	a.textBuf = b
 	return string(b)
 }

@@ -88,7 +88,7 @@ func (a *allocation) selectorsMatch(r *request, d *deviceEntry, class bool) (boo
 			ok, err = s.Matches(a.ctx, d.cel.view())
 			if err != nil {
 				object, f := where(i, ".cel.expression")
-				return false, inputError(object, f, fmt.Errorf("device %s: %w", d.id, err))
+				return false, inputError(object, f, deviceEvalError(d.id, err))
 			}
 			d.verdicts.put(s, ok)
 		}

@@ -19,14 +19,17 @@ import (
 
 // DeviceID identifies a device: the driver, the pool and the device name inside the pool.
 type DeviceID struct {
-	Driver, Pool, Device string
+	Driver string `json:"driver"`
+	Pool   string `json:"pool"`
+	Device string `json:"device"`
 }
 
 func (d DeviceID) String() string { return d.Driver + "/" + d.Pool + "/" + d.Device }
 
 // PoolID identifies a resource pool: the driver and the pool name.
 type PoolID struct {
-	Driver, Pool string
+	Driver string `json:"driver"`
+	Pool   string `json:"pool"`
 }
 
 func (p PoolID) String() string { return p.Driver + "/" + p.Pool }

@@ -188,7 +188,7 @@ func TestFailFastCountsOnlyDevicesTheCountersAdmit(t *testing.T) {
 
 	c := claim("c", exact("small", "small", 4), exact("whole", "whole", 1))
 	_, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{c})
-	if !errors.Is(err, allocator.ErrUnsatisfiable) || !strings.Contains(err.Error(), "needs 1 devices, 0 match and are free") {
+	if !errors.Is(err, allocator.ErrUnsatisfiable) || !strings.Contains(err.Error(), `request "whole": needs 1 device, 0 match and are free`) {
 		t.Fatalf("got %v, want does not fit, decided by counting", err)
 	}
 }

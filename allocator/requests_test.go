@@ -181,7 +181,7 @@ func TestAllocateFailsFast(t *testing.T) {
 		// Without the check the search tries every 8 of 32 devices before giving up.
 		name: "a request nothing can serve ends the search before it starts", slices: many, classes: classes,
 		claims:  []*resourceapi.ResourceClaim{claim("c", exact("gpus", "any", 8), exact("nic", "none", 1))},
-		wantErr: allocator.ErrUnsatisfiable, wantErrText: "spec.devices.requests[1].exactly needs 1 devices, 0 match and are free",
+		wantErr: allocator.ErrUnsatisfiable, wantErrText: `claim default/c, request "nic": needs 1 device, 0 match and are free`,
 	}, {
 		name: "a selector error on a later request is still reported when the search reaches it", slices: many, classes: classes,
 		claims: []*resourceapi.ResourceClaim{claim("c", exact("gpus", "any", 1),
