@@ -20,6 +20,7 @@ import (
 	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/manifest"
 	"github.com/dralloc/dralloc/allocator/pods"
+	"github.com/dralloc/dralloc/inventory"
 )
 
 // cluster is the input: the objects read, the snapshot built from them and the pods to place.
@@ -37,7 +38,7 @@ type cluster struct {
 // Pods with a node are running (their allocated claims are in the claims); pods without one and not
 // finished are pending.
 func loadCluster(files []string, stdin io.Reader) (*cluster, error) {
-	objs, err := manifest.Load(files, manifest.Options{SkipUnknown: true, Stdin: stdin})
+	objs, err := manifest.Load(files, manifest.Options{SkipUnknown: true, Stdin: stdin, Validate: validate})
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +115,17 @@ func loadCluster(files []string, stdin io.Reader) (*cluster, error) {
 		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
 	})
 	return c, nil
+}
+
+// validate refuses ResourceSlices that kube-apiserver would refuse (inventory.ValidateSlice checks
+// the API's limits and formats), so that a pool the allocator cannot use is an error naming the
+// slice and field instead of devices that silently never match.
+func validate(obj runtime.Object) error {
+	s, ok := obj.(*resourceapi.ResourceSlice)
+	if !ok {
+		return nil
+	}
+	return inventory.ValidateSlice(s).ToAggregate()
 }
 
 // at prefixes err with where obj was read: file, document and item.

@@ -81,6 +81,8 @@ type deviceGiven struct {
 type nodeVerdict struct {
 	Node    string   `json:"node"`
 	Reasons []string `json:"reasons"`
+	// Explanation is the allocator's, per request and filter, when the claims are the reason.
+	Explanation *allocator.Explanation `json:"explanation,omitempty"`
 }
 
 // claimReport is the answer for --claim.
@@ -173,7 +175,8 @@ func (c *cluster) explainPod(ctx context.Context, pod *corev1.Pod) (podVerdict, 
 			v.Reason = "the input has no nodes"
 		}
 		for _, r := range nne.Nodes {
-			v.Nodes = append(v.Nodes, nodeVerdict{Node: r.Node, Reasons: c.nodeReasons(ctx, pod, r)})
+			reasons, exp := c.nodeReasons(ctx, pod, r)
+			v.Nodes = append(v.Nodes, nodeVerdict{Node: r.Node, Reasons: reasons, Explanation: exp})
 		}
 		return v, nil
 	}
@@ -235,13 +238,13 @@ func (c *cluster) explainGroupPod(ctx context.Context, pod *corev1.Pod, group st
 
 // nodeReasons turns the reason pods.Place gives for a node into what to tell a person. Where the
 // claims are the reason, it asks the allocator on that node for the details.
-func (c *cluster) nodeReasons(ctx context.Context, pod *corev1.Pod, r pods.NodeReason) []string {
+func (c *cluster) nodeReasons(ctx context.Context, pod *corev1.Pod, r pods.NodeReason) ([]string, *allocator.Explanation) {
 	if r.Reason != "cannot allocate all claims" {
-		return []string{r.Reason}
+		return []string{r.Reason}, nil
 	}
 	pcs, err := c.pods.PodClaims(pod)
 	if err != nil {
-		return []string{err.Error()}
+		return []string{err.Error()}, nil
 	}
 	var claims []*resourceapi.ResourceClaim
 	for _, pc := range pcs {
@@ -249,11 +252,14 @@ func (c *cluster) nodeReasons(ctx context.Context, pod *corev1.Pod, r pods.NodeR
 			claims = append(claims, pc.Claim)
 		}
 	}
-	var ue *allocator.UnsatisfiableError
-	if _, err := c.snap.AllocateOnNode(ctx, r.Node, claims); errors.As(err, &ue) && len(ue.Reasons) > 0 {
-		return ue.Reasons
+	exp, err := c.snap.ExplainOnNode(ctx, r.Node, claims)
+	if err != nil {
+		return []string{err.Error()}, nil
 	}
-	return []string{"the free devices on this node cannot satisfy all of the pod's claims together"}
+	if reasons := exp.Reasons(); len(reasons) > 0 {
+		return reasons, exp
+	}
+	return []string{"the free devices on this node cannot satisfy all of the pod's claims together"}, exp
 }
 
 // placedClaims lists the claims of a placement with their devices.
@@ -342,16 +348,18 @@ func explainClaim(ctx context.Context, e *env, name string) (int, error) {
 	} else {
 		for _, node := range e.cluster.snap.Nodes() {
 			results, err := e.cluster.snap.Allocate(ctx, node, []*resourceapi.ResourceClaim{claim})
-			var ue *allocator.UnsatisfiableError
 			switch {
 			case err == nil:
 				rep.Fits, rep.Node, rep.Devices = true, node.Name, devicesOf(&results[0])
-			case errors.As(err, &ue):
-				reasons := ue.Reasons
-				if len(reasons) == 0 {
-					reasons = []string{"the free devices on this node cannot satisfy the claim"}
+			case errors.Is(err, allocator.ErrUnsatisfiable):
+				nv := nodeVerdict{Node: node.Name, Reasons: []string{"the free devices on this node cannot satisfy the claim"}}
+				if exp, err := e.cluster.snap.Explain(ctx, node, []*resourceapi.ResourceClaim{claim}); err == nil {
+					nv.Explanation = exp
+					if r := exp.Reasons(); len(r) > 0 {
+						nv.Reasons = r
+					}
 				}
-				rep.Nodes = append(rep.Nodes, nodeVerdict{Node: node.Name, Reasons: reasons})
+				rep.Nodes = append(rep.Nodes, nv)
 				continue
 			default:
 				rep.Nodes = append(rep.Nodes, nodeVerdict{Node: node.Name, Reasons: []string{err.Error()}})

@@ -27,59 +27,73 @@ func dractl(t *testing.T, stdin string, args ...string) (code int, stdout, stder
 // comment at the top of testdata/reasons/cluster.yaml), not copied from a run.
 
 func TestExplainEveryPendingPod(t *testing.T) {
-	need := func(claim string, n, free int) string {
-		return "ResourceClaim default/" + claim + ": spec.devices.requests[0].exactly needs " + itoa(n) + " devices, " + itoa(free) + " match and are free"
-	}
-	allNodes := func(reason string) []string {
-		return []string{"node node-a: " + reason, "node node-b: " + reason, "node node-c: " + reason}
-	}
+	const (
+		classGPU     = "DeviceClass gpu.example.com spec.selectors[0] (device.driver == 'gpu.example.com')"
+		classH100    = "DeviceClass gpu-h100 spec.selectors[0] (device.driver == 'gpu.example.com' && device.attributes['gpu.example.com'].model == 'H100')"
+		classNVIDIA  = "DeviceClass gpu.nvidia.com spec.selectors[0] (device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu')"
+		selector     = "spec.devices.requests[0].exactly.selectors[0]"
+		allocated    = "1 allocated to ResourceClaim default/train"
+		taintedA1    = "1 tainted example.com/maintenance:NoSchedule by DeviceTaintRule gpu-a1-maintenance"
+		nodeSelector = "node(s) didn't match Pod's node affinity/selector"
+		extended     = "Insufficient example.com/gpu: the node does not offer it and no DeviceClass provides it"
+	)
+	req := func(claim string) string { return "claim default/" + claim + `, request "gpu": ` }
+	// node-a and node-c have 2 gpu.example.com devices, node-b 3 gpu.nvidia.com devices.
 	tests := []struct {
-		name  string
-		pod   string
-		lines []string // the lines after the first
-		first string
+		name                string
+		pod                 string
+		nodeA, nodeB, nodeC string
 	}{
-		{"a class whose selector accepts no device fits nowhere", "class-false",
-			allNodes(need("class-false", 1, 0)), "Pod default/class-false cannot be scheduled"},
-		{"a request selector that accepts no device fits nowhere", "selector-false",
-			allNodes(need("selector-false", 1, 0)), "Pod default/selector-false cannot be scheduled"},
+		{"a class whose selector accepts no device", "class-false",
+			req("class-false") + "needs 1 device, 0 of 2 are candidates: 2 rejected by " + classH100,
+			req("class-false") + "needs 1 device, 0 of 3 are candidates: 3 rejected by " + classH100,
+			req("class-false") + "needs 1 device, 0 of 2 are candidates: 2 rejected by " + classH100},
+		{"a request selector that accepts no device", "selector-false",
+			req("selector-false") + "needs 1 device, 0 of 2 are candidates: 2 rejected by ResourceClaim default/selector-false " + selector + " (device.capacity['gpu.example.com'].memory.compareTo(quantity('100Gi')) >= 0)",
+			req("selector-false") + "needs 1 device, 0 of 3 are candidates: 3 rejected by " + classGPU,
+			req("selector-false") + "needs 1 device, 0 of 2 are candidates: 2 rejected by ResourceClaim default/selector-false " + selector + " (device.capacity['gpu.example.com'].memory.compareTo(quantity('100Gi')) >= 0)"},
 		{"the one device the request accepts is another claim's", "in-use",
-			allNodes(need("in-use", 1, 0)), "Pod default/in-use cannot be scheduled"},
-		{"the one device the request accepts is tainted NoSchedule", "tainted",
-			allNodes(need("tainted", 1, 0)), "Pod default/tainted cannot be scheduled"},
-		{"three devices wanted, node-c has two free, node-a none", "too-few",
-			[]string{"node node-a: " + need("too-few", 3, 0), "node node-b: " + need("too-few", 3, 0), "node node-c: " + need("too-few", 3, 2)},
-			"Pod default/too-few cannot be scheduled"},
-		{"two devices of one model: node-c has two of different models", "constraint",
-			[]string{"node node-a: " + need("constraint", 2, 0), "node node-b: " + need("constraint", 2, 0),
-				"node node-c: the free devices on this node cannot satisfy all of the pod's claims together"},
-			"Pod default/constraint cannot be scheduled"},
-		{"the whole MIG-partitioned GPU needs the memory counter half a MIG device holds", "counters",
-			allNodes(need("whole-gpu", 1, 0)), "Pod default/counters cannot be scheduled"},
-		{"a node selector no node matches", "node-selector",
-			allNodes("node(s) didn't match Pod's node affinity/selector"), "Pod default/node-selector cannot be scheduled"},
-		{"an extended resource that no node and no class offers", "extended",
-			allNodes("Insufficient example.com/gpu: the node does not offer it and no DeviceClass provides it"), "Pod default/extended cannot be scheduled"},
-		{"a pod that fits gets the first free device of the first node where it fits", "fits",
-			[]string{"ResourceClaim default/fits (pod claim gpu):", "  request gpu: device gpu-0 (driver gpu.example.com, pool node-c)"},
-			"Pod default/fits fits on node node-c"},
+			req("in-use") + "needs 1 device, 0 of 2 are candidates: 1 rejected by ResourceClaim default/in-use " + selector + " (device.attributes['gpu.example.com'].uuid == 'gpu-a0'), " + allocated,
+			req("in-use") + "needs 1 device, 0 of 3 are candidates: 3 rejected by " + classGPU,
+			req("in-use") + "needs 1 device, 0 of 2 are candidates: 2 rejected by ResourceClaim default/in-use " + selector + " (device.attributes['gpu.example.com'].uuid == 'gpu-a0')"},
+		{"the one device the request accepts is tainted NoSchedule by a DeviceTaintRule", "tainted",
+			req("tainted") + "needs 1 device, 0 of 2 are candidates: 1 rejected by ResourceClaim default/tainted " + selector + " (device.attributes['gpu.example.com'].uuid == 'gpu-a1'), " + taintedA1,
+			req("tainted") + "needs 1 device, 0 of 3 are candidates: 3 rejected by " + classGPU,
+			req("tainted") + "needs 1 device, 0 of 2 are candidates: 2 rejected by ResourceClaim default/tainted " + selector + " (device.attributes['gpu.example.com'].uuid == 'gpu-a1')"},
+		{"three devices wanted where at most two are free", "too-few",
+			req("too-few") + "needs 3 devices, 0 of 2 are candidates: " + allocated + ", " + taintedA1,
+			req("too-few") + "needs 3 devices, 0 of 3 are candidates: 3 rejected by " + classGPU,
+			req("too-few") + "needs 3 devices, 2 of 2 are candidates"},
+		{"two devices of one model where the two free ones differ", "constraint",
+			req("constraint") + "needs 2 devices, 0 of 2 are candidates: " + allocated + ", " + taintedA1,
+			req("constraint") + "needs 2 devices, 0 of 3 are candidates: 3 rejected by " + classGPU,
+			req("constraint") + `constraint spec.devices.constraints[0].matchAttribute on gpu.example.com/model: at most 1 of the 2 devices needed together (candidates by value: "LATEST-GPU-MODEL": 1, "OLDER-GPU-MODEL": 1)`},
+		{"the whole MIG-partitioned GPU needs the memory counter a MIG device holds half of", "counters",
+			req("whole-gpu") + "needs 1 device, 0 of 2 are candidates: 2 rejected by " + classNVIDIA,
+			req("whole-gpu") + "needs 1 device, 0 of 3 are candidates: 2 rejected by " + classNVIDIA + ", 1 short of counter gpu-0-counters/memory: need 80Gi, 40Gi left",
+			req("whole-gpu") + "needs 1 device, 0 of 2 are candidates: 2 rejected by " + classNVIDIA},
+		{"a node selector no node matches", "node-selector", nodeSelector, nodeSelector, nodeSelector},
+		{"an extended resource that no node and no class offers", "extended", extended, extended, extended},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errOut := dractl(t, "", "explain", "-f", reasons, "--pod", "default/"+tt.pod)
-			want := tt.first + "\n"
-			for _, l := range tt.lines {
-				want += "  " + l + "\n"
-			}
-			wantCode := exitNotFit
-			if tt.pod == "fits" {
-				wantCode = exitOK
-			}
-			if code != wantCode || out != want || errOut != "" {
-				t.Errorf("exit %d, stdout:\n%s\nstderr: %s\nwant exit %d, stdout:\n%s", code, out, errOut, wantCode, want)
+			want := "Pod default/" + tt.pod + " cannot be scheduled\n" +
+				"  node node-a: " + tt.nodeA + "\n" +
+				"  node node-b: " + tt.nodeB + "\n" +
+				"  node node-c: " + tt.nodeC + "\n"
+			if code != exitNotFit || out != want || errOut != "" {
+				t.Errorf("exit %d, stdout:\n%s\nstderr: %s\nwant exit 1, stdout:\n%s", code, out, errOut, want)
 			}
 		})
 	}
+	t.Run("a pod that fits gets the first free device of the first node where it fits", func(t *testing.T) {
+		code, out, _ := dractl(t, "", "explain", "-f", reasons, "--pod", "default/fits")
+		want := "Pod default/fits fits on node node-c\n  ResourceClaim default/fits (pod claim gpu):\n    request gpu: device gpu-0 (driver gpu.example.com, pool node-c)\n"
+		if code != exitOK || out != want {
+			t.Errorf("exit %d, stdout:\n%s\nwant exit 0, stdout:\n%s", code, out, want)
+		}
+	})
 
 	t.Run("every pending pod, each on its own: fits and fits-too both get node-c gpu-0", func(t *testing.T) {
 		code, out, _ := dractl(t, "", "explain", "-f", reasons)
@@ -96,8 +110,6 @@ func TestExplainEveryPendingPod(t *testing.T) {
 	})
 }
 
-func itoa(n int) string { return string(rune('0' + n)) }
-
 func TestExplainClaim(t *testing.T) {
 	tests := []struct {
 		name, claim string
@@ -110,9 +122,9 @@ func TestExplainClaim(t *testing.T) {
 			"ResourceClaim default/fits can be allocated on node node-c (the first node, by name, where it fits)\n  request gpu: device gpu-0 (driver gpu.example.com, pool node-c)\n"},
 		{"a claim that fits nowhere has the reasons per node", "default/too-few", exitNotFit,
 			"ResourceClaim default/too-few cannot be allocated on any node\n" +
-				"  node node-a: ResourceClaim default/too-few: spec.devices.requests[0].exactly needs 3 devices, 0 match and are free\n" +
-				"  node node-b: ResourceClaim default/too-few: spec.devices.requests[0].exactly needs 3 devices, 0 match and are free\n" +
-				"  node node-c: ResourceClaim default/too-few: spec.devices.requests[0].exactly needs 3 devices, 2 match and are free\n"},
+				"  node node-a: claim default/too-few, request \"gpu\": needs 3 devices, 0 of 2 are candidates: 1 allocated to ResourceClaim default/train, 1 tainted example.com/maintenance:NoSchedule by DeviceTaintRule gpu-a1-maintenance\n" +
+				"  node node-b: claim default/too-few, request \"gpu\": needs 3 devices, 0 of 3 are candidates: 3 rejected by DeviceClass gpu.example.com spec.selectors[0] (device.driver == 'gpu.example.com')\n" +
+				"  node node-c: claim default/too-few, request \"gpu\": needs 3 devices, 2 of 2 are candidates\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,6 +320,8 @@ func TestStdinAndUsage(t *testing.T) {
 		{"stdin, as kubectl pipes it", []string{"explain", "-f", "-"}, nodeAndPod, exitOK, "Pod default/p fits on node n1\n", ""},
 		{"an error names file, document and object", []string{"explain", "-f", "-"}, badClaim, exitBadInput, "",
 			"dractl explain: -: document 1: ResourceClaim c: spec.devices.requests[0].exactly.cuont: unknown field"},
+		{"a slice kube-apiserver would refuse is an error naming it and the field", []string{"inventory", "-f", "-"}, sliceWithCounters, exitBadInput, "",
+			"dractl inventory: -: document 1: ResourceSlice s: invalid object: spec.sharedCounters: Forbidden: devices and sharedCounters must be in separate slices"},
 		{"colour only when asked for off a terminal", []string{"explain", "-f", "-", "--color", "always"}, nodeAndPod, exitOK, "\x1b[32mfits\x1b[0m", ""},
 	}
 	for _, tt := range tests {
@@ -373,3 +387,22 @@ func TestPodGroupsAllOrNothing(t *testing.T) {
 		t.Errorf("explain: exit %d, stdout:\n%s\nwant exit 0, stdout:\n%s", code, out, want)
 	}
 }
+
+const sliceWithCounters = `apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata:
+  name: s
+spec:
+  driver: gpu.example.com
+  nodeName: n1
+  pool:
+    name: n1
+    resourceSliceCount: 1
+  sharedCounters:
+  - name: c
+    counters:
+      memory:
+        value: 1Gi
+  devices:
+  - name: d
+`
