@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
 
@@ -37,6 +38,8 @@ type selectorReport struct {
 	Expression string `json:"expression"`
 	// Checked is the number of devices the selector is evaluated on, Matched those it accepts.
 	Checked int `json:"checked"`
+	// (A request naming a class that does not exist is reported with Field its deviceClassName
+	// and Expression the class name.)
 	Matched int `json:"matched"`
 	// Problems are what a person should look at; empty when the selector is fine.
 	Problems []string `json:"problems,omitempty"`
@@ -78,14 +81,24 @@ func runLint(e *env, _ any) (int, error) {
 	for _, cl := range e.cluster.objs.Classes {
 		classDevices[cl.Name] = check("DeviceClass "+cl.Name, "spec.selectors", cl.Spec.Selectors, all)
 	}
+	request := func(object, path, class string, sels []resourceapi.DeviceSelector) {
+		devices, ok := classDevices[class]
+		if !ok {
+			// As the scheduler: a claim whose class does not exist is not allocated at all.
+			reports = append(reports, selectorReport{Object: object, Field: path + ".deviceClassName", Expression: class,
+				Problems: []string{fmt.Sprintf("DeviceClass %s is not in the input", class)}})
+			return
+		}
+		check(object, path+".selectors", sels, devices)
+	}
 	requests := func(object, path string, spec resourceapi.ResourceClaimSpec) {
 		for i, req := range spec.Devices.Requests {
 			rp := fmt.Sprintf("%s.devices.requests[%d]", path, i)
 			if req.Exactly != nil {
-				check(object, rp+".exactly.selectors", req.Exactly.Selectors, classDevices[req.Exactly.DeviceClassName])
+				request(object, rp+".exactly", req.Exactly.DeviceClassName, req.Exactly.Selectors)
 			}
 			for j, sub := range req.FirstAvailable {
-				check(object, fmt.Sprintf("%s.firstAvailable[%d].selectors", rp, j), sub.Selectors, classDevices[sub.DeviceClassName])
+				request(object, fmt.Sprintf("%s.firstAvailable[%d]", rp, j), sub.DeviceClassName, sub.Selectors)
 			}
 		}
 	}
@@ -98,7 +111,11 @@ func runLint(e *env, _ any) (int, error) {
 
 	code := exitOK
 	problems := 0
+	selectors := 0
 	for _, r := range reports {
+		if strings.HasSuffix(r.Field, ".expression") {
+			selectors++
+		}
 		if len(r.Problems) > 0 {
 			code = exitNotFit
 			problems++
@@ -116,7 +133,7 @@ func runLint(e *env, _ any) (int, error) {
 			fmt.Fprintf(e.stdout, "  %s %s\n", e.warn("-"), p)
 		}
 	}
-	fmt.Fprintf(e.stdout, "%d selectors checked against %d devices, %d with problems\n", len(reports), len(all), problems)
+	fmt.Fprintf(e.stdout, "%s checked against %s, %d with problems\n", plural(selectors, "selector"), plural(len(all), "device"), problems)
 	return code, nil
 }
 

@@ -196,6 +196,42 @@ func TestPlaceYAMLIsClaimsAsTheSchedulerWritesThem(t *testing.T) {
 	}
 }
 
+func TestLintMissingClass(t *testing.T) {
+	in := `apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: t
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: nope
+`
+	code, out, _ := dractl(t, in, "lint", "-f", "-")
+	want := "ResourceClaimTemplate default/t: spec.spec.devices.requests[0].exactly.deviceClassName: nope\n  - DeviceClass nope is not in the input\n0 selectors checked against 0 devices, 1 with problems\n"
+	if code != exitNotFit || out != want {
+		t.Errorf("exit %d, stdout:\n%s\nwant exit 1, stdout:\n%s", code, out, want)
+	}
+}
+
+func TestPlaceYAMLNamesUnplacedPodsOnStderr(t *testing.T) {
+	code, out, errOut := dractl(t, "", "place", "-f", reasons, "-o", "json")
+	var list struct {
+		Items []resourceapi.ResourceClaim `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	if code != exitNotFit || len(list.Items) != 2 || list.Items[0].Name != "fits" || list.Items[1].Name != "fits-too" {
+		t.Errorf("exit %d, %d claims; want 1 and the claims fits and fits-too:\n%s", code, len(list.Items), out)
+	}
+	if n := strings.Count(errOut, " cannot be scheduled: "); n != 9 {
+		t.Errorf("stderr names %d pods, want 9:\n%s", n, errOut)
+	}
+}
+
 func TestLint(t *testing.T) {
 	code, out, _ := dractl(t, "", "lint", "-f", reasons)
 	if code != exitNotFit {
