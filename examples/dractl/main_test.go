@@ -153,7 +153,7 @@ func TestPlaceInOrder(t *testing.T) {
 		t.Errorf("stdout:\n%s\nwant it to end with:\n%s", out, want)
 	}
 	for _, pod := range []string{"class-false", "selector-false", "in-use", "tainted", "too-few", "constraint", "counters", "node-selector", "extended"} {
-		line := "Pod default/" + pod + " cannot be scheduled: fits on none of the 3 nodes (dractl explain --pod default/" + pod + " says why)\n"
+		line := "Pod default/" + pod + " cannot be scheduled: fits on none of the 3 nodes\n  node node-a: "
 		if !strings.Contains(out, line) {
 			t.Errorf("stdout lacks %q", line)
 		}

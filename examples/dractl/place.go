@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -23,7 +24,8 @@ pods. Each pod that fits is assumed before the next is decided, so later pods se
 earlier ones took. The pods of a PodGroup are placed together, all or nothing, when the first of
 them comes up. With -o yaml or -o json the output is a List of the ResourceClaims with the status
 (allocation, reservedFor) the scheduler would write, to compare with
-"kubectl get resourceclaims -A -o yaml"; the pods that fit nowhere are named on stderr.
+"kubectl get resourceclaims -A -o yaml"; the pods that fit nowhere are named on stderr. In text,
+the reasons per node of a pod that fits nowhere are those after the pods decided before it.
 Exit status 0 when every pending pod fits, 1 when one does not.
 
 Examples:
@@ -44,6 +46,8 @@ type placed struct {
 	Node   string         `json:"node,omitempty"`
 	Claims []claimVerdict `json:"claims,omitempty"`
 	Reason string         `json:"reason,omitempty"`
+	// Nodes are the reasons per node for a pod that fits nowhere, after the pods decided before it.
+	Nodes []nodeVerdict `json:"nodes,omitempty"`
 }
 
 func runPlace(e *env, _ any) (int, error) {
@@ -111,7 +115,7 @@ func runPlace(e *env, _ any) (int, error) {
 			err = c.pods.Assume(p)
 		}
 		if err != nil {
-			v, verr := c.explainErr(err, pod)
+			v, verr := c.explainErr(ctx, err, pod)
 			if verr != nil {
 				return exitBadInput, verr
 			}
@@ -151,6 +155,9 @@ func runPlace(e *env, _ any) (int, error) {
 		}
 		if d.Node == "" {
 			fmt.Fprintf(e.stdout, "Pod %s%s %s: %s\n", d.Pod, group, e.bad("cannot be scheduled"), d.Reason)
+			for _, n := range d.Nodes {
+				fmt.Fprintf(e.stdout, "  node %s: %s\n", n.Node, strings.Join(n.Reasons, "; "))
+			}
 			continue
 		}
 		fmt.Fprintf(e.stdout, "Pod %s%s %s to node %s\n", d.Pod, group, e.good("goes"), d.Node)
@@ -163,11 +170,15 @@ func runPlace(e *env, _ any) (int, error) {
 
 // explainErr turns the error of Place into the decision for a pod that fits nowhere; other errors
 // are returned.
-func (c *cluster) explainErr(err error, pod *corev1.Pod) (placed, error) {
+func (c *cluster) explainErr(ctx context.Context, err error, pod *corev1.Pod) (placed, error) {
 	d := placed{Pod: pod.Namespace + "/" + pod.Name}
 	var nne *pods.NoNodeError
 	if errors.As(err, &nne) {
-		d.Reason = fmt.Sprintf("fits on none of the %d nodes (dractl explain --pod %s says why)", len(nne.Nodes), d.Pod)
+		d.Reason = fmt.Sprintf("fits on none of the %s", plural(len(nne.Nodes), "node"))
+		for _, r := range nne.Nodes {
+			reasons, exp := c.nodeReasons(ctx, pod, r)
+			d.Nodes = append(d.Nodes, nodeVerdict{Node: r.Node, Reasons: reasons, Explanation: exp})
+		}
 		return d, nil
 	}
 	if reason, ok := waitReason(err); ok {
