@@ -77,7 +77,6 @@ func loadCluster(files []string, stdin io.Reader) (*cluster, error) {
 	}
 	var suffixes atomic.Uint64
 	c.pods = pods.New(snap, pods.Options{
-		Workers:    1,
 		NameSuffix: func() string { return suffix(suffixes.Add(1)) },
 		Predicate:  extendedResourcePredicate(objs.Classes),
 	})

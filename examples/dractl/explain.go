@@ -21,7 +21,10 @@ var explainCommand = &command{
 	usage: `-f FILE|DIR|- [--pod NAMESPACE/NAME | --claim NAMESPACE/NAME] [-o text|yaml|json]
 
 Without --pod or --claim every pending pod (one without a node) is explained, each on its own,
-against the devices in use now. Exit status 0 when all of them fit, 1 when one does not.
+against the devices in use now; the pods of a PodGroup are placed together. The nodes are checked
+for what Dynamic Resource Allocation decides (devices, node selector and affinity, node taints,
+extended resources), not for CPU and memory. Exit status 0 when all of them fit, 1 when one
+does not.
 
 Examples:
   # Why is the pod training/worker-0 pending?
@@ -140,11 +143,18 @@ func runExplain(e *env, o any) (int, error) {
 	if len(verdicts) == 0 {
 		fmt.Fprintln(e.stdout, "No pending pods: every pod in the input has a node.")
 	}
+	fits := 0
 	for i, v := range verdicts {
 		if i > 0 {
 			fmt.Fprintln(e.stdout)
 		}
 		e.printPodVerdict(v)
+		if v.Fits {
+			fits++
+		}
+	}
+	if len(verdicts) > 1 {
+		fmt.Fprintf(e.stdout, "\n%d of %s fit, %d cannot be scheduled\n", fits, plural(len(verdicts), "pending pod"), len(verdicts)-fits)
 	}
 	return code, nil
 }

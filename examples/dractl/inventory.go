@@ -235,6 +235,9 @@ func runInventory(e *env, _ any) (int, error) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Per DeviceClass:")
+	if len(rep.Classes) == 0 {
+		fmt.Fprintln(w, "  no DeviceClasses in the input")
+	}
 	for _, c := range rep.Classes {
 		fmt.Fprintf(w, "  %s: %s, %d free, %d used, %d tainted\n", c.Class, plural(c.Devices, "device"), c.Free, c.Used, c.Tainted)
 	}

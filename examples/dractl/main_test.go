@@ -100,10 +100,11 @@ func TestExplainEveryPendingPod(t *testing.T) {
 		if code != exitNotFit {
 			t.Errorf("exit %d, want %d", code, exitNotFit)
 		}
-		if n := strings.Count(out, "cannot be scheduled"); n != 9 {
-			t.Errorf("%d pods cannot be scheduled, want 9:\n%s", n, out)
+		if n := strings.Count(out, "cannot be scheduled\n"); n != 10 { // 9 pods and the summary
+			t.Errorf("%d lines end in cannot be scheduled, want 9 pods and the summary:\n%s", n, out)
 		}
-		wantEnd := "Pod default/fits-too fits on node node-c\n  ResourceClaim default/fits-too (pod claim gpu):\n    request gpu: device gpu-0 (driver gpu.example.com, pool node-c)\n"
+		wantEnd := "Pod default/fits-too fits on node node-c\n  ResourceClaim default/fits-too (pod claim gpu):\n    request gpu: device gpu-0 (driver gpu.example.com, pool node-c)\n" +
+			"\n2 of 11 pending pods fit, 9 cannot be scheduled\n"
 		if !strings.HasSuffix(out, wantEnd) {
 			t.Errorf("output ends:\n%s\nwant it to end:\n%s", out[max(0, len(out)-len(wantEnd)-50):], wantEnd)
 		}
@@ -325,6 +326,7 @@ func TestDemoAllFit(t *testing.T) {
 			"  ResourceClaim " + p.claim + " (pod claim gpu, to be created):\n" +
 			"    request gpu: device gpu-0 (driver gpu.example.com, pool dra-example-driver-cluster-worker)\n"
 	}
+	want += "\n3 of 3 pending pods fit, 0 cannot be scheduled\n"
 	if code != exitOK || out != want {
 		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s", code, out, want)
 	}
