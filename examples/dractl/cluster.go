@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -96,6 +97,11 @@ func loadCluster(files []string, stdin io.Reader) (*cluster, error) {
 		c.groups[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}] = alpha
 	}
 	for _, p := range objs.Pods {
+		if p.UID == "" {
+			// The API server gives every object a UID when it is created; manifests as applied have
+			// none, and reservedFor and owner references need one to tell pods apart.
+			p.UID = uidFor("Pod", p.Namespace, p.Name)
+		}
 		switch {
 		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
 		case p.Spec.NodeName != "":
@@ -158,6 +164,14 @@ func podGroupV1alpha3(g *schedulingv1beta1.PodGroup) (*schedulingv1alpha3.PodGro
 	}
 	out.APIVersion, out.Kind = schedulingv1alpha3.SchemeGroupVersion.String(), "PodGroup"
 	return out, nil
+}
+
+// uidFor is a UID for an object that has none, the same for the same object in every run.
+func uidFor(kind, namespace, name string) types.UID {
+	h := sha256.Sum256([]byte(kind + "/" + namespace + "/" + name))
+	h[6] = h[6]&0x0f | 0x80 // version 8: a custom UUID
+	h[8] = h[8]&0x3f | 0x80
+	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16]))
 }
 
 // suffix is the i-th five-character name suffix, from the alphabet the API server uses for

@@ -176,10 +176,17 @@ func TestPlaceYAMLIsClaimsAsTheSchedulerWritesThem(t *testing.T) {
 	}
 	// The demo's three pods each get a claim from their template, named by the resourceclaim
 	// controller's rule <pod>-<entry>-<suffix>, and the first free GPUs in order.
-	want := []struct{ ns, name, pod, device string }{
-		{"basic-resourceclaimtemplate", "pod0-gpu-bbbbc", "pod0", "gpu-0"},
-		{"basic-resourceclaimtemplate", "pod1-gpu-bbbbd", "pod1", "gpu-1"},
-		{"cel-selector", "pod0-gpu-bbbbf", "pod0", "gpu-2"},
+	// The template pods each get a claim named by the resourceclaim controller's rule
+	// <pod>-<entry>-<suffix>; the first free GPUs go in order; the shared claim is allocated for
+	// its first pod and reserved for both.
+	want := []struct {
+		ns, name, device string
+		pods             []string
+	}{
+		{"basic-resourceclaimtemplate", "pod0-gpu-bbbbc", "gpu-0", []string{"pod0"}},
+		{"basic-resourceclaimtemplate", "pod1-gpu-bbbbd", "gpu-1", []string{"pod1"}},
+		{"basic-shared-claim-across-pods", "single-gpu", "gpu-2", []string{"pod0", "pod1"}},
+		{"cel-selector", "pod0-gpu-bbbbf", "gpu-3", []string{"pod0"}},
 	}
 	if list.APIVersion != "v1" || list.Kind != "List" || len(list.Items) != len(want) {
 		t.Fatalf("kind %s with %d items, want List with %d:\n%s", list.Kind, len(list.Items), len(want), out)
@@ -187,13 +194,30 @@ func TestPlaceYAMLIsClaimsAsTheSchedulerWritesThem(t *testing.T) {
 	for i, w := range want {
 		c := list.Items[i]
 		a := c.Status.Allocation
+		var reserved []string
+		for _, r := range c.Status.ReservedFor {
+			reserved = append(reserved, r.Name)
+		}
 		if c.Namespace != w.ns || c.Name != w.name || a == nil || len(a.Devices.Results) != 1 ||
 			a.Devices.Results[0].Device != w.device || a.Devices.Results[0].Pool != "dra-example-driver-cluster-worker" ||
-			len(c.Status.ReservedFor) != 1 || c.Status.ReservedFor[0].Name != w.pod ||
+			strings.Join(reserved, ",") != strings.Join(w.pods, ",") ||
 			len(c.Finalizers) != 1 || c.Finalizers[0] != "resource.kubernetes.io/delete-protection" {
-			t.Errorf("item %d: %s/%s allocation %+v reservedFor %+v finalizers %v; want %s/%s with %s reserved for %s",
-				i, c.Namespace, c.Name, a, c.Status.ReservedFor, c.Finalizers, w.ns, w.name, w.device, w.pod)
+			t.Errorf("item %d: %s/%s allocation %+v reservedFor %v finalizers %v; want %s/%s with %s reserved for %v",
+				i, c.Namespace, c.Name, a, reserved, c.Finalizers, w.ns, w.name, w.device, w.pods)
 		}
+	}
+}
+
+func TestPlaceSharedClaim(t *testing.T) {
+	code, out, _ := dractl(t, "", "place", "-f", demo)
+	want := "Pod basic-shared-claim-across-pods/pod0 goes to node dra-example-driver-cluster-worker\n" +
+		"  ResourceClaim basic-shared-claim-across-pods/single-gpu (pod claim shared-gpu):\n" +
+		"    request gpu: device gpu-2 (driver gpu.example.com, pool dra-example-driver-cluster-worker)\n" +
+		"Pod basic-shared-claim-across-pods/pod1 goes to node dra-example-driver-cluster-worker\n" +
+		"  ResourceClaim basic-shared-claim-across-pods/single-gpu (pod claim shared-gpu, already allocated, shared):\n" +
+		"    request gpu: device gpu-2 (driver gpu.example.com, pool dra-example-driver-cluster-worker)\n"
+	if code != exitOK || !strings.Contains(out, want) {
+		t.Errorf("exit %d, stdout:\n%s\nwant exit 0 and:\n%s", code, out, want)
 	}
 }
 
@@ -314,19 +338,21 @@ func TestDemoAllFit(t *testing.T) {
 	// Each pod is explained on its own against the empty node, so each would get gpu-0; the
 	// cel-selector pod's selectors (model LATEST-GPU-MODEL, memory >= 4Gi) accept every GPU.
 	want := ""
-	for i, p := range []struct{ pod, claim string }{
-		{"basic-resourceclaimtemplate/pod0", "basic-resourceclaimtemplate/pod0-gpu-bbbbc"},
-		{"basic-resourceclaimtemplate/pod1", "basic-resourceclaimtemplate/pod1-gpu-bbbbd"},
-		{"cel-selector/pod0", "cel-selector/pod0-gpu-bbbbf"},
+	for i, p := range []struct{ pod, claim, notes string }{
+		{"basic-resourceclaimtemplate/pod0", "basic-resourceclaimtemplate/pod0-gpu-bbbbc", "pod claim gpu, to be created"},
+		{"basic-resourceclaimtemplate/pod1", "basic-resourceclaimtemplate/pod1-gpu-bbbbd", "pod claim gpu, to be created"},
+		{"basic-shared-claim-across-pods/pod0", "basic-shared-claim-across-pods/single-gpu", "pod claim shared-gpu"},
+		{"basic-shared-claim-across-pods/pod1", "basic-shared-claim-across-pods/single-gpu", "pod claim shared-gpu"},
+		{"cel-selector/pod0", "cel-selector/pod0-gpu-bbbbf", "pod claim gpu, to be created"},
 	} {
 		if i > 0 {
 			want += "\n"
 		}
 		want += "Pod " + p.pod + " fits on node dra-example-driver-cluster-worker\n" +
-			"  ResourceClaim " + p.claim + " (pod claim gpu, to be created):\n" +
+			"  ResourceClaim " + p.claim + " (" + p.notes + "):\n" +
 			"    request gpu: device gpu-0 (driver gpu.example.com, pool dra-example-driver-cluster-worker)\n"
 	}
-	want += "\n3 of 3 pending pods fit, 0 cannot be scheduled\n"
+	want += "\n5 of 5 pending pods fit, 0 cannot be scheduled\n"
 	if code != exitOK || out != want {
 		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s", code, out, want)
 	}
