@@ -315,8 +315,40 @@ func (e *env) printPodVerdict(v podVerdict) {
 	if v.Reason != "" {
 		fmt.Fprintf(w, "  %s\n", v.Reason)
 	}
-	for _, n := range v.Nodes {
-		fmt.Fprintf(w, "  node %s: %s\n", n.Node, strings.Join(n.Reasons, "; "))
+	e.printNodeReasons(v.Nodes)
+}
+
+// printNodeReasons prints the reasons per node, nodes with the same reasons on one line (in the
+// order the first of them comes), as kube-scheduler sums up "3 node(s) didn't match ...": on a
+// large cluster most nodes fail for the same few reasons.
+func (e *env) printNodeReasons(nodes []nodeVerdict) {
+	type group struct {
+		nodes  []string
+		reason string
+	}
+	var groups []*group
+	byReason := map[string]*group{}
+	for _, n := range nodes {
+		reason := strings.Join(n.Reasons, "; ")
+		g := byReason[reason]
+		if g == nil {
+			g = &group{reason: reason}
+			byReason[reason] = g
+			groups = append(groups, g)
+		}
+		g.nodes = append(g.nodes, n.Node)
+	}
+	for _, g := range groups {
+		names := g.nodes
+		more := ""
+		if len(names) > 5 {
+			names, more = names[:5], fmt.Sprintf(" and %d more", len(names)-5)
+		}
+		label := "node "
+		if len(g.nodes) > 1 {
+			label = "nodes "
+		}
+		fmt.Fprintf(e.stdout, "  %s%s%s: %s\n", label, strings.Join(names, ", "), more, g.reason)
 	}
 }
 
@@ -403,8 +435,6 @@ func explainClaim(ctx context.Context, e *env, name string) (int, error) {
 	for _, d := range rep.Devices {
 		fmt.Fprintf(w, "  request %s: device %s (driver %s, pool %s)\n", d.Request, d.Device, d.Driver, d.Pool)
 	}
-	for _, nv := range rep.Nodes {
-		fmt.Fprintf(w, "  node %s: %s\n", nv.Node, strings.Join(nv.Reasons, "; "))
-	}
+	e.printNodeReasons(rep.Nodes)
 	return code, nil
 }

@@ -78,10 +78,17 @@ func TestExplainEveryPendingPod(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errOut := dractl(t, "", "explain", "-f", reasons, "--pod", "default/"+tt.pod)
-			want := "Pod default/" + tt.pod + " cannot be scheduled\n" +
-				"  node node-a: " + tt.nodeA + "\n" +
-				"  node node-b: " + tt.nodeB + "\n" +
-				"  node node-c: " + tt.nodeC + "\n"
+			// Nodes with the same reason share a line, in the order of the first of them.
+			var lines string
+			switch {
+			case tt.nodeA == tt.nodeB && tt.nodeB == tt.nodeC:
+				lines = "  nodes node-a, node-b, node-c: " + tt.nodeA + "\n"
+			case tt.nodeA == tt.nodeC:
+				lines = "  nodes node-a, node-c: " + tt.nodeA + "\n  node node-b: " + tt.nodeB + "\n"
+			default:
+				lines = "  node node-a: " + tt.nodeA + "\n  node node-b: " + tt.nodeB + "\n  node node-c: " + tt.nodeC + "\n"
+			}
+			want := "Pod default/" + tt.pod + " cannot be scheduled\n" + lines
 			if code != exitNotFit || out != want || errOut != "" {
 				t.Errorf("exit %d, stdout:\n%s\nstderr: %s\nwant exit 1, stdout:\n%s", code, out, errOut, want)
 			}
@@ -154,7 +161,7 @@ func TestPlaceInOrder(t *testing.T) {
 		t.Errorf("stdout:\n%s\nwant it to end with:\n%s", out, want)
 	}
 	for _, pod := range []string{"class-false", "selector-false", "in-use", "tainted", "too-few", "constraint", "counters", "node-selector", "extended"} {
-		line := "Pod default/" + pod + " cannot be scheduled: fits on none of the 3 nodes\n  node node-a: "
+		line := "Pod default/" + pod + " cannot be scheduled: fits on none of the 3 nodes\n  node"
 		if !strings.Contains(out, line) {
 			t.Errorf("stdout lacks %q", line)
 		}
@@ -470,3 +477,17 @@ spec:
   devices:
   - name: d
 `
+
+func TestNodeReasonsShareALine(t *testing.T) {
+	var nodes []nodeVerdict
+	for _, n := range []string{"n1", "n2", "n3", "n4", "n5", "n6", "n7"} {
+		nodes = append(nodes, nodeVerdict{Node: n, Reasons: []string{"full"}})
+	}
+	nodes = append(nodes, nodeVerdict{Node: "n8", Reasons: []string{"tainted", "full"}})
+	var out bytes.Buffer
+	(&env{stdout: &out}).printNodeReasons(nodes)
+	want := "  nodes n1, n2, n3, n4, n5 and 2 more: full\n  node n8: tainted; full\n"
+	if out.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -155,9 +154,7 @@ func runPlace(e *env, _ any) (int, error) {
 		}
 		if d.Node == "" {
 			fmt.Fprintf(e.stdout, "Pod %s%s %s: %s\n", d.Pod, group, e.bad("cannot be scheduled"), d.Reason)
-			for _, n := range d.Nodes {
-				fmt.Fprintf(e.stdout, "  node %s: %s\n", n.Node, strings.Join(n.Reasons, "; "))
-			}
+			e.printNodeReasons(d.Nodes)
 			continue
 		}
 		fmt.Fprintf(e.stdout, "Pod %s%s %s to node %s\n", d.Pod, group, e.good("goes"), d.Node)
