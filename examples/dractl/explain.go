@@ -171,6 +171,10 @@ func (c *cluster) findPod(ns, name string) *corev1.Pod {
 // explainPod places the pod on its own against the cluster as it is, changing nothing.
 func (c *cluster) explainPod(ctx context.Context, pod *corev1.Pod) (podVerdict, error) {
 	v := podVerdict{Pod: pod.Namespace + "/" + pod.Name}
+	if reason := gated(pod); reason != "" {
+		v.Reason = reason
+		return v, nil
+	}
 	if name := podGroupName(pod); name != "" {
 		return c.explainGroupPod(ctx, pod, name)
 	}
@@ -195,6 +199,19 @@ func (c *cluster) explainPod(ctx context.Context, pod *corev1.Pod) (podVerdict, 
 		return v, nil
 	}
 	return v, err
+}
+
+// gated says why kube-scheduler does not consider the pod yet: it has spec.schedulingGates, and
+// stays SchedulingGated until every gate is removed.
+func gated(pod *corev1.Pod) string {
+	if len(pod.Spec.SchedulingGates) == 0 {
+		return ""
+	}
+	names := make([]string, len(pod.Spec.SchedulingGates))
+	for i, g := range pod.Spec.SchedulingGates {
+		names[i] = g.Name
+	}
+	return "not considered by the scheduler until its scheduling gates are removed: " + strings.Join(names, ", ")
 }
 
 // waitReason says whether err is one that leaves a pod pending on every node, as in Kubernetes: a

@@ -393,6 +393,8 @@ func TestStdinAndUsage(t *testing.T) {
 			"dractl explain: -: document 1: ResourceClaim c: spec.devices.requests[0].exactly.cuont: unknown field"},
 		{"a slice kube-apiserver would refuse is an error naming it and the field", []string{"inventory", "-f", "-"}, sliceWithCounters, exitBadInput, "",
 			"dractl inventory: -: document 1: ResourceSlice s: invalid object: spec.sharedCounters: Forbidden: devices and sharedCounters must be in separate slices"},
+		{"a pod with scheduling gates is not considered", []string{"place", "-f", "-"}, nodeAndPod + gatedPod, exitNotFit,
+			"Pod default/g cannot be scheduled: not considered by the scheduler until its scheduling gates are removed: example.com/quota\n", ""},
 		{"colour only when asked for off a terminal", []string{"explain", "-f", "-", "--color", "always"}, nodeAndPod, exitOK, "\x1b[32mfits\x1b[0m", ""},
 	}
 	for _, tt := range tests {
@@ -491,3 +493,16 @@ func TestNodeReasonsShareALine(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
 	}
 }
+
+const gatedPod = `---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: g
+spec:
+  schedulingGates:
+  - name: example.com/quota
+  containers:
+  - name: c
+    image: busybox
+`

@@ -70,6 +70,11 @@ func runPlace(e *env, _ any) (int, error) {
 		if done[pod] {
 			continue
 		}
+		if reason := gated(pod); reason != "" {
+			done[pod] = true
+			decisions = append(decisions, placed{Pod: pod.Namespace + "/" + pod.Name, Reason: reason})
+			continue
+		}
 		if gname := podGroupName(pod); gname != "" {
 			members := c.groupMembers(pod.Namespace, gname)
 			for _, m := range members {
@@ -192,11 +197,12 @@ func podGroupName(pod *corev1.Pod) string {
 	return ""
 }
 
-// groupMembers are the pending pods of a PodGroup, in scheduling order.
+// groupMembers are the pending pods of a PodGroup that the scheduler considers (no scheduling
+// gates), in scheduling order.
 func (c *cluster) groupMembers(namespace, group string) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range c.pending {
-		if p.Namespace == namespace && podGroupName(p) == group {
+		if p.Namespace == namespace && podGroupName(p) == group && gated(p) == "" {
 			out = append(out, p)
 		}
 	}
