@@ -127,7 +127,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dractl %s: --color %s: must be auto, always or never\n", cmd.name, *color)
 		return exitBadInput
 	}
-	c, err := loadCluster(files, stdin)
+	c, err := loadCluster(files, stdin, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "dractl %s: %v\n", cmd.name, err)
 		return exitBadInput

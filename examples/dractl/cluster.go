@@ -38,11 +38,24 @@ type cluster struct {
 // are the allocated state), taint rules and nodes, and a pods.Cluster with the templates and PodGroups.
 // Pods with a node are running (their allocated claims are in the claims); pods without one and not
 // finished are pending.
-func loadCluster(files []string, stdin io.Reader) (*cluster, error) {
+func loadCluster(files []string, stdin io.Reader, stderr io.Writer) (*cluster, error) {
 	objs, err := manifest.Load(files, manifest.Options{SkipUnknown: true, Stdin: stdin, Validate: validate})
 	if err != nil {
 		return nil, err
 	}
+	warn := func(kind string, kept, dropped runtime.Object) {
+		src, _ := objs.Source(kept)
+		old, _ := objs.Source(dropped)
+		fmt.Fprintf(stderr, "dractl: %s: %s replaces the one read at %s, as kubectl apply would\n", src, kind, old)
+	}
+	objs.Pods = latest(objs.Pods, "Pod", warn)
+	objs.Nodes = latest(objs.Nodes, "Node", warn)
+	objs.Slices = latest(objs.Slices, "ResourceSlice", warn)
+	objs.Classes = latest(objs.Classes, "DeviceClass", warn)
+	objs.Claims = latest(objs.Claims, "ResourceClaim", warn)
+	objs.Templates = latest(objs.Templates, "ResourceClaimTemplate", warn)
+	objs.TaintRules = latest(objs.TaintRules, "DeviceTaintRule", warn)
+	objs.PodGroups = latest(objs.PodGroups, "PodGroup", warn)
 	var shares atomic.Uint64
 	snap := allocator.NewSnapshot(allocator.Options{
 		// Deterministic share IDs keep the output the same for the same input.
@@ -120,6 +133,32 @@ func loadCluster(files []string, stdin io.Reader) (*cluster, error) {
 		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
 	})
 	return c, nil
+}
+
+// latest keeps, of objects with the same namespace and name, the one read last (in the place of the
+// first), as applying the files one after the other leaves it; warn is told of each one dropped.
+func latest[T interface {
+	runtime.Object
+	GetNamespace() string
+	GetName() string
+}](list []T, kind string, warn func(kind string, kept, dropped runtime.Object)) []T {
+	index := map[types.NamespacedName]int{}
+	out := list[:0:0]
+	for _, obj := range list {
+		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		if i, ok := index[key]; ok {
+			name := kind + " " + obj.GetName()
+			if key.Namespace != "" {
+				name = kind + " " + key.Namespace + "/" + key.Name
+			}
+			warn(name, obj, out[i])
+			out[i] = obj
+			continue
+		}
+		index[key] = len(out)
+		out = append(out, obj)
+	}
+	return out
 }
 
 // validate refuses ResourceSlices that kube-apiserver would refuse (inventory.ValidateSlice checks

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -81,15 +82,17 @@ func runLint(e *env, _ any) (int, error) {
 	for _, cl := range e.cluster.objs.Classes {
 		classDevices[cl.Name] = check("DeviceClass "+cl.Name, "spec.selectors", cl.Spec.Selectors, all)
 	}
-	request := func(object, path, class string, sels []resourceapi.DeviceSelector) {
+	// request checks one request's (or subrequest's) selectors and reports whether some device
+	// passes them all.
+	request := func(object, path, class string, sels []resourceapi.DeviceSelector) bool {
 		devices, ok := classDevices[class]
 		if !ok {
 			// As the scheduler: a claim whose class does not exist is not allocated at all.
 			reports = append(reports, selectorReport{Object: object, Field: path + ".deviceClassName", Expression: class,
 				Problems: []string{fmt.Sprintf("DeviceClass %s is not in the input", class)}})
-			return
+			return false
 		}
-		check(object, path+".selectors", sels, devices)
+		return len(check(object, path+".selectors", sels, devices)) > 0
 	}
 	requests := func(object, path string, spec resourceapi.ResourceClaimSpec) {
 		for i, req := range spec.Devices.Requests {
@@ -97,8 +100,18 @@ func runLint(e *env, _ any) (int, error) {
 			if req.Exactly != nil {
 				request(object, rp+".exactly", req.Exactly.DeviceClassName, req.Exactly.Selectors)
 			}
+			first, some := len(reports), false
 			for j, sub := range req.FirstAvailable {
-				request(object, fmt.Sprintf("%s.firstAvailable[%d]", rp, j), sub.DeviceClassName, sub.Selectors)
+				if request(object, fmt.Sprintf("%s.firstAvailable[%d]", rp, j), sub.DeviceClassName, sub.Selectors) {
+					some = true
+				}
+			}
+			if some {
+				// An alternative that no device serves is the point of firstAvailable as long as
+				// another one is served.
+				for k := first; k < len(reports); k++ {
+					reports[k].Problems = slices.DeleteFunc(reports[k].Problems, func(p string) bool { return strings.HasPrefix(p, "matches none of") })
+				}
 			}
 		}
 	}

@@ -506,3 +506,72 @@ spec:
   - name: c
     image: busybox
 `
+
+func TestLintFirstAvailable(t *testing.T) {
+	template := func(first, second string) string {
+		return `apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: alt
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        firstAvailable:
+        - name: big
+          deviceClassName: gpu.example.com
+          selectors:
+          - cel:
+              expression: "` + first + `"
+        - name: any
+          deviceClassName: gpu.example.com
+          selectors:
+          - cel:
+              expression: "` + second + `"
+`
+	}
+	const none, all = "device.attributes['gpu.example.com'].index > 100", "device.attributes['gpu.example.com'].index >= 0"
+	// An alternative no device serves is fine while another one is served: the demo GPUs have
+	// index 0..7.
+	code, out, _ := dractl(t, template(none, all), "lint", "-f", demo+"/cluster.yaml", "-f", "-")
+	if code != exitOK || out != "3 selectors checked against 8 devices, 0 with problems\n" {
+		t.Errorf("one alternative served: exit %d, stdout:\n%s", code, out)
+	}
+	code, out, _ = dractl(t, template(none, none), "lint", "-f", demo+"/cluster.yaml", "-f", "-")
+	if code != exitNotFit || strings.Count(out, "  - matches none of the 8 devices\n") != 2 {
+		t.Errorf("no alternative served: exit %d, stdout:\n%s", code, out)
+	}
+}
+
+func TestLaterObjectReplacesEarlier(t *testing.T) {
+	// The second Node of the same name has the label the pod selects: applied in order, it wins.
+	in := `apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  labels:
+    pool: gpu
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  nodeSelector:
+    pool: gpu
+  containers:
+  - name: c
+    image: busybox
+`
+	code, out, errOut := dractl(t, in, "explain", "-f", "-")
+	if code != exitOK || out != "Pod default/p fits on node n1\n" ||
+		errOut != "dractl: -: document 2: Node n1 replaces the one read at -: document 1, as kubectl apply would\n" {
+		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}

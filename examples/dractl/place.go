@@ -177,6 +177,9 @@ func (c *cluster) explainErr(ctx context.Context, err error, pod *corev1.Pod) (p
 	var nne *pods.NoNodeError
 	if errors.As(err, &nne) {
 		d.Reason = fmt.Sprintf("fits on none of the %s", plural(len(nne.Nodes), "node"))
+		if len(nne.Nodes) == 1 {
+			d.Reason = "does not fit on the only node"
+		}
 		for _, r := range nne.Nodes {
 			reasons, exp := c.nodeReasons(ctx, pod, r)
 			d.Nodes = append(d.Nodes, nodeVerdict{Node: r.Node, Reasons: reasons, Explanation: exp})
