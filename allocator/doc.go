@@ -16,7 +16,11 @@
 //     [ErrUnsatisfiable] (as *[UnsatisfiableError]) when they do not fit, or an error wrapping
 //     [ErrInvalidInput] (as *[InputError]) naming the object and field when the input is one that
 //     Kubernetes would refuse to allocate at all. [Snapshot.Fits] is the same search without building
-//     the answer: what a filter asks of every node, allocating nothing.
+//     the answer: what a filter asks of every node, allocating nothing. [Snapshot.Explain] says why:
+//     per request, which filter (class or request selector, pool, allocation by another claim, taint,
+//     capacity, counters, …) removed how many devices and which object did it, and what keeps requests
+//     with enough candidates from fitting together (a constraint, competing requests, the 32-results
+//     limit); a separate pass, so Allocate and Fits pay nothing for it.
 //
 // The default strategy, [FirstFit], visits pools, slices and devices in the order the Kubernetes
 // allocator (k8s.io/dynamic-resource-allocation/structured) visits them and therefore picks the same

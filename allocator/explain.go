@@ -368,40 +368,127 @@ func candidates(n int) string {
 	return "are candidates"
 }
 
-// text is one cause in words: "6 rejected by DeviceClass gpu-h100 selector 0 (expr)".
-func (c *Cause) text(r Reason) string {
-	n := strconv.Itoa(c.Devices)
+// text is one cause in words: "6 rejected by DeviceClass gpu-h100 spec.selectors[0] (expr)".
+func (c *Cause) text(r Reason) string { return strconv.Itoa(c.Devices) + " " + c.phrase(r) }
+
+// phrase is what a cause did to its devices, without their number.
+func (c *Cause) phrase(r Reason) string {
 	switch r {
 	case ReasonPoolIncomplete, ReasonPoolInvalid:
-		return n + " in " + c.Object + ", " + c.Message
+		return "in " + c.Object + ", " + c.Message
 	case ReasonBindingConditions:
-		return n + " with binding conditions, which are disabled"
+		return "with binding conditions, which are disabled"
 	case ReasonClassSelector, ReasonRequestSelector:
-		return n + " rejected by " + c.Object + " " + c.Field + " (" + c.Expression + ")"
+		return "rejected by " + c.Object + " " + c.Field + " (" + c.Expression + ")"
 	case ReasonCELError:
-		return n + " where " + c.Object + " " + c.Field + " failed: " + c.Message
+		return "where " + c.Object + " " + c.Field + " failed: " + c.Message
 	case ReasonNotOnNode:
-		return n + " not available on this node (" + c.Object + ")"
+		return "not available on this node (" + c.Object + ")"
 	case ReasonAllocated:
-		return n + " allocated to " + c.Object
+		return "allocated to " + c.Object
 	case ReasonCapacity:
 		if c.Available == "" {
-			return n + " cannot serve capacity " + c.Name + " " + c.Needed
+			return "cannot serve capacity " + c.Name + " " + c.Needed
 		}
-		return n + " short of capacity " + c.Name + ": need " + c.Needed + ", " + c.Available + " free"
+		return "short of capacity " + c.Name + ": need " + c.Needed + ", " + c.Available + " free"
 	case ReasonNodeOperations:
-		return n + " skip node operations, which this node does not support"
+		return "skip node operations, which this node does not support"
 	case ReasonCounters:
 		if c.Name == "" {
-			return n + " would consume counters, which are disabled"
+			return "would consume counters, which are disabled"
 		}
-		return n + " short of counter " + c.CounterSet + "/" + c.Name + ": need " + c.Needed + ", " + c.Available + " left"
+		return "short of counter " + c.CounterSet + "/" + c.Name + ": need " + c.Needed + ", " + c.Available + " left"
 	case ReasonCompatibilityGroup:
-		return n + " not compatible with the devices drawing on counter set " + c.CounterSet
+		return "not compatible with the devices drawing on counter set " + c.CounterSet
 	case ReasonTaint:
-		return n + " tainted " + c.Name + ":" + c.Effect + " by " + c.Object
+		return "tainted " + c.Name + ":" + c.Effect + " by " + c.Object
 	}
-	return n + " " + string(r)
+	return string(r)
+}
+
+// static reports the filters that decide what a device is, before what the cluster does with it.
+func static(r Reason) bool {
+	switch r {
+	case ReasonPoolIncomplete, ReasonPoolInvalid, ReasonBindingConditions, ReasonClassSelector,
+		ReasonRequestSelector, ReasonCELError, ReasonNotOnNode:
+		return true
+	}
+	return false
+}
+
+// Headline is one short line for the main reason the claims do not fit, worded so that nodes failing
+// the same way share it (it names objects, not devices): `class gpu-h100 matched no device`, `3 of 4
+// matching devices tainted maintenance.example.com/firmware:NoSchedule by DeviceTaintRule
+// firmware-rollout`. It is "" when the claims fit.
+func (e *Explanation) Headline() string {
+	if e.Fits {
+		return ""
+	}
+	for _, c := range e.Claims {
+		for i := range c.Requests {
+			if r := &c.Requests[i]; r.Short() {
+				return RequestRef{Claim: c.Claim, Request: r.Request}.String() + ": " + r.headline()
+			}
+		}
+	}
+	if len(e.Obstacles) > 0 {
+		o := e.Obstacles[0]
+		if o.Reason == ReasonSearchGaveUp || o.Reason == ReasonNoCombination {
+			o.Steps = 0
+			s := o.String()
+			return s[:strings.LastIndex(s, " (")]
+		}
+		return o.String()
+	}
+	return "claims do not fit"
+}
+
+// headline is the main reason a short request is short: what its selectors leave, or the largest cause
+// that removed matching devices.
+func (r *RequestExplanation) headline() string {
+	matching := r.Devices
+	var top *Cause
+	var topReason Reason
+	var topStatic *Cause
+	var topStaticReason Reason
+	for fi := range r.Filters {
+		f := &r.Filters[fi]
+		for ci := range f.Causes {
+			c := &f.Causes[ci]
+			if static(f.Reason) {
+				if topStatic == nil || c.Devices > topStatic.Devices {
+					topStatic, topStaticReason = c, f.Reason
+				}
+				continue
+			}
+			if top == nil || c.Devices > top.Devices {
+				top, topReason = c, f.Reason
+			}
+		}
+		if static(f.Reason) {
+			matching -= f.Removed
+		}
+	}
+	switch {
+	case r.Devices == 0:
+		return "no device of the node's pools"
+	case matching == 0 && topStaticReason == ReasonClassSelector:
+		return "class " + r.Class + " matched no device"
+	case matching == 0 && topStaticReason == ReasonRequestSelector:
+		return "the request's selectors matched no device of class " + r.Class
+	case matching == 0:
+		return "no device usable: " + topStatic.phrase(topStaticReason)
+	case top != nil:
+		return fmt.Sprintf("%d of %d matching %s %s", top.Devices, matching, devicesWord(matching), top.phrase(topReason))
+	}
+	return fmt.Sprintf("needs %s, %d match", plural(r.Needs, "device"), matching)
+}
+
+func devicesWord(n int) string {
+	if n == 1 {
+		return "device"
+	}
+	return "devices"
 }
 
 func (o *Obstacle) String() string {
@@ -429,7 +516,7 @@ func (o *Obstacle) String() string {
 		return fmt.Sprintf("%s: constraint %s on %s: at most %d of the %s needed together (candidates by value: %s)",
 			who, o.Field, o.Attribute, o.Largest, plural(o.Needed, "device"), strings.Join(vals, ", "))
 	case ReasonCompeting:
-		return fmt.Sprintf("%s: together need %s, only %d candidates among them", who, plural(o.Needed, "device"), o.Largest)
+		return fmt.Sprintf("%s: together need %s and share %s", who, plural(o.Needed, "device"), plural(o.Largest, "candidate"))
 	case ReasonSearchGaveUp:
 		return "search gave up after " + plural(o.Steps, "step")
 	case ReasonNoCombination:

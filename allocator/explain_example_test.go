@@ -39,6 +39,7 @@ func ExampleSnapshot_Explain() {
 	}
 	fmt.Print(e)
 	fmt.Println(e.Dominant())
+	fmt.Println(e.Headline())
 	// Output:
 	// node node-a: claims do not fit (0 search steps)
 	//   claim default/train
@@ -46,6 +47,7 @@ func ExampleSnapshot_Explain() {
 	//       - 2 rejected by DeviceClass gpu-h100 spec.selectors[0] (device.attributes["gpu.example.com"].model == "H100")
 	//       - 1 allocated to ResourceClaim default/inference
 	// claim default/train, request "gpus": needs 2 devices, 1 of 4 is a candidate: 2 rejected by DeviceClass gpu-h100 spec.selectors[0] (device.attributes["gpu.example.com"].model == "H100"), 1 allocated to ResourceClaim default/inference
+	// claim default/train, request "gpus": 1 of 2 matching devices allocated to ResourceClaim default/inference
 }
 
 func check(err error) {

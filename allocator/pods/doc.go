@@ -21,6 +21,8 @@
 //     predicates, a caller predicate, then the claims) and chooses one; [Cluster.Assume] writes the
 //     placement into the snapshot and [Cluster.Remove] undoes it as the control plane does when a pod
 //     goes away. Use [allocator.Snapshot.Fork] for what-if questions.
+//   - [Cluster.Explain] says why a pod fits on which nodes and not on the others, node by node, and
+//     groups the nodes by their main reason in a line short enough for a pod condition.
 //   - [Cluster.PlaceGroup] places a gang all or nothing, with backtracking across pods and topology
 //     domains.
 //   - Ranged capacity (an SDK extension): with [Options.Preferred], a new share of a device records the

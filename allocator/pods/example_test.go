@@ -235,3 +235,25 @@ func ExampleCluster_PlanHandBack() {
 	// default/server-kv-cache-aaaa0 gives back 4Gi of 6Gi memory
 	// then job goes to n1
 }
+
+func ExampleCluster_Explain() {
+	c := exampleCluster(pods.Options{})
+	ctx := context.Background()
+	p, err := c.Place(ctx, pod("first", "gpu=template:one-gpu"))
+	if err != nil {
+		panic(err)
+	}
+	_ = c.Assume(p) // node-a's GPU is in use
+	e, err := c.Explain(ctx, pod("second", "gpu=template:one-gpu", "more=template:one-gpu"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(e)
+	for _, n := range e.Nodes {
+		fmt.Println(n.Node, n.Fits, n.Reason)
+	}
+	// Output:
+	// 1 node: claim default/second-gpu-aaaa1, request "gpu": 1 of 1 matching device allocated to ResourceClaim default/first-gpu-aaaa0; 1 node: claim default/second-gpu-aaaa1, request "gpu"; claim default/second-more-aaaa2, request "gpu": together need 2 devices and share 1 candidate
+	// node-a false claim default/second-gpu-aaaa1, request "gpu": 1 of 1 matching device allocated to ResourceClaim default/first-gpu-aaaa0
+	// node-b false claim default/second-gpu-aaaa1, request "gpu"; claim default/second-more-aaaa2, request "gpu": together need 2 devices and share 1 candidate
+}
