@@ -56,6 +56,8 @@ type podVerdict struct {
 	// Reason is why it fits nowhere when that does not depend on the node (a claim that does not
 	// exist, a claim another pod owns).
 	Reason string `json:"reason,omitempty"`
+	// Summary groups the nodes by their main reason, when it fits nowhere.
+	Summary string `json:"summary,omitempty"`
 	// Nodes are the reasons per node when it fits nowhere.
 	Nodes []nodeVerdict `json:"nodes,omitempty"`
 }
@@ -187,12 +189,10 @@ func (c *cluster) explainPod(ctx context.Context, pod *corev1.Pod) (podVerdict, 
 	case errors.As(err, &nne):
 		if len(nne.Nodes) == 0 {
 			v.Reason = "the input has no nodes"
+			return v, nil
 		}
-		for _, r := range nne.Nodes {
-			reasons, exp := c.nodeReasons(ctx, pod, r)
-			v.Nodes = append(v.Nodes, nodeVerdict{Node: r.Node, Reasons: reasons, Explanation: exp})
-		}
-		return v, nil
+		v.Summary, v.Nodes, err = c.whyNot(ctx, pod)
+		return v, err
 	}
 	if reason, ok := waitReason(err); ok {
 		v.Reason = reason
@@ -263,30 +263,28 @@ func (c *cluster) explainGroupPod(ctx context.Context, pod *corev1.Pod, group st
 	return v, nil
 }
 
-// nodeReasons turns the reason pods.Place gives for a node into what to tell a person. Where the
-// claims are the reason, it asks the allocator on that node for the details.
-func (c *cluster) nodeReasons(ctx context.Context, pod *corev1.Pod, r pods.NodeReason) ([]string, *allocator.Explanation) {
-	if r.Reason != "cannot allocate all claims" {
-		return []string{r.Reason}, nil
-	}
-	pcs, err := c.pods.PodClaims(pod)
+// whyNot explains, node by node, why the pod fits nowhere: the node's predicate reason, or what
+// the allocator found about the claims there (pods.Cluster.Explain). The summary groups the nodes
+// by their main reason, as the scheduler's message on the pod would.
+func (c *cluster) whyNot(ctx context.Context, pod *corev1.Pod) (string, []nodeVerdict, error) {
+	exp, err := c.pods.Explain(ctx, pod)
 	if err != nil {
-		return []string{err.Error()}, nil
+		return "", nil, err
 	}
-	var claims []*resourceapi.ResourceClaim
-	for _, pc := range pcs {
-		if pc.Claim.Status.Allocation == nil {
-			claims = append(claims, pc.Claim)
+	var out []nodeVerdict
+	for _, n := range exp.Nodes {
+		if n.Fits {
+			continue
 		}
+		nv := nodeVerdict{Node: n.Node, Reasons: []string{n.Reason}, Explanation: n.Claims}
+		if n.Claims != nil {
+			if r := n.Claims.Reasons(); len(r) > 0 {
+				nv.Reasons = r
+			}
+		}
+		out = append(out, nv)
 	}
-	exp, err := c.snap.ExplainOnNode(ctx, r.Node, claims)
-	if err != nil {
-		return []string{err.Error()}, nil
-	}
-	if reasons := exp.Reasons(); len(reasons) > 0 {
-		return reasons, exp
-	}
-	return []string{"the free devices on this node cannot satisfy all of the pod's claims together"}, exp
+	return exp.String(), out, nil
 }
 
 // placedClaims lists the claims of a placement with their devices.
@@ -332,13 +330,17 @@ func (e *env) printPodVerdict(v podVerdict) {
 	if v.Reason != "" {
 		fmt.Fprintf(w, "  %s\n", v.Reason)
 	}
-	e.printNodeReasons(v.Nodes)
+	e.printNodeReasons(v.Nodes, v.Summary)
 }
+
+// maxReasonLines bounds the lines of reasons printed for one pod or claim.
+const maxReasonLines = 8
 
 // printNodeReasons prints the reasons per node, nodes with the same reasons on one line (in the
 // order the first of them comes), as kube-scheduler sums up "3 node(s) didn't match ...": on a
-// large cluster most nodes fail for the same few reasons.
-func (e *env) printNodeReasons(nodes []nodeVerdict) {
+// large cluster most nodes fail for the same few reasons. Past maxReasonLines lines the rest is
+// counted, after the summary (the nodes grouped by main reason), and -o yaml has them all.
+func (e *env) printNodeReasons(nodes []nodeVerdict, summary string) {
 	type group struct {
 		nodes  []string
 		reason string
@@ -355,7 +357,18 @@ func (e *env) printNodeReasons(nodes []nodeVerdict) {
 		}
 		g.nodes = append(g.nodes, n.Node)
 	}
-	for _, g := range groups {
+	if len(groups) > maxReasonLines && summary != "" {
+		fmt.Fprintf(e.stdout, "  in short: %s\n", summary)
+	}
+	for i, g := range groups {
+		if i == maxReasonLines {
+			rest := 0
+			for _, g := range groups[i:] {
+				rest += len(g.nodes)
+			}
+			fmt.Fprintf(e.stdout, "  and %s for other reasons (-o yaml lists them all)\n", plural(rest, "more node"))
+			break
+		}
 		names := g.nodes
 		more := ""
 		if len(names) > 5 {
@@ -452,6 +465,6 @@ func explainClaim(ctx context.Context, e *env, name string) (int, error) {
 	for _, d := range rep.Devices {
 		fmt.Fprintf(w, "  request %s: device %s (driver %s, pool %s)\n", d.Request, d.Device, d.Driver, d.Pool)
 	}
-	e.printNodeReasons(rep.Nodes)
+	e.printNodeReasons(rep.Nodes, "")
 	return code, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -487,8 +488,24 @@ func TestNodeReasonsShareALine(t *testing.T) {
 	}
 	nodes = append(nodes, nodeVerdict{Node: "n8", Reasons: []string{"tainted", "full"}})
 	var out bytes.Buffer
-	(&env{stdout: &out}).printNodeReasons(nodes)
+	(&env{stdout: &out}).printNodeReasons(nodes, "8 nodes: full")
 	want := "  nodes n1, n2, n3, n4, n5 and 2 more: full\n  node n8: tainted; full\n"
+	if out.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
+	}
+
+	// Ten different reasons: eight lines, the rest counted, the summary first.
+	nodes = nil
+	for i := range 10 {
+		nodes = append(nodes, nodeVerdict{Node: fmt.Sprintf("n%d", i), Reasons: []string{fmt.Sprintf("reason %d", i)}})
+	}
+	out.Reset()
+	(&env{stdout: &out}).printNodeReasons(nodes, "10 nodes: several")
+	want = "  in short: 10 nodes: several\n"
+	for i := range 8 {
+		want += fmt.Sprintf("  node n%d: reason %d\n", i, i)
+	}
+	want += "  and 2 more nodes for other reasons (-o yaml lists them all)\n"
 	if out.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
 	}

@@ -45,6 +45,8 @@ type placed struct {
 	Node   string         `json:"node,omitempty"`
 	Claims []claimVerdict `json:"claims,omitempty"`
 	Reason string         `json:"reason,omitempty"`
+	// Summary groups the nodes by their main reason, for a pod that fits nowhere.
+	Summary string `json:"summary,omitempty"`
 	// Nodes are the reasons per node for a pod that fits nowhere, after the pods decided before it.
 	Nodes []nodeVerdict `json:"nodes,omitempty"`
 }
@@ -159,7 +161,7 @@ func runPlace(e *env, _ any) (int, error) {
 		}
 		if d.Node == "" {
 			fmt.Fprintf(e.stdout, "Pod %s%s %s: %s\n", d.Pod, group, e.bad("cannot be scheduled"), d.Reason)
-			e.printNodeReasons(d.Nodes)
+			e.printNodeReasons(d.Nodes, d.Summary)
 			continue
 		}
 		fmt.Fprintf(e.stdout, "Pod %s%s %s to node %s\n", d.Pod, group, e.good("goes"), d.Node)
@@ -180,11 +182,9 @@ func (c *cluster) explainErr(ctx context.Context, err error, pod *corev1.Pod) (p
 		if len(nne.Nodes) == 1 {
 			d.Reason = "does not fit on the only node"
 		}
-		for _, r := range nne.Nodes {
-			reasons, exp := c.nodeReasons(ctx, pod, r)
-			d.Nodes = append(d.Nodes, nodeVerdict{Node: r.Node, Reasons: reasons, Explanation: exp})
-		}
-		return d, nil
+		var err error
+		d.Summary, d.Nodes, err = c.whyNot(ctx, pod)
+		return d, err
 	}
 	if reason, ok := waitReason(err); ok {
 		d.Reason = reason
