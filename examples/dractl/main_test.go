@@ -592,3 +592,25 @@ spec:
 		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }
+
+func TestExplainJSONSummary(t *testing.T) {
+	tests := []struct{ pod, summary string }{
+		// On all three nodes the class accepts nothing: one group.
+		{"class-false", `3 nodes: claim default/class-false, request "gpu": class gpu-h100 matched no device`},
+		// node-a and node-c have no gpu.nvidia.com device; on node-b the one whole GPU lacks counter.
+		{"counters", `2 nodes: claim default/whole-gpu, request "gpu": class gpu.nvidia.com matched no device; ` +
+			`1 node: claim default/whole-gpu, request "gpu": 1 of 1 matching device short of counter gpu-0-counters/memory: need 80Gi, 40Gi left`},
+	}
+	for _, tt := range tests {
+		code, out, _ := dractl(t, "", "explain", "-f", reasons, "--pod", "default/"+tt.pod, "-o", "json")
+		var got struct {
+			Pods []podVerdict `json:"pods"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitNotFit || len(got.Pods) != 1 {
+			t.Fatalf("%s: exit %d, %v:\n%s", tt.pod, code, err, out)
+		}
+		if v := got.Pods[0]; v.Summary != tt.summary || len(v.Nodes) != 3 || v.Nodes[1].Explanation == nil {
+			t.Errorf("%s: summary %q, %d nodes; want %q and the allocator's explanation of each node", tt.pod, v.Summary, len(v.Nodes), tt.summary)
+		}
+	}
+}
