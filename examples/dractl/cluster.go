@@ -3,12 +3,14 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"sync/atomic"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
@@ -92,7 +94,7 @@ func loadCluster(files []string, stdin io.Reader, stderr io.Writer) (*cluster, e
 	var suffixes atomic.Uint64
 	c.pods = pods.New(snap, pods.Options{
 		NameSuffix: func() string { return suffix(suffixes.Add(1)) },
-		Predicate:  extendedResourcePredicate(objs.Classes),
+		Predicate:  predicates(unschedulablePredicate, extendedResourcePredicate(objs.Classes)),
 	})
 	for _, t := range objs.Templates {
 		if err := c.pods.AddOrUpdateTemplate(t); err != nil {
@@ -224,6 +226,36 @@ func suffix(i uint64) string {
 		i /= uint64(len(alphabet))
 	}
 	return string(b)
+}
+
+// predicates checks each in turn; the first reason wins.
+func predicates(list ...pods.Predicate) pods.Predicate {
+	return func(pod *corev1.Pod, node *corev1.Node) error {
+		for _, p := range list {
+			if err := p(pod, node); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// unschedulablePredicate is kube-scheduler's NodeUnschedulable filter: a cordoned node
+// (spec.unschedulable) takes only pods that tolerate the taint node.kubernetes.io/unschedulable
+// with effect NoSchedule. A live cluster also has that taint on the node, which the pods package
+// checks; manifests written by hand often have only the field. (Comparison operators in
+// tolerations are an alpha feature, off, as in the pods package.)
+func unschedulablePredicate(pod *corev1.Pod, node *corev1.Node) error {
+	if !node.Spec.Unschedulable {
+		return nil
+	}
+	taint := &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
+	for i := range pod.Spec.Tolerations {
+		if pod.Spec.Tolerations[i].ToleratesTaint(logr.Discard(), taint, false) {
+			return nil
+		}
+	}
+	return errors.New("node(s) were unschedulable")
 }
 
 // extendedResourcePredicate is the part of kube-scheduler's NodeResourcesFit filter that dralloc's

@@ -396,6 +396,10 @@ func TestStdinAndUsage(t *testing.T) {
 			"dractl inventory: -: document 1: ResourceSlice s: invalid object: spec.sharedCounters: Forbidden: devices and sharedCounters must be in separate slices"},
 		{"a pod with scheduling gates is not considered", []string{"place", "-f", "-"}, nodeAndPod + gatedPod, exitNotFit,
 			"Pod default/g cannot be scheduled: not considered by the scheduler until its scheduling gates are removed: example.com/quota\n", ""},
+		{"a cordoned node takes no pod", []string{"explain", "-f", "-"}, cordoned + "---\n" + nodeAndPod[strings.Index(nodeAndPod, "apiVersion: v1\nkind: Pod"):], exitNotFit,
+			"Pod default/p cannot be scheduled\n  node n0: node(s) were unschedulable\n", ""},
+		{"a pod that tolerates the unschedulable taint may go to a cordoned node", []string{"explain", "-f", "-"}, cordoned + tolerantPod, exitOK,
+			"Pod default/p fits on node n0\n", ""},
 		{"colour only when asked for off a terminal", []string{"explain", "-f", "-", "--color", "always"}, nodeAndPod, exitOK, "\x1b[32mfits\x1b[0m", ""},
 	}
 	for _, tt := range tests {
@@ -614,3 +618,26 @@ func TestExplainJSONSummary(t *testing.T) {
 		}
 	}
 }
+
+const cordoned = `apiVersion: v1
+kind: Node
+metadata:
+  name: n0
+spec:
+  unschedulable: true
+`
+
+const tolerantPod = `---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  tolerations:
+  - key: node.kubernetes.io/unschedulable
+    operator: Exists
+    effect: NoSchedule
+  containers:
+  - name: c
+    image: busybox
+`
