@@ -2,6 +2,7 @@ package allocator_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -54,4 +55,29 @@ func check(err error) {
 	if err != nil {
 		panic(err)
 	}
+}
+
+func ExampleSnapshot_ExplainOnNode() {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	check(snap.AddOrUpdateNode(node("node-a", nil)))
+	check(snap.AddOrUpdateSlice(gpuSlice("node-a", "H100", 3)))
+	check(snap.AddOrUpdateClass(&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}}))
+	// Two claims of a pod want two GPUs each; each alone would fit.
+	a, b := gpuClaim("train", 2), gpuClaim("eval", 2)
+	e, err := snap.ExplainOnNode(context.Background(), "node-a", []*resourceapi.ResourceClaim{a, b})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(e.Obstacles[0].Reason, e.Obstacles[0].Needed, e.Obstacles[0].Largest)
+
+	// Err carries the explanation for callers that pass errors on.
+	var ue *allocator.UnsatisfiableError
+	if errors.As(e.Err(), &ue) {
+		fmt.Println(ue.Reasons[0])
+		fmt.Println(ue.Explanation == e)
+	}
+	// Output:
+	// CompetingRequests 4 3
+	// claim default/train, request "gpus"; claim default/eval, request "gpus": together need 4 devices and share 3 candidates
+	// true
 }

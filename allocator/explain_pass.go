@@ -77,19 +77,20 @@ func (a *allocation) explain() (*Explanation, error) {
 			k++
 		}
 	}
+	if e.Fits {
+		return e, nil
+	}
+	// The obstacles are counted without searching, so a search that gave up still gets them.
+	obs, err := x.obstacles()
+	if err != nil {
+		return nil, err
+	}
+	e.Obstacles = obs
 	switch {
-	case e.Fits:
 	case gaveUp:
 		e.Obstacles = append(e.Obstacles, Obstacle{Reason: ReasonSearchGaveUp, Steps: e.Steps})
-	default:
-		obs, err := x.obstacles()
-		if err != nil {
-			return nil, err
-		}
-		e.Obstacles = obs
-		if len(obs) == 0 && !x.anyShort() && err == nil {
-			e.Obstacles = append(e.Obstacles, Obstacle{Reason: ReasonNoCombination, Steps: e.Steps})
-		}
+	case len(obs) == 0 && !x.anyShort():
+		e.Obstacles = append(e.Obstacles, Obstacle{Reason: ReasonNoCombination, Steps: e.Steps})
 	}
 	return e, nil
 }
