@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,6 +25,8 @@ type command struct {
 	usage   string // the lines after "Usage: dractl <name> ", the examples included
 	flags   func(fs *flag.FlagSet) any
 	run     func(env *env, opts any) (int, error)
+	// output is the default of -o: "text" unless the command's main output is for machines.
+	output string
 }
 
 // env is what every subcommand gets: the parsed common flags, the loaded cluster and the output.
@@ -86,7 +89,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var files stringList
 	fs.Var(&files, "f", "a manifest file, a directory of them, or - for stdin (repeatable)")
-	output := fs.String("o", "text", "output format: text, yaml or json")
+	defaultOutput := cmp.Or(cmd.output, "text")
+	output := fs.String("o", defaultOutput, "output format: text, yaml or json")
 	color := fs.String("color", "auto", "colour the text output: auto (on a terminal), always or never")
 	opts := cmd.flags(fs)
 	fs.Usage = func() {

@@ -146,7 +146,7 @@ func TestExplainClaim(t *testing.T) {
 }
 
 func TestPlaceInOrder(t *testing.T) {
-	code, out, _ := dractl(t, "", "place", "-f", reasons)
+	code, out, _ := dractl(t, "", "place", "-f", reasons, "-o", "text")
 	if code != exitNotFit {
 		t.Errorf("exit %d, want %d", code, exitNotFit)
 	}
@@ -170,7 +170,7 @@ func TestPlaceInOrder(t *testing.T) {
 }
 
 func TestPlaceYAMLIsClaimsAsTheSchedulerWritesThem(t *testing.T) {
-	code, out, errOut := dractl(t, "", "place", "-f", demo, "-o", "yaml")
+	code, out, errOut := dractl(t, "", "place", "-f", demo) // YAML is place's default
 	if code != exitOK || errOut != "" {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
@@ -217,7 +217,7 @@ func TestPlaceYAMLIsClaimsAsTheSchedulerWritesThem(t *testing.T) {
 }
 
 func TestPlaceSharedClaim(t *testing.T) {
-	code, out, _ := dractl(t, "", "place", "-f", demo)
+	code, out, _ := dractl(t, "", "place", "-f", demo, "-o", "text")
 	want := "Pod basic-shared-claim-across-pods/pod0 goes to node dra-example-driver-cluster-worker\n" +
 		"  ResourceClaim basic-shared-claim-across-pods/single-gpu (pod claim shared-gpu):\n" +
 		"    request gpu: device gpu-2 (driver gpu.example.com, pool dra-example-driver-cluster-worker)\n" +
@@ -394,7 +394,7 @@ func TestStdinAndUsage(t *testing.T) {
 			"dractl explain: -: document 1: ResourceClaim c: spec.devices.requests[0].exactly.cuont: unknown field"},
 		{"a slice kube-apiserver would refuse is an error naming it and the field", []string{"inventory", "-f", "-"}, sliceWithCounters, exitBadInput, "",
 			"dractl inventory: -: document 1: ResourceSlice s: invalid object: spec.sharedCounters: Forbidden: devices and sharedCounters must be in separate slices"},
-		{"a pod with scheduling gates is not considered", []string{"place", "-f", "-"}, nodeAndPod + gatedPod, exitNotFit,
+		{"a pod with scheduling gates is not considered", []string{"place", "-f", "-", "-o", "text"}, nodeAndPod + gatedPod, exitNotFit,
 			"Pod default/g cannot be scheduled: not considered by the scheduler until its scheduling gates are removed: example.com/quota\n", ""},
 		{"a cordoned node takes no pod", []string{"explain", "-f", "-"}, cordoned + "---\n" + nodeAndPod[strings.Index(nodeAndPod, "apiVersion: v1\nkind: Pod"):], exitNotFit,
 			"Pod default/p cannot be scheduled\n  node n0: node(s) were unschedulable\n", ""},
@@ -454,7 +454,7 @@ func TestPodGroupsAllOrNothing(t *testing.T) {
 	for _, p := range []string{"t0", "t1", "t2"} {
 		want += "Pod default/" + p + " (PodGroup trio) cannot be scheduled: the 3 pending pods of the PodGroup do not fit together\n"
 	}
-	code, out, _ := dractl(t, "", "place", "-f", "testdata/gang")
+	code, out, _ := dractl(t, "", "place", "-f", "testdata/gang", "-o", "text")
 	if code != exitNotFit || out != want {
 		t.Errorf("place: exit %d, stdout:\n%s\nwant exit 1, stdout:\n%s", code, out, want)
 	}

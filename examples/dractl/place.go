@@ -16,26 +16,29 @@ import (
 var placeCommand = &command{
 	name:    "place",
 	summary: "decide every pending pod in scheduling order and print the claims as the scheduler would write them",
-	usage: `-f FILE|DIR|- [-o text|yaml|json]
+	usage: `-f FILE|DIR|- [-o yaml|json|text]
 
 Pending pods are taken as kube-scheduler's queue takes them: higher priority first, then older
 pods. Each pod that fits is assumed before the next is decided, so later pods see the devices
 earlier ones took. The pods of a PodGroup are placed together, all or nothing, when the first of
-them comes up. With -o yaml or -o json the output is a List of the ResourceClaims with the status
+them comes up. The output (-o yaml, the default, or -o json) is a List of the ResourceClaims with the status
 (allocation, reservedFor) the scheduler would write, to compare with
-"kubectl get resourceclaims -A -o yaml"; the pods that fit nowhere are named on stderr. In text,
-the reasons per node of a pod that fits nowhere are those after the pods decided before it.
+"kubectl get resourceclaims -A -o yaml"; the pods that fit nowhere are named on stderr. With
+-o text each pod is listed with its node and devices, or the reasons per node it fits nowhere
+(after the pods decided before it).
 Exit status 0 when every pending pod fits, 1 when one does not.
 
 Examples:
   # What would the scheduler do with the pending pods?
-  dractl place -f cluster.yaml
+  dractl place -f cluster.yaml -o text
 
   # Compare with what the cluster has
-  dractl place -f cluster.yaml -o yaml > decided.yaml
+  dractl place -f cluster.yaml > decided.yaml
+  kubectl get resourceclaims -A -o yaml > actual.yaml
 `,
-	flags: func(fs *flag.FlagSet) any { return nil },
-	run:   runPlace,
+	flags:  func(fs *flag.FlagSet) any { return nil },
+	output: "yaml",
+	run:    runPlace,
 }
 
 // placed is the decision for one pod.
