@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"flag"
@@ -86,7 +87,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 
 	fs := flag.NewFlagSet("dractl "+cmd.name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package prints the usage on a bad flag and on -h; the buffer keeps it until we know
+	// which: --help goes to stdout with exit status 0, a mistake to stderr.
+	var parseOut bytes.Buffer
+	fs.SetOutput(&parseOut)
 	var files stringList
 	fs.Var(&files, "f", "a manifest file, a directory of them, or - for stdin (repeatable)")
 	defaultOutput := cmp.Or(cmd.output, "text")
@@ -104,6 +108,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fs.Usage()
 			return exitOK
 		}
+		stderr.Write(parseOut.Bytes())
 		return exitBadInput
 	}
 	if fs.NArg() > 0 {

@@ -382,6 +382,7 @@ func TestStdinAndUsage(t *testing.T) {
 		{"taints --help", []string{"taints", "--help"}, "", exitOK, "--rule", ""},
 		{"inventory --help", []string{"inventory", "--help"}, "", exitOK, "Examples:\n", ""},
 		{"no command", nil, "", exitBadInput, "", "Usage: dractl <command>"},
+		{"an unknown flag is named, with the usage, on stderr", []string{"lint", "--frob"}, "", exitBadInput, "", "flag provided but not defined: -frob\n"},
 		{"unknown command", []string{"frobnicate"}, "", exitBadInput, "", `unknown command "frobnicate"`},
 		{"no input", []string{"explain"}, "", exitBadInput, "", "no input"},
 		{"bad -o", []string{"lint", "-f", demo, "-o", "xml"}, "", exitBadInput, "", "-o xml: must be text, yaml or json"},
@@ -407,6 +408,9 @@ func TestStdinAndUsage(t *testing.T) {
 			code, out, errOut := dractl(t, tt.stdin, tt.args...)
 			if code != tt.code || !strings.Contains(out, tt.wantOut) || !strings.Contains(errOut, tt.wantErr) {
 				t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s\nwant exit %d, stdout with %q, stderr with %q", code, out, errOut, tt.code, tt.wantOut, tt.wantErr)
+			}
+			if tt.wantErr == "" && errOut != "" {
+				t.Errorf("stderr %q, want none", errOut)
 			}
 			if tt.code == exitOK && strings.Contains(out, "\x1b[") != (tt.args[len(tt.args)-1] == "always") {
 				t.Errorf("colour codes in output %q", out)
