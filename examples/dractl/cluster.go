@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -33,7 +34,6 @@ type cluster struct {
 	pods    *pods.Cluster
 	groups  map[types.NamespacedName]*schedulingv1alpha3.PodGroup
 	pending []*corev1.Pod // in scheduling order
-	bound   []*corev1.Pod
 }
 
 // loadCluster reads the manifests and builds the snapshot: slices, classes, claims (their allocations
@@ -117,20 +117,17 @@ func loadCluster(files []string, stdin io.Reader, stderr io.Writer) (*cluster, e
 			// none, and reservedFor and owner references need one to tell pods apart.
 			p.UID = uidFor("Pod", p.Namespace, p.Name)
 		}
-		switch {
-		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
-		case p.Spec.NodeName != "":
-			c.bound = append(c.bound, p)
-		default:
+		// A pod with a node is placed: its allocated claims are in the snapshot already.
+		finished := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		if !finished && p.Spec.NodeName == "" {
 			c.pending = append(c.pending, p)
 		}
 	}
 	// As kube-scheduler's default queue sort (PrioritySort): higher priority first, then the pod
 	// that was created earlier; the input order breaks ties.
 	slices.SortStableFunc(c.pending, func(a, b *corev1.Pod) int {
-		pa, pb := priority(a), priority(b)
-		if pa != pb {
-			return int(pb - pa)
+		if c := cmp.Compare(priority(b), priority(a)); c != 0 {
+			return c
 		}
 		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
 	})

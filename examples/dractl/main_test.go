@@ -645,3 +645,70 @@ spec:
   - name: c
     image: busybox
 `
+
+func TestPlaceTakesHigherPriorityFirst(t *testing.T) {
+	in := `apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: gpu
+spec:
+  selectors:
+  - cel:
+      expression: "device.driver == 'gpu.example.com'"
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata:
+  name: n1-gpus
+spec:
+  driver: gpu.example.com
+  nodeName: n1
+  pool:
+    name: n1
+    resourceSliceCount: 1
+  devices:
+  - name: gpu-0
+`
+	for _, p := range []struct{ name, priority string }{{"low", "0"}, {"high", "1000"}} {
+		in += `---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: ` + p.name + `
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: ` + p.name + `
+spec:
+  priority: ` + p.priority + `
+  containers:
+  - name: c
+    image: busybox
+  resourceClaims:
+  - name: gpu
+    resourceClaimName: ` + p.name + `
+`
+	}
+	// high comes second in the input but first in the scheduling queue: it gets the one GPU.
+	code, out, _ := dractl(t, in, "place", "-f", "-", "-o", "text")
+	want := "Pod default/high goes to node n1\n" +
+		"  ResourceClaim default/high (pod claim gpu):\n" +
+		"    request gpu: device gpu-0 (driver gpu.example.com, pool n1)\n" +
+		"Pod default/low cannot be scheduled: does not fit on the only node\n" +
+		"  node n1: claim default/low, request \"gpu\": needs 1 device, 0 of 1 are candidates: 1 allocated to ResourceClaim default/high\n"
+	if code != exitNotFit || out != want {
+		t.Errorf("exit %d, stdout:\n%s\nwant exit 1, stdout:\n%s", code, out, want)
+	}
+}
