@@ -295,6 +295,7 @@ func TestTaints(t *testing.T) {
 	want := "DeviceTaintRule gpu-a1-maintenance puts taint example.com/maintenance=planned:NoSchedule on 1 device\n" +
 		"  gpu.example.com/node-a/gpu-1\n" +
 		"  Effect NoSchedule evicts nothing; new claims that do not tolerate it cannot get these devices.\n" +
+		"  With effect NoExecute it would evict no pod either.\n" +
 		"\n" +
 		"DeviceTaintRule mig-ecc-errors puts taint example.com/ecc=uncorrectable:NoExecute on 1 device\n" +
 		"  gpu.nvidia.com/node-b/gpu-0-mig-3g-40gb-0\n" +
@@ -311,6 +312,33 @@ func TestTaints(t *testing.T) {
 	}
 	if len(rep.Rules) != 1 || len(rep.Rules[0].Evictions) != 1 || !rep.Rules[0].Evictions[0].Due {
 		t.Errorf("at 10:10 the eviction of inference-mig is due: %+v", rep.Rules)
+	}
+}
+
+func TestTaintsWhatNoExecuteWouldEvict(t *testing.T) {
+	// A NoSchedule rule on node-a gpu-0, which claim train (no tolerations) of pod trainer holds.
+	rule := `apiVersion: resource.k8s.io/v1
+kind: DeviceTaintRule
+metadata:
+  name: drain-a0
+spec:
+  deviceSelector:
+    driver: gpu.example.com
+    pool: node-a
+    device: gpu-0
+  taint:
+    key: example.com/drain
+    effect: NoSchedule
+    timeAdded: "2026-12-01T09:30:00Z"
+`
+	code, out, _ := dractl(t, rule, "taints", "-f", reasons, "-f", "-", "--rule", "drain-a0", "--now", "2026-12-01T10:05:00Z")
+	want := "DeviceTaintRule drain-a0 puts taint example.com/drain:NoSchedule on 1 device\n" +
+		"  gpu.example.com/node-a/gpu-0\n" +
+		"  Effect NoSchedule evicts nothing; new claims that do not tolerate it cannot get these devices.\n" +
+		"  With effect NoExecute it would evict:\n" +
+		"    ResourceClaim default/train (device gpu.example.com/node-a/gpu-0): pods default/trainer evicted now\n"
+	if code != exitOK || out != want {
+		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s", code, out, want)
 	}
 }
 

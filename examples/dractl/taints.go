@@ -8,18 +8,20 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 
+	"github.com/dralloc/dralloc/allocator/manifest"
 	"github.com/dralloc/dralloc/taints"
 )
 
 var taintsCommand = &command{
 	name:    "taints",
-	summary: "show the devices each DeviceTaintRule taints and the claims and pods it would evict, and when",
+	summary: "show the devices each DeviceTaintRule taints and the claims and pods it evicts, and when",
 	usage: `-f FILE|DIR|- [--rule NAME] [--now TIME] [-o text|yaml|json]
 
 Only taints with effect NoExecute evict: the pods using an allocated claim on a tainted device are
 deleted when the taint was added, or that many seconds later when the claim tolerates the taint
 with tolerationSeconds; a claim that tolerates it without a limit stays. NoSchedule keeps new
-claims off the devices and evicts nothing. Eviction times are compared with --now (RFC 3339,
+claims off the devices and evicts nothing; for such a rule dractl also says what it would evict
+with effect NoExecute, before you change it. Eviction times are compared with --now (RFC 3339,
 the current time by default).
 
 Examples:
@@ -46,6 +48,9 @@ type ruleReport struct {
 	Devices []string `json:"devices"`
 	// Evictions are the claims whose pods are evicted, now or later.
 	Evictions []evictionReport `json:"evictions,omitempty"`
+	// IfNoExecute are the evictions the rule would cause with effect NoExecute, for a rule with
+	// another effect.
+	IfNoExecute []evictionReport `json:"ifNoExecute,omitempty"`
 }
 
 type evictionReport struct {
@@ -95,24 +100,22 @@ func runTaints(e *env, o any) (int, error) {
 				}
 			}
 		}
-		plan, err := ev.Plan(now, objs.Slices, objs.Claims)
+		rep.Evictions, err = evictions(ev, r.Name, now, objs)
 		if err != nil {
 			return exitBadInput, err
 		}
-		add := func(list []taints.Eviction, due bool) {
-			for _, x := range list {
-				if x.Rule != r.Name {
-					continue // due first to a taint of the slice itself
-				}
-				er := evictionReport{Claim: x.Claim.String(), At: x.At, Due: due, Device: x.Device.String(), Pods: []string{}}
-				for _, p := range x.Pods {
-					er.Pods = append(er.Pods, x.Claim.Namespace+"/"+p.Name)
-				}
-				rep.Evictions = append(rep.Evictions, er)
+		if r.Spec.Taint.Effect != resourceapi.DeviceTaintEffectNoExecute {
+			// What switching the rule to NoExecute would do, as the rule's status reports it.
+			as := r.DeepCopy()
+			as.Spec.Taint.Effect = resourceapi.DeviceTaintEffectNoExecute
+			evNoExecute, err := taints.NewEvaluator([]*resourceapi.DeviceTaintRule{as})
+			if err == nil {
+				rep.IfNoExecute, err = evictions(evNoExecute, r.Name, now, objs)
+			}
+			if err != nil {
+				return exitBadInput, err
 			}
 		}
-		add(plan.Now, true)
-		add(plan.Later, false)
 		reports = append(reports, rep)
 	}
 	if e.output != "text" {
@@ -136,16 +139,53 @@ func runTaints(e *env, o any) (int, error) {
 		switch {
 		case r.Effect != string(resourceapi.DeviceTaintEffectNoExecute):
 			fmt.Fprintf(e.stdout, "  Effect %s evicts nothing; new claims that do not tolerate it cannot get these devices.\n", r.Effect)
+			if len(r.IfNoExecute) == 0 {
+				fmt.Fprintln(e.stdout, "  With effect NoExecute it would evict no pod either.")
+			} else {
+				fmt.Fprintln(e.stdout, "  With effect NoExecute it would evict:")
+				for _, x := range r.IfNoExecute {
+					e.printEviction("    ", x)
+				}
+			}
 		case len(r.Evictions) == 0:
 			fmt.Fprintln(e.stdout, "  No pod is evicted: no allocated claim uses these devices without tolerating the taint.")
 		}
 		for _, x := range r.Evictions {
-			when := e.bad("evicted now")
-			if !x.Due {
-				when = e.warn("evicted at " + x.At.UTC().Format(time.RFC3339))
-			}
-			fmt.Fprintf(e.stdout, "  ResourceClaim %s (device %s): pods %s %s\n", x.Claim, x.Device, strings.Join(x.Pods, ", "), when)
+			e.printEviction("  ", x)
 		}
 	}
 	return exitOK, nil
+}
+
+func (e *env) printEviction(indent string, x evictionReport) {
+	when := e.bad("evicted now")
+	if !x.Due {
+		when = e.warn("evicted at " + x.At.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(e.stdout, "%sResourceClaim %s (device %s): pods %s %s\n", indent, x.Claim, x.Device, strings.Join(x.Pods, ", "), when)
+}
+
+// evictions are the claims whose pods the device taint eviction controller evicts because of the
+// rule (not of a taint the slice itself has), now or later.
+func evictions(ev *taints.Evaluator, rule string, now time.Time, objs *manifest.Objects) ([]evictionReport, error) {
+	plan, err := ev.Plan(now, objs.Slices, objs.Claims)
+	if err != nil {
+		return nil, err
+	}
+	var out []evictionReport
+	add := func(list []taints.Eviction, due bool) {
+		for _, x := range list {
+			if x.Rule != rule {
+				continue // due first to a taint of the slice itself
+			}
+			er := evictionReport{Claim: x.Claim.String(), At: x.At, Due: due, Device: x.Device.String(), Pods: []string{}}
+			for _, p := range x.Pods {
+				er.Pods = append(er.Pods, x.Claim.Namespace+"/"+p.Name)
+			}
+			out = append(out, er)
+		}
+	}
+	add(plan.Now, true)
+	add(plan.Later, false)
+	return out, nil
 }
