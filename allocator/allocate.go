@@ -270,6 +270,17 @@ func (a *allocation) unsatisfiable() error {
 		ue.Reasons = both.r[:1]
 	}
 	ue.Steps = a.steps
+	if a.short.cs == nil {
+		// The search itself decided: a constraint, shared counters or requests competing for devices.
+		// Only the explanation can say which, so it is built here; Fits and the fail-fast answer (what
+		// a filter pass meets on most nodes) do not pay for it.
+		if e, err := a.explainSearched(&Explanation{Node: a.node.Name, Steps: a.steps}, false, false); err == nil {
+			ue.Explanation = e
+			ue.Reasons = e.Reasons()
+			ue.Pools = e.Pools
+			return ue
+		}
+	}
 	for _, p := range a.pools {
 		if p.invalid || p.incomplete {
 			pe := PoolError{Pool: p.id, Incomplete: p.incomplete, Reason: p.invalidReason}

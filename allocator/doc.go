@@ -53,8 +53,9 @@
 //   - With only the GA gates on, Kubernetes visits pools in Go map order (its choice among pools is
 //     random) and the slices of a pool in listing order; dralloc visits both sorted. Whether claims fit
 //     is the same.
-//   - Kubernetes reports invalid pools on a node as a per-node error; dralloc reports them as
-//     *UnsatisfiableError with the pool and the reason.
+//   - Kubernetes reports invalid pools on a node as a per-node error; dralloc reports them (and
+//     incomplete ones) in *UnsatisfiableError.Pools, each a [PoolError] with the pool and the reason,
+//     testable with errors.Is and [ErrPoolInvalid] or [ErrPoolIncomplete].
 //   - When slices of one pool generation disagree on resourceSliceCount, Kubernetes uses the count of
 //     the first slice its informer lists; dralloc uses the first slice added to the snapshot.
 //   - When allocated devices already break the compatibility-group rule on a counter set, Kubernetes'

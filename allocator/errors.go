@@ -27,23 +27,23 @@ var (
 	ErrConflict = errors.New("fork conflicts with its parent")
 )
 
-// UnsatisfiableError explains why claims do not fit on a node. Allocate fills in the reasons it knows
-// without extra work; [Explanation.Err] gives one with the whole explanation.
+// UnsatisfiableError explains why claims do not fit on a node. [Explanation.Err] gives one with the
+// whole explanation; Allocate gives one with the explanation where the search itself decided.
 type UnsatisfiableError struct {
 	// Node is the name of the node; Allocate and Fits refuse a node without a name, so it is empty only
 	// in an error built elsewhere.
 	Node string
 	// Reasons are human-readable reasons, most specific first, naming claims and requests as
 	// Kubernetes does (`claim default/train, request "gpus": needs 4 devices, 0 match and are free`).
-	// From Allocate it is empty when the search simply found no combination of free devices.
 	Reasons []string
 	// Pools are the node's incomplete or invalid resource pools: errors.Is(err, ErrPoolIncomplete)
 	// and errors.Is(err, ErrPoolInvalid) test for them.
 	Pools []PoolError
 	// Steps is how many steps the search took.
 	Steps int
-	// Explanation is the whole explanation when the error comes from [Explanation.Err]; nil from
-	// Allocate.
+	// Explanation is the whole explanation when the error comes from [Explanation.Err], or from
+	// Allocate when the search itself found no combination (a constraint, shared counters, requests
+	// competing for devices); nil when a request alone has too few candidates, which Reasons says.
 	Explanation *Explanation
 }
 

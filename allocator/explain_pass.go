@@ -40,7 +40,12 @@ func (a *allocation) explain() (*Explanation, error) {
 	case err != nil:
 		return nil, err
 	}
-	e.Fits = fits && err == nil
+	return a.explainSearched(e, fits && err == nil, gaveUp)
+}
+
+// explainSearched is the explanation pass after the search decided fits (or gave up).
+func (a *allocation) explainSearched(e *Explanation, fits, gaveUp bool) (*Explanation, error) {
+	e.Fits = fits
 	// Count against the cluster's state only: a successful search leaves its choices recorded.
 	a.taken.reset()
 	clear(a.shares)

@@ -2,6 +2,7 @@ package allocator_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -210,4 +211,70 @@ var reasonOrder = []allocator.Reason{
 	allocator.ReasonPoolIncomplete, allocator.ReasonPoolInvalid, allocator.ReasonBindingConditions, allocator.ReasonClassSelector,
 	allocator.ReasonRequestSelector, allocator.ReasonCELError, allocator.ReasonNotOnNode, allocator.ReasonAllocated, allocator.ReasonCapacity,
 	allocator.ReasonNodeOperations, allocator.ReasonCounters, allocator.ReasonCompatibilityGroup, allocator.ReasonTaint,
+}
+
+// TestPropExplainAgreesWithAllocate: over clusters with every generated feature, Explain says the
+// claims fit exactly when Allocate allocates them; where they do not fit it gives at least one reason;
+// where Allocate fails on a selector's runtime error it reports that error as a CEL runtime error;
+// other errors are Allocate's. Every request's devices are counted once.
+func TestPropExplainAgreesWithAllocate(t *testing.T) {
+	ctx := context.Background()
+	rapid.Check(t, func(t *rapid.T) {
+		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(t, "cluster")
+		s, err := c.Snapshot(allocator.Options{StepBudget: 20000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, aerr := s.Allocate(ctx, c.Node, c.Claims)
+		e, err := s.Explain(ctx, c.Node, c.Claims)
+		var ie *allocator.InputError
+		switch {
+		case aerr == nil:
+			if err != nil || !e.Fits {
+				t.Fatalf("Allocate fits, Explain: %v\n%v", err, e)
+			}
+		case errors.Is(aerr, allocator.ErrUnsatisfiable) || errors.Is(aerr, allocator.ErrSearchBudget):
+			if err != nil || e.Fits || len(e.Reasons()) == 0 {
+				t.Fatalf("Allocate: %v; Explain: %v\n%v", aerr, err, e)
+			}
+			if errors.Is(aerr, allocator.ErrSearchBudget) && !slices.ContainsFunc(e.Obstacles, func(o allocator.Obstacle) bool { return o.Reason == allocator.ReasonSearchGaveUp }) {
+				t.Fatalf("the search gave up, the explanation does not say so:\n%v", e)
+			}
+		case errors.As(aerr, &ie) && strings.Contains(ie.Field, ".cel.expression") && err == nil:
+			if !hasFilter(e, allocator.ReasonCELError) {
+				t.Fatalf("Allocate: %v; the explanation reports no CEL error:\n%v", aerr, e)
+			}
+		default:
+			if err == nil || err.Error() != aerr.Error() {
+				t.Fatalf("Allocate: %v; Explain: %v", aerr, err)
+			}
+		}
+		if e == nil {
+			return
+		}
+		for _, ce := range e.Claims {
+			for _, re := range ce.Requests {
+				sum := re.Candidates
+				for _, f := range re.Filters {
+					sum += f.Removed
+				}
+				if sum != re.Devices {
+					t.Fatalf("request %q: candidates and filters count %d devices, the node has %d", re.Request, sum, re.Devices)
+				}
+			}
+		}
+	})
+}
+
+func hasFilter(e *allocator.Explanation, r allocator.Reason) bool {
+	for _, ce := range e.Claims {
+		for _, re := range ce.Requests {
+			for _, f := range re.Filters {
+				if f.Reason == r {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

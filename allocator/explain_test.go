@@ -98,8 +98,12 @@ func (c explainCase) run(t *testing.T) {
 	if !errors.As(e.Err(), &ue) || ue.Explanation != e || len(ue.Reasons) == 0 {
 		t.Errorf("Err() = %#v, want the explanation and its reasons", e.Err())
 	}
-	if _, err := json.Marshal(e); err != nil {
+	js, err := json.Marshal(e)
+	if err != nil {
 		t.Errorf("json: %v", err)
+	}
+	if want := `"reason":"` + string(c.reason) + `"`; !strings.Contains(string(js), want) {
+		t.Errorf("json %s lacks %s", js, want)
 	}
 }
 
@@ -348,6 +352,12 @@ func TestAllocateErrorsAreTyped(t *testing.T) {
 			want: []error{allocator.ErrUnsatisfiable}, text: `claim default/c, request "gpus": needs 2 devices, 1 matches and is free`},
 		{name: "a subrequest is named request/subrequest", slices: attrSlice(devices("d0")...), claim: claim("c", firstAvailable("gpus", sub("two", "any", 2))),
 			want: []error{allocator.ErrUnsatisfiable}},
+		{name: "a constraint no group of candidates meets is a reason", slices: attrSlice(modelDevice("d0", "A"), modelDevice("d1", "B")),
+			claim: withConstraints(claim("c", exact("gpus", "any", 2)), matchAttr(driverA+"/model")),
+			want:  []error{allocator.ErrUnsatisfiable}, text: `claim default/c, request "gpus": constraint spec.devices.constraints[0].matchAttribute on driver-a.example.com/model: at most 1 of the 2 devices needed together`},
+		{name: "shared counters that leave no combination are a reason", slices: partitionedPool(partition("p-a", "half", "4Gi"), partition("whole", "whole", "8Gi")),
+			claim: claim("c", exact("w", "any", 1, `device.attributes["`+driverA+`"].size == "whole"`), exact("h", "any", 1, `device.attributes["`+driverA+`"].size == "half"`)),
+			want:  []error{allocator.ErrUnsatisfiable}, text: "no combination of the candidates satisfies every request together"},
 		{name: "a CEL runtime error names the device once", slices: attrSlice(device("d0", nil)), claim: claim("c", exact("req", "any", 1, isH100)),
 			want: []error{allocator.ErrInvalidInput}, text: "on device driver-a.example.com/pool-1/d0: "},
 	} {
@@ -364,6 +374,10 @@ func TestAllocateErrorsAreTyped(t *testing.T) {
 			}
 			if err != nil && strings.Count(err.Error(), "d0") > 1 {
 				t.Errorf("error %q names the device more than once", err)
+			}
+			var ue *allocator.UnsatisfiableError
+			if errors.As(err, &ue) && len(ue.Reasons) == 0 {
+				t.Errorf("error %v gives no reasons", err)
 			}
 		})
 	}

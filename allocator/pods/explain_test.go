@@ -3,16 +3,20 @@ package pods_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"pgregory.net/rapid"
 
 	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/pods"
+	"github.com/dralloc/dralloc/fuzz"
 )
 
 // modelGPUs publishes n GPUs of a model on the node.
@@ -109,4 +113,41 @@ func TestExplainMessageStaysShort(t *testing.T) {
 	if len(msg) > 1100 || !strings.HasSuffix(msg, " nodes more") {
 		t.Errorf("message of %d bytes: %q", len(msg), msg[len(msg)-40:])
 	}
+}
+
+// TestPropExplainAgreesWithPlace: on generated clusters a pod fits on some node of the explanation
+// exactly when Place places it, the chosen node among them; the groups count every other node once.
+func TestPropExplainAgreesWithPlace(t *testing.T) {
+	ctx := context.Background()
+	rapid.Check(t, func(t *rapid.T) {
+		c := fuzz.ClusterGen(propOptions()).Draw(t, "cluster")
+		ops := drawOps(t, c)
+		if !ops[0].place {
+			return
+		}
+		cl := newCluster(t, c)
+		p := pod("pod-0", ops[0].claims...)
+		p.Namespace = fuzz.Namespace
+		e, eerr := cl.Explain(ctx, p)
+		pl, perr := cl.Place(ctx, p)
+		switch {
+		case perr == nil:
+			if eerr != nil || !slices.Contains(e.FitsOn, pl.Node) {
+				t.Fatalf("placed on %s; explanation %v, %v", pl.Node, eerr, e)
+			}
+		case errors.Is(perr, pods.ErrNoNode):
+			if eerr != nil || len(e.FitsOn) > 0 {
+				t.Fatalf("fits nowhere: %v; explanation %v, %v", perr, eerr, e)
+			}
+		default:
+			return
+		}
+		n := len(e.FitsOn)
+		for _, g := range e.Groups {
+			n += g.Nodes
+		}
+		if n != len(e.Nodes) || n != len(cl.Snapshot().Nodes()) {
+			t.Fatalf("groups and fitting nodes count %d nodes, there are %d", n, len(cl.Snapshot().Nodes()))
+		}
+	})
 }
