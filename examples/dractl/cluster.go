@@ -1,0 +1,322 @@
+package main
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/allocator/manifest"
+	"github.com/dralloc/dralloc/allocator/pods"
+	"github.com/dralloc/dralloc/inventory"
+)
+
+// cluster is the input: the objects read, the snapshot built from them and the pods to place.
+type cluster struct {
+	objs    *manifest.Objects
+	snap    *allocator.Snapshot
+	pods    *pods.Cluster
+	groups  map[types.NamespacedName]*schedulingv1alpha3.PodGroup
+	pending []*corev1.Pod // in scheduling order
+}
+
+// loadCluster reads the manifests and builds the snapshot: slices, classes, claims (their allocations
+// are the allocated state), taint rules and nodes, and a pods.Cluster with the templates and PodGroups.
+// Pods with a node are running (their allocated claims are in the claims); pods without one and not
+// finished are pending.
+func loadCluster(files []string, stdin io.Reader, stderr io.Writer) (*cluster, error) {
+	objs, err := manifest.Load(files, manifest.Options{SkipUnknown: true, Stdin: stdin, Validate: validate})
+	if err != nil {
+		return nil, err
+	}
+	warn := func(kind string, kept, dropped runtime.Object) {
+		src, _ := objs.Source(kept)
+		old, _ := objs.Source(dropped)
+		fmt.Fprintf(stderr, "dractl: %s: %s replaces the one read at %s, as kubectl apply would\n", src, kind, old)
+	}
+	objs.Pods = latest(objs.Pods, "Pod", warn)
+	objs.Nodes = latest(objs.Nodes, "Node", warn)
+	objs.Slices = latest(objs.Slices, "ResourceSlice", warn)
+	objs.Classes = latest(objs.Classes, "DeviceClass", warn)
+	objs.Claims = latest(objs.Claims, "ResourceClaim", warn)
+	objs.Templates = latest(objs.Templates, "ResourceClaimTemplate", warn)
+	objs.TaintRules = latest(objs.TaintRules, "DeviceTaintRule", warn)
+	objs.PodGroups = latest(objs.PodGroups, "PodGroup", warn)
+	var shares atomic.Uint64
+	snap := allocator.NewSnapshot(allocator.Options{
+		// Deterministic share IDs keep the output the same for the same input.
+		ShareIDs: func() types.UID {
+			return types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", shares.Add(1)))
+		},
+	})
+	c := &cluster{objs: objs, snap: snap, groups: map[types.NamespacedName]*schedulingv1alpha3.PodGroup{}}
+	for _, s := range objs.Slices {
+		if err := snap.AddOrUpdateSlice(s); err != nil {
+			return nil, c.at(s, err)
+		}
+	}
+	for _, cl := range objs.Classes {
+		if err := snap.AddOrUpdateClass(cl); err != nil {
+			return nil, c.at(cl, err)
+		}
+	}
+	for _, cl := range objs.Claims {
+		if err := snap.AddOrUpdateClaim(cl); err != nil {
+			return nil, c.at(cl, err)
+		}
+	}
+	for _, r := range objs.TaintRules {
+		if err := snap.AddOrUpdateTaintRule(r); err != nil {
+			return nil, c.at(r, err)
+		}
+	}
+	for _, n := range objs.Nodes {
+		if err := snap.AddOrUpdateNode(n); err != nil {
+			return nil, c.at(n, err)
+		}
+	}
+	var suffixes atomic.Uint64
+	c.pods = pods.New(snap, pods.Options{
+		NameSuffix: func() string { return suffix(suffixes.Add(1)) },
+		Predicate:  predicates(unschedulablePredicate, extendedResourcePredicate(objs.Classes)),
+	})
+	for _, t := range objs.Templates {
+		if err := c.pods.AddOrUpdateTemplate(t); err != nil {
+			return nil, c.at(t, err)
+		}
+	}
+	for _, g := range objs.PodGroups {
+		alpha, err := podGroupV1alpha3(g)
+		if err == nil {
+			err = c.pods.AddOrUpdatePodGroup(alpha)
+		}
+		if err != nil {
+			return nil, c.at(g, err)
+		}
+		c.groups[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}] = alpha
+	}
+	for _, p := range objs.Pods {
+		if p.UID == "" {
+			// The API server gives every object a UID when it is created; manifests as applied have
+			// none, and reservedFor and owner references need one to tell pods apart.
+			p.UID = uidFor("Pod", p.Namespace, p.Name)
+		}
+		// A pod with a node is placed: its allocated claims are in the snapshot already.
+		finished := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		if !finished && p.Spec.NodeName == "" {
+			c.pending = append(c.pending, p)
+		}
+	}
+	// As kube-scheduler's default queue sort (PrioritySort): higher priority first, then the pod
+	// that was created earlier; the input order breaks ties.
+	slices.SortStableFunc(c.pending, func(a, b *corev1.Pod) int {
+		if c := cmp.Compare(priority(b), priority(a)); c != 0 {
+			return c
+		}
+		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+	})
+	return c, nil
+}
+
+// latest keeps, of objects with the same namespace and name, the one read last (in the place of the
+// first), as applying the files one after the other leaves it; warn is told of each one dropped.
+func latest[T interface {
+	runtime.Object
+	GetNamespace() string
+	GetName() string
+}](list []T, kind string, warn func(kind string, kept, dropped runtime.Object)) []T {
+	index := map[types.NamespacedName]int{}
+	out := list[:0:0]
+	for _, obj := range list {
+		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		if i, ok := index[key]; ok {
+			name := kind + " " + obj.GetName()
+			if key.Namespace != "" {
+				name = kind + " " + key.Namespace + "/" + key.Name
+			}
+			warn(name, obj, out[i])
+			out[i] = obj
+			continue
+		}
+		index[key] = len(out)
+		out = append(out, obj)
+	}
+	return out
+}
+
+// validate refuses ResourceSlices that kube-apiserver would refuse (inventory.ValidateSlice checks
+// the API's limits and formats), so that a pool the allocator cannot use is an error naming the
+// slice and field instead of devices that silently never match.
+func validate(obj runtime.Object) error {
+	s, ok := obj.(*resourceapi.ResourceSlice)
+	if !ok {
+		return nil
+	}
+	return inventory.ValidateSlice(s).ToAggregate()
+}
+
+// at prefixes err with where obj was read: file, document and item.
+func (c *cluster) at(obj runtime.Object, err error) error {
+	if src, ok := c.objs.Source(obj); ok {
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	return err
+}
+
+func priority(p *corev1.Pod) int32 {
+	if p.Spec.Priority != nil {
+		return *p.Spec.Priority
+	}
+	return 0
+}
+
+// podGroupV1alpha3 converts a PodGroup as the loader gives it (scheduling.k8s.io/v1beta1) to the
+// version the pods package takes; the two are field for field the same, and a strict decode would
+// catch a field that is not.
+func podGroupV1alpha3(g *schedulingv1beta1.PodGroup) (*schedulingv1alpha3.PodGroup, error) {
+	data, err := json.Marshal(g)
+	if err != nil {
+		return nil, err
+	}
+	out := &schedulingv1alpha3.PodGroup{}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		return nil, fmt.Errorf("convert to scheduling.k8s.io/v1alpha3: %w", err)
+	}
+	out.APIVersion, out.Kind = schedulingv1alpha3.SchemeGroupVersion.String(), "PodGroup"
+	return out, nil
+}
+
+// uidFor is a UID for an object that has none, the same for the same object in every run.
+func uidFor(kind, namespace, name string) types.UID {
+	h := sha256.Sum256([]byte(kind + "/" + namespace + "/" + name))
+	h[6] = h[6]&0x0f | 0x80 // version 8: a custom UUID
+	h[8] = h[8]&0x3f | 0x80
+	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16]))
+}
+
+// suffix is the i-th five-character name suffix, from the alphabet the API server uses for
+// generateName: i written in base 27 with that alphabet ("bbbbc" for 1, "bbbbd" for 2), so that runs
+// on the same input name claims the same.
+func suffix(i uint64) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, 5)
+	for j := len(b) - 1; j >= 0; j-- {
+		b[j] = alphabet[i%uint64(len(alphabet))]
+		i /= uint64(len(alphabet))
+	}
+	return string(b)
+}
+
+// predicates checks each in turn; the first reason wins.
+func predicates(list ...pods.Predicate) pods.Predicate {
+	return func(pod *corev1.Pod, node *corev1.Node) error {
+		for _, p := range list {
+			if err := p(pod, node); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// unschedulablePredicate is kube-scheduler's NodeUnschedulable filter: a cordoned node
+// (spec.unschedulable) takes only pods that tolerate the taint node.kubernetes.io/unschedulable
+// with effect NoSchedule. A live cluster also has that taint on the node, which the pods package
+// checks; manifests written by hand often have only the field. (Comparison operators in
+// tolerations are an alpha feature, off, as in the pods package.)
+func unschedulablePredicate(pod *corev1.Pod, node *corev1.Node) error {
+	if !node.Spec.Unschedulable {
+		return nil
+	}
+	taint := &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
+	for i := range pod.Spec.Tolerations {
+		if pod.Spec.Tolerations[i].ToleratesTaint(logr.Discard(), taint, false) {
+			return nil
+		}
+	}
+	return errors.New("node(s) were unschedulable")
+}
+
+// extendedResourcePredicate is the part of kube-scheduler's NodeResourcesFit filter that dralloc's
+// pods package leaves to its caller and that matters here: a pod requesting an extended resource
+// that no DeviceClass serves must find it in the node's status.allocatable ("Insufficient <name>").
+// Resources a class serves are decided by the pods package.
+func extendedResourcePredicate(classes []*resourceapi.DeviceClass) pods.Predicate {
+	served := map[corev1.ResourceName]bool{}
+	for _, cl := range classes {
+		served[corev1.ResourceName(resourceapi.ResourceDeviceClassPrefix+cl.Name)] = true
+		if cl.Spec.ExtendedResourceName != nil {
+			served[corev1.ResourceName(*cl.Spec.ExtendedResourceName)] = true
+		}
+	}
+	return func(pod *corev1.Pod, node *corev1.Node) error {
+		for _, name := range sortedResourceNames(podExtendedRequests(pod)) {
+			if served[name] {
+				continue
+			}
+			want := podExtendedRequests(pod)[name]
+			have := node.Status.Allocatable[name]
+			if have.Cmp(want) < 0 {
+				return fmt.Errorf("Insufficient %s: the node does not offer it and no DeviceClass provides it", name)
+			}
+		}
+		return nil
+	}
+}
+
+// podExtendedRequests sums the extended resources the pod's containers request (the loader has
+// defaulted requests from limits, as the API server does).
+func podExtendedRequests(pod *corev1.Pod) map[corev1.ResourceName]resource.Quantity {
+	out := map[corev1.ResourceName]resource.Quantity{}
+	add := func(list corev1.ResourceList) {
+		for name, q := range list {
+			if !isExtended(name) {
+				continue
+			}
+			sum := out[name]
+			sum.Add(q)
+			out[name] = sum
+		}
+	}
+	for _, ctr := range pod.Spec.Containers {
+		add(ctr.Resources.Requests)
+	}
+	return out
+}
+
+// isExtended is the API's extended resource name: qualified, with a domain other than kubernetes.io,
+// not requests.*.
+func isExtended(name corev1.ResourceName) bool {
+	s := string(name)
+	if !strings.Contains(s, "/") || strings.Contains(s, corev1.ResourceDefaultNamespacePrefix) || strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix) {
+		return false
+	}
+	return len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+s)) == 0
+}
+
+func sortedResourceNames(m map[corev1.ResourceName]resource.Quantity) []corev1.ResourceName {
+	out := make([]corev1.ResourceName, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,18 @@
+// Command dractl explains Dynamic Resource Allocation decisions for a cluster read from manifests:
+// why a pending pod fits nowhere or where it would go, what the scheduler would decide for every
+// pending pod, which CEL selectors match no published device, what a DeviceTaintRule evicts, and
+// which devices are free, used or tainted.
+//
+// It reads files, directories or stdin; the live mode is
+//
+//	kubectl get pods,nodes,resourceslices,deviceclasses,resourceclaims,resourceclaimtemplates,devicetaintrules,podgroups -A -o yaml | dractl explain -f -
+//
+// Exit status: 0 when everything asked about fits (or is clean), 1 when something does not fit (or
+// a problem was found), 2 for bad input or usage.
+package main
+
+import "os"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
