@@ -25,13 +25,22 @@ import (
 type Preferred func(claim *resourceapi.ResourceClaim, request string) map[resourceapi.QualifiedName]resource.Quantity
 
 // grow raises the consumed capacity of the placement's new shares to the largest policy-valid amount up
-// to the preferred one that fits next to the device's other shares (capacity.ConsumedRange).
+// to the preferred one that fits next to the device's other shares (capacity.ConsumedRange). The other
+// shares are those the snapshot's claims hold and every other share of this placement, at the amount it
+// has by then: a share grows only into capacity that none of them needs, so the placement never holds
+// more of a device than it has.
 func (c *Cluster) grow(snap *allocator.Snapshot, p *Placement) error {
 	if c.opts.Preferred == nil {
 		return nil
 	}
-	opts := capOptions(snap)
+	type share struct {
+		claim *resourceapi.ResourceClaim
+		r     *resourceapi.DeviceRequestAllocationResult
+		id    allocator.DeviceID
+		dev   *resourceapi.Device
+	}
 	ledgers := map[allocator.DeviceID]*capacity.Ledger{}
+	var shares []share
 	for _, pc := range p.Claims {
 		if !pc.Allocated {
 			continue
@@ -40,10 +49,6 @@ func (c *Cluster) grow(snap *allocator.Snapshot, p *Placement) error {
 		for k := range results {
 			r := &results[k]
 			if r.ShareID == nil || r.ConsumedCapacity == nil {
-				continue
-			}
-			pref := c.opts.Preferred(pc.Claim, r.Request)
-			if len(pref) == 0 {
 				continue
 			}
 			id := allocator.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
@@ -56,17 +61,28 @@ func (c *Cluster) grow(snap *allocator.Snapshot, p *Placement) error {
 				l = sharesOn(snap, id, dev)
 				ledgers[id] = l
 			}
-			rr, err := capacity.ConsumedRange(capacity.RangeRequest{Min: requestCapacity(pc.Claim, r.Request), Preferred: pref}, dev.Capacity, l, opts)
-			if errors.Is(err, capacity.ErrUnsuitable) {
-				l.Add(r.ConsumedCapacity)
-				continue // a preferred capacity the device lacks: the minimum stays
-			}
-			if err != nil {
-				return fmt.Errorf("ResourceClaim %s/%s: request %s: %w", pc.Claim.Namespace, pc.Claim.Name, r.Request, err)
-			}
-			r.ConsumedCapacity = rr.Consumed
-			l.Add(rr.Consumed)
+			l.Add(r.ConsumedCapacity)
+			shares = append(shares, share{pc.Claim, r, id, dev})
 		}
+	}
+	opts := capOptions(snap)
+	for _, sh := range shares {
+		pref := c.opts.Preferred(sh.claim, sh.r.Request)
+		if len(pref) == 0 {
+			continue
+		}
+		l := ledgers[sh.id]
+		l.Remove(sh.r.ConsumedCapacity)
+		rr, err := capacity.ConsumedRange(capacity.RangeRequest{Min: requestCapacity(sh.claim, sh.r.Request), Preferred: pref}, sh.dev.Capacity, l, opts)
+		if errors.Is(err, capacity.ErrUnsuitable) {
+			l.Add(sh.r.ConsumedCapacity)
+			continue // a preferred capacity the device lacks: the minimum stays
+		}
+		if err != nil {
+			return fmt.Errorf("ResourceClaim %s/%s: request %s: %w", sh.claim.Namespace, sh.claim.Name, sh.r.Request, err)
+		}
+		sh.r.ConsumedCapacity = rr.Consumed
+		l.Add(rr.Consumed)
 	}
 	return nil
 }

@@ -129,3 +129,19 @@ func TestPlanHandBack(t *testing.T) {
 		t.Errorf("8Gi next to a 2Gi minimum: %v, want ErrNoNode", err)
 	}
 }
+
+// Two shares of one device placed for one pod: the ranged one grows only into what the other, allocated in
+// the same placement, leaves (8Gi less its 4Gi), never over the device's capacity.
+func TestPlaceRangedNextToASiblingShare(t *testing.T) {
+	c := rangedCluster(t, preferRanged)
+	p, err := c.Place(context.Background(), pod("p", "ranged=template:mem-2", "gpu=template:mem-4"))
+	must(t, err)
+	got := map[string]string{}
+	for _, pc := range p.Claims {
+		q := pc.Claim.Status.Allocation.Devices.Results[0].ConsumedCapacity["memory"]
+		got[pc.Claim.Annotations[resourceapi.PodResourceClaimAnnotation]] = q.String()
+	}
+	if got["ranged"] != "4Gi" || got["gpu"] != "4Gi" {
+		t.Errorf("shares record %v, want ranged 4Gi next to gpu 4Gi on the 8Gi device", got)
+	}
+}
