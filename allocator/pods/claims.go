@@ -87,7 +87,7 @@ func (c *Cluster) podClaims(snap *allocator.Snapshot, pod *v1.Pod) ([]PodClaim, 
 			out = append(out, PodClaim{Name: pc.Name, Claim: claim})
 			continue
 		}
-		owner := ownerOf{apiVersion: "v1", kind: "Pod", name: pod.Name, uid: pod.UID}
+		owner := ownerOf{apiVersion: "v1", kind: "Pod", name: pod.Name, uid: uidOf(pod)}
 		r, needed, err := c.templateClaim(snap, pod.Namespace, pc.Name, *pc.ResourceClaimTemplateName, owner, pod.Status.ResourceClaimStatuses)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s.resourceClaimTemplateName: %w", podName(pod), field, err)
@@ -145,7 +145,7 @@ func (c *Cluster) groupClaim(snap *allocator.Snapshot, g *schedulingapi.PodGroup
 	for i, s := range g.Status.ResourceClaimStatuses {
 		statuses[i] = v1.PodResourceClaimStatus{Name: s.Name, ResourceClaimName: s.ResourceClaimName}
 	}
-	owner := ownerOf{apiVersion: schedulingapi.SchemeGroupVersion.String(), kind: "PodGroup", name: g.Name, uid: g.UID}
+	owner := ownerOf{apiVersion: schedulingapi.SchemeGroupVersion.String(), kind: "PodGroup", name: g.Name, uid: uidOf(g)}
 	r, needed, err := c.templateClaim(snap, g.Namespace, gc.Name, *gc.ResourceClaimTemplateName, owner, statuses)
 	r.PodGroup = g
 	return r, needed, err

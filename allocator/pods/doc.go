@@ -36,7 +36,9 @@
 // The scheduler's other plugins (CPU and memory fit, the amount of a device plugin's extended resource,
 // pod affinity, topology spread) are not reproduced: [Options.Predicate] is where a caller adds them.
 // Snapshot lookups ([allocator.Snapshot.Nodes], Claims, ClaimsOwnedBy, Classes) return the snapshot's
-// own objects; the Cluster copies before it changes anything and never modifies its inputs.
+// own objects; the Cluster copies before it changes anything and never modifies its inputs. A pod or
+// PodGroup read from a manifest that was never created has no UID; the claims written for it name it by
+// a UID derived from its kind, namespace and name, the same in every call.
 //
 // Imports: the allocator's public API, capacity (ranged shares), k8s.io/api, k8s.io/apimachinery and
 // k8s.io/component-helpers (node affinity, toleration and pod request helpers). allocator/verify and fuzz are used by tests only.

@@ -95,11 +95,11 @@ func (c *Cluster) planExtended(snap *allocator.Snapshot, pod *v1.Pod) *extendedP
 	}
 	slices.Sort(p.names)
 	p.classes = classes
-	for _, claim := range snap.ClaimsOwnedBy(pod.Namespace, pod.UID) {
+	for _, claim := range snap.ClaimsOwnedBy(pod.Namespace, uidOf(pod)) {
 		if claim.Annotations[resourceapi.ExtendedResourceClaimAnnotation] != "true" {
 			continue
 		}
-		if (ownerOf{apiVersion: "v1", kind: "Pod", name: pod.Name, uid: pod.UID}).ownsByName(claim) {
+		if (ownerOf{apiVersion: "v1", kind: "Pod", name: pod.Name, uid: uidOf(pod)}).ownsByName(claim) {
 			p.existing = claim
 			break
 		}
@@ -155,7 +155,7 @@ func (c *Cluster) extendedClaim(pod *v1.Pod, p *extendedPlan, need map[v1.Resour
 				APIVersion: "v1",
 				Kind:       "Pod",
 				Name:       pod.Name,
-				UID:        pod.UID,
+				UID:        uidOf(pod),
 				Controller: &yes,
 			}},
 			Annotations: map[string]string{resourceapi.ExtendedResourceClaimAnnotation: "true"},

@@ -323,7 +323,7 @@ func (s *gangSearch) joint(f *allocator.Snapshot, n, last int) (bool, error) {
 // others restored from the Cluster's snapshot.
 func (s *gangSearch) reset(f *allocator.Snapshot, p int) error {
 	r := s.reqs[p]
-	owner := ownerOf{apiVersion: "v1", kind: "Pod", name: r.pod.Name, uid: r.pod.UID}
+	owner := ownerOf{apiVersion: "v1", kind: "Pod", name: r.pod.Name, uid: uidOf(r.pod)}
 	var names []string
 	for _, pc := range r.claims {
 		if pc.PodGroup == nil && owner.owns(pc.Claim) {

@@ -125,9 +125,9 @@ func (c *Cluster) prepare(snap *allocator.Snapshot, pod *v1.Pod) (*request, erro
 // consumer is the reservedFor entry the scheduler writes: the pod, or for a PodGroup's claim the group.
 func consumer(pod *v1.Pod, g *schedulingapi.PodGroup) resourceapi.ResourceClaimConsumerReference {
 	if g != nil {
-		return resourceapi.ResourceClaimConsumerReference{APIGroup: schedulingapi.GroupName, Resource: "podgroups", Name: g.Name, UID: g.UID}
+		return resourceapi.ResourceClaimConsumerReference{APIGroup: schedulingapi.GroupName, Resource: "podgroups", Name: g.Name, UID: uidOf(g)}
 	}
-	return resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: pod.UID}
+	return resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: uidOf(pod)}
 }
 
 // isReservedForPod is resourceclaim.IsReservedForPod of k8s.io/dynamic-resource-allocation, with which
@@ -140,7 +140,7 @@ func (c *Cluster) isReservedForPod(claim *resourceapi.ResourceClaim, pod *v1.Pod
 		group = *pod.Spec.SchedulingGroup.PodGroupName
 	}
 	for _, r := range claim.Status.ReservedFor {
-		if (r.UID == pod.UID && r.Name == pod.Name) || (group != "" && r.APIGroup == schedulingapi.GroupName && r.Resource == "podgroups" && r.Name == group) {
+		if (r.UID == uidOf(pod) && r.Name == pod.Name) || (group != "" && r.APIGroup == schedulingapi.GroupName && r.Resource == "podgroups" && r.Name == group) {
 			return true
 		}
 	}
@@ -498,8 +498,8 @@ func (c *Cluster) Remove(pod *v1.Pod) error {
 	if pod == nil {
 		return &allocator.InputError{Object: "Pod", Err: errors.New("nil object")}
 	}
-	return c.release(pod.Namespace, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: pod.UID},
-		ownerOf{apiVersion: "v1", kind: "Pod", name: pod.Name, uid: pod.UID})
+	return c.release(pod.Namespace, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: uidOf(pod)},
+		ownerOf{apiVersion: "v1", kind: "Pod", name: pod.Name, uid: uidOf(pod)})
 }
 
 // RemovePodGroup is Remove for a PodGroup: its reservations, and the claims it owns.
@@ -508,7 +508,7 @@ func (c *Cluster) RemovePodGroup(g *schedulingapi.PodGroup) error {
 		return &allocator.InputError{Object: "PodGroup", Err: errors.New("nil object")}
 	}
 	return c.release(g.Namespace, consumer(nil, g),
-		ownerOf{apiVersion: schedulingapi.SchemeGroupVersion.String(), kind: "PodGroup", name: g.Name, uid: g.UID})
+		ownerOf{apiVersion: schedulingapi.SchemeGroupVersion.String(), kind: "PodGroup", name: g.Name, uid: uidOf(g)})
 }
 
 func (c *Cluster) release(namespace string, cons resourceapi.ResourceClaimConsumerReference, owner ownerOf) error {
