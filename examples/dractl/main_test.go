@@ -422,7 +422,7 @@ func TestStdinAndUsage(t *testing.T) {
 		{"an error names file, document and object", []string{"explain", "-f", "-"}, badClaim, exitBadInput, "",
 			"dractl explain: -: document 1: ResourceClaim c: spec.devices.requests[0].exactly.cuont: unknown field"},
 		{"a slice kube-apiserver would refuse is an error naming it and the field", []string{"inventory", "-f", "-"}, sliceWithCounters, exitBadInput, "",
-			"dractl inventory: -: document 1: ResourceSlice s: invalid object: spec.sharedCounters: Forbidden: devices and sharedCounters must be in separate slices"},
+			"dractl inventory: -: document 1: ResourceSlice s: spec: invalid object: spec: Invalid value: \"\": only one of `sharedCounters` or `devices` is allowed"},
 		{"a pod with scheduling gates is not considered", []string{"place", "-f", "-", "-o", "text"}, nodeAndPod + gatedPod, exitNotFit,
 			"Pod default/g cannot be scheduled: not considered by the scheduler until its scheduling gates are removed: example.com/quota\n", ""},
 		{"a cordoned node takes no pod", []string{"explain", "-f", "-"}, cordoned + "---\n" + nodeAndPod[strings.Index(nodeAndPod, "apiVersion: v1\nkind: Pod"):], exitNotFit,
