@@ -77,6 +77,7 @@ func adminTwinsGen() *rapid.Generator[*fuzz.Cluster] {
 			name := fmt.Sprintf("held-%d", i)
 			c.Allocated = append(c.Allocated, &resourceapi.ResourceClaim{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)},
+				Spec:       heldSpec(len(results), i == 1),
 				Status:     resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: results}}},
 			})
 		}
@@ -128,4 +129,15 @@ func TestDifferentialAdminAccessTwins(t *testing.T) {
 		all.add([]string{"admin access twins"}, o, agreed)
 	})
 	all.log(t)
+}
+
+// heldSpec is the spec of a claim holding n GPUs through its request "r", as the results of the held
+// claims name it: an allocated claim is validated like any other.
+func heldSpec(n int, admin bool) resourceapi.ResourceClaimSpec {
+	r := resourceapi.DeviceRequest{Name: "r", Exactly: &resourceapi.ExactDeviceRequest{
+		DeviceClassName: fuzz.ClassGPU, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: int64(n)}}
+	if admin {
+		r.Exactly.AdminAccess = ptr.To(true)
+	}
+	return resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{r}}}
 }

@@ -67,6 +67,7 @@ func pruningGen() *rapid.Generator[*fuzz.Cluster] {
 		if len(held) > 0 {
 			c.Allocated = append(c.Allocated, &resourceapi.ResourceClaim{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "held", UID: "uid-held"},
+				Spec:       heldSpec(len(held), false),
 				Status:     resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: held}}},
 			})
 		}
