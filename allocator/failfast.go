@@ -113,9 +113,11 @@ func (a *allocation) visitCandidates(r *request, fn func(int, *deviceEntry) bool
 		if p.incomplete || p.invalid {
 			continue
 		}
+		j := -1 // index in the pool
 		for _, e := range p.slices {
 			for _, d := range e.devices() {
 				idx++
+				j++
 				if anyInUse && !r.adminAccess && a.st.inUse[d.id] > 0 {
 					continue
 				}
@@ -133,7 +135,7 @@ func (a *allocation) visitCandidates(r *request, fn func(int, *deviceEntry) bool
 				if ok && a.f.DRADeviceTaints && blocked(d.taints, r.tolerations) {
 					ok = false
 				}
-				if ok && d.counters && !a.countersAdmit(p, d) {
+				if ok && d.counters && !a.countersAdmitAt(p, j, d) {
 					ok = false
 				}
 				if ok && !a.nodeOpsAllowed(d) {
@@ -160,6 +162,23 @@ func (a *allocation) countersAdmit(p *pool, d *deviceEntry) bool {
 		return true // its first share consumed the counters already
 	}
 	return a.poolCounters(p).Fits(d.api.ConsumesCounters)
+}
+
+// countersAdmitAt is countersAdmit for the j-th device of p's node slices, answered from the prepared
+// counters of the allocated state while the call has taken nothing from the pool's counters.
+func (a *allocation) countersAdmitAt(p *pool, j int, d *deviceEntry) bool {
+	if !a.f.DRAPartitionableDevices {
+		return false
+	}
+	if a.f.DRAConsumableCapacity && d.multi && a.sharesInUse(d.id) {
+		return true
+	}
+	if len(a.counters) > 0 {
+		if c, ok := a.counters[p]; ok {
+			return c.Fits(d.api.ConsumesCounters)
+		}
+	}
+	return a.baseCounters(p).admits[j]
 }
 
 // tooFewReason is `claim <namespace>/<name>, request "<name>": needs N devices, M match and are free`

@@ -152,16 +152,7 @@ func (a *allocation) ledger(d *deviceEntry) *capacity.Ledger {
 func (a *allocation) poolCounters(p *pool) *capacity.Counters {
 	c, ok := a.counters[p]
 	if !ok {
-		c = capacity.NewCounters(p.counterSets)
-		for _, list := range [][]*sliceEntry{p.slices, p.others} {
-			for _, e := range list {
-				for _, d := range e.devices() {
-					if len(d.api.ConsumesCounters) > 0 && a.st.allocated(d.id) {
-						c.Add(d.api.ConsumesCounters)
-					}
-				}
-			}
-		}
+		c = a.freshCounters(p)
 		if a.counters == nil {
 			a.counters = map[*pool]*capacity.Counters{}
 		}

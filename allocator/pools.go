@@ -30,6 +30,8 @@ type pool struct {
 	counterIdx  map[string]int // counter set name → index in counterSets
 	// binding: a device for this node lists binding conditions; such pools are visited last.
 	binding bool
+	// base is the pool's shared counters as the allocated state leaves them (see baseCounters).
+	base atomic.Pointer[counterBase]
 }
 
 // gatherPools collects the pools with devices for a node in the order the Kubernetes allocator visits

@@ -16,6 +16,7 @@ import (
 // lists, objects) are immutable and shared between a snapshot and its forks, so a fork copies only the
 // maps. Every change replaces a value instead of editing it.
 type state struct {
+	id  uint64 // distinct for every state and clone (see stateIDs)
 	rev uint64 // incremented by every change
 	seq uint64 // insertion counter for slices
 
@@ -49,6 +50,7 @@ type state struct {
 
 func newState() *state {
 	return &state{
+		id:         stateIDs.Add(1),
 		slices:     map[string]*sliceEntry{},
 		nodeSlices: map[string][]*sliceEntry{},
 		poolSlices: map[PoolID][]*sliceEntry{},
@@ -67,6 +69,7 @@ func newState() *state {
 // clone copies the maps; values are shared (they are immutable).
 func (st *state) clone() *state {
 	c := *st
+	c.id = stateIDs.Add(1)
 	c.slices = maps.Clone(st.slices)
 	c.nodeSlices = maps.Clone(st.nodeSlices)
 	c.poolSlices = maps.Clone(st.poolSlices)

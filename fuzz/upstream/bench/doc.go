@@ -4,5 +4,6 @@
 //
 // The scenarios: a scheduler's filter loop over 100 and 1000 nodes of eight
 // GPUs, the same fleet half used, a claim that cannot fit on a node of 32 identical GPUs (upstream's
-// exponential case), building and updating the snapshot, and a fragmentation run over partitionable GPUs.
+// exponential case), building and updating the snapshot, a fragmentation run over partitionable GPUs, fleets of DGX H100 nodes in
+// dynamic MIG as inventory publishes them, and GPUs aligned by NUMA node or PCIe root (matchAttribute).
 package bench

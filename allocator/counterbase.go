@@ -1,0 +1,53 @@
+package allocator
+
+import (
+	"sync/atomic"
+
+	"github.com/dralloc/dralloc/capacity"
+)
+
+// stateIDs numbers states: a state and each of its clones get distinct IDs, so that (ID, rev) names one
+// content of the allocated state.
+var stateIDs atomic.Uint64
+
+// counterBase is what the allocated state leaves of a pool's shared counters, prepared once per state
+// revision instead of once per call: the verdict of the counters on every device of the pool's node
+// slices, in the order visitCandidates visits them. It is immutable once built.
+type counterBase struct {
+	stateID, rev uint64
+	admits       []bool
+}
+
+// baseCounters returns the prepared counter verdicts of p for the call's state, building them when the
+// state changed since they were last built. Pools are shared between the calls of a filter pass (and
+// between snapshots and forks), so the value is swapped atomically; concurrent calls may build it twice.
+func (a *allocation) baseCounters(p *pool) *counterBase {
+	if b := p.base.Load(); b != nil && b.stateID == a.st.id && b.rev == a.st.rev {
+		return b
+	}
+	c := a.freshCounters(p)
+	b := &counterBase{stateID: a.st.id, rev: a.st.rev}
+	for _, e := range p.slices {
+		for _, d := range e.devices() {
+			b.admits = append(b.admits, !d.counters || c.Fits(d.api.ConsumesCounters))
+		}
+	}
+	p.base.Store(b)
+	return b
+}
+
+// freshCounters returns the shared counters of a pool with what the devices allocated in the cluster
+// consume (on any node).
+func (a *allocation) freshCounters(p *pool) *capacity.Counters {
+	c := capacity.NewCounters(p.counterSets)
+	for _, list := range [][]*sliceEntry{p.slices, p.others} {
+		for _, e := range list {
+			for _, d := range e.devices() {
+				if len(d.api.ConsumesCounters) > 0 && a.st.allocated(d.id) {
+					c.Add(d.api.ConsumesCounters)
+				}
+			}
+		}
+	}
+	return c
+}

@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/dralloc/dralloc/inventory"
+)
+
+// NVIDIA's DeviceClasses: whole GPUs and MIG devices of driver gpu.nvidia.com.
+const (
+	NVIDIAGPUClass = "gpu.nvidia.com"
+	NVIDIAMIGClass = "mig.nvidia.com"
+)
+
+// NVIDIAClasses returns the classes NVIDIA's driver ships: whole GPUs and MIG devices, told apart by the
+// type attribute.
+func NVIDIAClasses() []*resourceapi.DeviceClass {
+	class := func(name, typ string) *resourceapi.DeviceClass {
+		return &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourceapi.DeviceClassSpec{
+			Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+				Expression: fmt.Sprintf(`device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == %q`, typ),
+			}}},
+		}}
+	}
+	return []*resourceapi.DeviceClass{class(NVIDIAGPUClass, "gpu"), class(NVIDIAMIGClass, "mig")}
+}
+
+// DGXFleet returns nodes node-0000… each publishing what inventory publishes for the shipped profile (such
+// as dgxh100: eight GPUs in dynamic MIG, one counter set per GPU, every whole GPU and MIG placement a
+// device drawing on it).
+func DGXFleet(nodes int, profile string) (Cluster, error) {
+	t, err := inventory.Profile(profile)
+	if err != nil {
+		return Cluster{}, err
+	}
+	c := Cluster{Classes: NVIDIAClasses()}
+	for n := range nodes {
+		name := fmt.Sprintf("node-%04d", n)
+		c.Nodes = append(c.Nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}})
+		slices, err := t.Slices(name, 1)
+		if err != nil {
+			return Cluster{}, err
+		}
+		c.Slices = append(c.Slices, slices...)
+	}
+	return c, nil
+}
+
+// HalfUsedGPUs marks the first used whole GPUs of every node (by slice order) as allocated, through one
+// allocated claim per node.
+func (c Cluster) HalfUsedGPUs(used int) Cluster {
+	out := c
+	out.Allocated = nil
+	for _, node := range c.Nodes {
+		claim := newClaim("used-"+node.Name, exactly("gpus", NVIDIAGPUClass, int64(used)))
+		claim.Status.Allocation = &resourceapi.AllocationResult{}
+		for _, s := range c.Slices {
+			if s.Spec.NodeName == nil || *s.Spec.NodeName != node.Name {
+				continue
+			}
+			for _, d := range s.Spec.Devices {
+				if len(claim.Status.Allocation.Devices.Results) == used {
+					break
+				}
+				if t := d.Attributes[inventory.AttrType].StringValue; t != nil && *t == "gpu" {
+					claim.Status.Allocation.Devices.Results = append(claim.Status.Allocation.Devices.Results,
+						resourceapi.DeviceRequestAllocationResult{Request: "gpus", Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name})
+				}
+			}
+		}
+		out.Allocated = append(out.Allocated, claim)
+	}
+	return out
+}
+
+// migRequest asks for count MIG devices of one profile (such as 1g.10gb).
+func migRequest(name, profile string, count int64) resourceapi.DeviceRequest {
+	r := exactly(name, NVIDIAMIGClass, count)
+	r.Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+		Expression: fmt.Sprintf(`device.attributes["gpu.nvidia.com"].profile == %q`, profile),
+	}}}
+	return r
+}
+
+// MIGClaim asks for count MIG devices of one profile.
+func MIGClaim(profile string, count int64) *resourceapi.ResourceClaim {
+	return newClaim("mig-"+profile, migRequest("mig", profile, count))
+}
+
+// WholeGPUsClaim asks for count whole GPUs of NVIDIA's class.
+func WholeGPUsClaim(count int64) *resourceapi.ResourceClaim {
+	return newClaim(fmt.Sprintf("whole-%d", count), exactly("gpus", NVIDIAGPUClass, count))
+}
+
+// WholeElseMIGClaim asks for one whole GPU, else one MIG device of the profile (firstAvailable).
+func WholeElseMIGClaim(profile string) *resourceapi.ResourceClaim {
+	whole := exactly("whole", NVIDIAGPUClass, 1).Exactly
+	mig := migRequest("mig", profile, 1)
+	return newClaim("whole-else-"+profile, resourceapi.DeviceRequest{Name: "gpu", FirstAvailable: []resourceapi.DeviceSubRequest{
+		{Name: "whole", DeviceClassName: whole.DeviceClassName, AllocationMode: whole.AllocationMode, Count: whole.Count},
+		{Name: "mig", DeviceClassName: mig.Exactly.DeviceClassName, Selectors: mig.Exactly.Selectors, AllocationMode: mig.Exactly.AllocationMode, Count: 1},
+	}})
+}
+
+// NUMAFleet returns nodes of gpus GPUs each (NodeSlice's GPUs), perNUMA of them on each
+// resource.kubernetes.io/numaNode and two on each resource.kubernetes.io/pcieRoot.
+func NUMAFleet(nodes, gpus, perNUMA int) Cluster {
+	c := Fleet(nodes, gpus)
+	for _, s := range c.Slices {
+		for i := range s.Spec.Devices {
+			s.Spec.Devices[i].Attributes["resource.kubernetes.io/numaNode"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(i / perNUMA))}
+		}
+	}
+	return c
+}
+
+// AlignedClaim asks for count GPUs that share one value of the attribute (matchAttribute).
+func AlignedClaim(count int64, attribute resourceapi.FullyQualifiedName) *resourceapi.ResourceClaim {
+	claim := GPUClaim(fmt.Sprintf("aligned-%d", count), count)
+	claim.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: ptr.To(attribute)}}
+	return claim
+}
