@@ -143,8 +143,9 @@ func buildPool(t *rapid.T, opts Options, driver, pool string, devices, parts []r
 			stale.Spec.Devices = []resourceapi.Device{{Name: "stale"}}
 			if ptr.Deref(stale.Spec.PerDeviceNodeSelection, false) {
 				// A device of a pool with per-device node selection names its nodes, as every device
-				// of such a slice must.
-				stale.Spec.Devices[0].AllNodes = ptr.To(true)
+				// of such a slice must: a node that left the cluster, so that no node sees the old
+				// generation without the newer one (Kubernetes would then take the old one as complete).
+				stale.Spec.Devices[0].NodeName = ptr.To("retired-node")
 			}
 		}
 	}
