@@ -8,7 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	schedulingapi "k8s.io/api/scheduling/v1alpha3"
+	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -45,7 +45,8 @@ type PodClaim struct {
 //   - With DRAWorkloadResourceClaims, an entry equal in every field to an entry of the pod's PodGroup's
 //     spec.resourceClaims (pod.spec.schedulingGroup.podGroupName) is the group's claim: the named
 //     claim, or the one generated for the group (found or created in the same way, with the PodGroup as
-//     owner and podGroup.status.resourceClaimStatuses in place of the pod's status).
+//     owner, apiVersion scheduling.k8s.io/v1beta1, and podGroup.status.resourceClaimStatuses in place of
+//     the pod's status).
 //
 // The extended-resource claim depends on the node and is not among them; see [Cluster.Place].
 func (c *Cluster) PodClaims(pod *v1.Pod) ([]PodClaim, error) {

@@ -7,7 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	schedulingapi "k8s.io/api/scheduling/v1alpha3"
+	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -164,7 +164,7 @@ func TestPodClaimsOfPodGroup(t *testing.T) {
 				}
 				if tt.wantGroup && got[0].Generated {
 					owner := got[0].Claim.OwnerReferences[0]
-					if owner.Kind != "PodGroup" || owner.UID != group.UID || owner.APIVersion != "scheduling.k8s.io/v1alpha3" {
+					if owner.Kind != "PodGroup" || owner.UID != group.UID || owner.APIVersion != "scheduling.k8s.io/v1beta1" {
 						t.Errorf("owner %+v, want the PodGroup", owner)
 					}
 					if !strings.HasPrefix(got[0].Claim.Name, "gang-fabric-") {

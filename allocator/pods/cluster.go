@@ -11,7 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	schedulingapi "k8s.io/api/scheduling/v1alpha3"
+	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dralloc/dralloc/allocator"
@@ -161,8 +161,8 @@ func (c *Cluster) DeleteTemplate(namespace, name string) {
 	delete(c.templates, types.NamespacedName{Namespace: namespace, Name: name})
 }
 
-// AddOrUpdatePodGroup adds a PodGroup or replaces the one with the same namespace and name. The group is
-// copied.
+// AddOrUpdatePodGroup adds a PodGroup (scheduling.k8s.io/v1beta1) or replaces the one with the same
+// namespace and name. The group is copied.
 func (c *Cluster) AddOrUpdatePodGroup(g *schedulingapi.PodGroup) error {
 	if g == nil {
 		return &allocator.InputError{Object: "PodGroup", Err: errors.New("nil object")}

@@ -12,9 +12,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	schedulingapi "k8s.io/api/scheduling/v1alpha3"
+	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/manifest"
@@ -418,8 +417,8 @@ func loadStep(t *testing.T, root string, step demoStep) *manifest.Objects {
 }
 
 // podGroups reads the PodGroups of a step's files. The demo writes them as scheduling.k8s.io/v1alpha2,
-// which Kubernetes 1.37 no longer serves (the loader skips them); its fields are those of v1alpha3,
-// which the Cluster takes, so the test reads them as v1alpha3.
+// which Kubernetes 1.37 no longer serves (the loader skips them); its fields are those of v1beta1, so
+// the test gives them that version and reads them with the loader.
 func podGroups(t *testing.T, root string, step demoStep) []*schedulingapi.PodGroup {
 	t.Helper()
 	var out []*schedulingapi.PodGroup
@@ -433,9 +432,13 @@ func podGroups(t *testing.T, root string, step demoStep) []*schedulingapi.PodGro
 				if !strings.Contains(doc, "\nkind: PodGroup") {
 					continue
 				}
-				doc = strings.Replace(doc, "apiVersion: scheduling.k8s.io/v1alpha2", "apiVersion: scheduling.k8s.io/v1alpha3", 1)
-				g := &schedulingapi.PodGroup{}
-				must(t, yaml.UnmarshalStrict([]byte(doc), g))
+				doc = strings.Replace(doc, "apiVersion: scheduling.k8s.io/v1alpha2", "apiVersion: scheduling.k8s.io/v1beta1", 1)
+				objs, err := manifest.Decode(strings.NewReader(doc), path, manifest.Options{})
+				must(t, err)
+				if len(objs.PodGroups) != 1 {
+					t.Fatalf("%s: read %d PodGroups from a PodGroup document", path, len(objs.PodGroups))
+				}
+				g := objs.PodGroups[0]
 				g.UID = types.UID("uid-podgroup-" + g.Name)
 				out = append(out, g)
 			}

@@ -7,6 +7,13 @@
 // The main type is [Cluster]: it wraps a Snapshot (which the caller keeps filling with slices, classes,
 // claims and nodes) and adds what only pods need: ResourceClaimTemplates and PodGroups.
 //
+// PodGroups are scheduling.k8s.io/v1beta1, the version Kubernetes 1.37 serves as beta, upstream's
+// resourceclaim helpers take and allocator/manifest returns; the claims generated for a PodGroup name
+// it with that apiVersion in their owner reference, as the resourceclaim controller of 1.37 does (a
+// claim whose owner reference names another version of scheduling.k8s.io is still the group's). A
+// v1alpha3 PodGroup has the same fields: [github.com/dralloc/dralloc/allocator/manifest.Convert]
+// turns it into v1beta1.
+//
 //   - [Cluster.PodClaims] resolves a pod's claims exactly as the control plane does: a resourceClaimName
 //     is that claim; a resourceClaimTemplateName is the claim pod.status.resourceClaimStatuses names, or
 //     the claim the resourceclaim controller generated earlier (found by annotation and owner), or the

@@ -7,11 +7,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	schedulingapi "k8s.io/api/scheduling/v1alpha3"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/allocator/manifest"
 	"github.com/dralloc/dralloc/allocator/pods"
 )
 
@@ -132,12 +134,37 @@ func ExampleCluster_RemovePodGroup() {
 	_ = c.AddOrUpdatePodGroup(g)
 	gp, _ := c.PlaceGroup(context.Background(), g, members([]string{"w0"}, "gpu=template:one-gpu"))
 	_ = c.AssumeGroup(gp)
-	fmt.Println(len(c.Snapshot().Claims("default")))
+	for _, cl := range c.Snapshot().Claims("default") {
+		owner := cl.OwnerReferences[0]
+		fmt.Println(cl.Name, "owned by", owner.APIVersion, owner.Kind, owner.Name)
+	}
 	_ = c.RemovePodGroup(g) // the group's generated claim goes with the group
 	fmt.Println(len(c.Snapshot().Claims("default")))
 	// Output:
-	// 1
+	// gang-gpu-aaaa0 owned by scheduling.k8s.io/v1beta1 PodGroup gang
 	// 0
+}
+
+// A PodGroup of scheduling.k8s.io/v1alpha3 has the fields of v1beta1, the version the Cluster takes;
+// manifest.Convert turns one into the other.
+func ExampleCluster_AddOrUpdatePodGroup_v1alpha3() {
+	c := exampleCluster(pods.Options{})
+	alpha := &schedulingv1alpha3.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gang", UID: "uid-gang"}}
+	alpha.Spec.SchedulingPolicy.Gang = &schedulingv1alpha3.GangSchedulingPolicy{MinCount: 2}
+	obj, err := manifest.Convert(alpha)
+	if err != nil {
+		panic(err)
+	}
+	g := obj.(*schedulingapi.PodGroup)
+	if err := c.AddOrUpdatePodGroup(g); err != nil {
+		panic(err)
+	}
+	gp, err := c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1"}, "gpu=template:one-gpu"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(g.APIVersion, len(gp.Pods), "pods placed")
+	// Output: scheduling.k8s.io/v1beta1 2 pods placed
 }
 
 func ExampleCluster_MixedNodes() {

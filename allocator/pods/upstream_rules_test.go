@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
-	schedulingapi "k8s.io/api/scheduling/v1alpha3"
+	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -18,7 +18,7 @@ import (
 
 // A claim generated for a PodGroup names the group with the apiVersion the control plane served
 // (scheduling.k8s.io/v1beta1 in Kubernetes 1.37); resourceclaim.IsForPod ignores the version, and so
-// must the Cluster, or it generates a second claim for the group.
+// must the Cluster, or it generates a second claim for the group (and RemovePodGroup keeps the claim).
 func TestGroupClaimOwnedInAnyVersion(t *testing.T) {
 	for _, apiVersion := range []string{"scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3"} {
 		t.Run(apiVersion, func(t *testing.T) {
@@ -39,6 +39,11 @@ func TestGroupClaimOwnedInAnyVersion(t *testing.T) {
 					t.Errorf("entry %s: claim %s, generated %v, PodGroup claim %v", pc.Name, pc.Claim.Name, pc.Generated, pc.PodGroup != nil)
 				}
 				t.Fatalf("got %d claims, want the group's claim gang-gpu-x", len(got))
+			}
+			// The group's claim goes with the group, whichever version named it.
+			must(t, c.RemovePodGroup(g))
+			if _, ok := c.Snapshot().Claim(g.Namespace, "gang-gpu-x"); ok {
+				t.Errorf("claim gang-gpu-x kept after RemovePodGroup, want it deleted with its PodGroup")
 			}
 		})
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,7 +30,7 @@ type cluster struct {
 	objs    *manifest.Objects
 	snap    *allocator.Snapshot
 	pods    *pods.Cluster
-	groups  map[types.NamespacedName]*schedulingv1alpha3.PodGroup
+	groups  map[types.NamespacedName]*schedulingv1beta1.PodGroup
 	pending []*corev1.Pod // in scheduling order
 }
 
@@ -65,7 +63,7 @@ func loadCluster(files []string, stdin io.Reader, stderr io.Writer) (*cluster, e
 			return types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", shares.Add(1)))
 		},
 	})
-	c := &cluster{objs: objs, snap: snap, groups: map[types.NamespacedName]*schedulingv1alpha3.PodGroup{}}
+	c := &cluster{objs: objs, snap: snap, groups: map[types.NamespacedName]*schedulingv1beta1.PodGroup{}}
 	for _, s := range objs.Slices {
 		if err := snap.AddOrUpdateSlice(s); err != nil {
 			return nil, c.at(s, err)
@@ -102,14 +100,10 @@ func loadCluster(files []string, stdin io.Reader, stderr io.Writer) (*cluster, e
 		}
 	}
 	for _, g := range objs.PodGroups {
-		alpha, err := podGroupV1alpha3(g)
-		if err == nil {
-			err = c.pods.AddOrUpdatePodGroup(alpha)
-		}
-		if err != nil {
+		if err := c.pods.AddOrUpdatePodGroup(g); err != nil {
 			return nil, c.at(g, err)
 		}
-		c.groups[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}] = alpha
+		c.groups[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}] = g
 	}
 	for _, p := range objs.Pods {
 		if p.UID == "" {
@@ -184,24 +178,6 @@ func priority(p *corev1.Pod) int32 {
 		return *p.Spec.Priority
 	}
 	return 0
-}
-
-// podGroupV1alpha3 converts a PodGroup as the loader gives it (scheduling.k8s.io/v1beta1) to the
-// version the pods package takes; the two are field for field the same, and a strict decode would
-// catch a field that is not.
-func podGroupV1alpha3(g *schedulingv1beta1.PodGroup) (*schedulingv1alpha3.PodGroup, error) {
-	data, err := json.Marshal(g)
-	if err != nil {
-		return nil, err
-	}
-	out := &schedulingv1alpha3.PodGroup{}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(out); err != nil {
-		return nil, fmt.Errorf("convert to scheduling.k8s.io/v1alpha3: %w", err)
-	}
-	out.APIVersion, out.Kind = schedulingv1alpha3.SchemeGroupVersion.String(), "PodGroup"
-	return out, nil
 }
 
 // uidFor is a UID for an object that has none, the same for the same object in every run.

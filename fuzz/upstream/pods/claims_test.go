@@ -2,7 +2,6 @@ package pods_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,7 +10,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,7 +27,7 @@ const ns = "ns"
 // claimCase is a generated pod with its PodGroup, claims and template.
 type claimCase struct {
 	Pod    *v1.Pod
-	Group  *schedulingv1alpha3.PodGroup // nil: the pod is in no group
+	Group  *schedulingv1beta1.PodGroup // nil: the pod is in no group
 	Claims []*resourceapi.ResourceClaim
 }
 
@@ -38,8 +36,8 @@ type claimCase struct {
 var (
 	podRef   = metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "uid-p"}
 	otherRef = metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "q", UID: "uid-q"}
-	// The PodGroup as the resourceclaim controller of Kubernetes 1.37 (scheduling.k8s.io/v1beta1) and
-	// of earlier releases (v1alpha3) names it.
+	// The PodGroup as an owner reference names it: scheduling.k8s.io/v1beta1, as the resourceclaim
+	// controller of Kubernetes 1.37 writes it, or the alpha version v1alpha3.
 	groupRefs = []metav1.OwnerReference{
 		{APIVersion: "scheduling.k8s.io/v1beta1", Kind: "PodGroup", Name: "g", UID: "uid-g"},
 		{APIVersion: "scheduling.k8s.io/v1alpha3", Kind: "PodGroup", Name: "g", UID: "uid-g"},
@@ -117,7 +115,7 @@ func drawClaimCase(t *rapid.T) *claimCase {
 
 	if rapid.Bool().Draw(t, "inGroup") {
 		p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To("g")}
-		g := &schedulingv1alpha3.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "g", UID: "uid-g"}}
+		g := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "g", UID: "uid-g"}}
 		for _, pc := range p.Spec.ResourceClaims {
 			switch rapid.IntRange(0, 2).Draw(t, "groupEntry") {
 			case 0: // not in the group
@@ -130,9 +128,9 @@ func drawClaimCase(t *rapid.T) *claimCase {
 					pc = v1.PodResourceClaim{Name: pc.Name, ResourceClaimName: ptr.To("claim-0")}
 				}
 			}
-			g.Spec.ResourceClaims = append(g.Spec.ResourceClaims, schedulingv1alpha3.PodGroupResourceClaim{Name: pc.Name, ResourceClaimName: pc.ResourceClaimName, ResourceClaimTemplateName: pc.ResourceClaimTemplateName})
+			g.Spec.ResourceClaims = append(g.Spec.ResourceClaims, schedulingv1beta1.PodGroupResourceClaim{Name: pc.Name, ResourceClaimName: pc.ResourceClaimName, ResourceClaimTemplateName: pc.ResourceClaimTemplateName})
 			if pc.ResourceClaimTemplateName != nil && rapid.Bool().Draw(t, "groupStatus") {
-				g.Status.ResourceClaimStatuses = append(g.Status.ResourceClaimStatuses, schedulingv1alpha3.PodGroupResourceClaimStatus{
+				g.Status.ResourceClaimStatuses = append(g.Status.ResourceClaimStatuses, schedulingv1beta1.PodGroupResourceClaimStatus{
 					Name: pc.Name, ResourceClaimName: ptr.To(fmt.Sprintf("claim-%d", rapid.IntRange(0, nClaims).Draw(t, "groupStatusClaim"))),
 				})
 			}
@@ -145,22 +143,6 @@ func drawClaimCase(t *rapid.T) *claimCase {
 func withController(ref metav1.OwnerReference, controller bool) metav1.OwnerReference {
 	ref.Controller = ptr.To(controller)
 	return ref
-}
-
-// v1beta1 is the PodGroup as the upstream helpers take it: the types are field for field the same.
-func v1beta1(t *rapid.T, g *schedulingv1alpha3.PodGroup) *schedulingv1beta1.PodGroup {
-	if g == nil {
-		return nil
-	}
-	b, err := json.Marshal(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &schedulingv1beta1.PodGroup{}
-	if err := json.Unmarshal(b, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func (cc *claimCase) claim(name string) *resourceapi.ResourceClaim {
@@ -271,7 +253,6 @@ func compareClaims(rt *rapid.T, cc *claimCase, tl *claimTally) {
 	if cc.Group != nil {
 		must(rt, c.AddOrUpdatePodGroup(cc.Group))
 	}
-	group := v1beta1(rt, cc.Group)
 
 	fail := func(format string, args ...any) {
 		tl.mu.Lock()
@@ -285,7 +266,7 @@ func compareClaims(rt *rapid.T, cc *claimCase, tl *claimTally) {
 	waiting := false
 	for i := range cc.Pod.Spec.ResourceClaims {
 		pc := &cc.Pod.Spec.ResourceClaims[i]
-		e := expect(rt, cc, group, pc)
+		e := expect(rt, cc, cc.Group, pc)
 		if e.notFound {
 			waiting = true
 			break
@@ -401,7 +382,7 @@ func compareClaims(rt *rapid.T, cc *claimCase, tl *claimTally) {
 			continue
 		}
 		entry := cc.Pod.Spec.ResourceClaims[slices.IndexFunc(cc.Pod.Spec.ResourceClaims, func(x v1.PodResourceClaim) bool { return x.Name == pc.Name })]
-		cons, _ := resourceclaim.BindTo(cc.Pod, group, &entry)
+		cons, _ := resourceclaim.BindTo(cc.Pod, cc.Group, &entry)
 		if cons.APIGroup == v1.GroupName {
 			cons.APIGroup = "" // the core group
 		}
