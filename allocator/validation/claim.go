@@ -40,6 +40,9 @@ func ResourceClaim(claim *resourceapi.ResourceClaim, opts Options) field.ErrorLi
 	if a := claim.Status.Allocation; a != nil {
 		errs = append(errs, allocation(field.NewPath("status", "allocation"), a, requestNamesOf(&claim.Spec.Devices))...)
 	}
+	if len(claim.Status.Devices) > 0 {
+		errs = append(errs, DeviceStatuses(claim)...)
+	}
 	return errs
 }
 

@@ -7,7 +7,8 @@
 //     policies, counter consumption, binding conditions.
 //   - [DeviceClass]: selectors (CEL compile errors and estimated cost), config, extended resource name.
 //   - [ResourceClaim]: spec.devices (requests, subrequests, counts and allocation modes, selectors,
-//     tolerations, constraints, config) and status.allocation when it is set.
+//     tolerations, constraints, config), status.allocation when it is set, and status.devices
+//     ([DeviceStatuses], what drivers write).
 //   - [ResourceClaimTemplate]: the template's metadata and its claim spec.
 //   - [DeviceTaintRule]: the device selector and the taint.
 //

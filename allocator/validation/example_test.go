@@ -122,3 +122,23 @@ func ExampleObject() {
 	// valid
 	// metadata.name: Invalid value: "GPU": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')
 }
+
+// A driver's status entry for a device the claim was not allocated, with an address that is no CIDR.
+func ExampleDeviceStatuses() {
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "train"},
+		Status: resourceapi.ResourceClaimStatus{
+			Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+				{Request: "nic", Driver: "nic.example.com", Pool: "node-1", Device: "eth-0"},
+			}}},
+			Devices: []resourceapi.AllocatedDeviceStatus{{
+				Driver: "nic.example.com", Pool: "node-1", Device: "eth-1",
+				NetworkData: &resourceapi.NetworkDeviceData{IPs: []string{"10.0.0.7"}},
+			}},
+		},
+	}
+	print(validation.DeviceStatuses(claim))
+	// Output:
+	// status.devices[0]: Invalid value: "nic.example.com/node-1/eth-1": must be an allocated device in the claim
+	// status.devices[0].networkData.ips[0]: Invalid value: "10.0.0.7": must be a valid address in CIDR form, (e.g. 10.9.8.7/24 or 2001:db8::1/64)
+}

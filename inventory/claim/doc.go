@@ -25,6 +25,8 @@
 //
 // Inputs are never modified; errors name the claim and the field.
 //
-// Imports: only the Kubernetes API types (k8s.io/api), apimachinery,
-// k8s.io/utils and sigs.k8s.io/json (strict decoding); no other dralloc package, in particular not the allocator.
+// Imports: the Kubernetes API types (k8s.io/api), apimachinery, k8s.io/utils,
+// sigs.k8s.io/json (strict decoding) and, of dralloc, only allocator/validation
+// (the one validation of status.devices, which imports nothing of the
+// allocator itself).
 package claim

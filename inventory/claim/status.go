@@ -1,21 +1,16 @@
 package claim
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/operation"
-	"k8s.io/apimachinery/pkg/api/validate"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+
+	"github.com/dralloc/dralloc/allocator/validation"
 )
 
 // DeviceStatus starts the status entry of an allocated device: its driver,
@@ -69,135 +64,11 @@ func statusKey(d resourceapi.AllocatedDeviceStatus) key {
 }
 
 // ValidateDeviceStatuses checks status.devices of a claim as the API server
-// does (pkg/apis/resource/validation, validateDeviceStatus and
-// validateNetworkDeviceData): driver, pool and device names, a share ID that
-// is a UUID, each entry naming a device allocated in the claim and at most
-// once, at most 8 valid conditions of distinct types, data of at most 10 KiB
-// that is a JSON object, an interface name of at most 256 bytes, a hardware
-// address of at most 128, and at most 16 distinct addresses in CIDR form.
+// does; it is the module's one validation of them, validation.DeviceStatuses
+// (allocator/validation), which also runs as part of validating a claim.
 // Errors name the field.
 func ValidateDeviceStatuses(claim *resourceapi.ResourceClaim) field.ErrorList {
-	var errs field.ErrorList
-	if claim == nil {
-		return field.ErrorList{field.Required(field.NewPath(""), "claim must not be nil")}
-	}
-	allocated := map[key]bool{}
-	if a := claim.Status.Allocation; a != nil {
-		for _, r := range a.Devices.Results {
-			share := ""
-			if r.ShareID != nil {
-				share = string(*r.ShareID)
-			}
-			allocated[key{r.Driver, r.Pool, r.Device, share}] = true
-		}
-	}
-	seen := map[key]bool{}
-	for i, d := range claim.Status.Devices {
-		p := field.NewPath("status", "devices").Index(i)
-		errs = append(errs, validateDriverName(p.Child("driver"), d.Driver)...)
-		errs = append(errs, validatePoolName(p.Child("pool"), d.Pool)...)
-		for _, msg := range validation.IsDNS1123Label(d.Device) {
-			errs = append(errs, field.Invalid(p.Child("device"), d.Device, msg))
-		}
-		if d.ShareID != nil {
-			errs = append(errs, validate.UUID(context.Background(), operation.Operation{}, p.Child("shareID"), d.ShareID, nil)...)
-		}
-		k := statusKey(d)
-		id := fmt.Sprintf("%s/%s/%s", d.Driver, d.Pool, d.Device)
-		if k.share != "" {
-			id += "/" + k.share
-		}
-		if seen[k] {
-			errs = append(errs, field.Duplicate(p, id))
-		}
-		seen[k] = true
-		if !allocated[k] {
-			errs = append(errs, field.Invalid(p, id, "must be an allocated device in the claim"))
-		}
-		if len(d.Conditions) > resourceapi.AllocatedDeviceStatusMaxConditions {
-			errs = append(errs, field.TooMany(p.Child("conditions"), len(d.Conditions), resourceapi.AllocatedDeviceStatusMaxConditions))
-		}
-		errs = append(errs, metav1validation.ValidateConditions(d.Conditions, p.Child("conditions"))...)
-		if d.Data != nil && len(d.Data.Raw) > 0 {
-			errs = append(errs, validateData(p.Child("data"), d.Data.Raw)...)
-		}
-		errs = append(errs, validateNetworkData(p.Child("networkData"), d.NetworkData)...)
-	}
-	return errs
-}
-
-func validateDriverName(p *field.Path, name string) field.ErrorList {
-	var errs field.ErrorList
-	if name == "" {
-		return field.ErrorList{field.Required(p, "")}
-	}
-	if len(name) > resourceapi.DriverNameMaxLength {
-		errs = append(errs, field.TooLong(p, "", resourceapi.DriverNameMaxLength))
-	}
-	for _, msg := range validation.IsDNS1123Subdomain(strings.ToLower(name)) {
-		errs = append(errs, field.Invalid(p, name, msg))
-	}
-	return errs
-}
-
-// validatePoolName: at most 253 characters, DNS subdomains separated by slashes.
-func validatePoolName(p *field.Path, name string) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(p, "")}
-	}
-	var errs field.ErrorList
-	if len(name) > resourceapi.PoolNameMaxLength {
-		errs = append(errs, field.TooLong(p, "", resourceapi.PoolNameMaxLength))
-	}
-	for _, part := range strings.Split(name, "/") {
-		for _, msg := range validation.IsDNS1123Subdomain(part) {
-			errs = append(errs, field.Invalid(p, name, msg))
-		}
-	}
-	return errs
-}
-
-func validateData(p *field.Path, raw []byte) field.ErrorList {
-	if len(raw) > resourceapi.AllocatedDeviceStatusDataMaxLength {
-		return field.ErrorList{field.TooLong(p, "", resourceapi.AllocatedDeviceStatusDataMaxLength)}
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return field.ErrorList{field.Invalid(p, "<value omitted>", "error parsing data as JSON: "+err.Error())}
-	}
-	if v == nil {
-		return field.ErrorList{field.Required(p, "")}
-	}
-	if _, ok := v.(map[string]any); !ok {
-		return field.ErrorList{field.Invalid(p, "<value omitted>", "must be a valid JSON object")}
-	}
-	return nil
-}
-
-func validateNetworkData(p *field.Path, nd *resourceapi.NetworkDeviceData) field.ErrorList {
-	if nd == nil {
-		return nil
-	}
-	var errs field.ErrorList
-	if len(nd.InterfaceName) > resourceapi.NetworkDeviceDataInterfaceNameMaxLength {
-		errs = append(errs, field.TooLong(p.Child("interfaceName"), "", resourceapi.NetworkDeviceDataInterfaceNameMaxLength))
-	}
-	if len(nd.HardwareAddress) > resourceapi.NetworkDeviceDataHardwareAddressMaxLength {
-		errs = append(errs, field.TooLong(p.Child("hardwareAddress"), "", resourceapi.NetworkDeviceDataHardwareAddressMaxLength))
-	}
-	ips := p.Child("ips")
-	if len(nd.IPs) > resourceapi.NetworkDeviceDataMaxIPs {
-		return append(errs, field.TooMany(ips, len(nd.IPs), resourceapi.NetworkDeviceDataMaxIPs))
-	}
-	seen := map[string]bool{}
-	for i, ip := range nd.IPs {
-		errs = append(errs, validation.IsValidInterfaceAddress(ips.Index(i), ip)...)
-		if seen[ip] {
-			errs = append(errs, field.Duplicate(ips.Index(i), ip))
-		}
-		seen[ip] = true
-	}
-	return errs
+	return validation.DeviceStatuses(claim)
 }
 
 // NetworkInterface is the network data one device of a pod reports.
