@@ -12,7 +12,6 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"pgregory.net/rapid"
@@ -21,6 +20,7 @@ import (
 	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/verify"
 	"github.com/dralloc/dralloc/fuzz"
+	"github.com/dralloc/dralloc/fuzz/upstream/reference"
 )
 
 type outcome string
@@ -43,9 +43,9 @@ type answer struct {
 }
 
 func runUpstream(ctx context.Context, c *fuzz.Cluster) answer {
-	features := upstreamFeatures(c.Features)
+	features := reference.Features(c.Features)
 	cache := cel.NewCache(100, cel.Features{EnableConsumableCapacity: features.ConsumableCapacity, EnableListTypeAttributes: features.ListTypeAttributes})
-	a, err := structured.NewAllocator(ctx, features, allocatedState(c.Allocated, c.Features.DRAConsumableCapacity), listerOf(c.Classes), taintedSlices(c), cache)
+	a, err := structured.NewAllocator(ctx, features, reference.AllocatedState(c.Allocated, c.Features.DRAConsumableCapacity), reference.Classes(c.Classes), reference.TaintedSlices(c.Slices, c.TaintRules), cache)
 	if err != nil {
 		return answer{outcome: fatal, err: err}
 	}
@@ -83,21 +83,6 @@ func runDralloc(ctx context.Context, c *fuzz.Cluster) answer {
 		return answer{outcome: fatal, err: err}
 	}
 	return answer{outcome: allocated, results: results}
-}
-
-// normalized replaces share IDs (random UUIDs upstream) by a marker: identical results differ only there.
-func normalized(rs []resourceapi.AllocationResult) []resourceapi.AllocationResult {
-	out := make([]resourceapi.AllocationResult, len(rs))
-	for i := range rs {
-		out[i] = *rs[i].DeepCopy()
-		for j := range out[i].Devices.Results {
-			if out[i].Devices.Results[j].ShareID != nil {
-				id := types.UID("share")
-				out[i].Devices.Results[j].ShareID = &id
-			}
-		}
-	}
-	return out
 }
 
 // tally counts cases and disagreements per feature.
@@ -171,7 +156,7 @@ func compare(rt interface{ Errorf(string, ...any) }, c *fuzz.Cluster) (outcome, 
 	if up.outcome != allocated {
 		return up.outcome, agreed
 	}
-	if a, b := normalized(up.results), normalized(ours.results); !stableVariant(c.Features) && !equality.Semantic.DeepEqual(a, b) {
+	if a, b := reference.Normalized(up.results), reference.Normalized(ours.results); !stableVariant(c.Features) && !equality.Semantic.DeepEqual(a, b) {
 		fail("results differ:\nupstream: %s\ndralloc: %s", dump(a), dump(b))
 	}
 	for who, rs := range map[string][]resourceapi.AllocationResult{"upstream": up.results, "dralloc": ours.results} {
@@ -280,7 +265,7 @@ func small(c *fuzz.Cluster) bool {
 // pools in Go map order, so its first fit is not reproducible: only the outcome is compared, and both sides'
 // results must pass verify.
 func stableVariant(f verify.Features) bool {
-	u := upstreamFeatures(f)
+	u := reference.Features(f)
 	return !u.DeviceBindingAndStatus && !u.ConsumableCapacity && !u.FractionalCapacityRange &&
 		!u.ListTypeAttributes && !u.OptionalNodeOperations && !u.DerivedAttributes && !u.CompatibilityGroups
 }

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
@@ -27,6 +26,7 @@ import (
 	"github.com/dralloc/dralloc/allocator/pods"
 	"github.com/dralloc/dralloc/allocator/verify"
 	"github.com/dralloc/dralloc/fuzz"
+	"github.com/dralloc/dralloc/fuzz/upstream/reference"
 )
 
 // searchTimeout bounds upstream's search on one node; a node where it runs out is not compared.
@@ -65,9 +65,9 @@ type nodeAnswer struct {
 // upstreamOnNode runs upstream's allocator for the claims on one node, over the allocated state and
 // the slices (with DeviceTaintRules applied) as kube-scheduler hands them to it.
 func upstreamOnNode(ctx context.Context, c *fuzz.Cluster, node *v1.Node, claims []*resourceapi.ResourceClaim) nodeAnswer {
-	features := upstreamFeatures(c.Features)
+	features := reference.Features(c.Features)
 	cache := cel.NewCache(100, cel.Features{EnableConsumableCapacity: features.ConsumableCapacity, EnableListTypeAttributes: features.ListTypeAttributes})
-	a, err := structured.NewAllocator(ctx, features, allocatedState(c.Allocated), listerOf(c.Classes), taintedSlices(c), cache)
+	a, err := structured.NewAllocator(ctx, features, reference.AllocatedState(c.Allocated, true), reference.Classes(c.Classes), reference.TaintedSlices(c.Slices, c.TaintRules), cache)
 	if err != nil {
 		return nodeAnswer{verdict: fatal, err: err}
 	}
@@ -234,7 +234,7 @@ func comparePod(rt *rapid.T, ctx context.Context, cl *pods.Cluster, c *fuzz.Clus
 			disagree("claim %s: reservedFor %v, want the pod", pc.Claim.Name, pc.Claim.Status.ReservedFor)
 		}
 	}
-	if a, b := normalized(want.results), normalized(got); !equality.Semantic.DeepEqual(a, b) {
+	if a, b := reference.Normalized(want.results), reference.Normalized(got); !equality.Semantic.DeepEqual(a, b) {
 		disagree("on %s the devices differ:\nupstream: %s\npods.Cluster: %s", first.Name, dump(a), dump(b))
 		return nil, false
 	}
@@ -248,122 +248,7 @@ func placementNode(p *pods.Placement) string {
 	return p.Node
 }
 
-// normalized replaces share IDs (random UUIDs upstream) by a marker.
-func normalized(rs []resourceapi.AllocationResult) []resourceapi.AllocationResult {
-	out := make([]resourceapi.AllocationResult, len(rs))
-	for i := range rs {
-		out[i] = *rs[i].DeepCopy()
-		for j := range out[i].Devices.Results {
-			if out[i].Devices.Results[j].ShareID != nil {
-				id := types.UID("share")
-				out[i].Devices.Results[j].ShareID = &id
-			}
-		}
-	}
-	return out
-}
-
 func dump(v any) string {
 	y, _ := yaml.Marshal(v)
 	return strings.TrimSpace(string(y))
-}
-
-// classLister serves DeviceClasses to the upstream allocator.
-type classLister map[string]*resourceapi.DeviceClass
-
-func (l classLister) List() ([]*resourceapi.DeviceClass, error) {
-	out := make([]*resourceapi.DeviceClass, 0, len(l))
-	for _, c := range l {
-		out = append(out, c)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-func (l classLister) Get(name string) (*resourceapi.DeviceClass, error) {
-	if c, ok := l[name]; ok {
-		return c, nil
-	}
-	return nil, fmt.Errorf("deviceclass %q not found", name)
-}
-
-func listerOf(classes []*resourceapi.DeviceClass) classLister {
-	l := classLister{}
-	for _, c := range classes {
-		l[c.Name] = c
-	}
-	return l
-}
-
-// allocatedState is the allocated state as kube-scheduler's DRA plugin gathers it
-// (foreachAllocatedDevice) with DRAConsumableCapacity on: admin access holds nothing, a share holds its
-// share and consumed capacity, anything else the device.
-func allocatedState(claims []*resourceapi.ResourceClaim) structured.AllocatedState {
-	state := structured.AllocatedState{
-		AllocatedDevices:         sets.New[structured.DeviceID](),
-		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
-		AggregatedCapacity:       structured.NewConsumedCapacityCollection(),
-	}
-	for _, c := range claims {
-		if c.Status.Allocation == nil {
-			continue
-		}
-		for _, r := range c.Status.Allocation.Devices.Results {
-			if ptr.Deref(r.AdminAccess, false) {
-				continue
-			}
-			id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
-			if r.ShareID == nil {
-				state.AllocatedDevices.Insert(id)
-				continue
-			}
-			state.AllocatedSharedDeviceIDs.Insert(structured.MakeSharedDeviceID(id, r.ShareID))
-			if r.ConsumedCapacity != nil {
-				state.AggregatedCapacity.Insert(structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity))
-			}
-		}
-	}
-	return state
-}
-
-// taintedSlices applies DeviceTaintRules to copies of the slices, as the scheduler's slice tracker does.
-func taintedSlices(c *fuzz.Cluster) []*resourceapi.ResourceSlice {
-	out := make([]*resourceapi.ResourceSlice, len(c.Slices))
-	rules := slices.Clone(c.TaintRules)
-	sort.Slice(rules, func(i, j int) bool { return rules[i].Name < rules[j].Name })
-	for i, s := range c.Slices {
-		s = s.DeepCopy()
-		for d := range s.Spec.Devices {
-			dev := &s.Spec.Devices[d]
-			for _, r := range rules {
-				sel := r.Spec.DeviceSelector
-				if sel == nil ||
-					(sel.Driver != nil && *sel.Driver != s.Spec.Driver) ||
-					(sel.Pool != nil && *sel.Pool != s.Spec.Pool.Name) ||
-					(sel.Device != nil && *sel.Device != dev.Name) {
-					continue
-				}
-				dev.Taints = append(dev.Taints, r.Spec.Taint)
-			}
-		}
-		out[i] = s
-	}
-	return out
-}
-
-// upstreamFeatures maps the Kubernetes gates onto the upstream allocator's features.
-func upstreamFeatures(f verify.Features) structured.Features {
-	return structured.Features{
-		AdminAccess:             f.DRAAdminAccess,
-		CompatibilityGroups:     f.DRADeviceCompatibilityGroups,
-		ConsumableCapacity:      f.DRAConsumableCapacity,
-		DerivedAttributes:       f.DRADerivedAttributes,
-		DeviceBindingAndStatus:  f.DRADeviceBindingConditions && f.DRAResourceClaimDeviceStatus,
-		DeviceTaints:            f.DRADeviceTaints,
-		FractionalCapacityRange: f.DRAFractionalCapacityRange,
-		ListTypeAttributes:      f.DRAListTypeAttributes,
-		OptionalNodeOperations:  f.DRAOptionalNodeOperations,
-		PartitionableDevices:    f.DRAPartitionableDevices,
-		PrioritizedList:         f.DRAPrioritizedList,
-	}
 }

@@ -1,22 +1,33 @@
-package allocator_test
+package reference
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
 
 	"github.com/dralloc/dralloc/allocator/verify"
-	"github.com/dralloc/dralloc/fuzz"
 )
 
-// classLister serves DeviceClasses to the upstream allocator.
-type classLister map[string]*resourceapi.DeviceClass
+// ClassLister serves DeviceClasses to the upstream allocator, by name.
+type ClassLister map[string]*resourceapi.DeviceClass
 
-func (l classLister) List() ([]*resourceapi.DeviceClass, error) {
+// Classes is a ClassLister of classes.
+func Classes(classes []*resourceapi.DeviceClass) ClassLister {
+	l := ClassLister{}
+	for _, c := range classes {
+		l[c.Name] = c
+	}
+	return l
+}
+
+// List returns the classes sorted by name.
+func (l ClassLister) List() ([]*resourceapi.DeviceClass, error) {
 	out := make([]*resourceapi.DeviceClass, 0, len(l))
 	for _, c := range l {
 		out = append(out, c)
@@ -25,25 +36,18 @@ func (l classLister) List() ([]*resourceapi.DeviceClass, error) {
 	return out, nil
 }
 
-func (l classLister) Get(name string) (*resourceapi.DeviceClass, error) {
+// Get returns the class of that name.
+func (l ClassLister) Get(name string) (*resourceapi.DeviceClass, error) {
 	if c, ok := l[name]; ok {
 		return c, nil
 	}
 	return nil, fmt.Errorf("deviceclass %q not found", name)
 }
 
-func listerOf(classes []*resourceapi.DeviceClass) classLister {
-	l := classLister{}
-	for _, c := range classes {
-		l[c.Name] = c
-	}
-	return l
-}
-
-// allocatedState gathers the allocated state of claims as kube-scheduler does (foreachAllocatedDevice in its
+// AllocatedState gathers the allocated state of claims as kube-scheduler does (foreachAllocatedDevice in its
 // DRA plugin): admin access holds nothing; a shareID holds a share and its consumed capacity only while
 // DRAConsumableCapacity is on; anything else, shares written while the gate was on included, holds the device.
-func allocatedState(claims []*resourceapi.ResourceClaim, consumableCapacity bool) structured.AllocatedState {
+func AllocatedState(claims []*resourceapi.ResourceClaim, consumableCapacity bool) structured.AllocatedState {
 	state := structured.AllocatedState{
 		AllocatedDevices:         sets.New[structured.DeviceID](),
 		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
@@ -71,13 +75,14 @@ func allocatedState(claims []*resourceapi.ResourceClaim, consumableCapacity bool
 	return state
 }
 
-// taintedSlices applies DeviceTaintRules to copies of the slices, as the scheduler's slice tracker does before
-// the upstream allocator sees them: every rule whose selector matches a device adds its taint.
-func taintedSlices(c *fuzz.Cluster) []*resourceapi.ResourceSlice {
-	out := make([]*resourceapi.ResourceSlice, len(c.Slices))
-	rules := append([]*resourceapi.DeviceTaintRule(nil), c.TaintRules...)
+// TaintedSlices applies DeviceTaintRules to copies of the slices, as the scheduler's slice tracker does before
+// the upstream allocator sees them: every rule whose selector matches a device adds its taint, rules in name
+// order.
+func TaintedSlices(in []*resourceapi.ResourceSlice, rules []*resourceapi.DeviceTaintRule) []*resourceapi.ResourceSlice {
+	out := make([]*resourceapi.ResourceSlice, len(in))
+	rules = slices.Clone(rules)
 	sort.Slice(rules, func(i, j int) bool { return rules[i].Name < rules[j].Name })
-	for i, s := range c.Slices {
+	for i, s := range in {
 		s = s.DeepCopy()
 		for d := range s.Spec.Devices {
 			dev := &s.Spec.Devices[d]
@@ -97,8 +102,8 @@ func taintedSlices(c *fuzz.Cluster) []*resourceapi.ResourceSlice {
 	return out
 }
 
-// upstreamFeatures maps the Kubernetes gates onto the upstream allocator's features.
-func upstreamFeatures(f verify.Features) structured.Features {
+// Features maps the Kubernetes gates onto the upstream allocator's features.
+func Features(f verify.Features) structured.Features {
 	return structured.Features{
 		AdminAccess:             f.DRAAdminAccess,
 		CompatibilityGroups:     f.DRADeviceCompatibilityGroups,
@@ -112,4 +117,20 @@ func upstreamFeatures(f verify.Features) structured.Features {
 		PartitionableDevices:    f.DRAPartitionableDevices,
 		PrioritizedList:         f.DRAPrioritizedList,
 	}
+}
+
+// Normalized copies results with every share ID replaced by one marker: upstream draws random share IDs, so
+// otherwise identical results differ only there.
+func Normalized(rs []resourceapi.AllocationResult) []resourceapi.AllocationResult {
+	out := make([]resourceapi.AllocationResult, len(rs))
+	for i := range rs {
+		out[i] = *rs[i].DeepCopy()
+		for j := range out[i].Devices.Results {
+			if out[i].Devices.Results[j].ShareID != nil {
+				id := types.UID("share")
+				out[i].Devices.Results[j].ShareID = &id
+			}
+		}
+	}
+	return out
 }
