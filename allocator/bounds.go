@@ -296,6 +296,15 @@ type pigeonhole struct {
 // request and constraint servable on its own, so every selector has evaluated; a candidate whose
 // evaluation fails (past where counting stopped) leaves the decision to the search.
 func (a *allocation) pigeonholeShort() (shortfall, bool) {
+	// The bound needs two requests or more; a call with one (most filter calls) skips the visit of
+	// every candidate again.
+	slots := 0
+	for ci := range a.perClaim {
+		slots += len(a.perClaim[ci].slots)
+	}
+	if slots < 2 {
+		return shortfall{}, false
+	}
 	total := 0
 	for _, p := range a.pools {
 		if p.incomplete || p.invalid {
