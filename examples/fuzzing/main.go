@@ -99,8 +99,8 @@ func fuzzClasses(args []string, out io.Writer) (tally, error) {
 // stepBudget and timeLimit bound one draw; either running out is an error wrapping ErrSearchBudget
 // or the context's, reported as undecided.
 const (
-	stepBudget = 2000
-	timeLimit  = 2 * time.Second
+	stepBudget = 1000
+	timeLimit  = time.Second
 )
 
 func allocate(snap *allocator.Snapshot, node *v1.Node, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {

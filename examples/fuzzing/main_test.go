@@ -57,7 +57,7 @@ func TestDrawsAreCountedAndVerified(t *testing.T) {
 	}
 }
 
-func TestAllocateIsBounded(t *testing.T) {
+func TestNineWholeGPUsDoNotFitOnOneNode(t *testing.T) {
 	team, err := newTeam("dgxh100")
 	if err != nil {
 		t.Fatal(err)
