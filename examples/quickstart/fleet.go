@@ -67,11 +67,11 @@ func inventoryScene(w io.Writer, s *story) error {
 			}
 		}
 		gpus, _, _ := strings.Cut(t.Description, ",") // "8x NVIDIA H100 80GB HBM3"
-		how := fmt.Sprintf("%s, %d whole GPUs, %d MIG devices", t.Mode, whole, mig)
+		how := fmt.Sprintf("%s, %d whole GPUs, %d MIG placements drawing on shared counters", t.Mode, whole, mig)
 		if fn.shared {
 			how = fmt.Sprintf("%d whole GPUs shared by memory (allowMultipleAllocations)", whole)
 		}
-		fmt.Fprintf(w, "%-7s %-7s rack %s  %s: %d slices, %s; valid\n", fn.name, t.Name, fn.rack, gpus, len(inst.Slices), how)
+		fmt.Fprintf(w, "%-7s %-7s rack %s  %s: %s, %s; valid\n", fn.name, t.Name, fn.rack, gpus, plural(len(inst.Slices), "slice"), how)
 		if err := s.snap.AddOrUpdateNode(inst.Node); err != nil {
 			return err
 		}
@@ -109,4 +109,11 @@ func shareByMemory(in []*resourceapi.ResourceSlice) []*resourceapi.ResourceSlice
 		out[i] = sl
 	}
 	return out
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
