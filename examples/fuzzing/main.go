@@ -152,7 +152,10 @@ func (t *team) input() verify.Input {
 
 // generatorOptions are the request features the team's workloads use: up to three claims of up to two
 // requests, prioritized lists and constraints. Requests for All devices are left out: the MIG class
-// has more devices on one node than a claim may hold.
+// has more devices on one node than a claim may hold. The generators draw constraints and selectors on
+// attributes of package fuzz's own schema (gpu.example.com/...), which NVIDIA's devices do not have: a
+// draw with such a constraint does not fit, which is why most draws do not, and the search for it is
+// what the step budget bounds.
 func generatorOptions() fuzz.Options {
 	return fuzz.Options{MaxClaims: 3, MaxRequests: 2, FirstAvailable: true, Constraints: true}
 }
