@@ -137,7 +137,8 @@ func TestStory(t *testing.T) {
 
 	// 6. The rule names h100-c/gpu-0, which trainer-1 holds without a toleration: effect None evicts no
 	// one but counts that pod; NoExecute evicts its claim now; new claims see the GPU as blocked.
-	if len(s.dryRun.Now)+len(s.dryRun.Later) != 0 || !strings.Contains(s.dryRun.RuleStatus[s.rule.Name].Conditions[0].Message, "1 pods") {
+	if len(s.dryRun.Now)+len(s.dryRun.Later) != 0 || !strings.HasPrefix(s.dryRun.RuleStatus[s.rule.Name].Conditions[0].Message,
+		"1 published device selected. 1 allocated device selected. 1 pod would be evicted in 1 namespace ") {
 		t.Errorf("dry run: %+v", s.dryRun)
 	}
 	trainer1 := s.gang.Pods[1].Claims[0].Claim
