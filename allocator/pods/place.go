@@ -285,6 +285,15 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 		err    error
 	}
 	verdicts := make([]verdict, len(nodes))
+	// Nodes the claims cannot tell apart are asked once (see allocator.NodeClasses).
+	var classes *allocator.NodeClasses
+	if len(r.pending) > 0 && len(nodes) > 1 {
+		var err error
+		if classes, err = snap.NodeClasses(ctx, r.pending); err != nil {
+			return nil, fmt.Errorf("%s: %w", podName(r.pod), err)
+		}
+	}
+	var shared classVerdicts
 	var next atomic.Int64
 	best := atomic.Int64{} // FirstFit: the lowest index that fits so far; nodes after it need no check
 	best.Store(int64(len(nodes)))
@@ -313,7 +322,7 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 				}
 				fits := true
 				if len(nc.claims) > 0 {
-					fits, err = snap.Fits(ctx, nodes[i], nc.claims)
+					fits, err = shared.fits(ctx, snap, classes, nodes[i], nc)
 				}
 				verdicts[i] = verdict{fits: fits, err: err}
 				if !fits && err == nil {
@@ -367,6 +376,46 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 		return nil, e
 	}
 	return c.allocateOn(ctx, snap, r, nodes[chosen], extName)
+}
+
+// classVerdicts are the answers of Fits per node class in one placement.
+type classVerdicts struct {
+	mu sync.Mutex
+	m  map[int]*classVerdict
+}
+
+type classVerdict struct {
+	once sync.Once
+	fits bool
+	err  error
+}
+
+// fits is Fits for the node's claims, asked once per class of nodes when the claims are the pod's own
+// (an extended-resource claim is made per node). An error is not shared: the node asks again, so that
+// what it reports names its own devices.
+func (v *classVerdicts) fits(ctx context.Context, snap *allocator.Snapshot, classes *allocator.NodeClasses, node *v1.Node, nc *nodeClaims) (bool, error) {
+	if classes == nil || nc.ext != nil {
+		return snap.Fits(ctx, node, nc.claims)
+	}
+	class, err := classes.Class(node)
+	if err != nil {
+		return false, err
+	}
+	v.mu.Lock()
+	if v.m == nil {
+		v.m = map[int]*classVerdict{}
+	}
+	cv := v.m[class]
+	if cv == nil {
+		cv = &classVerdict{}
+		v.m[class] = cv
+	}
+	v.mu.Unlock()
+	cv.once.Do(func() { cv.fits, cv.err = snap.Fits(ctx, node, nc.claims) })
+	if cv.err != nil {
+		return snap.Fits(ctx, node, nc.claims)
+	}
+	return cv.fits, nil
 }
 
 // allocateOn allocates the pod's claims on the node and builds the placement.
