@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -41,6 +42,9 @@ type NodeClasses struct {
 	shared map[*pool]uint32 // network-attached pools met in this call, kept alive for their addresses
 	next   int
 	buf    []byte
+	// last is the key of the node classified last, lastID its class (-1: none yet).
+	last   []byte
+	lastID int
 	// used are the pools with a device in use (exclusively, by shares or with consumed capacity); the
 	// devices of the others need not be looked up one by one.
 	used map[PoolID]bool
@@ -72,7 +76,7 @@ func (s *Snapshot) NodeClasses(ctx context.Context, claims []*resourceapi.Resour
 	if s.closed {
 		return nil, ErrClosed
 	}
-	nc := &NodeClasses{s: s, st: s.st, rev: s.st.rev, ctx: ctx, ids: map[string]int{}, shared: map[*pool]uint32{}}
+	nc := &NodeClasses{s: s, st: s.st, rev: s.st.rev, ctx: ctx, ids: map[string]int{}, shared: map[*pool]uint32{}, lastID: -1}
 	if s.envErr != nil || !classifiable(claims) {
 		nc.off = true
 		return nc, nil
@@ -133,12 +137,17 @@ func (c *NodeClasses) Class(node *v1.Node) (int, error) {
 	if !ok {
 		return c.alone(), nil
 	}
-	if id, ok := c.ids[string(key)]; ok {
-		return id, nil
+	// Fleets list nodes of a kind together: most nodes are in the class of the node asked before.
+	if c.lastID >= 0 && bytes.Equal(key, c.last) {
+		return c.lastID, nil
 	}
-	id := c.next
-	c.next++
-	c.ids[string(key)] = id
+	id, ok := c.ids[string(key)]
+	if !ok {
+		id = c.next
+		c.next++
+		c.ids[string(key)] = id
+	}
+	c.last, c.lastID = append(c.last[:0], key...), id
 	return id, nil
 }
 
@@ -185,7 +194,7 @@ func (c *NodeClasses) key(node *v1.Node) ([]byte, bool) {
 		}
 		b = append(b, 'l')
 		b = binary.LittleEndian.AppendUint32(b, id)
-		if !c.used[p.id] {
+		if len(c.used) == 0 || !c.used[p.id] {
 			b = append(b, 0)
 			continue
 		}
