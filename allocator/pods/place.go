@@ -245,8 +245,10 @@ func usableOn(claim *resourceapi.ResourceClaim, node *v1.Node) (bool, error) {
 
 // Place chooses a node for the pod and allocates its claims there, without changing the snapshot (see
 // [Cluster.Assume]). Nodes are filtered in parallel by Options.Workers goroutines: the predicates, the
-// reuse of allocated claims, then [allocator.Snapshot.Fits] for the claims to allocate; Options.Choice
-// picks among the nodes that fit.
+// reuse of allocated claims, then [allocator.Snapshot.Fits] for the claims to allocate, asked once per
+// class of nodes the claims cannot tell apart ([allocator.Snapshot.NodeClasses]). Options.Choice orders
+// the nodes (by name for FirstFit, by their load for BestFit and Spread) and the first node in that
+// order where the pod fits is chosen; nodes after it are not filtered, so an error there is not met.
 //
 // When the pod fits nowhere the error is a *[NoNodeError] (wrapping [ErrNoNode]); claims that cannot be
 // resolved give [ErrClaimNotFound], [ErrTemplateNotFound], [ErrPodGroupNotFound] or [ErrClaimNotUsable];
