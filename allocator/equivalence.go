@@ -175,8 +175,12 @@ func (c *NodeClasses) key(node *v1.Node) ([]byte, bool) {
 	}
 	st := c.st
 	for _, p := range pools {
-		if !localPool(p, node.Name) {
-			if len(p.others) > 0 || hasPerDevice(p) {
+		pc, ok := c.s.poolClass(c.sig, a, p)
+		if !ok {
+			return nil, false
+		}
+		if pc.owner != node.Name {
+			if !pc.comparable {
 				return nil, false
 			}
 			id, ok := c.shared[p]
@@ -188,10 +192,7 @@ func (c *NodeClasses) key(node *v1.Node) ([]byte, bool) {
 			b = binary.LittleEndian.AppendUint32(b, id)
 			continue
 		}
-		id, ok := c.s.poolClass(c.sig, a, p)
-		if !ok {
-			return nil, false
-		}
+		id := pc.id
 		b = append(b, 'l')
 		b = binary.LittleEndian.AppendUint32(b, id)
 		if len(c.used) == 0 || !c.used[p.id] {
@@ -232,18 +233,19 @@ func (c *NodeClasses) key(node *v1.Node) ([]byte, bool) {
 	return b, true
 }
 
-// localPool: every slice of the pool the node sees is the node's own (spec.nodeName), and no other node's
-// slice belongs to it.
-func localPool(p *pool, node string) bool {
-	if len(p.others) > 0 {
-		return false
+// poolOwner is the node whose pool p is: every slice of it is the node's own (spec.nodeName, no
+// per-device node selection) and no other node's slice belongs to it; "" for any other pool.
+func poolOwner(p *pool) string {
+	if len(p.others) > 0 || len(p.slices) == 0 {
+		return ""
 	}
+	owner := p.slices[0].nodeName
 	for _, e := range p.slices {
-		if e.nodeName != node || e.perDevice {
-			return false
+		if e.nodeName != owner || e.perDevice {
+			return ""
 		}
 	}
-	return true
+	return owner
 }
 
 func hasPerDevice(p *pool) bool {
@@ -255,6 +257,15 @@ func hasPerDevice(p *pool) bool {
 	return false
 }
 
+// poolClass is what classes know of a pool under one signature. A pool of one node's own slices is
+// compared by content (id); any other pool by identity, when comparable: nodes that see it see the same
+// devices, unless it spans nodes or selects nodes per device.
+type poolClass struct {
+	owner      string
+	id         uint32
+	comparable bool
+}
+
 // classSig is what the verdict part of a pool's class depends on in one call: the requests'
 // classes (by entry, which a change of the class replaces) and selectors, in order, and the attributes
 // the constraints compare.
@@ -264,7 +275,7 @@ type classSig struct {
 	attrs   []resourceapi.FullyQualifiedName
 	// pools are the classes of the node-local pools met under this signature, and the keys they
 	// were given.
-	pools map[*pool]uint32
+	pools map[*pool]poolClass
 	keys  map[string]uint32
 }
 
@@ -365,7 +376,7 @@ func (s *Snapshot) classSigFor(a *allocation) *classSig {
 			return old
 		}
 	}
-	sig.pools, sig.keys = map[*pool]uint32{}, map[string]uint32{}
+	sig.pools, sig.keys = map[*pool]poolClass{}, map[string]uint32{}
 	if len(cache.sigs) < maxSigs {
 		cache.sigs = append(cache.sigs, nil)
 	}
@@ -374,35 +385,53 @@ func (s *Snapshot) classSigFor(a *allocation) *classSig {
 	return sig
 }
 
-// poolClass returns the class of a node-local pool under the signature: pools with the same class are
+// poolClass returns the class of a pool under the signature: node-local pools with the same id are
 // equal, slice by slice and device by device, in all a check of the call reads but names and the
 // allocated state. false: a selector failed on one of its devices (the search reports the error).
-func (s *Snapshot) poolClass(sig *classSig, a *allocation, p *pool) (uint32, bool) {
+func (s *Snapshot) poolClass(sig *classSig, a *allocation, p *pool) (poolClass, bool) {
+	if sc := p.class.Load(); sc != nil && sc.sig == sig {
+		return sc.pc, true
+	}
 	cache := s.classes
 	cache.mu.Lock()
-	id, ok := sig.pools[p]
+	pc, ok := sig.pools[p]
 	cache.mu.Unlock()
 	if ok {
-		return id, true
+		p.class.Store(&sigClass{sig: sig, pc: pc})
+		return pc, true
 	}
-	key, ok := a.poolKey(sig, p)
-	if !ok {
-		return 0, false
+	pc = poolClass{owner: poolOwner(p)}
+	var key string
+	if pc.owner == "" {
+		pc.comparable = len(p.others) == 0 && !hasPerDevice(p)
+	} else if key, ok = a.poolKey(sig, p); !ok {
+		return poolClass{}, false
 	}
 	cache.mu.Lock()
 	defer cache.mu.Unlock()
-	id, ok = sig.keys[key]
-	if !ok {
-		id = uint32(len(sig.keys))
-		sig.keys[key] = id
+	if pc.owner != "" {
+		id, ok := sig.keys[key]
+		if !ok {
+			id = uint32(len(sig.keys))
+			sig.keys[key] = id
+		}
+		pc.id = id
 	}
 	// Pools are replaced when their slices change; a cache that outgrows what a fleet holds is
 	// dropped rather than kept with pools no node sees any more.
 	if len(sig.pools) > 4*len(a.st.nodeSlices)+64 {
 		clear(sig.pools)
 	}
-	sig.pools[p] = id
-	return id, true
+	sig.pools[p] = pc
+	p.class.Store(&sigClass{sig: sig, pc: pc})
+	return pc, true
+}
+
+// sigClass is a pool's class under one signature, kept on the pool for the signature asked last: a
+// filter pass over a fleet finds it there without a lookup.
+type sigClass struct {
+	sig *classSig
+	pc  poolClass
 }
 
 // poolKey is the content of a node-local pool as the call's checks read it, names left out: the pool's
