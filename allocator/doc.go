@@ -23,7 +23,9 @@
 //     per request, which filter (class or request selector, pool, allocation by another claim, taint,
 //     capacity, counters, …) removed how many devices and which object did it, and what keeps requests
 //     with enough candidates from fitting together (a constraint, competing requests, the 32-results
-//     limit); a separate pass, so Allocate and Fits pay nothing for it.
+//     limit); a separate pass, so Allocate and Fits pay nothing for it. [Snapshot.NodeClasses] sorts
+//     the nodes of a fleet into classes the claims cannot tell apart (devices and allocated state equal
+//     but for names and attributes nothing reads), so that a filter pass asks Fits once per class.
 //
 // The default strategy, [FirstFit], visits pools, slices and devices in the order the Kubernetes
 // allocator (k8s.io/dynamic-resource-allocation/structured) visits them and therefore picks the same

@@ -32,6 +32,8 @@ type pool struct {
 	binding bool
 	// base is the pool's shared counters as the allocated state leaves them (see baseCounters).
 	base atomic.Pointer[counterBase]
+	// class is the pool's class under the signature last asked for (see NodeClasses).
+	class atomic.Pointer[sigClass]
 }
 
 // gatherPools collects the pools with devices for a node in the order the Kubernetes allocator visits

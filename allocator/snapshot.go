@@ -33,6 +33,8 @@ type Snapshot struct {
 	// pools caches pools built from complete slice sets; shared with forks, whose
 	// devices are the same prepared entries.
 	pools *poolCache
+	// classes caches the node classes of recent filter calls (see NodeClasses); shared with forks.
+	classes *classCache
 
 	// Set on forks: the parent, the parent's revision when forked, and the changes made since, which
 	// Commit replays onto the parent when the parent changed in the meantime. base holds, for every claim
@@ -51,7 +53,7 @@ func NewSnapshot(opts Options) *Snapshot {
 	if opts.Features != nil {
 		f = *opts.Features
 	}
-	s := &Snapshot{st: newState(), f: f, opts: opts, env: opts.CEL, pools: &poolCache{}}
+	s := &Snapshot{st: newState(), f: f, opts: opts, env: opts.CEL, pools: &poolCache{}, classes: &classCache{}}
 	if opts.Strategy < FirstFit || opts.Strategy > Spread {
 		s.envErr = fmt.Errorf("%w: unsupported strategy %s", ErrInvalidInput, opts.Strategy)
 		return s
@@ -318,6 +320,7 @@ func (s *Snapshot) Fork() *Snapshot {
 		env:     s.env,
 		envErr:  s.envErr,
 		pools:   s.pools,
+		classes: s.classes,
 		parent:  s,
 		baseRev: s.st.rev,
 		closed:  s.closed,
@@ -389,7 +392,7 @@ func (s *Snapshot) Commit() error {
 	}
 	// Replay on a scratch snapshot sharing the parent's settings; its parent is the parent's, so that
 	// the claims it touches are recorded for a commit of the parent.
-	scratch := &Snapshot{st: p.st.clone(), f: p.f, opts: p.opts, env: p.env, envErr: p.envErr, pools: p.pools, parent: p.parent}
+	scratch := &Snapshot{st: p.st.clone(), f: p.f, opts: p.opts, env: p.env, envErr: p.envErr, pools: p.pools, classes: p.classes, parent: p.parent}
 	for _, fn := range s.log {
 		if err := fn(scratch); err != nil {
 			return fmt.Errorf("commit: replay change: %w", err)

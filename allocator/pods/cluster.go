@@ -108,6 +108,7 @@ type Cluster struct {
 	templates map[types.NamespacedName]*resourceapi.ResourceClaimTemplate
 	groups    map[types.NamespacedName]*schedulingapi.PodGroup
 	suffixMu  sync.Mutex
+	load      loadCache // for BestFit and Spread
 }
 
 // New returns a Cluster that places pods on the nodes of snap.

@@ -245,8 +245,10 @@ func usableOn(claim *resourceapi.ResourceClaim, node *v1.Node) (bool, error) {
 
 // Place chooses a node for the pod and allocates its claims there, without changing the snapshot (see
 // [Cluster.Assume]). Nodes are filtered in parallel by Options.Workers goroutines: the predicates, the
-// reuse of allocated claims, then [allocator.Snapshot.Fits] for the claims to allocate; Options.Choice
-// picks among the nodes that fit.
+// reuse of allocated claims, then [allocator.Snapshot.Fits] for the claims to allocate, asked once per
+// class of nodes the claims cannot tell apart ([allocator.Snapshot.NodeClasses]). Options.Choice orders
+// the nodes (by name for FirstFit, by their load for BestFit and Spread) and the first node in that
+// order where the pod fits is chosen; nodes after it are not filtered, so an error there is not met.
 //
 // When the pod fits nowhere the error is a *[NoNodeError] (wrapping [ErrNoNode]); claims that cannot be
 // resolved give [ErrClaimNotFound], [ErrTemplateNotFound], [ErrPodGroupNotFound] or [ErrClaimNotUsable];
@@ -279,14 +281,20 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 	if r.ext != nil {
 		extName = generatedName(r.pod.Name+"-extended-resources-", c.suffix())
 	}
-	type verdict struct {
-		fits   bool
-		reason string
-		err    error
-	}
 	verdicts := make([]verdict, len(nodes))
+	// Nodes the claims cannot tell apart are asked once (see allocator.NodeClasses).
+	var classes *allocator.NodeClasses
+	if len(r.pending) > 0 && len(nodes) > 1 {
+		var err error
+		if classes, err = snap.NodeClasses(ctx, r.pending); err != nil {
+			return nil, fmt.Errorf("%s: %w", podName(r.pod), err)
+		}
+	}
+	order := c.order(snap, nodes)
+	var shared classVerdicts
 	var next atomic.Int64
-	best := atomic.Int64{} // FirstFit: the lowest index that fits so far; nodes after it need no check
+	// best is the first position in order where the pod fits so far; later positions need no check.
+	best := atomic.Int64{}
 	best.Store(int64(len(nodes)))
 	var wg sync.WaitGroup
 	workers := min(c.opts.Workers, len(nodes))
@@ -295,12 +303,16 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 		go func() {
 			defer wg.Done()
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(nodes) {
+				k := int(next.Add(1) - 1)
+				if k >= len(nodes) {
 					return
 				}
-				if c.opts.Choice == FirstFit && int64(i) > best.Load() {
+				if int64(k) > best.Load() {
 					continue
+				}
+				i := k
+				if order != nil {
+					i = order[k]
 				}
 				if err := ctx.Err(); err != nil {
 					verdicts[i].err = context.Cause(ctx)
@@ -313,7 +325,7 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 				}
 				fits := true
 				if len(nc.claims) > 0 {
-					fits, err = snap.Fits(ctx, nodes[i], nc.claims)
+					fits, err = shared.fits(ctx, snap, classes, nodes[i], nc)
 				}
 				verdicts[i] = verdict{fits: fits, err: err}
 				if !fits && err == nil {
@@ -322,7 +334,7 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 				if fits && err == nil {
 					for {
 						b := best.Load()
-						if int64(i) >= b || best.CompareAndSwap(b, int64(i)) {
+						if int64(k) >= b || best.CompareAndSwap(b, int64(k)) {
 							break
 						}
 					}
@@ -332,31 +344,18 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 	}
 	wg.Wait()
 
+	// The first node in order that fits, unless a node before it failed.
 	chosen := -1
-	var scores map[string]int
-	if c.opts.Choice != FirstFit {
-		scores = nodeLoad(snap)
-	}
-	for i, v := range verdicts {
-		if c.opts.Choice == FirstFit && i > int(best.Load()) {
-			break
+	for k := 0; k < len(nodes) && int64(k) <= best.Load(); k++ {
+		i := k
+		if order != nil {
+			i = order[k]
 		}
-		if v.err != nil {
+		if v := verdicts[i]; v.err != nil {
 			return nil, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[i].Name, v.err)
-		}
-		if !v.fits {
-			continue
-		}
-		if chosen < 0 {
+		} else if v.fits {
 			chosen = i
-			if c.opts.Choice == FirstFit {
-				break
-			}
-			continue
-		}
-		si, sc := scores[nodes[i].Name], scores[nodes[chosen].Name]
-		if (c.opts.Choice == BestFit && si > sc) || (c.opts.Choice == Spread && si < sc) {
-			chosen = i
+			break
 		}
 	}
 	if chosen < 0 {
@@ -367,6 +366,117 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 		return nil, e
 	}
 	return c.allocateOn(ctx, snap, r, nodes[chosen], extName)
+}
+
+// verdict is what filtering found on one node.
+type verdict struct {
+	fits   bool
+	reason string
+	err    error
+}
+
+// order is the order in which Options.Choice takes the nodes, as indexes into nodes; nil for FirstFit
+// (the nodes' own order). BestFit takes the nodes with the most devices allocated to claims pinned to
+// them first, Spread those with the fewest; ties keep the nodes' order. Taking the first node in this
+// order where the pod fits chooses what comparing the scores of every node that fits would choose, and
+// needs to filter only the nodes before it.
+func (c *Cluster) order(snap *allocator.Snapshot, nodes []*v1.Node) []int {
+	if c.opts.Choice == FirstFit {
+		return nil
+	}
+	var loaded []int // nodes with a load, found from the load's names
+	var score []int  // by position in loaded
+	c.withLoad(snap, func(load map[string]int) {
+		byName := slices.IsSortedFunc(nodes, func(x, y *v1.Node) int { return strings.Compare(x.Name, y.Name) })
+		var index map[string]int
+		if !byName || len(load) > len(nodes)/8 {
+			index = make(map[string]int, len(nodes))
+			for i, n := range nodes {
+				index[n.Name] = i
+			}
+		}
+		for name, n := range load {
+			if n == 0 {
+				continue
+			}
+			i, ok := -1, false
+			if index != nil {
+				i, ok = index[name]
+			} else {
+				i, ok = slices.BinarySearchFunc(nodes, name, func(x *v1.Node, name string) int { return strings.Compare(x.Name, name) })
+			}
+			if ok {
+				loaded = append(loaded, i)
+				score = append(score, n)
+			}
+		}
+	})
+	scoreOf := make(map[int]int, len(loaded))
+	for k, i := range loaded {
+		scoreOf[i] = score[k]
+	}
+	slices.SortFunc(loaded, func(x, y int) int {
+		if sx, sy := scoreOf[x], scoreOf[y]; sx != sy {
+			if c.opts.Choice == BestFit {
+				return sy - sx
+			}
+			return sx - sy
+		}
+		return x - y
+	})
+	order := make([]int, 0, len(nodes))
+	if c.opts.Choice == BestFit {
+		order = append(order, loaded...)
+	}
+	for i := range nodes {
+		if _, ok := scoreOf[i]; !ok {
+			order = append(order, i)
+		}
+	}
+	if c.opts.Choice != BestFit {
+		order = append(order, loaded...)
+	}
+	return order
+}
+
+// classVerdicts are the answers of Fits per node class in one placement.
+type classVerdicts struct {
+	mu sync.Mutex
+	m  map[int]*classVerdict
+}
+
+type classVerdict struct {
+	once sync.Once
+	fits bool
+	err  error
+}
+
+// fits is Fits for the node's claims, asked once per class of nodes when the claims are the pod's own
+// (an extended-resource claim is made per node). An error is not shared: the node asks again, so that
+// what it reports names its own devices.
+func (v *classVerdicts) fits(ctx context.Context, snap *allocator.Snapshot, classes *allocator.NodeClasses, node *v1.Node, nc *nodeClaims) (bool, error) {
+	if classes == nil || nc.ext != nil {
+		return snap.Fits(ctx, node, nc.claims)
+	}
+	class, err := classes.Class(node)
+	if err != nil {
+		return false, err
+	}
+	v.mu.Lock()
+	if v.m == nil {
+		v.m = map[int]*classVerdict{}
+	}
+	cv := v.m[class]
+	if cv == nil {
+		cv = &classVerdict{}
+		v.m[class] = cv
+	}
+	v.mu.Unlock()
+	cv.once.Do(func() { cv.fits, cv.err = snap.Fits(ctx, node, nc.claims) })
+	if cv.err != nil {
+		return snap.Fits(ctx, node, nc.claims)
+	}
+	return cv.fits, nil
 }
 
 // allocateOn allocates the pod's claims on the node and builds the placement.
@@ -452,32 +562,107 @@ func reserve(claim *resourceapi.ResourceClaim, cons resourceapi.ResourceClaimCon
 }
 
 // nodeLoad counts, per node, the devices allocated to claims whose allocation is pinned to that node
-// (a node selector with the single field requirement metadata.name in [node], as allocations of
-// node-local devices are written).
+// (see pinned).
 func nodeLoad(snap *allocator.Snapshot) map[string]int {
 	load := map[string]int{}
 	for _, claim := range snap.Claims("") {
-		a := claim.Status.Allocation
-		if a == nil || a.NodeSelector == nil || len(a.NodeSelector.NodeSelectorTerms) != 1 {
-			continue
-		}
-		t := a.NodeSelector.NodeSelectorTerms[0]
-		if len(t.MatchExpressions) != 0 || len(t.MatchFields) != 1 {
-			continue
-		}
-		f := t.MatchFields[0]
-		if f.Key == "metadata.name" && f.Operator == v1.NodeSelectorOpIn && len(f.Values) == 1 {
-			load[f.Values[0]] += len(a.Devices.Results)
+		if node, n := pinned(claim); n > 0 {
+			load[node] += n
 		}
 	}
 	return load
+}
+
+// pinned returns the node a claim's allocation is pinned to (a node selector with the single field
+// requirement metadata.name in [node], as allocations of node-local devices are written) and how many
+// devices it holds there; 0 devices for a claim without such an allocation.
+func pinned(claim *resourceapi.ResourceClaim) (string, int) {
+	a := claim.Status.Allocation
+	if a == nil || a.NodeSelector == nil || len(a.NodeSelector.NodeSelectorTerms) != 1 {
+		return "", 0
+	}
+	t := a.NodeSelector.NodeSelectorTerms[0]
+	if len(t.MatchExpressions) != 0 || len(t.MatchFields) != 1 {
+		return "", 0
+	}
+	f := t.MatchFields[0]
+	if f.Key == "metadata.name" && f.Operator == v1.NodeSelectorOpIn && len(f.Values) == 1 {
+		return f.Values[0], len(a.Devices.Results)
+	}
+	return "", 0
+}
+
+// loadCache keeps nodeLoad of the cluster's snapshot for one revision of it. Placements the Cluster
+// assumes update it in place, when the snapshot made no other change meanwhile; any other change makes
+// the next placement count again.
+type loadCache struct {
+	mu   sync.Mutex
+	ok   bool
+	rev  allocator.Revision
+	load map[string]int
+}
+
+// withLoad calls fn with nodeLoad of snap, from the cache when it holds snap's revision.
+func (c *Cluster) withLoad(snap *allocator.Snapshot, fn func(map[string]int)) {
+	if snap != c.snap {
+		fn(nodeLoad(snap))
+		return
+	}
+	lc := &c.load
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if rev := snap.Revision(); !lc.ok || lc.rev != rev {
+		// A change between reading the revision and the claims leaves a count newer than its
+		// revision, which no later call meets: revisions only grow.
+		lc.load, lc.rev, lc.ok = nodeLoad(snap), rev, true
+	}
+	fn(lc.load)
 }
 
 // Assume writes a placement into the snapshot, as the scheduler's assume cache holds it until the
 // informers catch up: every claim with its allocation and reservation (generated claims are added), so
 // that the next placement sees the devices in use. The placement must come from the current snapshot.
 func (c *Cluster) Assume(p *Placement) error {
-	return assumeInto(c.snap, p)
+	if p == nil {
+		return &allocator.InputError{Object: "Placement", Err: errors.New("nil object")}
+	}
+	type delta struct {
+		node string
+		n    int
+	}
+	before := c.snap.Revision()
+	deltas := make([]delta, 0, 2*len(p.Claims))
+	for _, pc := range p.Claims {
+		if old, ok := c.snap.Claim(pc.Claim.Namespace, pc.Claim.Name); ok {
+			if node, n := pinned(old); n > 0 {
+				deltas = append(deltas, delta{node, -n})
+			}
+		}
+		if node, n := pinned(pc.Claim); n > 0 {
+			deltas = append(deltas, delta{node, n})
+		}
+	}
+	err := assumeInto(c.snap, p)
+	after := c.snap.Revision()
+	lc := &c.load
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if err != nil || !lc.ok || lc.rev != before || !sameLineage(before, after, len(p.Claims)) {
+		lc.ok = false
+		return err
+	}
+	for _, d := range deltas {
+		lc.load[d.node] += d.n
+	}
+	lc.rev = after
+	return nil
+}
+
+// sameLineage: after is before followed by exactly n changes, all made by the caller.
+func sameLineage(before, after allocator.Revision, n int) bool {
+	b := before
+	b.Changes += uint64(n)
+	return b == after
 }
 
 func assumeInto(snap *allocator.Snapshot, p *Placement) error {

@@ -1,0 +1,493 @@
+package allocator
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+)
+
+// NodeClasses sorts nodes into classes that one set of claims cannot tell apart, so that a filter over a
+// whole fleet asks [Snapshot.Fits] once per class instead of once per node. Two nodes are in one class
+// only when the search, run for the claims on either, meets the same thing at every step but for names:
+// their pools, in the order the search visits them, are either the same network-attached pools or
+// node-local pools whose slices and devices are equal position by position in everything a check reads —
+// selector verdicts of every request of the call (so attributes that no selector reads may differ, as
+// the inventory's uuid and pciBusID do), the attributes the call's constraints compare, capacities,
+// shared counters, taints (DeviceTaintRules included), binding conditions, node operations — and in
+// their allocated state (devices in use, shares and consumed capacity). The node's declared features
+// count too. Fits then answers alike on both, and Allocate returns the same allocation with each node's
+// own device, pool and node names.
+//
+// Nodes whose pools cannot be compared this way (per-device node selection, pools spanning nodes) and
+// calls that derive attributes or ask for all devices get a class of their own. A NodeClasses belongs to
+// the snapshot's state when it was made: once the snapshot changes, every node gets a class of its own.
+// It is safe for concurrent use.
+type NodeClasses struct {
+	s      *Snapshot
+	st     *state
+	rev    uint64
+	ctx    context.Context
+	off    bool // the call is not classified: every node is in a class of its own
+	sig    *classSig
+	mu     sync.Mutex
+	a      *allocation
+	ids    map[string]int
+	shared map[*pool]uint32 // network-attached pools met in this call, kept alive for their addresses
+	next   int
+	buf    []byte
+	// last is the key of the node classified last, lastID its class (-1: none yet).
+	last   []byte
+	lastID int
+	// used are the pools with a device in use (exclusively, by shares or with consumed capacity); the
+	// devices of the others need not be looked up one by one.
+	used map[PoolID]bool
+}
+
+func usedPools(st *state) map[PoolID]bool {
+	used := map[PoolID]bool{}
+	for _, m := range []map[DeviceID]int{st.inUse, st.shares} {
+		for id, n := range m {
+			if n > 0 {
+				used[PoolID{Driver: id.Driver, Pool: id.Pool}] = true
+			}
+		}
+	}
+	for id := range st.consumed {
+		used[PoolID{Driver: id.Driver, Pool: id.Pool}] = true
+	}
+	return used
+}
+
+// NodeClasses prepares the classification of nodes for the claims (see [NodeClasses]). Claims that are
+// not valid input are not classified: every node gets a class of its own, and Fits reports the error.
+func (s *Snapshot) NodeClasses(ctx context.Context, claims []*resourceapi.ResourceClaim) (*NodeClasses, error) {
+	if ctx == nil {
+		return nil, nilContext()
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	nc := &NodeClasses{s: s, st: s.st, rev: s.st.rev, ctx: ctx, ids: map[string]int{}, shared: map[*pool]uint32{}, lastID: -1}
+	if s.envErr != nil || !classifiable(claims) {
+		nc.off = true
+		return nc, nil
+	}
+	a := &allocation{ctx: ctx, s: s, st: s.st, f: s.f, claims: claims, capOpts: s.capOpts(), matches: map[matchKey]bool{}}
+	a.perClaim = make([]claimState, len(claims))
+	for i := range claims {
+		if err := a.prepareClaim(i); err != nil {
+			nc.off = true
+			return nc, nil
+		}
+	}
+	nc.a = a
+	nc.sig = s.classSigFor(a)
+	nc.used = usedPools(s.st)
+	return nc, nil
+}
+
+// classifiable: every claim is present, and none asks for all devices (whose answer depends on every
+// device of the node at once) or derives attributes (whose values constraints compare).
+func classifiable(claims []*resourceapi.ResourceClaim) bool {
+	for _, c := range claims {
+		if c == nil {
+			return false
+		}
+		for _, r := range c.Spec.Devices.Requests {
+			if r.Exactly != nil && (r.Exactly.AllocationMode == resourceapi.DeviceAllocationModeAll || len(r.Exactly.DerivedAttributes) > 0) {
+				return false
+			}
+			for _, sub := range r.FirstAvailable {
+				if sub.AllocationMode == resourceapi.DeviceAllocationModeAll || len(sub.DerivedAttributes) > 0 {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// Class returns the node's class: nodes with the same class get the same answer from Fits for the
+// claims, and the same allocation from Allocate up to names. Classes are small numbers, in the order
+// of first appearance. An error is only returned for a nil node or context, or a closed snapshot.
+func (c *NodeClasses) Class(node *v1.Node) (int, error) {
+	if node == nil {
+		return 0, inputError("Node", "", errors.New("nil object"))
+	}
+	c.s.mu.RLock()
+	defer c.s.mu.RUnlock()
+	if c.s.closed {
+		return 0, ErrClosed
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.off || c.s.st != c.st || c.st.rev != c.rev || node.Name == "" {
+		return c.alone(), nil
+	}
+	key, ok := c.key(node)
+	if !ok {
+		return c.alone(), nil
+	}
+	// Fleets list nodes of a kind together: most nodes are in the class of the node asked before.
+	if c.lastID >= 0 && bytes.Equal(key, c.last) {
+		return c.lastID, nil
+	}
+	id, ok := c.ids[string(key)]
+	if !ok {
+		id = c.next
+		c.next++
+		c.ids[string(key)] = id
+	}
+	c.last, c.lastID = append(c.last[:0], key...), id
+	return id, nil
+}
+
+// alone returns a class no other node has.
+func (c *NodeClasses) alone() int {
+	id := c.next
+	c.next++
+	return id
+}
+
+// key writes the node's class key into c.buf; false means the node is compared with no other.
+func (c *NodeClasses) key(node *v1.Node) ([]byte, bool) {
+	a := c.a
+	a.node = node
+	pools, err := a.gatherPools(node)
+	if err != nil {
+		return nil, false
+	}
+	b := c.buf[:0]
+	// search.go's nodeOpsAllowed reads the node's declared features.
+	if nodeDeclares(node.Status.DeclaredFeatures, "DRAOptionalNodeOperations") {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	st := c.st
+	for _, p := range pools {
+		pc, ok := c.s.poolClass(c.sig, a, p)
+		if !ok {
+			return nil, false
+		}
+		if pc.owner != node.Name {
+			if !pc.comparable {
+				return nil, false
+			}
+			id, ok := c.shared[p]
+			if !ok {
+				id = uint32(len(c.shared))
+				c.shared[p] = id
+			}
+			b = append(b, 'n')
+			b = binary.LittleEndian.AppendUint32(b, id)
+			continue
+		}
+		id := pc.id
+		b = append(b, 'l')
+		b = binary.LittleEndian.AppendUint32(b, id)
+		if len(c.used) == 0 || !c.used[p.id] {
+			b = append(b, 0)
+			continue
+		}
+		b = append(b, 1)
+		for _, e := range p.slices {
+			for _, d := range e.devices() {
+				var flags byte
+				if st.inUse[d.id] > 0 {
+					flags = 1
+				}
+				n := st.shares[d.id]
+				consumed, hasConsumed := st.consumed[d.id]
+				if n == 0 && !hasConsumed {
+					b = append(b, flags)
+					continue
+				}
+				b = append(b, flags|2)
+				b = binary.LittleEndian.AppendUint32(b, uint32(n))
+				names := make([]string, 0, len(consumed))
+				for name := range consumed {
+					names = append(names, string(name))
+				}
+				slices.Sort(names)
+				for _, name := range names {
+					q := consumed[resourceapi.QualifiedName(name)]
+					b = append(b, name...)
+					b = append(b, 0)
+					b = append(b, q.String()...)
+					b = append(b, 0)
+				}
+			}
+		}
+	}
+	c.buf = b
+	return b, true
+}
+
+// poolOwner is the node whose pool p is: every slice of it is the node's own (spec.nodeName, no
+// per-device node selection) and no other node's slice belongs to it; "" for any other pool.
+func poolOwner(p *pool) string {
+	if len(p.others) > 0 || len(p.slices) == 0 {
+		return ""
+	}
+	owner := p.slices[0].nodeName
+	for _, e := range p.slices {
+		if e.nodeName != owner || e.perDevice {
+			return ""
+		}
+	}
+	return owner
+}
+
+func hasPerDevice(p *pool) bool {
+	for _, e := range p.slices {
+		if e.perDevice {
+			return true
+		}
+	}
+	return false
+}
+
+// poolClass is what classes know of a pool under one signature. A pool of one node's own slices is
+// compared by content (id); any other pool by identity, when comparable: nodes that see it see the same
+// devices, unless it spans nodes or selects nodes per device.
+type poolClass struct {
+	owner      string
+	id         uint32
+	comparable bool
+}
+
+// classSig is what the verdict part of a pool's class depends on in one call: the requests'
+// classes (by entry, which a change of the class replaces) and selectors, in order, and the attributes
+// the constraints compare.
+type classSig struct {
+	text    string
+	classes []*resourceapi.DeviceClass
+	attrs   []resourceapi.FullyQualifiedName
+	// pools are the classes of the node-local pools met under this signature, and the keys they
+	// were given.
+	pools map[*pool]poolClass
+	keys  map[string]uint32
+}
+
+// classCache keeps the signatures of the last few calls and the pool classes found under each, and the
+// content of slices as classes compare it.
+type classCache struct {
+	mu   sync.Mutex
+	sigs []*classSig
+
+	contentMu sync.Mutex
+	contents  map[*sliceEntry]string
+}
+
+// content is a slice entry as every check reads it, whatever the call, names and attributes left out:
+// the spec but for nodeName, pool name and devices, then per device the published device but for its
+// name and attributes, and its effective taints. Attributes are what selectors and constraints read;
+// poolKey adds their verdicts and the constraints' attributes. Slices with equal content and verdicts
+// differ in nothing a check reads.
+func (c *classCache) content(e *sliceEntry) (string, bool) {
+	c.contentMu.Lock()
+	v, ok := c.contents[e]
+	c.contentMu.Unlock()
+	if ok {
+		return v, true
+	}
+	var b []byte
+	enc := func(v any) bool {
+		j, err := json.Marshal(v)
+		if err != nil {
+			return false
+		}
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(j)))
+		b = append(b, j...)
+		return true
+	}
+	spec := e.obj.Spec
+	spec.NodeName, spec.Pool.Name, spec.Devices = nil, "", nil
+	if !enc(spec) {
+		return "", false
+	}
+	devs := e.devices()
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(devs)))
+	for _, d := range devs {
+		dev := *d.api
+		dev.Name, dev.Attributes = "", nil
+		if !enc(dev) || !enc(d.taints) {
+			return "", false
+		}
+	}
+	v = string(b)
+	c.contentMu.Lock()
+	defer c.contentMu.Unlock()
+	if c.contents == nil || len(c.contents) > 1<<16 {
+		c.contents = map[*sliceEntry]string{}
+	}
+	c.contents[e] = v
+	return v, true
+}
+
+// maxSigs is how many call signatures the cache keeps: a placement loop over a few kinds of pods meets
+// few.
+const maxSigs = 4
+
+func (s *Snapshot) classSigFor(a *allocation) *classSig {
+	var text []byte
+	sig := &classSig{}
+	for ci := range a.perClaim {
+		cs := &a.perClaim[ci]
+		for si := range cs.slots {
+			for _, r := range cs.slots[si].alts {
+				sig.classes = append(sig.classes, r.class)
+				text = append(text, r.class.Name...)
+				text = append(text, 0)
+				for _, sel := range r.selectors {
+					text = append(text, sel.CEL.Expression...)
+					text = append(text, 0)
+				}
+				text = append(text, 1)
+			}
+			text = append(text, 2)
+		}
+		for _, con := range cs.constraints {
+			sig.attrs = append(sig.attrs, con.attribute())
+			text = append(text, con.attribute()...)
+			text = append(text, 0)
+		}
+		text = append(text, 3)
+	}
+	sig.text = string(text)
+	cache := s.classes
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	for i, old := range cache.sigs {
+		if old.text == sig.text && slices.Equal(old.classes, sig.classes) {
+			// Most recently used first.
+			copy(cache.sigs[1:i+1], cache.sigs[:i])
+			cache.sigs[0] = old
+			return old
+		}
+	}
+	sig.pools, sig.keys = map[*pool]poolClass{}, map[string]uint32{}
+	if len(cache.sigs) < maxSigs {
+		cache.sigs = append(cache.sigs, nil)
+	}
+	copy(cache.sigs[1:], cache.sigs)
+	cache.sigs[0] = sig
+	return sig
+}
+
+// poolClass returns the class of a pool under the signature: node-local pools with the same id are
+// equal, slice by slice and device by device, in all a check of the call reads but names and the
+// allocated state. false: a selector failed on one of its devices (the search reports the error).
+func (s *Snapshot) poolClass(sig *classSig, a *allocation, p *pool) (poolClass, bool) {
+	if sc := p.class.Load(); sc != nil && sc.sig == sig {
+		return sc.pc, true
+	}
+	cache := s.classes
+	cache.mu.Lock()
+	pc, ok := sig.pools[p]
+	cache.mu.Unlock()
+	if ok {
+		p.class.Store(&sigClass{sig: sig, pc: pc})
+		return pc, true
+	}
+	pc = poolClass{owner: poolOwner(p)}
+	var key string
+	if pc.owner == "" {
+		pc.comparable = len(p.others) == 0 && !hasPerDevice(p)
+	} else if key, ok = a.poolKey(sig, p); !ok {
+		return poolClass{}, false
+	}
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	if pc.owner != "" {
+		id, ok := sig.keys[key]
+		if !ok {
+			id = uint32(len(sig.keys))
+			sig.keys[key] = id
+		}
+		pc.id = id
+	}
+	// Pools are replaced when their slices change; a cache that outgrows what a fleet holds is
+	// dropped rather than kept with pools no node sees any more.
+	if len(sig.pools) > 4*len(a.st.nodeSlices)+64 {
+		clear(sig.pools)
+	}
+	sig.pools[p] = pc
+	p.class.Store(&sigClass{sig: sig, pc: pc})
+	return pc, true
+}
+
+// sigClass is a pool's class under one signature, kept on the pool for the signature asked last: a
+// filter pass over a fleet finds it there without a lookup.
+type sigClass struct {
+	sig *classSig
+	pc  poolClass
+}
+
+// poolKey is the content of a node-local pool as the call's checks read it, names left out: the pool's
+// state (incomplete, invalid, binding conditions), its counter sets, and per slice and device the
+// published content but for names and attributes, the effective taints, the selector verdicts of every
+// request of the call and the attributes its constraints compare.
+func (a *allocation) poolKey(sig *classSig, p *pool) (string, bool) {
+	var b []byte
+	flag := func(v bool) {
+		if v {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+	}
+	flag(p.incomplete)
+	flag(p.invalid)
+	flag(p.binding)
+	if j, err := json.Marshal(p.counterSets); err != nil {
+		return "", false
+	} else {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(j)))
+		b = append(b, j...)
+	}
+	for _, e := range p.slices {
+		content, ok := a.s.classes.content(e)
+		if !ok {
+			return "", false
+		}
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(content)))
+		b = append(b, content...)
+		for _, d := range e.devices() {
+			for ci := range a.perClaim {
+				for si := range a.perClaim[ci].slots {
+					for _, r := range a.perClaim[ci].slots[si].alts {
+						ok, err := a.selectable(r, d)
+						if err != nil {
+							return "", false
+						}
+						flag(ok)
+					}
+				}
+			}
+			for _, name := range sig.attrs {
+				attr := staticAttribute(d, name)
+				flag(attr != nil)
+				if attr != nil {
+					j, err := json.Marshal(attr)
+					if err != nil {
+						return "", false
+					}
+					b = binary.LittleEndian.AppendUint32(b, uint32(len(j)))
+					b = append(b, j...)
+				}
+			}
+		}
+	}
+	return string(b), true
+}
