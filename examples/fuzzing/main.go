@@ -71,7 +71,7 @@ func fuzzClasses(args []string, out io.Writer) (tally, error) {
 		switch {
 		case errors.Is(err, allocator.ErrUnsatisfiable):
 			n.noFit++
-		case errors.Is(err, allocator.ErrSearchBudget):
+		case errors.Is(err, allocator.ErrSearchBudget), errors.Is(err, context.DeadlineExceeded):
 			n.undecided++
 			fmt.Fprintf(out, "draw %d: undecided: %v\n", i, err)
 		case errors.Is(err, allocator.ErrInvalidInput):
