@@ -262,17 +262,30 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 					if !ok {
 						return p.markInvalid(fmt.Sprintf("counter set %s not found", c.CounterSet))
 					}
-					// In name order, so that the reason is the same on every call.
-					for _, name := range slices.Sorted(maps.Keys(c.Counters)) {
-						if _, ok := p.counterSets[i].Counters[name]; !ok {
-							return p.markInvalid(fmt.Sprintf("counter %s not found in counter set %s", name, c.CounterSet))
-						}
+					if name, missing := missingCounter(c.Counters, p.counterSets[i].Counters); missing {
+						return p.markInvalid(fmt.Sprintf("counter %s not found in counter set %s", name, c.CounterSet))
 					}
 				}
 			}
 		}
 	}
 	return p
+}
+
+// missingCounter returns the first counter, in name order (so that the reason is the same on every call),
+// that a device consumes and its counter set does not define. The names are sorted only when one is
+// missing: this runs for every device of every pool built.
+func missingCounter(consumed, defined map[string]resourceapi.Counter) (string, bool) {
+	for name := range consumed {
+		if _, ok := defined[name]; !ok {
+			for _, name := range slices.Sorted(maps.Keys(consumed)) {
+				if _, ok := defined[name]; !ok {
+					return name, true
+				}
+			}
+		}
+	}
+	return "", false
 }
 
 func (p *pool) markInvalid(reason string) *pool {

@@ -186,6 +186,62 @@ func BenchmarkBuildAndFilter(b *testing.B) {
 	}
 }
 
+// BenchmarkBuildDGX is scenario 4 on the partitionable shape: building the view of a fleet of DGX H100
+// nodes in dynamic MIG (BenchmarkDGX's fleet: one counter set per GPU, a whole-GPU device and every MIG
+// placement drawing on it), alone and followed by one filter pass asking for one 1g.10gb MIG device, and
+// updating one node's slice of a built snapshot. The snapshot reports its heap per device and per node.
+func BenchmarkBuildDGX(b *testing.B) {
+	ctx := context.Background()
+	const nodes = 200
+	cluster, err := DGXFleet(nodes, "dgxh100")
+	if err != nil {
+		b.Fatal(err)
+	}
+	devices := 0
+	for _, s := range cluster.Slices {
+		devices += len(s.Spec.Devices)
+	}
+	claims := []*resourceapi.ResourceClaim{MIGClaim("1g.10gb", 1)}
+	for _, impl := range buildImpls() {
+		b.Run(fmt.Sprintf("nodes=%d/build/%s", nodes, impl.Name), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := impl.New(ctx, cluster); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("nodes=%d/build-and-filter/%s", nodes, impl.Name), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				f, err := impl.New(ctx, cluster)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, node := range cluster.Nodes {
+					if got := f.Filter(ctx, node, claims); got != Fits {
+						b.Fatalf("node %s: outcome %d, want %d", node.Name, got, Fits)
+					}
+				}
+			}
+		})
+	}
+	b.Run(fmt.Sprintf("nodes=%d/update-one-slice/dralloc", nodes), func(b *testing.B) {
+		s, err := NewSnapshot(cluster, allocator.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		warmUp(b, drallocFits{s}, cluster, claims, Fits)
+		slice := cluster.Slices[len(cluster.Slices)/2]
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := s.AddOrUpdateSlice(slice); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 // buildImpls are the impls that build differently: dralloc copying its inputs, dralloc keeping them
 // (NoCopy, filtering with Fits) and upstream.
 func buildImpls() []Impl {
