@@ -117,10 +117,8 @@ func deviceOK(d *resourceapi.Device, versions *versionCache) bool {
 				return false
 			}
 		}
-		for name, v := range c.Counters {
-			if !isDNSLabel(name) || !nonNegativeOK(v.Value) {
-				return false
-			}
+		if !countersOK(c.Counters) {
+			return false
 		}
 		for j, g := range c.CompatibilityGroups {
 			if !isDNSLabel(g) || slices.Contains(c.CompatibilityGroups[:j], g) {
@@ -193,4 +191,14 @@ func (c *versionCache) ok(v string) bool {
 // nonNegativeOK: what nonNegative accepts, without a message.
 func nonNegativeOK(q resource.Quantity) bool {
 	return capacity.ValidateQuantity(q) == nil && q.Sign() >= 0
+}
+
+// countersOK: counters (under their limit) finds nothing wrong, without paths or sorting.
+func countersOK(cs map[string]resourceapi.Counter) bool {
+	for name, c := range cs {
+		if !isDNSLabel(name) || !nonNegativeOK(c.Value) {
+			return false
+		}
+	}
+	return true
 }

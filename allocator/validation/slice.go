@@ -478,6 +478,9 @@ func counters(p *field.Path, cs map[string]resourceapi.Counter, limit int) field
 	if len(cs) > limit {
 		return field.ErrorList{field.TooMany(p, len(cs), limit)}
 	}
+	if countersOK(cs) {
+		return nil
+	}
 	var errs field.ErrorList
 	for _, name := range sortedKeys(cs) {
 		errs = append(errs, dnsLabel(p, name)...)

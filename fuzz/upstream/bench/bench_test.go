@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -240,6 +241,97 @@ func BenchmarkBuildDGX(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkUpdateSlice updates one node's slices of a built DGX H100 snapshot (after a filter pass, so
+// that pools and prepared devices are in place), on fleets of 100 and 1000 nodes: the counter slice and a
+// slice of MIG devices. Its cost is that of the slice's devices, whatever the size of the fleet.
+func BenchmarkUpdateSlice(b *testing.B) {
+	one, err := DGXFleet(1, "dgxh100")
+	if err != nil {
+		b.Fatal(err)
+	}
+	claims := []*resourceapi.ResourceClaim{MIGClaim("1g.10gb", 1)}
+	for _, nodes := range []int{100, 1000} {
+		cluster := ReplicateNode(one, nodes)
+		s, err := NewSnapshot(cluster, allocator.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		warmUp(b, drallocFits{s}, cluster, claims, Fits)
+		perNode := len(one.Slices)
+		for _, tc := range []struct {
+			name  string
+			slice *resourceapi.ResourceSlice
+		}{
+			{"counters", cluster.Slices[nodes/2*perNode]},
+			{"devices", cluster.Slices[nodes/2*perNode+1]},
+		} {
+			b.Run(fmt.Sprintf("nodes=%d/%s/dralloc", nodes, tc.name), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := s.AddOrUpdateSlice(tc.slice); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(len(tc.slice.Spec.Devices)), "devices")
+			})
+		}
+	}
+}
+
+// BenchmarkSnapshotMemory reports the heap a built snapshot holds once a filter pass has prepared every
+// device it met (CEL views, verdicts, pools), per device and per node: dralloc copying its inputs (the
+// copies count) and with NoCopy (the caller's objects do not count), on the DGX H100 dynamic-MIG fleet
+// and on the whole-GPU fleet of scenario 1.
+func BenchmarkSnapshotMemory(b *testing.B) {
+	dgx, err := DGXFleet(100, "dgxh100")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		cluster Cluster
+		claim   *resourceapi.ResourceClaim
+	}{
+		{"dgxh100/nodes=100", dgx, MIGClaim("1g.10gb", 1)},
+		{"whole-gpus/nodes=1000", Fleet(1000, 8), GPUClaim("claim", 1)},
+	} {
+		devices := 0
+		for _, s := range tc.cluster.Slices {
+			devices += len(s.Spec.Devices)
+		}
+		for _, opts := range []struct {
+			name string
+			opts allocator.Options
+		}{{"dralloc", allocator.Options{}}, {"dralloc-nocopy", allocator.Options{NoCopy: true}}} {
+			b.Run(tc.name+"/"+opts.name, func(b *testing.B) {
+				var heap float64
+				for b.Loop() {
+					b.StopTimer()
+					before := heapInUse()
+					s, err := NewSnapshot(tc.cluster, opts.opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					warmUp(b, drallocFits{s}, tc.cluster, []*resourceapi.ResourceClaim{tc.claim}, Fits)
+					heap = float64(heapInUse() - before)
+					runtime.KeepAlive(s)
+					b.StartTimer()
+				}
+				b.ReportMetric(heap/float64(devices), "B/device")
+				b.ReportMetric(heap/float64(len(tc.cluster.Nodes)), "B/node")
+			})
+		}
+	}
+}
+
+// heapInUse is the live heap after a full collection.
+func heapInUse() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
 
 // buildImpls are the impls that build differently: dralloc copying its inputs, dralloc keeping them
