@@ -47,12 +47,12 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 	stable := f.implementation() == implStable
 	local := st.nodeSlices[node.Name]
 	key := gathered{local: listID(local), shared: listID(st.sharedSlices), f: f}
-	if stable {
-		key.counters = listID(st.counterSlices)
+	if stable && len(st.counterPools) > 0 {
+		key.counters = st.counterRev
 	}
 	// Slices that select nodes make the answer depend on the node: on its name and its labels, which
 	// the caller may change in the object it passes again, so they are compared by value.
-	byNode := len(st.sharedSlices) > 0 || key.counters.n > 0
+	byNode := len(st.sharedSlices) > 0 || key.counters != 0
 	var slot *nodeSlot
 	if len(local) > 0 {
 		slot = &local[0].caches.node
@@ -126,10 +126,14 @@ func (a *allocation) gatherPoolsFrom(node *v1.Node, local []*sliceEntry, stable 
 		}
 	}
 	if stable {
-		for _, e := range st.counterSlices {
-			if e.nodeName != node.Name {
-				if err := consider(e); err != nil {
-					return nil, false, err
+		// Pools do not interact here (byPool is sorted below), so visiting them in map order gives the
+		// same pools as visiting all such slices in insertion order; within a pool, poolSlices keeps it.
+		for id := range st.counterPools {
+			for _, e := range st.poolSlices[id] {
+				if e.nodeName != "" && e.nodeName != node.Name && len(e.obj.Spec.SharedCounters) > 0 {
+					if err := consider(e); err != nil {
+						return nil, false, err
+					}
 				}
 			}
 		}
@@ -264,17 +268,30 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 					if !ok {
 						return p.markInvalid(fmt.Sprintf("counter set %s not found", c.CounterSet))
 					}
-					// In name order, so that the reason is the same on every call.
-					for _, name := range slices.Sorted(maps.Keys(c.Counters)) {
-						if _, ok := p.counterSets[i].Counters[name]; !ok {
-							return p.markInvalid(fmt.Sprintf("counter %s not found in counter set %s", name, c.CounterSet))
-						}
+					if name, missing := missingCounter(c.Counters, p.counterSets[i].Counters); missing {
+						return p.markInvalid(fmt.Sprintf("counter %s not found in counter set %s", name, c.CounterSet))
 					}
 				}
 			}
 		}
 	}
 	return p
+}
+
+// missingCounter returns the first counter, in name order (so that the reason is the same on every call),
+// that a device consumes and its counter set does not define. The names are sorted only when one is
+// missing: this runs for every device of every pool built.
+func missingCounter(consumed, defined map[string]resourceapi.Counter) (string, bool) {
+	for name := range consumed {
+		if _, ok := defined[name]; !ok {
+			for _, name := range slices.Sorted(maps.Keys(consumed)) {
+				if _, ok := defined[name]; !ok {
+					return name, true
+				}
+			}
+		}
+	}
+	return "", false
 }
 
 func (p *pool) markInvalid(reason string) *pool {
@@ -326,7 +343,8 @@ type nodeSlot struct {
 }
 
 type gathered struct {
-	local, shared, counters listKey
+	local, shared listKey
+	counters      uint64 // state.counterRev when the stable implementation took slices with counters
 	// byNode: slices that select nodes were considered, so the pools are those of the node with this
 	// name and these labels (a copy: the caller's map may change).
 	byNode   bool

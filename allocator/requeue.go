@@ -22,6 +22,12 @@ type RequeueOptions struct {
 	// CEL is the environment that compiles and evaluates selectors. nil means a new environment with the
 	// features above; share the Env of the Snapshot to share its compile cache.
 	CEL *celenv.Env
+	// Snapshot, when set, is the Snapshot the same events are applied to, first: a slice given to
+	// [Requeue.AddOrUpdateSlice] that the Snapshot holds unchanged (the same object, or an equal spec) is
+	// not copied again, and its devices' prepared CEL views are the Snapshot's, so that a cluster's
+	// devices are kept and prepared once. A slice the Snapshot holds in another version is copied, as
+	// without a Snapshot; the answers are the same either way.
+	Snapshot *Snapshot
 }
 
 // Requeue tells a scheduler which pending claims may fit after a cluster event, as the queueing hints of
@@ -46,15 +52,17 @@ type RequeueOptions struct {
 // published device, checks the context between slices and, once it has ended, returns its error and
 // changes nothing.
 //
-// The Requeue keeps its own prepared copy of every published device (the CEL view, as a Snapshot does), so
-// that deallocations and taint changes, which name devices only, can be answered without the slices.
+// The Requeue keeps a prepared version of every published device (the CEL view, as a Snapshot does), so
+// that deallocations and taint changes, which name devices only, can be answered without the slices: its
+// own copy, or the Snapshot's (see RequeueOptions.Snapshot).
 // Node events are not covered: a node whose labels change can make slices with a node selector usable.
 //
 // A Requeue is safe for concurrent use; events are applied one at a time. Inputs are never mutated.
 type Requeue struct {
-	mu  sync.Mutex
-	f   Features
-	env *celenv.Env
+	mu   sync.Mutex
+	f    Features
+	env  *celenv.Env
+	snap *Snapshot
 
 	classes map[string]*rqClass
 	slices  map[string]*rqSlice
@@ -80,6 +88,8 @@ type rqSlice struct {
 	pool    PoolID
 	spec    *resourceapi.ResourceSliceSpec
 	devices []*rqDevice
+	// shared is the Snapshot's entry whose spec and prepared devices this slice uses, or nil.
+	shared *sliceEntry
 }
 
 // rqDevice is one published device with the classes whose selectors select it (or fail on it).
@@ -136,6 +146,7 @@ func NewRequeue(opts RequeueOptions) (*Requeue, error) {
 	return &Requeue{
 		f:       f,
 		env:     env,
+		snap:    opts.Snapshot,
 		classes: map[string]*rqClass{},
 		slices:  map[string]*rqSlice{},
 		pools:   map[PoolID]map[string]*rqSlice{},

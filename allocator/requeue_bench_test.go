@@ -3,6 +3,7 @@ package allocator_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -178,4 +179,61 @@ func BenchmarkRequeueScanBaseline(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkRequeueMemory reports the heap a Snapshot and a Requeue fed the same 100 nodes of 8 GPUs and
+// 100 classes hold together, per device: the Requeue keeping its own copy of every device, and sharing
+// the Snapshot's (RequeueOptions.Snapshot). An op builds both.
+func BenchmarkRequeueMemory(b *testing.B) {
+	ctx := context.Background()
+	for _, shared := range []bool{false, true} {
+		name := "own"
+		if shared {
+			name = "shared"
+		}
+		b.Run(name, func(b *testing.B) {
+			var heap float64
+			for b.Loop() {
+				before := rqHeap()
+				snap := allocator.NewSnapshot(allocator.Options{})
+				opts := allocator.RequeueOptions{}
+				if shared {
+					opts.Snapshot = snap
+				}
+				r, err := allocator.NewRequeue(opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for c := range rqBenchClasses {
+					class := rqClass(fmt.Sprintf("class-%02d", c), fmt.Sprintf(`device.attributes["gpu.example.com"].model == %q`, rqBenchModel(c)))
+					if err := snap.AddOrUpdateClass(class); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := r.AddOrUpdateClass(ctx, class); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for n := range 100 {
+					slice := rqBenchSlice(n, "1.0", false)
+					if err := snap.AddOrUpdateSlice(slice); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := r.AddOrUpdateSlice(ctx, slice); err != nil {
+						b.Fatal(err)
+					}
+				}
+				heap = float64(rqHeap() - before)
+				runtime.KeepAlive(snap)
+				runtime.KeepAlive(r)
+			}
+			b.ReportMetric(heap/800, "B/device")
+		})
+	}
+}
+
+func rqHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }

@@ -163,8 +163,14 @@ func (r *Requeue) AddOrUpdateSlice(ctx context.Context, slice *resourceapi.Resou
 	if err := rqValidateSlice(slice); err != nil {
 		return nil, err
 	}
-	spec := slice.Spec.DeepCopy()
-	ns := &rqSlice{name: slice.Name, pool: PoolID{Driver: spec.Driver, Pool: spec.Pool.Name}, spec: spec}
+	shared := r.sharedEntry(slice)
+	var spec *resourceapi.ResourceSliceSpec
+	if shared != nil {
+		spec = &shared.obj.Spec
+	} else {
+		spec = slice.Spec.DeepCopy()
+	}
+	ns := &rqSlice{name: slice.Name, pool: PoolID{Driver: spec.Driver, Pool: spec.Pool.Name}, spec: spec, shared: shared}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.slices[slice.Name]
@@ -183,15 +189,19 @@ func (r *Requeue) AddOrUpdateSlice(ctx context.Context, slice *resourceapi.Resou
 		if !whole {
 			prev = old.devices[i]
 			if rqSameDevice(prev.api, api) {
-				// Point at the new copy so that the old spec is not kept alive.
+				// Point at the new copy (and the Snapshot's view of it) so that the old spec is not
+				// kept alive.
 				prev.api = api
+				if v := ns.view(i); v != nil {
+					prev.view = v()
+				}
 				ns.devices[i] = prev
 				continue
 			}
 		} else {
 			prev = previous[api.Name]
 		}
-		ns.devices[i] = r.newDevice(ctx, ns.pool, api, prev)
+		ns.devices[i] = r.newDevice(ctx, ns.pool, api, prev, ns.view(i))
 	}
 	if old != nil {
 		r.unindexSlice(old)
@@ -343,17 +353,26 @@ func (r *Requeue) untaint(ctx context.Context, old resourceapi.DeviceTaintRuleSp
 // version in the same pool, if any: when CEL sees the same device (same attributes, capacity and
 // allowMultipleAllocations; taints, counters and binding conditions are not visible to CEL), its prepared
 // view and class verdicts are reused.
-func (r *Requeue) newDevice(ctx context.Context, pool PoolID, api *resourceapi.Device, prev *rqDevice) *rqDevice {
+//
+// view, when not nil, gives the device's prepared view from the Snapshot.
+func (r *Requeue) newDevice(ctx context.Context, pool PoolID, api *resourceapi.Device, prev *rqDevice, view func() *celenv.Device) *rqDevice {
 	d := &rqDevice{
 		id:  DeviceID{Driver: pool.Driver, Pool: pool.Pool, Device: api.Name},
 		api: api,
 	}
 	if prev != nil && prev.id == d.id && rqSameForCEL(prev.api, api) {
 		d.view = prev.view
+		if view != nil {
+			d.view = view() // the Snapshot's, so that the old version is not kept alive
+		}
 		d.classes = slices.Clone(prev.classes)
 		return d
 	}
-	d.view = celenv.NewDevice(pool.Driver, api)
+	if view != nil {
+		d.view = view()
+	} else {
+		d.view = celenv.NewDevice(pool.Driver, api)
+	}
 	// Class verdicts are kept until the device or the class changes, so a cancelled ctx must not record
 	// failures; selectors are cost-bounded, so the evaluation ends anyway.
 	verdictCtx := context.WithoutCancel(ctx)
@@ -446,6 +465,31 @@ func (r *Requeue) wakeCounterUsers(ctx context.Context, d *rqDevice) {
 			}
 		}
 	}
+}
+
+// sharedEntry returns the Snapshot's entry for the slice when the Snapshot holds it unchanged: the same
+// object (Options.NoCopy) or a copy whose spec equals it. The entry is immutable (a change of the slice
+// builds a new one), so the Requeue may keep it.
+func (r *Requeue) sharedEntry(slice *resourceapi.ResourceSlice) *sliceEntry {
+	if r.snap == nil {
+		return nil
+	}
+	r.snap.mu.RLock()
+	e := r.snap.st.slices[slice.Name]
+	r.snap.mu.RUnlock()
+	if e == nil || (e.obj != slice && !equality.Semantic.DeepEqual(&e.obj.Spec, &slice.Spec)) {
+		return nil
+	}
+	return e
+}
+
+// view returns how to get device i's prepared view from the Snapshot, or nil when the slice is the
+// Requeue's own copy.
+func (s *rqSlice) view(i int) func() *celenv.Device {
+	if s.shared == nil {
+		return nil
+	}
+	return func() *celenv.Device { return s.shared.devices()[i].cel.view() }
 }
 
 // rqSameForCEL reports whether CEL sees two devices alike: the same name, attributes, capacity values and

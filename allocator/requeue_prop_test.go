@@ -138,10 +138,16 @@ func rqMust(t *rapid.T, err error) {
 
 func rqGenCluster(t *rapid.T) *rqCluster {
 	ctx := context.Background()
-	rq, err := allocator.NewRequeue(allocator.RequeueOptions{})
+	// The Requeue shares the Snapshot's devices or keeps its own; the answers must be the same.
+	snap := allocator.NewSnapshot(allocator.Options{StepBudget: propStepBudget, NoCopy: rapid.Bool().Draw(t, "noCopy")})
+	var opts allocator.RequeueOptions
+	if rapid.Bool().Draw(t, "shared") {
+		opts.Snapshot = snap
+	}
+	rq, err := allocator.NewRequeue(opts)
 	rqMust(t, err)
 	c := &rqCluster{
-		snap:   allocator.NewSnapshot(allocator.Options{StepBudget: propStepBudget}),
+		snap:   snap,
 		rq:     rq,
 		nodes:  []string{"n0", "n1", "n2"},
 		slices: map[string]*resourceapi.ResourceSlice{},

@@ -24,8 +24,12 @@ type state struct {
 	nodeSlices   map[string][]*sliceEntry // by spec.nodeName, in insertion order
 	sharedSlices []*sliceEntry            // slices without spec.nodeName, in insertion order
 	poolSlices   map[PoolID][]*sliceEntry // all slices of a pool, in insertion order
-	// counterSlices are the node-local slices with shared counters, in insertion order (see gatherPools).
-	counterSlices []*sliceEntry
+	// counterPools counts, per pool, the node-local slices with shared counters (see gatherPools);
+	// counterRev identifies that set of slices: it is renewed, unique across states, whenever one is
+	// added or removed, so that pools gathered from them are not reused after a change. A count per pool
+	// rather than a list of the slices keeps the change of one slice independent of the fleet's size.
+	counterPools map[PoolID]int
+	counterRev   uint64
 
 	classes map[string]*classEntry
 	claims  map[types.NamespacedName]*claimEntry
@@ -73,6 +77,7 @@ func (st *state) clone() *state {
 	c.slices = maps.Clone(st.slices)
 	c.nodeSlices = maps.Clone(st.nodeSlices)
 	c.poolSlices = maps.Clone(st.poolSlices)
+	c.counterPools = maps.Clone(st.counterPools)
 	c.classes = maps.Clone(st.classes)
 	c.claims = maps.Clone(st.claims)
 	c.owned = maps.Clone(st.owned)
@@ -95,7 +100,11 @@ func (st *state) insertSlice(e *sliceEntry) {
 	}
 	st.poolSlices[e.pool] = insertBySeq(st.poolSlices[e.pool], e)
 	if e.nodeName != "" && len(e.obj.Spec.SharedCounters) > 0 {
-		st.counterSlices = insertBySeq(st.counterSlices, e)
+		if st.counterPools == nil {
+			st.counterPools = map[PoolID]int{}
+		}
+		st.counterPools[e.pool]++
+		st.counterRev = stateIDs.Add(1)
 	}
 }
 
@@ -112,7 +121,10 @@ func (st *state) removeSlice(e *sliceEntry) {
 		st.sharedSlices = without(st.sharedSlices, e)
 	}
 	if e.nodeName != "" && len(e.obj.Spec.SharedCounters) > 0 {
-		st.counterSlices = without(st.counterSlices, e)
+		if st.counterPools[e.pool]--; st.counterPools[e.pool] <= 0 {
+			delete(st.counterPools, e.pool)
+		}
+		st.counterRev = stateIDs.Add(1)
 	}
 	if l := without(st.poolSlices[e.pool], e); len(l) > 0 {
 		st.poolSlices[e.pool] = l

@@ -56,7 +56,12 @@ func drawClaim(t *rapid.T, opts Options, classes []*resourceapi.DeviceClass, nic
 	for r := 0; r < nReq; r++ {
 		req := resourceapi.DeviceRequest{Name: fmt.Sprintf("req-%d", r)}
 		refs = append(refs, req.Name)
-		if opts.FirstAvailable && rapid.IntRange(0, 2).Draw(t, "firstAvailable") == 0 {
+		if opts.MIG && opts.FirstAvailable && hasClass(names, ClassGPU) && rapid.IntRange(0, 2).Draw(t, "wholeElseMIG") == 0 {
+			req.FirstAvailable = wholeElseMIG(t)
+			for _, sub := range req.FirstAvailable {
+				refs = append(refs, req.Name+"/"+sub.Name)
+			}
+		} else if opts.FirstAvailable && rapid.IntRange(0, 2).Draw(t, "firstAvailable") == 0 {
 			nSub := rapid.IntRange(1, 3).Draw(t, "subrequests")
 			for s := 0; s < nSub; s++ {
 				e := drawExact(t, opts, names, nics, false)
@@ -111,6 +116,33 @@ func drawClaim(t *rapid.T, opts Options, classes []*resourceapi.DeviceClass, nic
 		c.Spec.Devices.Config = append(c.Spec.Devices.Config, cfg)
 	}
 	return c
+}
+
+// wholeElseMIG asks for one or two whole GPUs, else MIG devices of one profile, else (sometimes) MIG
+// devices of a smaller one, as a workload that can run on less when a whole GPU is not free.
+func wholeElseMIG(t *rapid.T) []resourceapi.DeviceSubRequest {
+	sub := func(name, profile string, count int64) resourceapi.DeviceSubRequest {
+		return resourceapi.DeviceSubRequest{Name: name, DeviceClassName: ClassGPU, AllocationMode: resourceapi.DeviceAllocationModeExactCount,
+			Count: count, Selectors: []resourceapi.DeviceSelector{cel(migProfileSelector(profile))}}
+	}
+	count := int64(rapid.IntRange(1, 2).Draw(t, "wholeCount"))
+	subs := []resourceapi.DeviceSubRequest{
+		sub("whole", "whole", count),
+		sub("mig", rapid.SampledFrom([]string{"3g.40gb", "2g.20gb", "1g.10gb"}).Draw(t, "migProfile"), int64(rapid.IntRange(1, 3).Draw(t, "migCount"))),
+	}
+	if rapid.Bool().Draw(t, "smaller") {
+		subs = append(subs, sub("smaller", "1g.10gb", int64(rapid.IntRange(1, 2).Draw(t, "smallerCount"))))
+	}
+	return subs
+}
+
+func hasClass(names []string, class string) bool {
+	for _, n := range names {
+		if n == class {
+			return true
+		}
+	}
+	return false
 }
 
 // sameRequest reports whether two request references name the same top-level request, which API validation

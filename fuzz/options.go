@@ -23,6 +23,11 @@ type Options struct {
 	PerDeviceNodeSelection bool
 	// Partitionable adds devices that consume shared counters (DRAPartitionableDevices).
 	Partitionable bool
+	// MIG adds GPUs published as NVIDIA's driver publishes them in dynamic MIG mode, the shape inventory
+	// publishes for a DGX (DRAPartitionableDevices): per GPU one counter set (memory, compute and one
+	// counter per memory slice) on which the whole GPU and every MIG placement draw, fifteen devices per
+	// GPU; with FirstAvailable, requests for a whole GPU else a MIG device.
+	MIG bool
 	// CompatibilityGroups gives counter consumptions compatibility groups (DRADeviceCompatibilityGroups).
 	CompatibilityGroups bool
 	// ConsumableCapacity adds shareable devices with request policies and capacity requests
@@ -67,6 +72,7 @@ func AllFeatures() Options {
 		NetworkAttached:        true,
 		PerDeviceNodeSelection: true,
 		Partitionable:          true,
+		MIG:                    true,
 		CompatibilityGroups:    true,
 		ConsumableCapacity:     true,
 		ListAttributes:         true,

@@ -2,6 +2,7 @@ package fuzz
 
 import (
 	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -29,6 +30,10 @@ func drawSlices(t *rapid.T, opts Options, nodes []*v1.Node) []*resourceapi.Resou
 		var counters []resourceapi.CounterSet
 		if opts.Partitionable && rapid.Bool().Draw(t, "partitionable") {
 			parts, counters = drawPartitions(t, opts)
+		}
+		if opts.MIG && rapid.Bool().Draw(t, "mig") {
+			migs, sets := drawMIG(t, opts)
+			parts, counters = append(parts, migs...), append(counters, sets...)
 		}
 		nodeSel := func(s *resourceapi.ResourceSlice) { s.Spec.NodeName = ptr.To(node.Name) }
 		out = append(out, buildPool(t, opts, GPUDriver, pool, devices, parts, counters, nodeSel)...)
@@ -309,4 +314,74 @@ func drawGroups(t *rapid.T) []string {
 	default:
 		return []string{"g1", "g2"}
 	}
+}
+
+// migPlacements are the MIG profiles of an 80 GB GPU with eight memory slices and seven compute slices, as
+// NVIDIA's driver publishes them: the memory slices each placement starts at, how many it takes, and its
+// compute slices. The whole GPU takes everything.
+var migPlacements = []struct {
+	profile string
+	starts  []int
+	slices  int
+	compute int
+}{
+	{"1g.10gb", []int{0, 1, 2, 3, 4, 5, 6}, 1, 1},
+	{"2g.20gb", []int{0, 2, 4}, 2, 2},
+	{"3g.40gb", []int{0, 4}, 4, 3},
+	{"4g.40gb", []int{0}, 4, 4},
+	{"7g.80gb", []int{0}, 8, 7},
+	{"whole", []int{0}, 8, 7},
+}
+
+// migProfileSelector selects the devices of one MIG profile (or "whole" for whole GPUs published next to
+// them); it is false, not an error, on devices without a profile.
+func migProfileSelector(profile string) string {
+	return fmt.Sprintf(`"profile" in device.attributes["gpu.example.com"] && device.attributes["gpu.example.com"].profile == %q`, profile)
+}
+
+// drawMIG draws one or two GPUs in dynamic MIG mode (see Options.MIG): per GPU a counter set and fifteen
+// devices drawing on it, each MIG placement consuming its memory slices.
+func drawMIG(t *rapid.T, opts Options) ([]resourceapi.Device, []resourceapi.CounterSet) {
+	var devices []resourceapi.Device
+	var sets []resourceapi.CounterSet
+	n := rapid.IntRange(1, 2).Draw(t, "migGPUs")
+	for g := 0; g < n; g++ {
+		set := fmt.Sprintf("mig-%d-counters", g)
+		total := map[string]resourceapi.Counter{"memory": {Value: qty("80Gi")}, "compute": {Value: qty("7")}}
+		for m := 0; m < 8; m++ {
+			total[fmt.Sprintf("memory-slice-%d", m)] = resourceapi.Counter{Value: qty("1")}
+		}
+		sets = append(sets, resourceapi.CounterSet{Name: set, Counters: total})
+		model := rapid.SampledFrom([]string{"a100", "h100"}).Draw(t, "migModel")
+		for _, p := range migPlacements {
+			for _, start := range p.starts {
+				name := fmt.Sprintf("mig-%d-%s-%d", g, strings.ReplaceAll(p.profile, ".", ""), start)
+				mem := fmt.Sprintf("%dGi", 10*p.slices)
+				d := resourceapi.Device{Name: name}
+				d.Attributes = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+					"model":         {StringValue: ptr.To(model)},
+					"numa":          {IntValue: ptr.To(int64(g % 2))},
+					"healthy":       {BoolValue: ptr.To(true)},
+					"driverVersion": {VersionValue: ptr.To("1.3.0")},
+					"profile":       {StringValue: ptr.To(p.profile)},
+				}
+				if opts.ListAttributes {
+					d.Attributes["links"] = resourceapi.DeviceAttribute{IntValues: drawLinks(t)}
+				}
+				d.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: qty(mem)}}
+				used := map[string]resourceapi.Counter{"memory": {Value: qty(mem)}, "compute": {Value: qty(fmt.Sprint(p.compute))}}
+				for m := start; m < start+p.slices; m++ {
+					used[fmt.Sprintf("memory-slice-%d", m)] = resourceapi.Counter{Value: qty("1")}
+				}
+				c := resourceapi.DeviceCounterConsumption{CounterSet: set, Counters: used}
+				if opts.CompatibilityGroups {
+					c.CompatibilityGroups = drawGroups(t)
+				}
+				d.ConsumesCounters = []resourceapi.DeviceCounterConsumption{c}
+				drawDeviceExtras(t, opts, &d)
+				devices = append(devices, d)
+			}
+		}
+	}
+	return devices, sets
 }

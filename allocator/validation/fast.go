@@ -1,5 +1,15 @@
 package validation
 
+import (
+	"slices"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/dralloc/dralloc/capacity"
+)
+
 // Fast checks for the names every device repeats. They accept exactly what the apimachinery checks they
 // stand in front of accept (validation.IsCIdentifier, IsDNS1123Label, IsDNS1123Subdomain), without a
 // regular expression; the apimachinery check then only runs, for its message, on a name that fails.
@@ -50,6 +60,145 @@ func isDNSSubdomain(s string) bool {
 			return false
 		}
 		start = i + 1
+	}
+	return true
+}
+
+// qualifiedNameOK: what qualifiedName accepts, without a message.
+func qualifiedNameOK(name resourceapi.QualifiedName) bool {
+	domain, id, ok := strings.Cut(string(name), "/")
+	if !ok {
+		return len(name) <= resourceapi.DeviceMaxIDLength && isCIdentifier(string(name))
+	}
+	return len(id) <= resourceapi.DeviceMaxIDLength && isCIdentifier(id) &&
+		len(domain) <= resourceapi.DriverNameMaxLength && isDNSSubdomain(strings.ToLower(domain))
+}
+
+// deviceOK reports that device (with perDevice false) finds nothing wrong with d, for the devices drivers
+// publish most: attributes, capacities without request policies, counter consumption, and nothing else. It
+// builds no field paths and sorts no keys, which is most of the cost of validating a valid device. It
+// answers false for anything it does not cover (taints, request policies, node selection, binding
+// conditions, node allocatable resources) and for anything wrong; device then runs for the verdict and the
+// messages. It must never answer true for a device that device rejects (TestPropDeviceOKImpliesValid).
+//
+// versions remembers the version strings already found valid: a slice's devices repeat the same few.
+func deviceOK(d *resourceapi.Device, versions *versionCache) bool {
+	if !isDNSLabel(d.Name) ||
+		len(d.Attributes)+len(d.Capacity) > resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice ||
+		len(d.Taints) > 0 || len(d.BindingConditions) > 0 || len(d.BindingFailureConditions) > 0 ||
+		d.NodeName != nil || d.NodeSelector != nil || d.AllNodes != nil || len(d.NodeAllocatableResources) > 0 ||
+		len(d.ConsumesCounters) > resourceapi.ResourceSliceMaxDeviceCounterConsumptionsPerDevice {
+		return false
+	}
+	values := 0 // as attributeValues
+	for name, a := range d.Attributes {
+		if !qualifiedNameOK(name) || !attributeOK(&a, versions) {
+			return false
+		}
+		values += max(1, len(a.BoolValues)+len(a.IntValues)+len(a.StringValues)+len(a.VersionValues))
+	}
+	if values > resourceapi.ResourceSliceMaxAttributeValuesPerDevice {
+		return false
+	}
+	for name, c := range d.Capacity {
+		if !qualifiedNameOK(name) || c.RequestPolicy != nil || !nonNegativeOK(c.Value) {
+			return false
+		}
+	}
+	for i := range d.ConsumesCounters {
+		c := &d.ConsumesCounters[i]
+		if !isDNSLabel(c.CounterSet) || len(c.Counters) == 0 ||
+			len(c.Counters) > resourceapi.ResourceSliceMaxCountersPerDeviceCounterConsumption ||
+			len(c.CompatibilityGroups) > resourceapi.DeviceCompatibilityGroupsMaxSize {
+			return false
+		}
+		for j := range i {
+			if d.ConsumesCounters[j].CounterSet == c.CounterSet {
+				return false
+			}
+		}
+		if !countersOK(c.Counters) {
+			return false
+		}
+		for j, g := range c.CompatibilityGroups {
+			if !isDNSLabel(g) || slices.Contains(c.CompatibilityGroups[:j], g) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// attributeOK: what attribute accepts, without a message.
+func attributeOK(a *resourceapi.DeviceAttribute, versions *versionCache) bool {
+	set := 0
+	for _, s := range []bool{a.BoolValue != nil, a.IntValue != nil, a.StringValue != nil, a.VersionValue != nil,
+		a.BoolValues != nil, a.IntValues != nil, a.StringValues != nil, a.VersionValues != nil} {
+		if s {
+			set++
+		}
+	}
+	if set != 1 {
+		return false
+	}
+	switch {
+	case a.StringValue != nil:
+		return len(*a.StringValue) <= resourceapi.DeviceAttributeMaxValueLength
+	case a.VersionValue != nil:
+		return versions.ok(*a.VersionValue)
+	case a.BoolValues != nil:
+		return len(a.BoolValues) > 0
+	case a.IntValues != nil:
+		return len(a.IntValues) > 0
+	case a.StringValues != nil:
+		for _, v := range a.StringValues {
+			if len(v) > resourceapi.DeviceAttributeMaxValueLength {
+				return false
+			}
+		}
+		return len(a.StringValues) > 0
+	case a.VersionValues != nil:
+		for _, v := range a.VersionValues {
+			if !versions.ok(v) {
+				return false
+			}
+		}
+		return len(a.VersionValues) > 0
+	}
+	return true // a bool or an int
+}
+
+// versionCache holds the last few versions found valid (a semantic version of at most 64 bytes).
+type versionCache struct {
+	valid [4]string
+	next  int
+}
+
+func (c *versionCache) ok(v string) bool {
+	for _, known := range c.valid {
+		if v == known && v != "" {
+			return true
+		}
+	}
+	if len(v) > resourceapi.DeviceAttributeMaxValueLength || !semverPattern.MatchString(v) {
+		return false
+	}
+	c.valid[c.next] = v
+	c.next = (c.next + 1) % len(c.valid)
+	return true
+}
+
+// nonNegativeOK: what nonNegative accepts, without a message.
+func nonNegativeOK(q resource.Quantity) bool {
+	return capacity.ValidateQuantity(q) == nil && q.Sign() >= 0
+}
+
+// countersOK: counters (under their limit) finds nothing wrong, without paths or sorting.
+func countersOK(cs map[string]resourceapi.Counter) bool {
+	for name, c := range cs {
+		if !isDNSLabel(name) || !nonNegativeOK(c.Value) {
+			return false
+		}
 	}
 	return true
 }

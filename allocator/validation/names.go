@@ -99,8 +99,7 @@ func dnsSubdomain(p *field.Path, name string) field.ErrorList {
 // optionally after a domain (a driver name) and "/". Errors are reported at p, the map's path, as the API
 // server does.
 func qualifiedName(p *field.Path, name resourceapi.QualifiedName) field.ErrorList {
-	if domain, id, ok := strings.Cut(string(name), "/"); !ok && len(name) <= resourceapi.DeviceMaxIDLength && isCIdentifier(string(name)) ||
-		ok && len(id) <= resourceapi.DeviceMaxIDLength && isCIdentifier(id) && len(domain) <= resourceapi.DriverNameMaxLength && isDNSSubdomain(strings.ToLower(domain)) {
+	if qualifiedNameOK(name) {
 		return nil
 	}
 	var errs field.ErrorList

@@ -74,9 +74,12 @@ func ResourceSlice(slice *resourceapi.ResourceSlice, opts Options) field.ErrorLi
 		errs = append(errs, field.TooMany(devs, len(spec.Devices), limit))
 	} else {
 		names := make(map[string]bool, len(spec.Devices))
+		var versions versionCache
 		for i := range spec.Devices {
 			d := &spec.Devices[i]
-			errs = append(errs, device(devs.Index(i), d, perDevice, opts)...)
+			if perDevice || !deviceOK(d, &versions) {
+				errs = append(errs, device(devs.Index(i), d, perDevice, opts)...)
+			}
 			if names[d.Name] {
 				errs = append(errs, field.Duplicate(devs.Index(i), d.Name))
 			}
@@ -474,6 +477,9 @@ func fractional(q *resource.Quantity) bool {
 func counters(p *field.Path, cs map[string]resourceapi.Counter, limit int) field.ErrorList {
 	if len(cs) > limit {
 		return field.ErrorList{field.TooMany(p, len(cs), limit)}
+	}
+	if countersOK(cs) {
+		return nil
 	}
 	var errs field.ErrorList
 	for _, name := range sortedKeys(cs) {

@@ -204,10 +204,12 @@ func drawGates(rt *rapid.T) verify.Features {
 
 func configs() map[string]fuzz.Options {
 	return map[string]fuzz.Options{
-		"all":                {MultiSlicePools: true, IncompletePools: true, NetworkAttached: true, PerDeviceNodeSelection: true, Partitionable: true, CompatibilityGroups: true, ConsumableCapacity: true, ListAttributes: true, Taints: true, BindingConditions: true, FirstAvailable: true, AllMode: true, Constraints: true, AdminAccess: true, Config: true, Allocated: true, CELErrors: true, DerivedAttributes: true, NodeOperations: true, ResultLimit: true},
+		"all":                {MultiSlicePools: true, IncompletePools: true, NetworkAttached: true, PerDeviceNodeSelection: true, Partitionable: true, MIG: true, CompatibilityGroups: true, ConsumableCapacity: true, ListAttributes: true, Taints: true, BindingConditions: true, FirstAvailable: true, AllMode: true, Constraints: true, AdminAccess: true, Config: true, Allocated: true, CELErrors: true, DerivedAttributes: true, NodeOperations: true, ResultLimit: true},
 		"plain":              {MaxDevices: 6, MaxClaims: 3, MaxRequests: 3},
 		"pools":              {MultiSlicePools: true, IncompletePools: true, NetworkAttached: true, PerDeviceNodeSelection: true},
 		"partitionable":      {Partitionable: true, CompatibilityGroups: true, Allocated: true, Constraints: true},
+		"mig":                {MIG: true, FirstAvailable: true, Allocated: true, Constraints: true, MaxRequests: 3},
+		"migGroups":          {MIG: true, CompatibilityGroups: true, FirstAvailable: true, Allocated: true},
 		"consumableCapacity": {NetworkAttached: true, ConsumableCapacity: true, Allocated: true, MaxClaims: 3},
 		"taints":             {Taints: true, Allocated: true},
 		"bindingConditions":  {BindingConditions: true, NetworkAttached: true},

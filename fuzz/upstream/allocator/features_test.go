@@ -31,6 +31,11 @@ func tags(c *fuzz.Cluster) []string {
 		want[k] = s.Spec.Pool.ResourceSliceCount
 		if len(s.Spec.SharedCounters) > 0 {
 			set["partitionable"] = true
+			for _, cs := range s.Spec.SharedCounters {
+				if strings.HasPrefix(cs.Name, "mig-") {
+					set["mig"] = true
+				}
+			}
 		}
 		if s.Spec.NodeSelector != nil || ptr.Deref(s.Spec.AllNodes, false) {
 			set["networkAttached"] = true

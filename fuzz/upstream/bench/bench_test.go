@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -184,6 +185,153 @@ func BenchmarkBuildAndFilter(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkBuildDGX is scenario 4 on the partitionable shape: building the view of a fleet of DGX H100
+// nodes in dynamic MIG (BenchmarkDGX's fleet: one counter set per GPU, a whole-GPU device and every MIG
+// placement drawing on it), alone and followed by one filter pass asking for one 1g.10gb MIG device, and
+// updating one node's slice of a built snapshot. The snapshot reports its heap per device and per node.
+func BenchmarkBuildDGX(b *testing.B) {
+	ctx := context.Background()
+	const nodes = 200
+	cluster, err := DGXFleet(nodes, "dgxh100")
+	if err != nil {
+		b.Fatal(err)
+	}
+	devices := 0
+	for _, s := range cluster.Slices {
+		devices += len(s.Spec.Devices)
+	}
+	claims := []*resourceapi.ResourceClaim{MIGClaim("1g.10gb", 1)}
+	for _, impl := range buildImpls() {
+		b.Run(fmt.Sprintf("nodes=%d/build/%s", nodes, impl.Name), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := impl.New(ctx, cluster); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("nodes=%d/build-and-filter/%s", nodes, impl.Name), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				f, err := impl.New(ctx, cluster)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, node := range cluster.Nodes {
+					if got := f.Filter(ctx, node, claims); got != Fits {
+						b.Fatalf("node %s: outcome %d, want %d", node.Name, got, Fits)
+					}
+				}
+			}
+		})
+	}
+	b.Run(fmt.Sprintf("nodes=%d/update-one-slice/dralloc", nodes), func(b *testing.B) {
+		s, err := NewSnapshot(cluster, allocator.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		warmUp(b, drallocFits{s}, cluster, claims, Fits)
+		slice := cluster.Slices[len(cluster.Slices)/2]
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := s.AddOrUpdateSlice(slice); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkUpdateSlice updates one node's slices of a built DGX H100 snapshot (after a filter pass, so
+// that pools and prepared devices are in place), on fleets of 100 and 1000 nodes: the counter slice and a
+// slice of MIG devices. Its cost is that of the slice's devices, whatever the size of the fleet.
+func BenchmarkUpdateSlice(b *testing.B) {
+	one, err := DGXFleet(1, "dgxh100")
+	if err != nil {
+		b.Fatal(err)
+	}
+	claims := []*resourceapi.ResourceClaim{MIGClaim("1g.10gb", 1)}
+	for _, nodes := range []int{100, 1000} {
+		cluster := ReplicateNode(one, nodes)
+		s, err := NewSnapshot(cluster, allocator.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		warmUp(b, drallocFits{s}, cluster, claims, Fits)
+		perNode := len(one.Slices)
+		for _, tc := range []struct {
+			name  string
+			slice *resourceapi.ResourceSlice
+		}{
+			{"counters", cluster.Slices[nodes/2*perNode]},
+			{"devices", cluster.Slices[nodes/2*perNode+1]},
+		} {
+			b.Run(fmt.Sprintf("nodes=%d/%s/dralloc", nodes, tc.name), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := s.AddOrUpdateSlice(tc.slice); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(len(tc.slice.Spec.Devices)), "devices")
+			})
+		}
+	}
+}
+
+// BenchmarkSnapshotMemory reports the heap a built snapshot holds once a filter pass has prepared every
+// device it met (CEL views, verdicts, pools), per device and per node: dralloc copying its inputs (the
+// copies count) and with NoCopy (the caller's objects do not count), on the DGX H100 dynamic-MIG fleet
+// and on the whole-GPU fleet of scenario 1.
+func BenchmarkSnapshotMemory(b *testing.B) {
+	dgx, err := DGXFleet(100, "dgxh100")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		cluster Cluster
+		claim   *resourceapi.ResourceClaim
+	}{
+		{"dgxh100/nodes=100", dgx, MIGClaim("1g.10gb", 1)},
+		{"whole-gpus/nodes=1000", Fleet(1000, 8), GPUClaim("claim", 1)},
+	} {
+		devices := 0
+		for _, s := range tc.cluster.Slices {
+			devices += len(s.Spec.Devices)
+		}
+		for _, opts := range []struct {
+			name string
+			opts allocator.Options
+		}{{"dralloc", allocator.Options{}}, {"dralloc-nocopy", allocator.Options{NoCopy: true}}} {
+			b.Run(tc.name+"/"+opts.name, func(b *testing.B) {
+				var heap float64
+				for b.Loop() {
+					b.StopTimer()
+					before := heapInUse()
+					s, err := NewSnapshot(tc.cluster, opts.opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					warmUp(b, drallocFits{s}, tc.cluster, []*resourceapi.ResourceClaim{tc.claim}, Fits)
+					heap = float64(heapInUse() - before)
+					runtime.KeepAlive(s)
+					b.StartTimer()
+				}
+				b.ReportMetric(heap/float64(devices), "B/device")
+				b.ReportMetric(heap/float64(len(tc.cluster.Nodes)), "B/node")
+			})
+		}
+	}
+}
+
+// heapInUse is the live heap after a full collection.
+func heapInUse() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
 
 // buildImpls are the impls that build differently: dralloc copying its inputs, dralloc keeping them

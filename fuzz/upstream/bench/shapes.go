@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -125,4 +126,28 @@ func AlignedClaim(count int64, attribute resourceapi.FullyQualifiedName) *resour
 	claim := GPUClaim(fmt.Sprintf("aligned-%d", count), count)
 	claim.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: ptr.To(attribute)}}
 	return claim
+}
+
+// ReplicateNode returns a fleet of n nodes node-0000… each publishing what the single node of c publishes
+// (node name, pool and slice names renamed), with c's classes: a large fleet without running the
+// inventory for every node.
+func ReplicateNode(c Cluster, n int) Cluster {
+	src := c.Nodes[0].Name
+	out := Cluster{Classes: c.Classes}
+	for i := range n {
+		name := fmt.Sprintf("node-%04d", i)
+		node := c.Nodes[0].DeepCopy()
+		node.Name, node.UID = name, types.UID("uid-"+name)
+		out.Nodes = append(out.Nodes, node)
+		for _, s := range c.Slices {
+			s = s.DeepCopy()
+			s.Name = strings.Replace(s.Name, src, name, 1)
+			s.Spec.Pool.Name = strings.Replace(s.Spec.Pool.Name, src, name, 1)
+			if s.Spec.NodeName != nil {
+				s.Spec.NodeName = ptr.To(name)
+			}
+			out.Slices = append(out.Slices, s)
+		}
+	}
+	return out
 }
