@@ -130,7 +130,8 @@ type allocation struct {
 	taken    takenSet         // exclusive devices taken in this call, with the claims taking them
 	shares   map[DeviceID]int // shares taken in this call
 	ledgers  map[DeviceID]*capacity.Ledger
-	counters map[*pool]*capacity.Counters
+	counters map[*pool]*capacity.Counters // the explanation's, from the allocated state only
+	tallies  []*tally                     // the search's running counters, one per pool drawn on
 }
 
 // claimState is what the search knows about one claim.

@@ -104,21 +104,23 @@ const (
 // DRAListTypeAttributes, else the single scalar value. ok is false for an attribute with several scalar
 // values.
 func (a *allocation) valueKeys(d *deviceEntry, name resourceapi.FullyQualifiedName, keys []valueKey) (_ []valueKey, present, ok bool) {
-	attr := staticAttribute(d, name)
-	if attr == nil {
+	attr, found := staticAttribute(d, name)
+	if !found {
 		return keys, false, true
 	}
 	if a.f.DRAListTypeAttributes {
-		s := asSet(attr)
-		if s == nil {
+		s, ok := setOf(&attr)
+		if !ok {
 			return keys, false, true
 		}
-		switch s.kind {
-		case 'i':
+		switch {
+		case s.scalar:
+			keys = append(keys, valueKey{kind: s.kind, i: s.i, b: s.b, s: s.s})
+		case s.kind == 'i':
 			for _, v := range s.ints {
 				keys = append(keys, valueKey{kind: 'i', i: v})
 			}
-		case 'b':
+		case s.kind == 'b':
 			for _, v := range s.bools {
 				keys = append(keys, valueKey{kind: 'b', b: v})
 			}

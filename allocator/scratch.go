@@ -51,6 +51,7 @@ func getAllocation() *allocation {
 	clear(a.shares)
 	clear(a.ledgers)
 	clear(a.counters)
+	a.resetTallies()
 	a.reqBuf = a.reqBuf[:0]
 	a.selBuf = a.selBuf[:0]
 	a.entryBuf = a.entryBuf[:0]
@@ -71,6 +72,7 @@ func putAllocation(a *allocation) {
 	clear(a.entryBuf)
 	clear(a.byPool)
 	a.taken.reset()
+	a.resetTallies()
 	clear(a.bounds.seen)
 	clear(a.pigeon.cs)
 	for i := range a.sides {

@@ -317,11 +317,11 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 	// A device that already serves shares has had its counters consumed by the first share.
 	skipCounters := multi && a.sharesInUse(d.id)
 	if !skipCounters && d.counters {
-		ctr := a.poolCounters(c.pool)
-		if !ctr.Fits(d.api.ConsumesCounters) {
+		t := a.tally(c.pool)
+		if !t.fits(d) {
 			return false, u, nil
 		}
-		ctr.Add(d.api.ConsumesCounters)
+		t.add(d)
 		u.counters = true
 	}
 	if a.f.DRADeviceTaints && blocked(d.taints, r.tolerations) {
@@ -396,7 +396,7 @@ func (a *allocation) rollback(u undo) {
 		cs.constraints[i].remove(u.req, d)
 	}
 	if u.counters {
-		a.poolCounters(u.c.pool).Remove(d.api.ConsumesCounters)
+		a.tally(u.c.pool).remove(d)
 	}
 }
 
