@@ -3,6 +3,7 @@ package allocator
 import (
 	"math"
 
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dralloc/dralloc/capacity"
@@ -74,16 +75,41 @@ func (t *tallyState) copyFrom(o *tallyState) {
 
 // newCounterLayout compiles the counters of p. It visits p's node slices and then its other slices.
 func newCounterLayout(p *pool) *counterLayout {
-	l := &counterLayout{devs: map[*deviceEntry]*devCounters{}, counters: map[[2]string]int32{}}
+	var devs []*deviceEntry
+	var cons [][]resourceapi.DeviceCounterConsumption
+	for _, list := range [][]*sliceEntry{p.slices, p.others} {
+		for _, e := range list {
+			for _, d := range e.devices() {
+				if len(d.api.ConsumesCounters) > 0 {
+					devs = append(devs, d)
+					cons = append(cons, d.api.ConsumesCounters)
+				}
+			}
+		}
+	}
+	l, compiled := compileCounters(p.counterSets, cons)
+	if l.dense {
+		l.devs = make(map[*deviceEntry]*devCounters, len(devs))
+		for i, d := range devs {
+			l.devs[d] = compiled[i]
+		}
+	}
+	return l
+}
+
+// compileCounters numbers the counters of sets and compiles each consumption list; the layout is dense
+// when every quantity is an exact int64 that passes capacity.ValidateQuantity and no sum can overflow.
+func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceCounterConsumption) (*counterLayout, []*devCounters) {
+	l := &counterLayout{counters: map[[2]string]int32{}}
 	counterIdx := l.counters
 	setIdx := map[string]int32{}
 	pairIdx := map[[2]string]int32{}
-	intern := func(m map[string]int32, k string, n *int) int32 {
-		i, ok := m[k]
+	internSet := func(k string) int32 {
+		i, ok := setIdx[k]
 		if !ok {
-			i = int32(*n)
-			m[k] = i
-			*n++
+			i = int32(l.nsets)
+			setIdx[k] = i
+			l.nsets++
 		}
 		return i
 	}
@@ -108,8 +134,8 @@ func newCounterLayout(p *pool) *counterLayout {
 		return v, true
 	}
 	dense := true
-	for _, s := range p.counterSets {
-		intern(setIdx, s.Name, &l.nsets)
+	for _, s := range sets {
+		internSet(s.Name)
 		for name, c := range s.Counters {
 			v, ok := exact(c.Value)
 			if !ok {
@@ -126,49 +152,40 @@ func newCounterLayout(p *pool) *counterLayout {
 			l.capacity[i] = v
 		}
 	}
-	for _, list := range [][]*sliceEntry{p.slices, p.others} {
-		for _, e := range list {
-			for _, d := range e.devices() {
-				cons := d.api.ConsumesCounters
-				if len(cons) == 0 {
+	compiled := make([]*devCounters, len(cons))
+	for di, list := range cons {
+		dc := &devCounters{sets: make([]setDraw, len(list))}
+		for i, c := range list {
+			sd := setDraw{set: internSet(c.CounterSet)}
+			for _, g := range c.CompatibilityGroups {
+				k := [2]string{c.CounterSet, g}
+				pi, ok := pairIdx[k]
+				if !ok {
+					pi = int32(l.npairs)
+					pairIdx[k] = pi
+					l.npairs++
+				}
+				sd.groups = append(sd.groups, pi)
+				if !containsInt32(sd.uniq, pi) {
+					sd.uniq = append(sd.uniq, pi)
+				}
+			}
+			dc.sets[i] = sd
+			for name, v := range c.Counters {
+				amount, ok := exact(v.Value)
+				if !ok {
+					dense = false
 					continue
 				}
-				dc := &devCounters{sets: make([]setDraw, len(cons))}
-				for i, c := range cons {
-					sd := setDraw{set: intern(setIdx, c.CounterSet, &l.nsets)}
-					for _, g := range c.CompatibilityGroups {
-						pi, ok := pairIdx[[2]string{c.CounterSet, g}]
-						if !ok {
-							pi = int32(l.npairs)
-							pairIdx[[2]string{c.CounterSet, g}] = pi
-							l.npairs++
-						}
-						sd.groups = append(sd.groups, pi)
-						if !containsInt32(sd.uniq, pi) {
-							sd.uniq = append(sd.uniq, pi)
-						}
-					}
-					dc.sets[i] = sd
-					for name, v := range c.Counters {
-						amount, ok := exact(v.Value)
-						if !ok {
-							dense = false
-							continue
-						}
-						if ci, ok := counterIdx[[2]string{c.CounterSet, name}]; ok {
-							dc.amounts = append(dc.amounts, counterAmount{idx: ci, v: amount})
-						}
-					}
+				if ci, ok := counterIdx[[2]string{c.CounterSet, name}]; ok {
+					dc.amounts = append(dc.amounts, counterAmount{idx: ci, v: amount})
 				}
-				l.devs[d] = dc
 			}
 		}
+		compiled[di] = dc
 	}
 	l.dense = dense
-	if !dense {
-		l.devs = nil
-	}
-	return l
+	return l, compiled
 }
 
 func containsInt32(s []int32, x int32) bool {
