@@ -388,12 +388,24 @@ func (a *allocation) prepareClaim(ci int) error {
 	cs.constraints = grow(cs.constraints, len(claim.Spec.Devices.Constraints))
 	for i, c := range claim.Spec.Devices.Constraints {
 		base := constraintBase{a: a, requests: c.Requests}
+		// A constraint of the same kind left at this place by an earlier call is reused with its
+		// buffers, so that a filter pass allocates none per node.
 		switch {
 		case c.MatchAttribute != nil:
-			cs.constraints[i] = &matchAttribute{constraintBase: base, attr: *c.MatchAttribute}
+			m, _ := cs.constraints[i].(*matchAttribute)
+			if m == nil {
+				m = new(matchAttribute)
+			}
+			*m = matchAttribute{constraintBase: base, attr: *c.MatchAttribute, sets: m.sets}
+			cs.constraints[i] = m
 		case c.DistinctAttribute != nil && a.f.implementation() != implStable:
 			// The stable implementation does not know distinctAttribute and rejects it below.
-			cs.constraints[i] = &distinctAttribute{constraintBase: base, attr: *c.DistinctAttribute}
+			m, _ := cs.constraints[i].(*distinctAttribute)
+			if m == nil {
+				m = new(distinctAttribute)
+			}
+			*m = distinctAttribute{constraintBase: base, attr: *c.DistinctAttribute, added: m.added[:0]}
+			cs.constraints[i] = m
 		default:
 			return inputError(cs.name(), fmt.Sprintf("spec.devices.constraints[%d]", i), errors.New("empty constraint (unsupported constraint type?)"))
 		}
