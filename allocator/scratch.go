@@ -73,7 +73,7 @@ func putAllocation(a *allocation) {
 	clear(a.byPool)
 	a.taken.reset()
 	a.resetTallies()
-	clear(a.bounds.seen)
+	a.bounds.reset()
 	clear(a.pigeon.cs)
 	for i := range a.sides {
 		clear(a.sides[i].devices)
