@@ -121,6 +121,8 @@ type allocation struct {
 	pigeon  pigeonhole // scratch of pigeonholeShort
 	// symmetry: devices may be compared by verdicts (1) or only as twins (2); 0 is undecided.
 	symmetry int8
+	// greedy: the search is the first descent of greedyDescent, which stops at the first step back.
+	greedy bool
 
 	perClaim []claimState
 	scratch
@@ -256,6 +258,11 @@ func (a *allocation) search() (bool, error) {
 		}
 	}
 
+	if a.greedyApplies() {
+		if a.greedyDescent() {
+			return true, nil
+		}
+	}
 	if short, unsat := a.failFast(); unsat {
 		a.short = short
 		return false, nil

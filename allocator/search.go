@@ -187,6 +187,9 @@ func (a *allocation) tryDevice(pos, next position, allocSub bool, r *request, c 
 		return true, true, nil
 	}
 	a.rollback(undo)
+	if a.greedy && err == nil {
+		err = errStepBack
+	}
 	return false, true, err
 }
 
@@ -412,6 +415,49 @@ func nodeDeclares(features []string, name string) bool {
 		if f == name {
 			return true
 		}
+	}
+	return false
+}
+
+// errStepBack ends the first descent of greedyDescent where the search would try another device.
+var errStepBack = errors.New("the first descent failed")
+
+// greedyApplies: the call is one plain request of one claim without constraints, searched first-fit.
+// Its first descent then takes the first devices the request can take, which failFast's count visits
+// too (with a limit at the request's count), so trying that descent first saves the count whenever it
+// succeeds.
+func (a *allocation) greedyApplies() bool {
+	if a.s.opts.Strategy != FirstFit || len(a.perClaim) != 1 {
+		return false
+	}
+	cs := &a.perClaim[0]
+	if len(cs.slots) != 1 || len(cs.constraints) > 0 || cs.slots[0].hasSubs {
+		return false
+	}
+	r := cs.slots[0].alts[0]
+	return r.mode != resourceapi.DeviceAllocationModeAll && r.numDevices > 0
+}
+
+// greedyDescent runs the search until it would step back (try another device for a device it took) and
+// reports whether it succeeded without. Any other outcome, an error included, leaves the answer to
+// failFast and the full search, which start from the same state: the descent gives back what it took,
+// and its steps are not counted. When the descent succeeds, the full search would have found the same
+// devices: failFast finds at least as many candidates as the descent took (it counts against the
+// allocated state only), so it does not decide, and the search's first descent is this one.
+func (a *allocation) greedyDescent() bool {
+	a.greedy = true
+	done, err := a.allocateOne(position{}, false, location{})
+	a.greedy = false
+	if err == nil && done {
+		return true
+	}
+	a.steps = 0
+	a.taken.reset()
+	a.resetTallies()
+	clear(a.shares)
+	clear(a.ledgers)
+	for i := range a.perClaim {
+		a.perClaim[i].results = a.perClaim[i].results[:0]
 	}
 	return false
 }
