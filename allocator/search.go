@@ -422,20 +422,26 @@ func nodeDeclares(features []string, name string) bool {
 // errStepBack ends the first descent of greedyDescent where the search would try another device.
 var errStepBack = errors.New("the first descent failed")
 
-// greedyApplies: the call is one plain request of one claim without constraints, searched first-fit.
-// Its first descent then takes the first devices the request can take, which failFast's count visits
-// too (with a limit at the request's count), so trying that descent first saves the count whenever it
-// succeeds.
+// greedyApplies: the call is one request (plain or with alternatives, none for all devices) of one
+// claim without constraints, searched first-fit. Its first descent then takes the first devices of the
+// first alternative that has enough, which failFast's count visits too (with a limit at the count), so
+// trying that descent first saves the count whenever it succeeds. An alternative of which no device can
+// be taken is passed over without stepping back, as in the full search; one that takes some devices and
+// then runs out steps back.
 func (a *allocation) greedyApplies() bool {
 	if a.s.opts.Strategy != FirstFit || len(a.perClaim) != 1 {
 		return false
 	}
 	cs := &a.perClaim[0]
-	if len(cs.slots) != 1 || len(cs.constraints) > 0 || cs.slots[0].hasSubs {
+	if len(cs.slots) != 1 || len(cs.constraints) > 0 {
 		return false
 	}
-	r := cs.slots[0].alts[0]
-	return r.mode != resourceapi.DeviceAllocationModeAll && r.numDevices > 0
+	for _, r := range cs.slots[0].alts {
+		if r.mode == resourceapi.DeviceAllocationModeAll || r.numDevices <= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // greedyDescent runs the search until it would step back (try another device for a device it took) and
