@@ -121,6 +121,8 @@ type allocation struct {
 	pigeon  pigeonhole // scratch of pigeonholeShort
 	// symmetry: devices may be compared by verdicts (1) or only as twins (2); 0 is undecided.
 	symmetry int8
+	// greedy: the search is the first descent of greedyDescent, which stops at the first step back.
+	greedy bool
 
 	perClaim []claimState
 	scratch
@@ -130,7 +132,8 @@ type allocation struct {
 	taken    takenSet         // exclusive devices taken in this call, with the claims taking them
 	shares   map[DeviceID]int // shares taken in this call
 	ledgers  map[DeviceID]*capacity.Ledger
-	counters map[*pool]*capacity.Counters
+	counters map[*pool]*capacity.Counters // the explanation's, from the allocated state only
+	tallies  []*tally                     // the search's running counters, one per pool drawn on
 }
 
 // claimState is what the search knows about one claim.
@@ -255,6 +258,11 @@ func (a *allocation) search() (bool, error) {
 		}
 	}
 
+	if a.greedyApplies() {
+		if a.greedyDescent() {
+			return true, nil
+		}
+	}
 	if short, unsat := a.failFast(); unsat {
 		a.short = short
 		return false, nil
@@ -387,12 +395,24 @@ func (a *allocation) prepareClaim(ci int) error {
 	cs.constraints = grow(cs.constraints, len(claim.Spec.Devices.Constraints))
 	for i, c := range claim.Spec.Devices.Constraints {
 		base := constraintBase{a: a, requests: c.Requests}
+		// A constraint of the same kind left at this place by an earlier call is reused with its
+		// buffers, so that a filter pass allocates none per node.
 		switch {
 		case c.MatchAttribute != nil:
-			cs.constraints[i] = &matchAttribute{constraintBase: base, attr: *c.MatchAttribute}
+			m, _ := cs.constraints[i].(*matchAttribute)
+			if m == nil {
+				m = new(matchAttribute)
+			}
+			*m = matchAttribute{constraintBase: base, attr: *c.MatchAttribute, sets: m.sets}
+			cs.constraints[i] = m
 		case c.DistinctAttribute != nil && a.f.implementation() != implStable:
 			// The stable implementation does not know distinctAttribute and rejects it below.
-			cs.constraints[i] = &distinctAttribute{constraintBase: base, attr: *c.DistinctAttribute}
+			m, _ := cs.constraints[i].(*distinctAttribute)
+			if m == nil {
+				m = new(distinctAttribute)
+			}
+			*m = distinctAttribute{constraintBase: base, attr: *c.DistinctAttribute, added: m.added[:0]}
+			cs.constraints[i] = m
 		default:
 			return inputError(cs.name(), fmt.Sprintf("spec.devices.constraints[%d]", i), errors.New("empty constraint (unsupported constraint type?)"))
 		}

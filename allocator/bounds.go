@@ -16,22 +16,72 @@ type valueKey struct {
 	s    string
 }
 
-// bounds is the scratch state of constraintShort, reused across calls.
+// bounds is the scratch state of constraintShort, reused across calls: the values seen, with their counts,
+// and the candidates seen (by their index among the call's devices). A node has few distinct values of
+// an attribute that constraints compare, so values are found by a linear scan up to maxLinearValues and
+// through an index past that.
 type bounds struct {
-	perReq map[valueKey]int  // candidates of the current request per value
-	ok     map[valueKey]bool // values every request so far has enough candidates with
-	union  map[valueKey]int  // distinct candidates of all requests per value
-	seen   map[*deviceEntry]bool
+	values []boundValue
+	index  map[valueKey]int // into values, once there are more than maxLinearValues
+	seen   []uint64         // candidates seen, one bit each
+}
+
+const maxLinearValues = 32
+
+// boundValue is one value with its candidates: of the current request (perReq) and distinct ones of all
+// requests (union); ok: every request so far has enough candidates with it.
+type boundValue struct {
+	k             valueKey
+	perReq, union int
+	ok            bool
 }
 
 func (b *bounds) reset() {
-	if b.perReq == nil {
-		b.perReq, b.ok, b.union, b.seen = map[valueKey]int{}, map[valueKey]bool{}, map[valueKey]int{}, map[*deviceEntry]bool{}
-	}
-	clear(b.perReq)
-	clear(b.ok)
-	clear(b.union)
+	b.values = b.values[:0]
+	clear(b.index)
 	clear(b.seen)
+}
+
+// value returns the entry of k, adding it.
+func (b *bounds) value(k valueKey) *boundValue {
+	if len(b.index) > 0 {
+		if i, ok := b.index[k]; ok {
+			return &b.values[i]
+		}
+	} else {
+		for i := range b.values {
+			if b.values[i].k == k {
+				return &b.values[i]
+			}
+		}
+	}
+	b.values = append(b.values, boundValue{k: k})
+	switch n := len(b.values); {
+	case n > maxLinearValues && len(b.index) == 0:
+		if b.index == nil {
+			b.index = map[valueKey]int{}
+		}
+		for i := range b.values {
+			b.index[b.values[i].k] = i
+		}
+	case n > maxLinearValues:
+		b.index[k] = n - 1
+	}
+	return &b.values[len(b.values)-1]
+}
+
+// see marks candidate i as seen and reports whether it was new.
+func (b *bounds) see(i int) bool {
+	w := i / 64
+	for len(b.seen) <= w {
+		b.seen = append(b.seen, 0)
+	}
+	bit := uint64(1) << (i % 64)
+	if b.seen[w]&bit != 0 {
+		return false
+	}
+	b.seen[w] |= bit
+	return true
 }
 
 // constraintShort looks for a constraint of claim ci that no choice of candidate devices can meet, counting
@@ -73,10 +123,14 @@ next:
 		if need == 0 {
 			continue
 		}
+		// The last constraint of the last claim: nothing is checked after it but the pigeonhole bound
+		// (which gives up on an error of its own), so counting may stop once the constraint can be met
+		// (see failFast on the last request).
+		last := ci == len(a.perClaim)-1 && i == len(cs.constraints)-1
 		var o boundOutcome
 		switch c := c.(type) {
 		case *matchAttribute:
-			o = a.matchPossible(reqs, need, c.attr)
+			o = a.matchPossible(reqs, need, c.attr, last)
 		case *distinctAttribute:
 			o = a.distinctPossible(reqs, need, c.attr)
 		}
@@ -104,21 +158,23 @@ const (
 // DRAListTypeAttributes, else the single scalar value. ok is false for an attribute with several scalar
 // values.
 func (a *allocation) valueKeys(d *deviceEntry, name resourceapi.FullyQualifiedName, keys []valueKey) (_ []valueKey, present, ok bool) {
-	attr := staticAttribute(d, name)
-	if attr == nil {
+	attr, found := staticAttribute(d, name)
+	if !found {
 		return keys, false, true
 	}
 	if a.f.DRAListTypeAttributes {
-		s := asSet(attr)
-		if s == nil {
+		s, ok := setOf(&attr)
+		if !ok {
 			return keys, false, true
 		}
-		switch s.kind {
-		case 'i':
+		switch {
+		case s.scalar:
+			keys = append(keys, valueKey{kind: s.kind, i: s.i, b: s.b, s: s.s})
+		case s.kind == 'i':
 			for _, v := range s.ints {
 				keys = append(keys, valueKey{kind: 'i', i: v})
 			}
-		case 'b':
+		case s.kind == 'b':
 			for _, v := range s.bools {
 				keys = append(keys, valueKey{kind: 'b', b: v})
 			}
@@ -150,29 +206,37 @@ func (a *allocation) valueKeys(d *deviceEntry, name resourceapi.FullyQualifiedNa
 }
 
 // matchPossible: some value is shared by enough candidates of every request and by need distinct
-// candidates in all (unless a candidate takes shares, which one claim may take several times).
-func (a *allocation) matchPossible(reqs []*request, need int, name resourceapi.FullyQualifiedName) boundOutcome {
+// candidates in all (unless a candidate takes shares, which one claim may take several times). With
+// early set and a single request, counting stops at the first value with enough candidates.
+func (a *allocation) matchPossible(reqs []*request, need int, name resourceapi.FullyQualifiedName, early bool) boundOutcome {
 	b := &a.bounds
 	b.reset()
 	var kbuf [8]valueKey
 	shared, first, single := false, true, need == 1
-	anyPresent, unknown := false, false
+	anyPresent, unknown, met := false, false, false
+	early = early && len(reqs) == 1
 	for _, r := range reqs {
-		clear(b.perReq)
-		ok := a.visitCandidates(r, func(_ int, d *deviceEntry) bool {
+		for i := range b.values {
+			b.values[i].perReq = 0
+		}
+		ok := a.visitCandidates(r, func(i int, d *deviceEntry) bool {
 			keys, present, ok := a.valueKeys(d, name, kbuf[:0])
 			if !ok {
 				unknown = true
 				return false
 			}
 			anyPresent = anyPresent || present
-			newDev := !b.seen[d]
-			b.seen[d] = true
+			newDev := b.see(i)
 			shared = shared || a.f.DRAConsumableCapacity && d.multi
 			for _, k := range keys {
-				b.perReq[k]++
+				v := b.value(k)
+				v.perReq++
 				if newDev {
-					b.union[k]++
+					v.union++
+				}
+				if early && v.perReq >= r.numDevices {
+					met = true
+					return false
 				}
 			}
 			return true
@@ -182,27 +246,26 @@ func (a *allocation) matchPossible(reqs []*request, need int, name resourceapi.F
 			return boundFailed
 		case unknown:
 			return boundUnknown
+		case met:
+			return boundMet
 		case single && anyPresent:
 			return boundMet
 		case single:
 			return boundUnmet
 		}
-		for k, n := range b.perReq {
-			if first && n >= r.numDevices {
-				b.ok[k] = true
-			}
-		}
-		if !first {
-			for k := range b.ok {
-				if b.perReq[k] < r.numDevices {
-					delete(b.ok, k)
-				}
+		for i := range b.values {
+			v := &b.values[i]
+			enough := v.perReq >= r.numDevices
+			if first {
+				v.ok = enough
+			} else {
+				v.ok = v.ok && enough
 			}
 		}
 		first = false
 	}
-	for k := range b.ok {
-		if shared || b.union[k] >= need {
+	for i := range b.values {
+		if v := &b.values[i]; v.ok && (shared || v.union >= need) {
 			return boundMet
 		}
 	}
@@ -217,9 +280,10 @@ func (a *allocation) distinctPossible(reqs []*request, need int, name resourceap
 	b.reset()
 	var kbuf [8]valueKey
 	unknown := false
+	devices := 0
 	for _, r := range reqs {
 		n := 0
-		ok := a.visitCandidates(r, func(_ int, d *deviceEntry) bool {
+		ok := a.visitCandidates(r, func(i int, d *deviceEntry) bool {
 			keys, present, ok := a.valueKeys(d, name, kbuf[:0])
 			if !ok {
 				unknown = true
@@ -235,9 +299,11 @@ func (a *allocation) distinctPossible(reqs []*request, need int, name resourceap
 				return false
 			}
 			n++
-			b.seen[d] = true
+			if b.see(i) {
+				devices++
+			}
 			for _, k := range keys {
-				b.union[k]++
+				b.value(k).union++
 			}
 			return true
 		})
@@ -250,7 +316,7 @@ func (a *allocation) distinctPossible(reqs []*request, need int, name resourceap
 			return boundUnmet
 		}
 	}
-	if len(b.union) >= need && len(b.seen) >= need {
+	if len(b.values) >= need && devices >= need {
 		return boundMet
 	}
 	return boundUnmet

@@ -42,50 +42,53 @@ func (c *constraintBase) appliesTo(r *request) bool {
 // lookup finds an attribute of a device: a derived attribute of the request when it defines one under that
 // name, else the device's own attribute, by its fully qualified name or, for the driver's own domain, by
 // the short name.
-func (c *constraintBase) lookup(r *request, d *deviceEntry, name resourceapi.FullyQualifiedName) (*resourceapi.DeviceAttribute, error) {
+// The attribute is returned by value (false when the device has none), so that looking one up allocates
+// nothing.
+func (c *constraintBase) lookup(r *request, d *deviceEntry, name resourceapi.FullyQualifiedName) (resourceapi.DeviceAttribute, bool, error) {
 	return c.a.attributeOf(r, d, name)
 }
 
 // attributeOf is constraintBase.lookup; derived values are kept for the call.
-func (a *allocation) attributeOf(r *request, d *deviceEntry, name resourceapi.FullyQualifiedName) (*resourceapi.DeviceAttribute, error) {
+func (a *allocation) attributeOf(r *request, d *deviceEntry, name resourceapi.FullyQualifiedName) (resourceapi.DeviceAttribute, bool, error) {
 	if expr, ok := r.derived[name]; ok {
 		key := derivedKey{dev: d, expr: expr}
 		if v, ok := a.derived[key]; ok {
-			return v, nil
+			return *v, true, nil
 		}
 		prog, err := a.s.env.CompileDerived(expr)
 		if err != nil {
-			return nil, inputError(a.perClaim[r.claimIdx].name(), r.path()+".derivedAttributes", fmt.Errorf("compile derived attribute %s: %w", name, err))
+			return resourceapi.DeviceAttribute{}, false, inputError(a.perClaim[r.claimIdx].name(), r.path()+".derivedAttributes", fmt.Errorf("compile derived attribute %s: %w", name, err))
 		}
 		v, err := prog.Evaluate(a.ctx, d.cel.view())
 		if err != nil && a.ctx.Err() != nil {
-			return nil, aborted(a.ctx)
+			return resourceapi.DeviceAttribute{}, false, aborted(a.ctx)
 		}
 		if err != nil {
-			return nil, inputError(a.perClaim[r.claimIdx].name(), r.path()+".derivedAttributes", fmt.Errorf("evaluate derived attribute %s on device %s: %w", name, d.id, err))
+			return resourceapi.DeviceAttribute{}, false, inputError(a.perClaim[r.claimIdx].name(), r.path()+".derivedAttributes", fmt.Errorf("evaluate derived attribute %s on device %s: %w", name, d.id, err))
 		}
 		attr := &v
 		if a.derived == nil {
 			a.derived = map[derivedKey]*resourceapi.DeviceAttribute{}
 		}
 		a.derived[key] = attr
-		return attr, nil
+		return v, true, nil
 	}
-	return staticAttribute(d, name), nil
+	v, ok := staticAttribute(d, name)
+	return v, ok, nil
 }
 
-func staticAttribute(d *deviceEntry, name resourceapi.FullyQualifiedName) *resourceapi.DeviceAttribute {
+// staticAttribute is the device's own attribute by its fully qualified name or, for the driver's own
+// domain, by the short name; false when it has none.
+func staticAttribute(d *deviceEntry, name resourceapi.FullyQualifiedName) (resourceapi.DeviceAttribute, bool) {
 	if v, ok := d.api.Attributes[resourceapi.QualifiedName(name)]; ok {
-		return &v
+		return v, true
 	}
 	domain, short, ok := strings.Cut(string(name), "/")
 	if !ok || domain != d.id.Driver {
-		return nil
+		return resourceapi.DeviceAttribute{}, false
 	}
-	if v, ok := d.api.Attributes[resourceapi.QualifiedName(short)]; ok {
-		return &v
-	}
-	return nil
+	v, ok := d.api.Attributes[resourceapi.QualifiedName(short)]
+	return v, ok
 }
 
 // valueSet is an attribute as a set of values of one type (list-type attributes, DRAListTypeAttributes).
@@ -121,53 +124,15 @@ func asSet(attr *resourceapi.DeviceAttribute) *valueSet {
 	return nil
 }
 
-// intersect returns the common values, or nil when there are none or the types differ.
-func (s *valueSet) intersect(o *valueSet) *valueSet {
-	if s.kind != o.kind {
-		return nil
-	}
-	out := &valueSet{kind: s.kind}
-	switch s.kind {
-	case 'i':
-		for _, v := range s.ints {
-			if slices.Contains(o.ints, v) && !slices.Contains(out.ints, v) {
-				out.ints = append(out.ints, v)
-			}
-		}
-		if len(out.ints) == 0 {
-			return nil
-		}
-	case 'b':
-		for _, v := range s.bools {
-			if slices.Contains(o.bools, v) && !slices.Contains(out.bools, v) {
-				out.bools = append(out.bools, v)
-			}
-		}
-		if len(out.bools) == 0 {
-			return nil
-		}
-	default:
-		for _, v := range s.strings {
-			if slices.Contains(o.strings, v) && !slices.Contains(out.strings, v) {
-				out.strings = append(out.strings, v)
-			}
-		}
-		if len(out.strings) == 0 {
-			return nil
-		}
-	}
-	return out
-}
-
 // matchAttribute: all devices of the named requests have the same value of the attribute (with list-type
 // attributes: share at least one value across all of them).
 type matchAttribute struct {
 	constraintBase
 	attr resourceapi.FullyQualifiedName
-	// first is the attribute of the first device (scalar comparison); sets is the running intersection
-	// after each added device (list-type attributes).
-	first *resourceapi.DeviceAttribute
-	sets  []*valueSet
+	// first is the attribute of the first device (scalar comparison); sets[k] is the running
+	// intersection after k+1 added devices (list-type attributes), its buffers kept for the next call.
+	first resourceapi.DeviceAttribute
+	sets  []valueSet
 	n     int
 }
 
@@ -175,35 +140,31 @@ func (m *matchAttribute) add(r *request, d *deviceEntry) (bool, error) {
 	if !m.appliesTo(r) {
 		return true, nil
 	}
-	attr, err := m.lookup(r, d, m.attr)
-	if err != nil || attr == nil {
+	attr, found, err := m.lookup(r, d, m.attr)
+	if err != nil || !found {
 		return false, err
 	}
 	list := m.a.f.DRAListTypeAttributes
-	if m.n == 0 {
-		if list {
-			s := asSet(attr)
-			if s == nil {
-				return false, nil
-			}
-			m.sets = append(m.sets, s)
-		} else {
+	if !list {
+		if m.n == 0 {
 			m.first = attr
+		} else if !sameScalar(&m.first, &attr) {
+			return false, nil
 		}
-		m.n = 1
+		m.n++
 		return true, nil
 	}
-	if list {
-		s := asSet(attr)
-		if s == nil {
-			return false, nil
-		}
-		narrowed := m.sets[m.n-1].intersect(s)
-		if narrowed == nil {
-			return false, nil
-		}
-		m.sets = append(m.sets, narrowed)
-	} else if !sameScalar(m.first, attr) {
+	s, ok := setOf(&attr)
+	if !ok {
+		return false, nil
+	}
+	if len(m.sets) <= m.n {
+		m.sets = append(m.sets, valueSet{})
+	}
+	dst := &m.sets[m.n]
+	if m.n == 0 {
+		dst.assign(&s)
+	} else if !dst.intersectOf(&m.sets[m.n-1], &s) {
 		return false, nil
 	}
 	m.n++
@@ -230,9 +191,6 @@ func (m *matchAttribute) remove(r *request, _ *deviceEntry) {
 		return
 	}
 	m.n--
-	if m.a.f.DRAListTypeAttributes {
-		m.sets = m.sets[:m.n]
-	}
 }
 
 // distinctAttribute: no two devices of the named requests share a value of the attribute.
@@ -241,7 +199,7 @@ func (m *matchAttribute) attribute() resourceapi.FullyQualifiedName { return m.a
 type distinctAttribute struct {
 	constraintBase
 	attr  resourceapi.FullyQualifiedName
-	added []*resourceapi.DeviceAttribute
+	added []resourceapi.DeviceAttribute
 }
 
 func (m *distinctAttribute) attribute() resourceapi.FullyQualifiedName { return m.attr }
@@ -250,11 +208,11 @@ func (m *distinctAttribute) add(r *request, d *deviceEntry) (bool, error) {
 	if !m.appliesTo(r) {
 		return true, nil
 	}
-	attr, err := m.lookup(r, d, m.attr)
-	if err != nil || attr == nil {
+	attr, found, err := m.lookup(r, d, m.attr)
+	if err != nil || !found {
 		return false, err
 	}
-	if !m.distinct(attr) {
+	if !m.distinct(&attr) {
 		return false, nil
 	}
 	m.added = append(m.added, attr)
@@ -263,18 +221,19 @@ func (m *distinctAttribute) add(r *request, d *deviceEntry) (bool, error) {
 
 func (m *distinctAttribute) distinct(attr *resourceapi.DeviceAttribute) bool {
 	if m.a.f.DRAListTypeAttributes {
-		s := asSet(attr)
-		if s == nil {
+		s, ok := setOf(attr)
+		if !ok {
 			return false
 		}
-		for _, prev := range m.added {
-			if ps := asSet(prev); ps != nil && s.intersect(ps) != nil {
+		for i := range m.added {
+			if ps, ok := setOf(&m.added[i]); ok && ps.overlaps(&s) {
 				return false
 			}
 		}
 		return true
 	}
-	for _, prev := range m.added {
+	for i := range m.added {
+		prev := &m.added[i]
 		switch {
 		case attr.StringValue != nil:
 			if prev.StringValue != nil && *prev.StringValue == *attr.StringValue {
@@ -304,4 +263,149 @@ func (m *distinctAttribute) remove(r *request, _ *deviceEntry) {
 		return
 	}
 	m.added = m.added[:len(m.added)-1]
+}
+
+// attrSet is an attribute seen as a set of values of one type without copying it: its list values, or
+// its one scalar value (the order of asSet: list values win over scalar ones).
+type attrSet struct {
+	kind    byte // 'i', 'b', 's', 'v'
+	ints    []int64
+	bools   []bool
+	strings []string
+	// scalar: the set is the one value below rather than a list.
+	scalar bool
+	i      int64
+	b      bool
+	s      string
+}
+
+// setOf is asSet without allocating; false for an attribute without a value.
+func setOf(attr *resourceapi.DeviceAttribute) (attrSet, bool) {
+	switch {
+	case len(attr.IntValues) > 0:
+		return attrSet{kind: 'i', ints: attr.IntValues}, true
+	case len(attr.BoolValues) > 0:
+		return attrSet{kind: 'b', bools: attr.BoolValues}, true
+	case len(attr.StringValues) > 0:
+		return attrSet{kind: 's', strings: attr.StringValues}, true
+	case len(attr.VersionValues) > 0:
+		return attrSet{kind: 'v', strings: attr.VersionValues}, true
+	case attr.IntValue != nil:
+		return attrSet{kind: 'i', scalar: true, i: *attr.IntValue}, true
+	case attr.BoolValue != nil:
+		return attrSet{kind: 'b', scalar: true, b: *attr.BoolValue}, true
+	case attr.StringValue != nil:
+		return attrSet{kind: 's', scalar: true, s: *attr.StringValue}, true
+	case attr.VersionValue != nil:
+		return attrSet{kind: 'v', scalar: true, s: *attr.VersionValue}, true
+	}
+	return attrSet{}, false
+}
+
+func (a *attrSet) hasInt(v int64) bool {
+	if a.scalar {
+		return a.i == v
+	}
+	return slices.Contains(a.ints, v)
+}
+
+func (a *attrSet) hasBool(v bool) bool {
+	if a.scalar {
+		return a.b == v
+	}
+	return slices.Contains(a.bools, v)
+}
+
+func (a *attrSet) hasString(v string) bool {
+	if a.scalar {
+		return a.s == v
+	}
+	return slices.Contains(a.strings, v)
+}
+
+// overlaps: the two sets are of one type and share a value.
+func (a *attrSet) overlaps(o *attrSet) bool {
+	if a.kind != o.kind {
+		return false
+	}
+	switch {
+	case a.kind == 'i' && a.scalar:
+		return o.hasInt(a.i)
+	case a.kind == 'i':
+		for _, v := range a.ints {
+			if o.hasInt(v) {
+				return true
+			}
+		}
+	case a.kind == 'b' && a.scalar:
+		return o.hasBool(a.b)
+	case a.kind == 'b':
+		for _, v := range a.bools {
+			if o.hasBool(v) {
+				return true
+			}
+		}
+	case a.scalar:
+		return o.hasString(a.s)
+	default:
+		for _, v := range a.strings {
+			if o.hasString(v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// assign makes s the values of a, in a's order, reusing s's buffers.
+func (s *valueSet) assign(a *attrSet) {
+	s.kind = a.kind
+	s.ints, s.bools, s.strings = s.ints[:0], s.bools[:0], s.strings[:0]
+	switch {
+	case a.kind == 'i' && a.scalar:
+		s.ints = append(s.ints, a.i)
+	case a.kind == 'i':
+		s.ints = append(s.ints, a.ints...)
+	case a.kind == 'b' && a.scalar:
+		s.bools = append(s.bools, a.b)
+	case a.kind == 'b':
+		s.bools = append(s.bools, a.bools...)
+	case a.scalar:
+		s.strings = append(s.strings, a.s)
+	default:
+		s.strings = append(s.strings, a.strings...)
+	}
+}
+
+// intersectOf makes s the values of prev that a holds too, in prev's order and once each, reusing s's
+// buffers; false when there are none or the types differ.
+func (s *valueSet) intersectOf(prev *valueSet, a *attrSet) bool {
+	if prev.kind != a.kind {
+		return false
+	}
+	s.kind = prev.kind
+	s.ints, s.bools, s.strings = s.ints[:0], s.bools[:0], s.strings[:0]
+	switch prev.kind {
+	case 'i':
+		for _, v := range prev.ints {
+			if a.hasInt(v) && !slices.Contains(s.ints, v) {
+				s.ints = append(s.ints, v)
+			}
+		}
+		return len(s.ints) > 0
+	case 'b':
+		for _, v := range prev.bools {
+			if a.hasBool(v) && !slices.Contains(s.bools, v) {
+				s.bools = append(s.bools, v)
+			}
+		}
+		return len(s.bools) > 0
+	default:
+		for _, v := range prev.strings {
+			if a.hasString(v) && !slices.Contains(s.strings, v) {
+				s.strings = append(s.strings, v)
+			}
+		}
+		return len(s.strings) > 0
+	}
 }

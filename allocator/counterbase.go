@@ -11,25 +11,53 @@ import (
 var stateIDs atomic.Uint64
 
 // counterBase is what the allocated state leaves of a pool's shared counters, prepared once per state
-// revision instead of once per call: the verdict of the counters on every device of the pool's node
-// slices, in the order visitCandidates visits them. It is immutable once built.
+// revision instead of once per call: the dense counter state (see tally.go) and the verdict of the
+// counters on every device of the pool's node slices, in the order visitCandidates visits them. It is
+// immutable once built.
 type counterBase struct {
 	stateID, rev uint64
+	layout       *counterLayout // of the pool; kept from one revision to the next
+	state        tallyState     // when layout.dense
 	admits       []bool
 }
 
-// baseCounters returns the prepared counter verdicts of p for the call's state, building them when the
-// state changed since they were last built. Pools are shared between the calls of a filter pass (and
-// between snapshots and forks), so the value is swapped atomically; concurrent calls may build it twice.
+// baseCounters returns the prepared counters of p for the call's state, building them when the state
+// changed since they were last built. Pools are shared between the calls of a filter pass (and between
+// snapshots and forks), so the value is swapped atomically; concurrent calls may build it twice.
 func (a *allocation) baseCounters(p *pool) *counterBase {
-	if b := p.base.Load(); b != nil && b.stateID == a.st.id && b.rev == a.st.rev {
-		return b
+	old := p.base.Load()
+	if old != nil && old.stateID == a.st.id && old.rev == a.st.rev {
+		return old
 	}
-	c := a.freshCounters(p)
 	b := &counterBase{stateID: a.st.id, rev: a.st.rev}
+	if old != nil {
+		b.layout = old.layout
+	} else {
+		b.layout = newCounterLayout(p)
+	}
+	var fits func(d *deviceEntry) bool
+	if b.layout.dense {
+		b.state = b.layout.emptyState()
+		for _, list := range [][]*sliceEntry{p.slices, p.others} {
+			for _, e := range list {
+				for _, d := range e.devices() {
+					if dc := b.layout.devs[d]; dc != nil && a.st.allocated(d.id) {
+						b.state.add(dc, 1)
+					}
+				}
+			}
+		}
+		fits = func(d *deviceEntry) bool {
+			dc := b.layout.devs[d]
+			return len(d.api.ConsumesCounters) == 0 || dc != nil && b.state.fits(dc)
+		}
+	} else {
+		c := a.freshCounters(p)
+		fits = func(d *deviceEntry) bool { return c.Fits(d.api.ConsumesCounters) }
+	}
 	for _, e := range p.slices {
 		for _, d := range e.devices() {
-			b.admits = append(b.admits, !d.counters || c.Fits(d.api.ConsumesCounters))
+			b.admits = append(b.admits, !d.counters || fits(d))
 		}
 	}
 	p.base.Store(b)

@@ -2,9 +2,11 @@ package allocator_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"pgregory.net/rapid"
 
 	"github.com/dralloc/dralloc/allocator"
 )
@@ -65,4 +67,82 @@ func TestCountersFollowAllocatedState(t *testing.T) {
 	}
 	fits(s, false, "parent, a partition allocated")
 	fits(f, true, "fork, after its parent allocated a partition")
+}
+
+// TestCountersPreparedFromScratch: after any sequence of allocating and freeing partitions, on a
+// snapshot and on forks committed into it or discarded, the counter state prepared for the allocated
+// state equals capacity.Counters recomputed from the allocated devices, device by device and counter by
+// counter; calls in between use (and so prepare) the state of every revision.
+func TestCountersPreparedFromScratch(t *testing.T) {
+	ctx := context.Background()
+	n := node(node1, nil)
+	parts := []resourceapi.Device{
+		partition("p-a", "half", "4Gi", "mig"), partition("p-b", "half", "4Gi", "mig"),
+		partition("p-c", "half", "2Gi"), partition("whole", "whole", "8Gi"),
+	}
+	all := allocator.AllFeatures() // compatibility groups included
+	rapid.Check(t, func(t *rapid.T) {
+		s := allocator.NewSnapshot(allocator.Options{Features: &all})
+		for _, c := range []*resourceapi.DeviceClass{anyClass, sizeClass("half"), sizeClass("whole")} {
+			if err := s.AddOrUpdateClass(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, sl := range partitionedPool(parts...) {
+			if err := s.AddOrUpdateSlice(sl); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var fork *allocator.Snapshot
+		check := func(x *allocator.Snapshot, when string) {
+			if diff, err := allocator.CountersFromScratch(x, n); err != nil || diff != "" {
+				t.Fatalf("%s: %s %v", when, diff, err)
+			}
+			// A call through the prepared state, as a filter pass makes.
+			if _, err := x.Fits(ctx, n, []*resourceapi.ResourceClaim{claim("probe", exact("r", "half", 1))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for step := range rapid.IntRange(1, 12).Draw(t, "steps") {
+			target := s
+			if fork != nil && rapid.Bool().Draw(t, "onFork") {
+				target = fork
+			}
+			name := fmt.Sprintf("c%d", rapid.IntRange(0, 3).Draw(t, "claim"))
+			switch op := rapid.IntRange(0, 4).Draw(t, "op"); op {
+			case 0, 1:
+				var results []resourceapi.DeviceRequestAllocationResult
+				for _, d := range parts {
+					if rapid.Bool().Draw(t, "takes") {
+						results = append(results, result(driverA, "pool-1", d.Name))
+					}
+				}
+				if len(results) == 0 {
+					_ = target.DeleteClaim("default", name)
+				} else if err := target.AddOrUpdateClaim(allocatedClaim(name, results...)); err != nil {
+					t.Fatal(err)
+				}
+			case 2:
+				_ = target.DeleteClaim("default", name) // absent claims are fine
+			case 3:
+				if fork == nil {
+					fork = s.Fork()
+				} else if err := fork.Commit(); err == nil {
+					fork = nil
+				} else {
+					_ = fork.Discard()
+					fork = nil
+				}
+			case 4:
+				if fork != nil {
+					_ = fork.Discard()
+					fork = nil
+				}
+			}
+			check(s, fmt.Sprintf("step %d, snapshot", step))
+			if fork != nil {
+				check(fork, fmt.Sprintf("step %d, fork", step))
+			}
+		}
+	})
 }

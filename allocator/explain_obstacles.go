@@ -99,11 +99,15 @@ func (x *explainer) constraint(ci, i int, con constraint, chosen []explained) (*
 		o.Requests = append(o.Requests, x.ref(q.r))
 		o.Needed += q.r.numDevices
 		for _, c := range q.cands {
-			attr, err := base.lookup(q.r, c.dev, con.attribute())
+			attr, found, err := base.lookup(q.r, c.dev, con.attribute())
 			if err != nil {
 				return nil, err
 			}
-			for _, v := range attributeKeys(attr, list) {
+			var ap *resourceapi.DeviceAttribute
+			if found {
+				ap = &attr
+			}
+			for _, v := range attributeKeys(ap, list) {
 				n, ok := perValue[v]
 				if !ok {
 					n = make([]int, len(reqs))

@@ -51,6 +51,7 @@ func (a *allocation) explainSearched(e *Explanation, fits, gaveUp bool) (*Explan
 	clear(a.shares)
 	clear(a.ledgers)
 	clear(a.counters)
+	a.resetTallies()
 
 	x := explainer{a: a}
 	for _, p := range a.pools {

@@ -2,8 +2,11 @@ package allocator
 
 import (
 	"cmp"
+	"context"
+	"fmt"
 	"slices"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 )
 
@@ -31,4 +34,47 @@ func SnapshotObjects(s *Snapshot) (slices_ []*resourceapi.ResourceSlice, classes
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	return slices_, classes, rules, claims
+}
+
+// CountersFromScratch compares, for every pool the node sees (all must be usable), the prepared counter state of the
+// snapshot's allocated state (the dense state and every device's verdict) with capacity.Counters
+// recomputed from the allocated devices. It returns the first difference, or "".
+func CountersFromScratch(s *Snapshot, node *v1.Node) (string, error) {
+	var diff string
+	err := s.do(context.Background(), node, nil, func(a *allocation) (bool, error) {
+		pools, err := a.gatherPools(node)
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pools {
+			if p.incomplete || p.invalid {
+				diff = fmt.Sprintf("pool %s not usable", p.id)
+				return false, nil
+			}
+			b := a.baseCounters(p)
+			ref := a.freshCounters(p)
+			j := 0
+			for _, e := range p.slices {
+				for _, d := range e.devices() {
+					if want := !d.counters || ref.Fits(d.api.ConsumesCounters); b.admits[j] != want {
+						diff = fmt.Sprintf("pool %s, device %s: prepared verdict %v, recomputed %v", p.id, d.id, b.admits[j], want)
+						return false, nil
+					}
+					j++
+				}
+			}
+			if !b.layout.dense {
+				continue
+			}
+			for k, i := range b.layout.counters {
+				q, ok := ref.Remaining(k[0], k[1])
+				if v, exact := q.AsInt64(); !ok || !exact || v != b.state.remaining[i] {
+					diff = fmt.Sprintf("pool %s, counter %v: prepared %d left, recomputed %s", p.id, k, b.state.remaining[i], q.String())
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	return diff, err
 }

@@ -28,14 +28,28 @@ func (a *allocation) failFast() (shortfall, bool) {
 					return shortfall{}, false
 				}
 			}
+			// After the last request nothing is checked any more: once it has enough candidates the
+			// answer is "search", so counting the rest (and seeing their errors) changes nothing. The
+			// search reaches the last request only once the requests before it are served, so a
+			// constraint on those found unmeetable below keeps it from seeing them too (the pigeonhole
+			// bound gives up on an error of its own).
+			last := ci == len(a.perClaim)-1 && ri == len(cs.slots)-1
 			if slot.hasSubs {
 				// Any alternative may be searched: it must not hide an error either. When every
 				// alternative is short, the request fails whatever the others take, as a request
-				// without alternatives does.
+				// without alternatives does. Kubernetes tries the alternatives in order and stops at
+				// the first that serves (allocateOne in
+				// k8s.io/dynamic-resource-allocation/structured/internal/experimental, v0.37.2): of
+				// the last request, the alternatives after one with enough candidates are reached
+				// only when that one fails in the search, which then reports their errors itself.
 				var first shortfall
 				short := true
 				for i, r := range slot.alts {
-					n, ok := a.countCandidates(r, 0)
+					limit := 0
+					if last {
+						limit = r.numDevices
+					}
+					n, ok := a.countCandidates(r, limit)
 					if !ok {
 						return shortfall{}, false
 					}
@@ -43,6 +57,9 @@ func (a *allocation) failFast() (shortfall, bool) {
 						first = shortfall{cs: cs, r: r, n: n}
 					}
 					short = short && n < r.numDevices
+					if last && !short {
+						break
+					}
 				}
 				if short {
 					return first, true
@@ -53,10 +70,8 @@ func (a *allocation) failFast() (shortfall, bool) {
 			if r.numDevices <= 0 {
 				continue
 			}
-			// After the last request nothing is checked any more: once it has enough candidates the
-			// answer is "search", so counting the rest (and seeing their errors) changes nothing.
 			limit := 0
-			if ci == len(a.perClaim)-1 && ri == len(cs.slots)-1 {
+			if last {
 				limit = r.numDevices
 			}
 			n, ok := a.countCandidates(r, limit)
@@ -150,32 +165,21 @@ func (a *allocation) visitCandidates(r *request, fn func(int, *deviceEntry) bool
 	return true
 }
 
-// countersAdmit: the device's shared counters fit what the cluster left of its pool's counter sets.
-// Counters only shrink during a call, so a device they do not admit now is never taken (allocateDevice
-// refuses it); counting it as a candidate would let a request that cannot be served search every
-// combination of the others first.
-func (a *allocation) countersAdmit(p *pool, d *deviceEntry) bool {
+// countersAdmitAt: the shared counters of the j-th device of p's node slices fit what the cluster and
+// the call left of its pool's counter sets. Counters only shrink during a call, so a device they do not
+// admit now is never taken (allocateDevice refuses it); counting it as a candidate would let a request
+// that cannot be served search every combination of the others first. While the call has taken nothing
+// from the pool's counters the answer is the prepared one of the allocated state.
+func (a *allocation) countersAdmitAt(p *pool, j int, d *deviceEntry) bool {
 	if !a.f.DRAPartitionableDevices {
 		return false // allocateDevice refuses devices with counters without the gate
 	}
 	if a.f.DRAConsumableCapacity && d.multi && a.sharesInUse(d.id) {
 		return true // its first share consumed the counters already
 	}
-	return a.poolCounters(p).Fits(d.api.ConsumesCounters)
-}
-
-// countersAdmitAt is countersAdmit for the j-th device of p's node slices, answered from the prepared
-// counters of the allocated state while the call has taken nothing from the pool's counters.
-func (a *allocation) countersAdmitAt(p *pool, j int, d *deviceEntry) bool {
-	if !a.f.DRAPartitionableDevices {
-		return false
-	}
-	if a.f.DRAConsumableCapacity && d.multi && a.sharesInUse(d.id) {
-		return true
-	}
-	if len(a.counters) > 0 {
-		if c, ok := a.counters[p]; ok {
-			return c.Fits(d.api.ConsumesCounters)
+	for _, t := range a.tallies {
+		if t.p == p {
+			return t.fits(d)
 		}
 	}
 	return a.baseCounters(p).admits[j]
@@ -234,7 +238,7 @@ func (a *allocation) derivedSafe(r *request) bool {
 		}
 		failed := false
 		ok := a.visitCandidates(r, func(_ int, d *deviceEntry) bool {
-			_, err := a.attributeOf(r, d, name)
+			_, _, err := a.attributeOf(r, d, name)
 			failed = err != nil
 			return !failed
 		})

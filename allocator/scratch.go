@@ -51,6 +51,7 @@ func getAllocation() *allocation {
 	clear(a.shares)
 	clear(a.ledgers)
 	clear(a.counters)
+	a.resetTallies()
 	a.reqBuf = a.reqBuf[:0]
 	a.selBuf = a.selBuf[:0]
 	a.entryBuf = a.entryBuf[:0]
@@ -71,7 +72,8 @@ func putAllocation(a *allocation) {
 	clear(a.entryBuf)
 	clear(a.byPool)
 	a.taken.reset()
-	clear(a.bounds.seen)
+	a.resetTallies()
+	a.bounds.reset()
 	clear(a.pigeon.cs)
 	for i := range a.sides {
 		clear(a.sides[i].devices)

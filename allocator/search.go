@@ -187,6 +187,9 @@ func (a *allocation) tryDevice(pos, next position, allocSub bool, r *request, c 
 		return true, true, nil
 	}
 	a.rollback(undo)
+	if a.greedy && err == nil {
+		err = errStepBack
+	}
 	return false, true, err
 }
 
@@ -317,11 +320,11 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 	// A device that already serves shares has had its counters consumed by the first share.
 	skipCounters := multi && a.sharesInUse(d.id)
 	if !skipCounters && d.counters {
-		ctr := a.poolCounters(c.pool)
-		if !ctr.Fits(d.api.ConsumesCounters) {
+		t := a.tally(c.pool)
+		if !t.fits(d) {
 			return false, u, nil
 		}
-		ctr.Add(d.api.ConsumesCounters)
+		t.add(d)
 		u.counters = true
 	}
 	if a.f.DRADeviceTaints && blocked(d.taints, r.tolerations) {
@@ -396,7 +399,7 @@ func (a *allocation) rollback(u undo) {
 		cs.constraints[i].remove(u.req, d)
 	}
 	if u.counters {
-		a.poolCounters(u.c.pool).Remove(d.api.ConsumesCounters)
+		a.tally(u.c.pool).remove(d)
 	}
 }
 
@@ -412,6 +415,55 @@ func nodeDeclares(features []string, name string) bool {
 		if f == name {
 			return true
 		}
+	}
+	return false
+}
+
+// errStepBack ends the first descent of greedyDescent where the search would try another device.
+var errStepBack = errors.New("the first descent failed")
+
+// greedyApplies: the call is one request (plain or with alternatives, none for all devices) of one
+// claim without constraints, searched first-fit. Its first descent then takes the first devices of the
+// first alternative that has enough, which failFast's count visits too (with a limit at the count), so
+// trying that descent first saves the count whenever it succeeds. An alternative of which no device can
+// be taken is passed over without stepping back, as in the full search; one that takes some devices and
+// then runs out steps back.
+func (a *allocation) greedyApplies() bool {
+	if a.s.opts.Strategy != FirstFit || len(a.perClaim) != 1 {
+		return false
+	}
+	cs := &a.perClaim[0]
+	if len(cs.slots) != 1 || len(cs.constraints) > 0 {
+		return false
+	}
+	for _, r := range cs.slots[0].alts {
+		if r.mode == resourceapi.DeviceAllocationModeAll || r.numDevices <= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// greedyDescent runs the search until it would step back (try another device for a device it took) and
+// reports whether it succeeded without. Any other outcome, an error included, leaves the answer to
+// failFast and the full search, which start from the same state: the descent gives back what it took,
+// and its steps are not counted. When the descent succeeds, the full search would have found the same
+// devices: failFast finds at least as many candidates as the descent took (it counts against the
+// allocated state only), so it does not decide, and the search's first descent is this one.
+func (a *allocation) greedyDescent() bool {
+	a.greedy = true
+	done, err := a.allocateOne(position{}, false, location{})
+	a.greedy = false
+	if err == nil && done {
+		return true
+	}
+	a.steps = 0
+	a.taken.reset()
+	a.resetTallies()
+	clear(a.shares)
+	clear(a.ledgers)
+	for i := range a.perClaim {
+		a.perClaim[i].results = a.perClaim[i].results[:0]
 	}
 	return false
 }

@@ -6,8 +6,6 @@ import (
 	"sort"
 
 	resourceapi "k8s.io/api/resource/v1"
-
-	"github.com/dralloc/dralloc/capacity"
 )
 
 // ranked is one candidate device of a request under a strategy other than FirstFit, with the keys the
@@ -108,13 +106,13 @@ type poolSets struct {
 }
 
 // open returns the devices consuming from a counter set that fit now.
-func (ps *poolSets) open(ctr *capacity.Counters, set string) []*deviceEntry {
+func (ps *poolSets) open(ctr *tally, set string) []*deviceEntry {
 	if list, ok := ps.fitting[set]; ok {
 		return list
 	}
 	var list []*deviceEntry
 	for _, o := range ps.users[set] {
-		if ctr.Fits(o.api.ConsumesCounters) {
+		if ctr.fits(o) {
 			list = append(list, o)
 		}
 	}
@@ -163,7 +161,7 @@ func roundKey(x float64) float64 { return math.Round(x*1e9) / 1e9 }
 
 // rankCounters fills in the keys of a device that consumes shared counters.
 func (a *allocation) rankCounters(c *ranked, p *pool, d *deviceEntry, sets *poolSets) {
-	ctr := a.poolCounters(p)
+	ctr := a.tally(p)
 	var fill, size float64
 	counted := 0
 	for _, dc := range d.api.ConsumesCounters {
@@ -181,8 +179,8 @@ func (a *allocation) rankCounters(c *ranked, p *pool, d *deviceEntry, sets *pool
 				continue
 			}
 			n++
-			if rem, ok := ctr.Remaining(dc.CounterSet, name); ok {
-				setUsed += 1 - rem.AsApproximateFloat64()/t
+			if rem, ok := ctr.remaining(dc.CounterSet, name); ok {
+				setUsed += 1 - rem/t
 			}
 			want, ok := dc.Counters[name]
 			if !ok {
@@ -208,7 +206,7 @@ func (a *allocation) rankCounters(c *ranked, p *pool, d *deviceEntry, sets *pool
 		c.size = roundKey(size / float64(counted))
 	}
 	// Only BestFit breaks ties by the placements a device rules out.
-	if a.s.opts.Strategy != BestFit || !ctr.Fits(d.api.ConsumesCounters) {
+	if a.s.opts.Strategy != BestFit || !ctr.fits(d) {
 		return
 	}
 	var open []*deviceEntry
@@ -219,13 +217,13 @@ func (a *allocation) rankCounters(c *ranked, p *pool, d *deviceEntry, sets *pool
 			}
 		}
 	}
-	ctr.Add(d.api.ConsumesCounters)
+	ctr.add(d)
 	for _, o := range open {
-		if !ctr.Fits(o.api.ConsumesCounters) {
+		if !ctr.fits(o) {
 			c.blocks++
 		}
 	}
-	ctr.Remove(d.api.ConsumesCounters)
+	ctr.remove(d)
 }
 
 // capacityFill is the mean share of a shared device's capacity already consumed.

@@ -50,8 +50,9 @@ func (a *allocation) interchangeable(x, y *deviceEntry) bool {
 			}
 		}
 		for _, c := range cs.constraints {
-			ax, ay := staticAttribute(x, c.attribute()), staticAttribute(y, c.attribute())
-			if (ax == nil) != (ay == nil) || ax != nil && !sameAttribute(*ax, *ay) {
+			ax, okx := staticAttribute(x, c.attribute())
+			ay, oky := staticAttribute(y, c.attribute())
+			if okx != oky || okx && !sameAttribute(ax, ay) {
 				return false
 			}
 		}

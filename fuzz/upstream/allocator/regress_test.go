@@ -87,24 +87,47 @@ func celErrorFirst() *fuzz.Cluster {
 	return c
 }
 
+// celErrorInLaterAlternative: a request's first alternative takes the node's only GPU, its second has a selector
+// that fails at runtime on it. Upstream tries alternatives in order and stops at the first that serves: alone,
+// the claim fits without the second being evaluated; followed by a claim for a NIC where there is none, the
+// search comes back to the second alternative and stops with its CEL error.
+func celErrorInLaterAlternative(laterClaim bool) *fuzz.Cluster {
+	c := celErrorFirst()
+	failing := c.Claims[0].Spec.Devices.Requests[0].Exactly
+	c.Claims[0].Spec.Devices.Requests[0] = resourceapi.DeviceRequest{Name: "req-0", FirstAvailable: []resourceapi.DeviceSubRequest{
+		{Name: "sub-0", DeviceClassName: fuzz.ClassAny, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1},
+		{Name: "sub-1", DeviceClassName: fuzz.ClassAny, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1, Selectors: failing.Selectors},
+	}}
+	if !laterClaim {
+		c.Claims = c.Claims[:1]
+	}
+	return c
+}
+
 func TestDifferentialRegressions(t *testing.T) {
 	gateOff := verify.AllFeatures()
 	gateOff.DRAConsumableCapacity = false
 	for _, tc := range []struct {
 		name    string
 		cluster *fuzz.Cluster
+		want    outcome // what upstream answers, when the case is about it; empty: any
 	}{
 		// D1: kube-scheduler counts a share as a share only while DRAConsumableCapacity is on; with the gate off
 		// the device is held exclusively, so it is not allocated again.
-		{"a share in the state holds the device exclusively while DRAConsumableCapacity is off", nicCluster(gateOff)},
-		{"a share in the state leaves room for another share", nicCluster(verify.AllFeatures())},
+		{"a share in the state holds the device exclusively while DRAConsumableCapacity is off", nicCluster(gateOff), ""},
+		{"a share in the state leaves room for another share", nicCluster(verify.AllFeatures()), ""},
 		// D2: upstream meets the fatal constraint error of the All request before it finds that the later claim
 		// has no candidate.
-		{"an All request that breaks a constraint is fatal even when a later claim cannot fit", allWithConstraint()},
-		{"a CEL runtime error in an earlier claim is fatal even when a later claim cannot fit", celErrorFirst()},
+		{"an All request that breaks a constraint is fatal even when a later claim cannot fit", allWithConstraint(), ""},
+		{"a CEL runtime error in an earlier claim is fatal even when a later claim cannot fit", celErrorFirst(), ""},
+		// Counting the last request's alternatives stops at the first one with enough candidates.
+		{"a CEL runtime error in an alternative after one that serves is not reached", celErrorInLaterAlternative(false), allocated},
+		{"a CEL runtime error in an alternative is reached when a later claim cannot fit", celErrorInLaterAlternative(true), fatal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			compare(t, tc.cluster)
+			if got, _ := compare(t, tc.cluster); tc.want != "" && got != tc.want {
+				t.Errorf("upstream: %s, want %s", got, tc.want)
+			}
 		})
 	}
 }

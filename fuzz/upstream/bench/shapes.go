@@ -36,9 +36,18 @@ func NVIDIAClasses() []*resourceapi.DeviceClass {
 // as dgxh100: eight GPUs in dynamic MIG, one counter set per GPU, every whole GPU and MIG placement a
 // device drawing on it).
 func DGXFleet(nodes int, profile string) (Cluster, error) {
+	return DGXFleetMode(nodes, profile, "")
+}
+
+// DGXFleetMode is DGXFleet with the profile's GPUs published in another mode (whole GPUs, static or
+// dynamic MIG); the empty mode keeps the profile's own.
+func DGXFleetMode(nodes int, profile string, mode inventory.Mode) (Cluster, error) {
 	t, err := inventory.Profile(profile)
 	if err != nil {
 		return Cluster{}, err
+	}
+	if mode != "" {
+		t.Mode = mode
 	}
 	c := Cluster{Classes: NVIDIAClasses()}
 	for n := range nodes {

@@ -5,33 +5,58 @@ import (
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/dralloc/dralloc/inventory"
 )
 
-// BenchmarkDGX is scenario 6: a fleet of DGX H100 nodes as inventory publishes them in dynamic MIG (eight
-// GPUs, one shared counter set per GPU, a whole-GPU device and the MIG placements drawing on it), asked for
-// one MIG device, two whole GPUs, a whole GPU else a MIG device (firstAvailable), and, with four GPUs of
-// every node in use, for five whole GPUs.
+// BenchmarkDGX is scenario 6: a fleet of DGX nodes as inventory publishes them: the DGX H100 in dynamic
+// MIG (eight GPUs, one shared counter set per GPU, a whole-GPU device and the MIG placements drawing on
+// it) and in whole-GPU mode, and the DGX A100 in dynamic MIG; asked for one MIG device, two whole GPUs, a
+// whole GPU else a MIG device (firstAvailable), and, with four GPUs of every node in use, for five whole
+// GPUs. In whole-GPU mode no MIG device is published, so the MIG claim fits nowhere; the DGX A100's GPUs
+// have MIG enabled, so in dynamic MIG they are published as MIG placements only: two whole GPUs fit
+// nowhere, the firstAvailable claim takes a MIG device, and there are no whole GPUs to half use.
 func BenchmarkDGX(b *testing.B) {
-	cluster, err := DGXFleet(100, "dgxh100")
-	if err != nil {
-		b.Fatal(err)
-	}
-	half := cluster.HalfUsedGPUs(4)
-	for _, tc := range []struct {
-		name    string
-		cluster Cluster
-		claim   *resourceapi.ResourceClaim
-		want    Outcome
+	for _, shape := range []struct {
+		name, profile string
+		mode          inventory.Mode
+		mig           string // the smallest MIG profile of the GPU
+		migFits       Outcome
+		whole         bool // whole GPUs are published
 	}{
-		{"mig-1g.10gb", cluster, MIGClaim("1g.10gb", 1), Fits},
-		{"whole-2", cluster, WholeGPUsClaim(2), Fits},
-		{"whole-else-mig", cluster, WholeElseMIGClaim("1g.10gb"), Fits},
-		{"half-used-whole-5", half, WholeGPUsClaim(5), DoesNotFit},
+		{"dgxh100", "dgxh100", "", "1g.10gb", Fits, true},
+		{"dgxh100-gpu", "dgxh100", inventory.ModeGPU, "1g.10gb", DoesNotFit, true},
+		{"dgxa100", "dgxa100", "", "1g.5gb", Fits, false},
 	} {
-		for _, impl := range Impls {
-			b.Run(fmt.Sprintf("nodes=100/%s/%s", tc.name, impl.Name), func(b *testing.B) {
-				filterLoop(b, impl, tc.cluster, tc.claim, tc.want)
-			})
+		cluster, err := DGXFleetMode(100, shape.profile, shape.mode)
+		if err != nil {
+			b.Fatal(err)
+		}
+		type shapeCase struct {
+			name    string
+			cluster Cluster
+			claim   *resourceapi.ResourceClaim
+			want    Outcome
+		}
+		cases := []shapeCase{
+			{"mig-" + shape.mig, cluster, MIGClaim(shape.mig, 1), shape.migFits},
+			{"whole-2", cluster, WholeGPUsClaim(2), DoesNotFit},
+			{"whole-else-mig", cluster, WholeElseMIGClaim(shape.mig), Fits},
+		}
+		if shape.whole {
+			cases[1].want = Fits
+			cases = append(cases, shapeCase{"half-used-whole-5", cluster.HalfUsedGPUs(4), WholeGPUsClaim(5), DoesNotFit})
+		}
+		for _, tc := range cases {
+			for _, impl := range Impls {
+				name := fmt.Sprintf("nodes=100/%s/%s", tc.name, impl.Name)
+				if shape.name != "dgxh100" {
+					name = shape.name + "/" + name
+				}
+				b.Run(name, func(b *testing.B) {
+					filterLoop(b, impl, tc.cluster, tc.claim, tc.want)
+				})
+			}
 		}
 	}
 }

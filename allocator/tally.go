@@ -1,0 +1,370 @@
+package allocator
+
+import (
+	"math"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/dralloc/dralloc/capacity"
+)
+
+// The shared counters of a pool in dense form. capacity.Counters keeps them in maps keyed by name and
+// computes with resource.Quantity; a search asks them once per device it tries, so building them per call
+// and doing map and decimal arithmetic per device was most of the time (and every allocation) of a call on
+// a partitionable node. A counterLayout numbers the pool's counters, counter sets and (set, compatibility
+// group) pairs once per pool, and compiles every device's consumesCounters into indices and int64
+// amounts; a tallyState is then a few int slices, copied from the pool's prepared base at the start of a
+// call and changed in place as the search takes and gives back devices.
+//
+// The rules are capacity.Counters' (which documents them and reproduces Kubernetes 1.37): a device fits
+// when its groups are admitted on every set it draws on and no counter of the pool ends up overdrawn.
+// A pool whose quantities are not all exact int64 values that pass capacity.ValidateQuantity, or whose
+// amounts could overflow int64 in sum, keeps using capacity.Counters (layout.dense false).
+
+// counterLayout is the dense numbering of one pool's shared counters and its devices' consumption. It
+// depends on the pool's slices only and is immutable once built.
+type counterLayout struct {
+	dense bool
+	// capacity is the value of every counter (last definition wins, as in capacity.NewCounters).
+	capacity []int64
+	nsets    int // counter sets: the defined ones and those devices name
+	npairs   int // (counter set, compatibility group) pairs
+	// counters numbers the counters by (set, counter) name.
+	counters map[[2]string]int32
+	// devs maps a device of the pool (node slices and others) to its compiled consumption.
+	devs map[*deviceEntry]*devCounters
+}
+
+// devCounters is one device's consumesCounters, compiled.
+type devCounters struct {
+	amounts []counterAmount // counters the pool defines, in the order listed
+	sets    []setDraw       // one per consumesCounters entry, in order
+}
+
+type counterAmount struct {
+	idx int32
+	v   int64
+}
+
+// setDraw is one consumesCounters entry: the set it draws on and its compatibility groups as pairs, as
+// listed (for admitting) and without repeats (for counting members).
+type setDraw struct {
+	set          int32
+	groups, uniq []int32
+}
+
+// tallyState is the counter state of a pool: what is left of every counter, how many of them are
+// overdrawn, and per counter set the devices drawing on it, those without groups, and per pair the
+// devices declaring the group.
+type tallyState struct {
+	remaining []int64
+	overdrawn int
+	members   []int32 // per set
+	noGroup   []int32 // per set
+	pairs     []int32 // per (set, group) pair
+}
+
+func (t *tallyState) copyFrom(o *tallyState) {
+	t.remaining = append(t.remaining[:0], o.remaining...)
+	t.members = append(t.members[:0], o.members...)
+	t.noGroup = append(t.noGroup[:0], o.noGroup...)
+	t.pairs = append(t.pairs[:0], o.pairs...)
+	t.overdrawn = o.overdrawn
+}
+
+// newCounterLayout compiles the counters of p. It visits p's node slices and then its other slices.
+func newCounterLayout(p *pool) *counterLayout {
+	var devs []*deviceEntry
+	var cons [][]resourceapi.DeviceCounterConsumption
+	for _, list := range [][]*sliceEntry{p.slices, p.others} {
+		for _, e := range list {
+			for _, d := range e.devices() {
+				if len(d.api.ConsumesCounters) > 0 {
+					devs = append(devs, d)
+					cons = append(cons, d.api.ConsumesCounters)
+				}
+			}
+		}
+	}
+	l, compiled := compileCounters(p.counterSets, cons)
+	if l.dense {
+		l.devs = make(map[*deviceEntry]*devCounters, len(devs))
+		for i, d := range devs {
+			l.devs[d] = compiled[i]
+		}
+	}
+	return l
+}
+
+// compileCounters numbers the counters of sets and compiles each consumption list; the layout is dense
+// when every quantity is an exact int64 that passes capacity.ValidateQuantity and no sum can overflow.
+func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceCounterConsumption) (*counterLayout, []*devCounters) {
+	l := &counterLayout{counters: map[[2]string]int32{}}
+	counterIdx := l.counters
+	setIdx := map[string]int32{}
+	pairIdx := map[[2]string]int32{}
+	internSet := func(k string) int32 {
+		i, ok := setIdx[k]
+		if !ok {
+			i = int32(l.nsets)
+			setIdx[k] = i
+			l.nsets++
+		}
+		return i
+	}
+	// Magnitudes of every amount that could be summed: when their total fits, no sum overflows.
+	var total uint64
+	exact := func(q resource.Quantity) (int64, bool) {
+		if capacity.ValidateQuantity(q) != nil {
+			return 0, false
+		}
+		v, ok := q.AsInt64()
+		if !ok || v == math.MinInt64 {
+			return 0, false
+		}
+		m := uint64(v)
+		if v < 0 {
+			m = uint64(-v)
+		}
+		if total+m < total || total+m > math.MaxInt64/2 {
+			return 0, false
+		}
+		total += m
+		return v, true
+	}
+	dense := true
+	for _, s := range sets {
+		internSet(s.Name)
+		for name, c := range s.Counters {
+			v, ok := exact(c.Value)
+			if !ok {
+				dense = false
+				continue
+			}
+			k := [2]string{s.Name, name}
+			i, seen := counterIdx[k]
+			if !seen {
+				i = int32(len(l.capacity))
+				counterIdx[k] = i
+				l.capacity = append(l.capacity, 0)
+			}
+			l.capacity[i] = v
+		}
+	}
+	compiled := make([]*devCounters, len(cons))
+	for di, list := range cons {
+		dc := &devCounters{sets: make([]setDraw, len(list))}
+		for i, c := range list {
+			sd := setDraw{set: internSet(c.CounterSet)}
+			for _, g := range c.CompatibilityGroups {
+				k := [2]string{c.CounterSet, g}
+				pi, ok := pairIdx[k]
+				if !ok {
+					pi = int32(l.npairs)
+					pairIdx[k] = pi
+					l.npairs++
+				}
+				sd.groups = append(sd.groups, pi)
+				if !containsInt32(sd.uniq, pi) {
+					sd.uniq = append(sd.uniq, pi)
+				}
+			}
+			dc.sets[i] = sd
+			for name, v := range c.Counters {
+				amount, ok := exact(v.Value)
+				if !ok {
+					dense = false
+					continue
+				}
+				if ci, ok := counterIdx[[2]string{c.CounterSet, name}]; ok {
+					dc.amounts = append(dc.amounts, counterAmount{idx: ci, v: amount})
+				}
+			}
+		}
+		compiled[di] = dc
+	}
+	l.dense = dense
+	return l, compiled
+}
+
+func containsInt32(s []int32, x int32) bool {
+	for _, y := range s {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// emptyState is the state of the pool with nothing allocated.
+func (l *counterLayout) emptyState() tallyState {
+	t := tallyState{
+		remaining: append([]int64(nil), l.capacity...),
+		members:   make([]int32, l.nsets),
+		noGroup:   make([]int32, l.nsets),
+		pairs:     make([]int32, l.npairs),
+	}
+	for _, v := range t.remaining {
+		if v < 0 {
+			t.overdrawn++
+		}
+	}
+	return t
+}
+
+// fits is capacity.Counters.Fits for a device of the layout.
+func (t *tallyState) fits(dc *devCounters) bool {
+	for i := range dc.sets {
+		if !t.admits(&dc.sets[i]) {
+			return false
+		}
+	}
+	over := t.overdrawn
+	for _, a := range dc.amounts {
+		// Amounts of one counter listed twice are applied in turn, as capacity.Counters does.
+		if r := t.remaining[a.idx]; r >= 0 && r-a.v < 0 {
+			over++
+		} else if r < 0 && r-a.v >= 0 {
+			over--
+		}
+		t.remaining[a.idx] -= a.v
+	}
+	for _, a := range dc.amounts {
+		t.remaining[a.idx] += a.v
+	}
+	return over == 0
+}
+
+// admits is the compatibility-group rule of one counter set (capacity.Counters.admits).
+func (t *tallyState) admits(sd *setDraw) bool {
+	members := t.members[sd.set]
+	if members == 0 {
+		return true
+	}
+	noGroup := t.noGroup[sd.set]
+	if noGroup > 0 && noGroup < members {
+		return false
+	}
+	if len(sd.groups) == 0 {
+		return noGroup == members
+	}
+	if noGroup > 0 {
+		return false
+	}
+	for _, p := range sd.groups {
+		if t.pairs[p] == members {
+			return true
+		}
+	}
+	return false
+}
+
+// add records a device (sign 1) or takes it back (sign -1), as capacity.Counters.Add and Remove.
+func (t *tallyState) add(dc *devCounters, sign int64) {
+	for _, a := range dc.amounts {
+		r := t.remaining[a.idx]
+		n := r - sign*a.v
+		switch {
+		case r < 0 && n >= 0:
+			t.overdrawn--
+		case r >= 0 && n < 0:
+			t.overdrawn++
+		}
+		t.remaining[a.idx] = n
+	}
+	d := int32(sign)
+	for i := range dc.sets {
+		sd := &dc.sets[i]
+		t.members[sd.set] += d
+		if len(sd.groups) == 0 {
+			t.noGroup[sd.set] += d
+			continue
+		}
+		for _, p := range sd.uniq {
+			t.pairs[p] += d
+		}
+	}
+}
+
+// tally is the running counter state of one pool in one call: dense, or capacity.Counters for a pool
+// whose layout is not.
+type tally struct {
+	p     *pool
+	lay   *counterLayout
+	state tallyState
+	slow  *capacity.Counters
+}
+
+func (t *tally) fits(d *deviceEntry) bool {
+	if len(d.api.ConsumesCounters) == 0 {
+		return true
+	}
+	if t.slow != nil {
+		return t.slow.Fits(d.api.ConsumesCounters)
+	}
+	dc := t.lay.devs[d]
+	return dc != nil && t.state.fits(dc)
+}
+
+func (t *tally) add(d *deviceEntry) {
+	if t.slow != nil {
+		t.slow.Add(d.api.ConsumesCounters)
+	} else if dc := t.lay.devs[d]; dc != nil {
+		t.state.add(dc, 1)
+	}
+}
+
+func (t *tally) remove(d *deviceEntry) {
+	if t.slow != nil {
+		t.slow.Remove(d.api.ConsumesCounters)
+	} else if dc := t.lay.devs[d]; dc != nil {
+		t.state.add(dc, -1)
+	}
+}
+
+// remaining is what is left of one counter as a float (the strategies' ranking keys), false when the pool
+// does not define it.
+func (t *tally) remaining(set, name string) (float64, bool) {
+	if t.slow != nil {
+		q, ok := t.slow.Remaining(set, name)
+		return q.AsApproximateFloat64(), ok
+	}
+	i, ok := t.lay.counters[[2]string{set, name}]
+	if !ok {
+		return 0, false
+	}
+	return float64(t.state.remaining[i]), true
+}
+
+// tally returns the call's running counter state of p, starting it from the pool's prepared base.
+func (a *allocation) tally(p *pool) *tally {
+	for _, t := range a.tallies {
+		if t.p == p {
+			return t
+		}
+	}
+	base := a.baseCounters(p)
+	var t *tally
+	if n := len(a.tallies); n < cap(a.tallies) && a.tallies[:n+1][n] != nil {
+		t = a.tallies[:n+1][n]
+	} else {
+		t = new(tally)
+	}
+	a.tallies = append(a.tallies, t)
+	t.p, t.lay, t.slow = p, base.layout, nil
+	if base.layout.dense {
+		t.state.copyFrom(&base.state)
+	} else {
+		t.slow = a.freshCounters(p)
+	}
+	return t
+}
+
+// resetTallies forgets the call's counter states, keeping their buffers.
+func (a *allocation) resetTallies() {
+	for _, t := range a.tallies {
+		t.p, t.lay, t.slow = nil, nil, nil
+	}
+	a.tallies = a.tallies[:0]
+}
