@@ -476,9 +476,9 @@ func (a *allocation) poolKey(sig *classSig, p *pool) (string, bool) {
 				}
 			}
 			for _, name := range sig.attrs {
-				attr := staticAttribute(d, name)
-				flag(attr != nil)
-				if attr != nil {
+				attr, ok := staticAttribute(d, name)
+				flag(ok)
+				if ok {
 					j, err := json.Marshal(attr)
 					if err != nil {
 						return "", false
