@@ -263,7 +263,7 @@ func (x *explainer) device(r *request, cs *claimState, p *pool, d *deviceEntry) 
 				t := d.taints[i]
 				object := slice
 				if i >= len(d.api.Taints) {
-					if names := a.st.taints.RuleNames(taints.DeviceID(d.id)); i-len(d.api.Taints) < len(names) {
+					if names := a.st.taints.RuleNames(d.id); i-len(d.api.Taints) < len(names) {
 						object = "DeviceTaintRule " + names[i-len(d.api.Taints)]
 					}
 				}

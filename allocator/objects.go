@@ -17,14 +17,10 @@ import (
 	"github.com/dralloc/dralloc/taints"
 )
 
-// DeviceID identifies a device: the driver, the pool and the device name inside the pool.
-type DeviceID struct {
-	Driver string `json:"driver"`
-	Pool   string `json:"pool"`
-	Device string `json:"device"`
-}
-
-func (d DeviceID) String() string { return d.Driver + "/" + d.Pool + "/" + d.Device }
+// DeviceID identifies a device: the driver, the pool and the device name inside the pool. It is the one device
+// identity of dralloc, defined in package taints (which the allocator imports); the alias keeps the allocator's
+// API readable.
+type DeviceID = taints.DeviceID
 
 // PoolID identifies a resource pool: the driver and the pool name.
 type PoolID struct {

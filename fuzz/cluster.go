@@ -78,10 +78,10 @@ func drawNodes(t *rapid.T, opts Options) []*v1.Node {
 	return nodes
 }
 
-// DeviceRef is one published device with its driver and pool.
+// DeviceRef is one published device: its identity and the device as its ResourceSlice publishes it.
 type DeviceRef struct {
-	Driver, Pool string
-	Device       *resourceapi.Device
+	ID     verify.DeviceID
+	Device *resourceapi.Device
 }
 
 // Devices lists the devices of the newest generation of every pool, in the order of the slices.
@@ -98,7 +98,7 @@ func (c *Cluster) Devices() []DeviceRef {
 			continue
 		}
 		for i := range s.Spec.Devices {
-			out = append(out, DeviceRef{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: &s.Spec.Devices[i]})
+			out = append(out, DeviceRef{ID: verify.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: s.Spec.Devices[i].Name}, Device: &s.Spec.Devices[i]})
 		}
 	}
 	return out

@@ -174,7 +174,7 @@ func singleOK(ctx context.Context, c *Cluster, ci int, probe *resourceapi.Resour
 // resultFor builds the result entry for a device: admin access, share ID and consumed capacity as Kubernetes
 // records them.
 func resultFor(c *Cluster, ci int, req string, d DeviceRef, share int) resourceapi.DeviceRequestAllocationResult {
-	r := resourceapi.DeviceRequestAllocationResult{Request: req, Driver: d.Driver, Pool: d.Pool, Device: d.Device.Name}
+	r := resourceapi.DeviceRequestAllocationResult{Request: req, Driver: d.ID.Driver, Pool: d.ID.Pool, Device: d.ID.Device}
 	e := exactOf(c.Claims[ci], req)
 	if e != nil && ptr.Deref(e.AdminAccess, false) {
 		r.AdminAccess = ptr.To(true)
@@ -233,7 +233,7 @@ func acceptable(ctx context.Context, c *Cluster, results []resourceapi.Allocatio
 			if ptr.Deref(r.AdminAccess, false) {
 				admin[k] = true
 				for _, d := range devs {
-					if d.Driver == r.Driver && d.Pool == r.Pool && d.Device.Name == r.Device && len(d.Device.ConsumesCounters) > 0 {
+					if d.ID == (verify.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}) && len(d.Device.ConsumesCounters) > 0 {
 						return false
 					}
 				}

@@ -70,7 +70,7 @@ func (c *checker) checkClaim(index int, claim *resourceapi.ResourceClaim, result
 	perRequest := map[string][]int{} // chosen request or subrequest name → result indexes
 	for i := range results {
 		r := &results[i]
-		id := DeviceID{r.Driver, r.Pool, r.Device}
+		id := DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
 		req := cc.byName[r.Request]
 		if req == nil || (req.parent == "" && cc.hasSubrequests(req.name)) {
 			cc.violation(RuleUnknownRequest, r.Request, i, id, "no request or subrequest %q in the claim", r.Request)
@@ -198,7 +198,7 @@ func (cc *claimCheck) checkCount(req *request, idx []int) {
 	seen := map[DeviceID]int{}
 	for _, i := range idx {
 		r := cc.result.Devices.Results[i]
-		id := DeviceID{r.Driver, r.Pool, r.Device}
+		id := DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
 		if first, dup := seen[id]; dup {
 			cc.violation(RuleInUse, req.name, i, id, "device allocated twice for the request (results %d and %d)", first, i)
 		}
@@ -244,7 +244,7 @@ func (cc *claimCheck) checkAll(req *request, idx []int) {
 	got := map[DeviceID]bool{}
 	for _, i := range idx {
 		r := cc.result.Devices.Results[i]
-		id := DeviceID{r.Driver, r.Pool, r.Device}
+		id := DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
 		got[id] = true
 		if !want[id] {
 			cc.violation(RuleResultCount, req.name, i, id, "allocation mode All: the device is not one of the matching devices")
@@ -271,7 +271,7 @@ func (cc *claimCheck) staticCapacityFits(req *request, d *device) bool {
 // checkDevice checks one result entry against its device and request. It returns the device, or nil when the
 // device is unknown.
 func (cc *claimCheck) checkDevice(i int, req *request, r *resourceapi.DeviceRequestAllocationResult) *device {
-	id := DeviceID{r.Driver, r.Pool, r.Device}
+	id := DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
 	d := cc.devices[id]
 	if d == nil {
 		cc.violation(RuleUnknownDevice, req.name, i, id, "no such device in the newest generation of pool %s/%s", r.Driver, r.Pool)

@@ -46,7 +46,7 @@ func (c *checker) gatherState(checked []*resourceapi.ResourceClaim) {
 // nothing, a result with a share ID holds a share only while DRAConsumableCapacity is on, and anything else (a
 // share written while the gate was on included) holds the device exclusively.
 func (u *usage) add(claim string, r resourceapi.DeviceRequestAllocationResult, consumableCapacity bool) {
-	id := DeviceID{r.Driver, r.Pool, r.Device}
+	id := DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
 	switch {
 	case ptr.Deref(r.AdminAccess, false):
 	case r.ShareID != nil && consumableCapacity:
@@ -94,7 +94,7 @@ func (c *checker) checkUsage(claims []*resourceapi.ResourceClaim, results []reso
 		name := claimName(claim)
 		inClaim := map[DeviceID]placed{}
 		for ri, r := range results[ci].Devices.Results {
-			id := DeviceID{r.Driver, r.Pool, r.Device}
+			id := DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
 			d := c.devices[id]
 			if d == nil {
 				continue

@@ -92,18 +92,9 @@ func (f Features) variant() variant {
 	return variantStable
 }
 
-// DeviceID names one device.
-type DeviceID struct {
-	Driver, Pool, Device string
-}
-
-// String returns driver/pool/device.
-func (id DeviceID) String() string {
-	if id == (DeviceID{}) {
-		return ""
-	}
-	return id.Driver + "/" + id.Pool + "/" + id.Device
-}
+// DeviceID names one device: the driver, the pool and the device name. It is dralloc's one device identity,
+// defined in package taints (allocator.DeviceID is the same type).
+type DeviceID = taints.DeviceID
 
 // Rule names the rule a Violation breaks.
 type Rule string
