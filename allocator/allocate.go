@@ -85,6 +85,25 @@ func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.
 
 // AllocateOnNode is Allocate for a node added with [Snapshot.AddOrUpdateNode].
 func (s *Snapshot) AllocateOnNode(ctx context.Context, nodeName string, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {
+	node, err := s.namedNode(ctx, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	return s.Allocate(ctx, node, claims)
+}
+
+// FitsOnNode is Fits for a node added with [Snapshot.AddOrUpdateNode]; a name the snapshot does not
+// hold is invalid input, as for AllocateOnNode.
+func (s *Snapshot) FitsOnNode(ctx context.Context, nodeName string, claims []*resourceapi.ResourceClaim) (bool, error) {
+	node, err := s.namedNode(ctx, nodeName)
+	if err != nil {
+		return false, err
+	}
+	return s.Fits(ctx, node, claims)
+}
+
+// namedNode is the node the snapshot holds under the name, for the *OnNode calls.
+func (s *Snapshot) namedNode(ctx context.Context, nodeName string) (*v1.Node, error) {
 	if ctx == nil {
 		return nil, nilContext()
 	}
@@ -100,7 +119,7 @@ func (s *Snapshot) AllocateOnNode(ctx context.Context, nodeName string, claims [
 	case !ok:
 		return nil, inputError("Node "+nodeName, "", errors.New("not in the snapshot"))
 	}
-	return s.Allocate(ctx, node, claims)
+	return node, nil
 }
 
 // allocation is the working state of one Allocate call.
@@ -466,7 +485,7 @@ func (a *allocation) prepareRequest(ci int, r *request, className string, count 
 							continue
 						}
 						if err != nil {
-							return inputError(object(), r.path()+".capacity", fmt.Errorf("checking capacity for device %s: %w", d.id, err))
+							return nodeInputError(object(), r.path()+".capacity", fmt.Errorf("checking capacity for device %s: %w", d.id, err))
 						}
 					}
 					r.allDevices = append(r.allDevices, candidate{dev: d, pool: p})

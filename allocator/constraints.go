@@ -62,7 +62,7 @@ func (a *allocation) attributeOf(r *request, d *deviceEntry, name resourceapi.Fu
 			return nil, aborted(a.ctx)
 		}
 		if err != nil {
-			return nil, inputError(a.perClaim[r.claimIdx].name(), r.path()+".derivedAttributes", fmt.Errorf("evaluate derived attribute %s on device %s: %w", name, d.id, err))
+			return nil, nodeInputError(a.perClaim[r.claimIdx].name(), r.path()+".derivedAttributes", fmt.Errorf("evaluate derived attribute %s on device %s: %w", name, d.id, err))
 		}
 		attr := &v
 		if a.derived == nil {

@@ -18,8 +18,11 @@
 //     with which devices. It returns one resourceapi.AllocationResult per claim, an error wrapping
 //     [ErrUnsatisfiable] (as *[UnsatisfiableError]) when they do not fit, or an error wrapping
 //     [ErrInvalidInput] (as *[InputError]) naming the object and field when the input is one that
-//     Kubernetes would refuse to allocate at all. [Snapshot.Fits] is the same search without building
-//     the answer: what a filter asks of every node, allocating nothing. [Snapshot.Explain] says why:
+//     Kubernetes would refuse to allocate (InputError.NodeDependent tells a failure on one of this
+//     node's devices from one on every node). [Snapshot.Fits] is the same search without building
+//     the answer: what a filter asks of every node, allocating nothing. [Snapshot.AllocateOnNode],
+//     [Snapshot.FitsOnNode] and [Snapshot.ExplainOnNode] take the name of a node added with
+//     [Snapshot.AddOrUpdateNode]. [Snapshot.Explain] says why:
 //     per request, which filter (class or request selector, pool, allocation by another claim, taint,
 //     capacity, counters, …) removed how many devices and which object did it, and what keeps requests
 //     with enough candidates from fitting together (a constraint, competing requests, the 32-results

@@ -229,7 +229,7 @@ func (x *explainer) device(r *request, cs *claimState, p *pool, d *deviceEntry) 
 	if d.perDevice {
 		ok, err := d.availableOn(a.node)
 		if err != nil {
-			return "", Cause{}, inputError(slice, "spec.devices.nodeSelector", fmt.Errorf("device %s: node selection: %w", d.id.Device, err))
+			return "", Cause{}, nodeInputError(slice, "spec.devices.nodeSelector", fmt.Errorf("device %s: node selection: %w", d.id.Device, err))
 		}
 		if !ok {
 			return ReasonNotOnNode, Cause{Object: slice}, nil
@@ -367,7 +367,7 @@ func (x *explainer) capacity(r *request, cs *claimState, d *deviceEntry) (Cause,
 		return Cause{}, true, nil
 	}
 	if err != nil {
-		return Cause{}, false, inputError(cs.name(), r.path()+".capacity", fmt.Errorf("checking capacity for device %s: %w", d.id, err))
+		return Cause{}, false, nodeInputError(cs.name(), r.path()+".capacity", fmt.Errorf("checking capacity for device %s: %w", d.id, err))
 	}
 	if a.sharedNow(d.id) {
 		l := a.ledger(d)

@@ -195,7 +195,7 @@ func (a *allocation) nodeSelector(results []deviceResult, pin *pinned) (*v1.Node
 			if d.perDevice {
 				field = "spec.devices.nodeSelector"
 			}
-			return nil, inputError("ResourceSlice "+d.slice.name(), field,
+			return nil, nodeInputError("ResourceSlice "+d.slice.name(), field,
 				fmt.Errorf("unsupported node selector with %d terms on allocated device %s", len(sel.NodeSelectorTerms), d.id))
 		}
 	}

@@ -337,7 +337,7 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 		if !ok {
 			a.rollback(u)
 			if must {
-				return false, u, inputError(cs.name(), r.path(), fmt.Errorf("cannot add device %s because a claim constraint would not be satisfied", d.id))
+				return false, u, nodeInputError(cs.name(), r.path(), fmt.Errorf("cannot add device %s because a claim constraint would not be satisfied", d.id))
 			}
 			return false, u, nil
 		}

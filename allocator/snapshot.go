@@ -141,8 +141,12 @@ func (s *Snapshot) DeleteSlice(name string) error {
 }
 
 // AddOrUpdateClass adds a DeviceClass or replaces the one with the same name. The class is copied (unless
-// Options.NoCopy) and its selectors compiled; a selector that does not compile fails the calls that use
-// the class, with the error naming it.
+// Options.NoCopy) and its selectors compiled now. A selector that does not compile is reported at once:
+// validated classes (the default) are refused with the validation errors, leaving the snapshot unchanged.
+// With Options.TrustAPIServer the class is one the cluster holds, so it is added all the same and the
+// first compile error is returned (an *InputError naming the class and spec.selectors[i].cel.expression,
+// wrapping ErrInvalidInput): as in Kubernetes, whose scheduler compiles class selectors when it allocates,
+// the calls whose claims use the class then fail with that error, and calls for other claims are unaffected.
 func (s *Snapshot) AddOrUpdateClass(class *resourceapi.DeviceClass) error {
 	if class == nil {
 		return inputError("DeviceClass", "", errors.New("nil object"))
@@ -154,10 +158,16 @@ func (s *Snapshot) AddOrUpdateClass(class *resourceapi.DeviceClass) error {
 		return err
 	}
 	class = own(s, class)
-	return s.change(func(s *Snapshot) error {
-		s.st.classes[class.Name] = newClassEntry(class, s.env)
+	var compileErr error
+	if err := s.change(func(s *Snapshot) error {
+		ce := newClassEntry(class, s.env)
+		s.st.classes[class.Name] = ce
+		compileErr = ce.compileError()
 		return nil
-	})
+	}); err != nil {
+		return err
+	}
+	return compileErr
 }
 
 // DeleteClass removes the DeviceClass with the given name.

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"fmt"
-	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -357,12 +356,4 @@ func (cc *claimCheck) checkBinding(i int, req *request, r *resourceapi.DeviceReq
 	if !equality.Semantic.DeepEqual(nilIfEmpty(r.SkipNodeOperations), nilIfEmpty(wantSkip)) {
 		cc.violation(RuleBinding, req.name, i, d.id, "skipNodeOperations %v, expected %v", r.SkipNodeOperations, wantSkip)
 	}
-}
-
-// topName returns the top-level request of a request or subrequest reference.
-func topName(ref string) string {
-	if i := strings.IndexByte(ref, '/'); i >= 0 {
-		return ref[:i]
-	}
-	return ref
 }

@@ -69,12 +69,6 @@ func (u *usage) add(claim string, r resourceapi.DeviceRequestAllocationResult, c
 	}
 }
 
-// holds reports whether the allocated state holds the device at all (exclusively or by a share).
-func (u *usage) holds(id DeviceID) bool {
-	_, ex := u.exclusive[id]
-	return ex || len(u.shares[id]) > 0
-}
-
 type placed struct {
 	claim, request string
 	result         int
