@@ -58,6 +58,7 @@ func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.
 	if node == nil {
 		return inputError("Node", "", errors.New("nil object"))
 	}
+	s.ready()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -107,6 +108,7 @@ func (s *Snapshot) namedNode(ctx context.Context, nodeName string) (*v1.Node, er
 	if ctx == nil {
 		return nil, nilContext()
 	}
+	s.ready()
 	s.mu.RLock()
 	node, ok := s.st.nodes[nodeName]
 	closed := s.closed

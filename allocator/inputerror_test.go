@@ -91,3 +91,34 @@ func TestInputErrorNodeDependent(t *testing.T) {
 		})
 	}
 }
+
+// The zero Snapshot is an empty snapshot with the default options, whichever method is called first.
+func TestZeroSnapshot(t *testing.T) {
+	ctx := context.Background()
+	var empty allocator.Snapshot
+	if got, want := empty.Features(), allocator.DefaultFeatures(); got != want {
+		t.Errorf("features of the zero Snapshot: %+v, want %+v", got, want)
+	}
+	if n := len(empty.Nodes()); n != 0 {
+		t.Errorf("zero Snapshot has %d nodes", n)
+	}
+	if err := empty.Discard(); err == nil {
+		t.Error("Discard of the zero Snapshot (not a fork) succeeded")
+	}
+
+	var s allocator.Snapshot
+	if err := s.AddOrUpdateSlice(nodeSlice("s", node1, driverA, "pool", devices("gpu-0")...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddOrUpdateClass(class("gpu")); err != nil {
+		t.Fatal(err)
+	}
+	results, err := s.Allocate(ctx, node(node1, nil), []*resourceapi.ResourceClaim{claim("c", exact("r", "gpu", 1))})
+	if err != nil || len(results) != 1 || results[0].Devices.Results[0].Device != "gpu-0" {
+		t.Fatalf("allocate on the zero Snapshot: %v %v", results, err)
+	}
+	fork := s.Fork()
+	if ok, err := fork.Fits(ctx, node(node1, nil), []*resourceapi.ResourceClaim{claim("d", exact("r", "gpu", 2))}); ok || err != nil {
+		t.Errorf("two devices of one fit on a fork of the zero Snapshot: %v %v", ok, err)
+	}
+}

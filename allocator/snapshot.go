@@ -23,7 +23,11 @@ import (
 //
 // A Snapshot is safe for concurrent use. Allocate calls run in parallel with each other; changes wait for
 // running Allocate calls and are seen by later ones.
+//
+// The zero Snapshot is ready to use: it is an empty snapshot with the zero Options (the default feature
+// gates, FirstFit), as NewSnapshot(Options{}) returns. A Snapshot must not be copied after first use.
 type Snapshot struct {
+	once   sync.Once // initialises the zero Snapshot on first use (see ready)
 	mu     sync.RWMutex
 	st     *state
 	f      Features
@@ -47,14 +51,22 @@ type Snapshot struct {
 
 // NewSnapshot returns an empty snapshot with the given options.
 func NewSnapshot(opts Options) *Snapshot {
+	s := &Snapshot{}
+	s.init(opts)
+	return s
+}
+
+// init sets up an empty snapshot; NewSnapshot calls it before the snapshot is shared, ready on first use
+// of a zero Snapshot.
+func (s *Snapshot) init(opts Options) {
 	f := DefaultFeatures()
 	if opts.Features != nil {
 		f = *opts.Features
 	}
-	s := &Snapshot{st: newState(), f: f, opts: opts, env: opts.CEL, pools: &poolCache{}}
+	s.st, s.f, s.opts, s.env, s.pools = newState(), f, opts, opts.CEL, &poolCache{}
 	if opts.Strategy < FirstFit || opts.Strategy > Spread {
 		s.envErr = fmt.Errorf("%w: unsupported strategy %s", ErrInvalidInput, opts.Strategy)
-		return s
+		return
 	}
 	if s.env == nil {
 		cf := celFeatures(f)
@@ -63,7 +75,16 @@ func NewSnapshot(opts Options) *Snapshot {
 			s.envErr = fmt.Errorf("create CEL environment: %w", s.envErr)
 		}
 	}
-	return s
+}
+
+// ready makes the zero Snapshot usable: every exported method calls it first. Snapshots from NewSnapshot
+// and Fork are set up already; the check is one atomic load.
+func (s *Snapshot) ready() {
+	s.once.Do(func() {
+		if s.st == nil {
+			s.init(Options{})
+		}
+	})
 }
 
 func (s *Snapshot) capOpts() capacity.Options {
@@ -71,10 +92,14 @@ func (s *Snapshot) capOpts() capacity.Options {
 }
 
 // Features returns the feature gates the snapshot was created with.
-func (s *Snapshot) Features() Features { return s.f }
+func (s *Snapshot) Features() Features {
+	s.ready()
+	return s.f
+}
 
 // change runs fn under the write lock and records it for Commit.
 func (s *Snapshot) change(fn func(*Snapshot) error) error {
+	s.ready()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -319,6 +344,7 @@ func (s *Snapshot) DeleteNode(name string) error {
 // number of objects, not their size. A fork can itself be forked, and many forks of one snapshot may be
 // used and committed concurrently.
 func (s *Snapshot) Fork() *Snapshot {
+	s.ready()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return &Snapshot{
@@ -374,6 +400,7 @@ func (s *Snapshot) touchClaim(key types.NamespacedName) {
 // The fork cannot be used after a successful Commit; after a conflict it can still be read (to explain
 // the conflict) and must be discarded. Commit on a snapshot that is not a fork returns an error.
 func (s *Snapshot) Commit() error {
+	s.ready()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.parent == nil {
@@ -437,6 +464,7 @@ func (s *Snapshot) adoptLog(log []func(*Snapshot) error, base map[types.Namespac
 // is not a fork returns an error and leaves the snapshot usable, as Commit does; discarding a fork twice
 // returns [ErrClosed].
 func (s *Snapshot) Discard() error {
+	s.ready()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.parent == nil {
