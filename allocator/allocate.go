@@ -343,7 +343,7 @@ func (a *allocation) prepareClaim(ci int) error {
 			return inputError(cs.name(), requestPath(ri)+".firstAvailable", errors.New("has subrequests, but the DRAPrioritizedList feature is disabled"))
 		}
 		// The stable implementation predates consumable capacity and ignores capacity requests.
-		if !a.f.DRAConsumableCapacity && a.f.implementation() != implStable {
+		if !a.f.DRAConsumableCapacity && implementationOf(a.f) != implStable {
 			if req.Exactly != nil && req.Exactly.Capacity != nil {
 				return inputError(cs.name(), requestPath(ri)+".exactly.capacity", errors.New("has capacity requests, but the DRAConsumableCapacity feature is disabled"))
 			}
@@ -411,7 +411,7 @@ func (a *allocation) prepareClaim(ci int) error {
 		switch {
 		case c.MatchAttribute != nil:
 			cs.constraints[i] = &matchAttribute{constraintBase: base, attr: *c.MatchAttribute}
-		case c.DistinctAttribute != nil && a.f.implementation() != implStable:
+		case c.DistinctAttribute != nil && implementationOf(a.f) != implStable:
 			// The stable implementation does not know distinctAttribute and rejects it below.
 			cs.constraints[i] = &distinctAttribute{constraintBase: base, attr: *c.DistinctAttribute}
 		default:

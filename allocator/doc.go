@@ -94,12 +94,12 @@
 // at that position, so it never tries permutations of equivalent devices (Kubernetes tries them and
 // fails too, so the answers are the same). When a request fails and nothing ties it or the requests
 // after it to the ones before (no shared device, counter set or constraint), no other choice before it
-// can help, and the search ends. Over 100,000 clusters drawn by fuzz.ClusterGen(fuzz.AllFeatures()) the
+// can help, and the search ends. Over 100,000 clusters drawn by fuzz.ClusterGen(fuzz.AllOptions()) the
 // hardest call took 131,075 steps, and none took longer than 0.4 s on a shared 2-core machine.
 // Options.StepBudget bounds what is left, and running out of it is reported as [ErrSearchBudget], never
 // as [ErrUnsatisfiable].
 //
-// Imports: celenv (CEL selectors), capacity (consumable capacity and shared counters), taints (device
+// Imports: allocator/gates (the feature gates; [Features] is gates.Features), celenv (CEL selectors), capacity (consumable capacity and shared counters), taints (device
 // taints and tolerations), allocator/validation (API validation of added objects), k8s.io/api, k8s.io/apimachinery and k8s.io/component-helpers (node selector
 // matching). Nothing in dralloc imports allocator's internals.
 package allocator

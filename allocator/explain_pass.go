@@ -204,7 +204,7 @@ func (x *explainer) request(r *request) (RequestExplanation, []candidate, error)
 func (x *explainer) device(r *request, cs *claimState, p *pool, d *deviceEntry) (Reason, Cause, error) {
 	a := x.a
 	slice := "ResourceSlice " + d.slice.name()
-	if !a.f.bindingAndStatus() && d.binding {
+	if !bindingAndStatus(a.f) && d.binding {
 		return ReasonBindingConditions, Cause{Object: slice}, nil
 	}
 	for _, class := range []bool{true, false} {
@@ -243,7 +243,7 @@ func (x *explainer) device(r *request, cs *claimState, p *pool, d *deviceEntry) 
 			return ReasonCapacity, c, err
 		}
 	}
-	if d.skipNodeOps && a.f.implementation() == implExperimental &&
+	if d.skipNodeOps && implementationOf(a.f) == implExperimental &&
 		(!a.f.DRAOptionalNodeOperations || !nodeDeclares(a.node.Status.DeclaredFeatures, "DRAOptionalNodeOperations")) {
 		return ReasonNodeOperations, Cause{Object: slice}, nil
 	}

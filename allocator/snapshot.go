@@ -88,7 +88,7 @@ func (s *Snapshot) ready() {
 }
 
 func (s *Snapshot) capOpts() capacity.Options {
-	return capacity.Options{DisableFractionalCapacityRange: !s.f.DRAFractionalCapacityRange}
+	return capacity.Options{Features: &s.f}
 }
 
 // Features returns the feature gates the snapshot was created with.

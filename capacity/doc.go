@@ -3,7 +3,8 @@
 // across the shares of a device with allowMultipleAllocations, how partitionable devices draw on the shared
 // counters of their pool, and what a claim charges against a quota.
 //
-// The package is a leaf: it imports only the Kubernetes API types (k8s.io/api, k8s.io/apimachinery) and the
+// The package is a leaf: it imports only the Kubernetes API types (k8s.io/api, k8s.io/apimachinery), of this
+// module only allocator/gates (the feature gates, a package that imports nothing), and the
 // standard library. Everything here is pure computation, so schedulers, autoscalers, quota systems and
 // admission webhooks can use it without a cluster.
 //

@@ -8,6 +8,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dralloc/dralloc/allocator/gates"
 )
 
 func q(s string) resource.Quantity { return resource.MustParse(s) }
@@ -47,7 +49,9 @@ func ExampleConsumed_fractional() {
 	}
 	req := map[resourceapi.QualifiedName]resource.Quantity{"cores": q("250m")}
 	fractional, _ := capacity.Consumed(req, cores, capacity.Options{})
-	integer, _ := capacity.Consumed(req, cores, capacity.Options{DisableFractionalCapacityRange: true})
+	integerOnly := gates.Default()
+	integerOnly.DRAFractionalCapacityRange = false
+	integer, _ := capacity.Consumed(req, cores, capacity.Options{Features: &integerOnly})
 	f, i := fractional["cores"], integer["cores"]
 	fmt.Println(f.String(), i.String())
 	// Output: 300m 1

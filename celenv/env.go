@@ -109,7 +109,7 @@ func (e *Env) init(opts Options) error {
 	// sees the newest one; new expressions see the one the gates select.
 	multiAlloc, listAttrs := true, true
 	if opts.NewExpressions {
-		multiAlloc, listAttrs = features.ConsumableCapacity, features.ListTypeAttributes
+		multiAlloc, listAttrs = features.DRAConsumableCapacity, features.DRAListTypeAttributes
 	}
 	e.attributeType = cel.AnyType
 	if listAttrs {
@@ -166,7 +166,7 @@ func baseOptions(newExpressions bool, features Features) []cel.EnvOption {
 	}
 	// Kubernetes 1.37 adds "includes" to its list library; a 1.36-compatible
 	// environment only has it when list-type attributes are enabled.
-	opts = append(opts, cel.Lib(listsLibrary{withIncludes: !newExpressions || features.ListTypeAttributes}))
+	opts = append(opts, cel.Lib(listsLibrary{withIncludes: !newExpressions || features.DRAListTypeAttributes}))
 	return opts
 }
 
@@ -274,7 +274,7 @@ func (e *Env) compile(expression string, derived bool) (*program, error) {
 // attributes yield a scalar (string, int, bool, semver) or a list of them.
 func (e *Env) checkOutputType(t *cel.Type, derived bool) string {
 	if derived {
-		allowList := e.features.ListTypeAttributes || !e.newExpr
+		allowList := e.features.DRAListTypeAttributes || !e.newExpr
 		if isAllowedDerivedType(t, allowList) {
 			return ""
 		}

@@ -179,13 +179,13 @@ func resultFor(c *Cluster, ci int, req string, d DeviceRef, share int) resourcea
 	if e != nil && ptr.Deref(e.AdminAccess, false) {
 		r.AdminAccess = ptr.To(true)
 	}
-	if c.Features.DRAConsumableCapacity && ptr.Deref(d.Device.AllowMultipleAllocations, false) {
+	if c.Gates().DRAConsumableCapacity && ptr.Deref(d.Device.AllowMultipleAllocations, false) {
 		r.ShareID = ptr.To(types.UID(fmt.Sprintf("bf-%d", share)))
 		var requests map[resourceapi.QualifiedName]resource.Quantity
 		if e != nil && e.Capacity != nil {
 			requests = e.Capacity.Requests
 		}
-		if consumed, err := capacity.Consumed(requests, d.Device.Capacity, capacity.Options{DisableFractionalCapacityRange: !c.Features.DRAFractionalCapacityRange}); err == nil && len(consumed) > 0 {
+		if consumed, err := capacity.Consumed(requests, d.Device.Capacity, capacity.Options{Features: c.Features}); err == nil && len(consumed) > 0 {
 			r.ConsumedCapacity = consumed
 		}
 	}

@@ -111,7 +111,8 @@ func Charges(c *pods.Cluster, inv *capacity.Inventory, pending []*v1.Pod) (*Quot
 		}
 		q.Allocated[claim.Namespace] = sum(q.Allocated[claim.Namespace], ch)
 	}
-	opts := capacity.Options{DisableFractionalCapacityRange: !snap.Features().DRAFractionalCapacityRange}
+	features := snap.Features()
+	opts := capacity.Options{Features: &features}
 	for _, pod := range pending {
 		ch, err := pendingCharge(c, inv, pod, opts)
 		if err != nil {

@@ -177,7 +177,7 @@ func (c *checker) checkUsage(claims []*resourceapi.ResourceClaim, results []reso
 	}
 	// The stable variant of the Kubernetes allocator only sees exclusive allocations, so shares draw no counters
 	// there.
-	if c.features.variant() >= variantIncubating {
+	if variantOf(c.features) >= variantIncubating {
 		for id := range c.state.shares {
 			counted[id] = true
 		}
@@ -220,7 +220,7 @@ func (c *checker) consumedFor(req *request, d *device) (map[resourceapi.Qualifie
 	if req.capacity != nil {
 		requests = req.capacity.Requests
 	}
-	return capacity.Consumed(requests, d.dev.Capacity, capacity.Options{DisableFractionalCapacityRange: !c.features.DRAFractionalCapacityRange})
+	return capacity.Consumed(requests, d.dev.Capacity, capacity.Options{Features: &c.features})
 }
 
 func (c *checker) checkCapacityTotals(newConsumed map[DeviceID]map[resourceapi.QualifiedName]resource.Quantity, lastUse map[DeviceID]placed) {

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 
+	"github.com/dralloc/dralloc/allocator/gates"
 	"github.com/dralloc/dralloc/celenv"
 	"github.com/dralloc/dralloc/taints"
 )
@@ -31,46 +32,15 @@ type Input struct {
 	CEL *celenv.Env
 }
 
-// Features are the Kubernetes feature gates that change what a valid allocation is. The fields are those of
-// allocator.Features, in the same order, so one type converts into the other.
-type Features struct {
-	DRAAdminAccess               bool
-	DRAPrioritizedList           bool
-	DRADeviceTaints              bool
-	DRAPartitionableDevices      bool
-	DRAConsumableCapacity        bool
-	DRAFractionalCapacityRange   bool
-	DRADeviceBindingConditions   bool
-	DRAResourceClaimDeviceStatus bool
-	DRAListTypeAttributes        bool
-	DRAOptionalNodeOperations    bool
-	DRADerivedAttributes         bool
-	DRADeviceCompatibilityGroups bool
-}
+// Features are the Kubernetes feature gates that change what a valid allocation is: gates.Features, the
+// one type every package of dralloc takes (allocator.Features is the same type).
+type Features = gates.Features
 
-// DefaultFeatures returns the gates Kubernetes 1.37 enables by default: the beta and GA ones.
-func DefaultFeatures() Features {
-	return Features{
-		DRAAdminAccess:               true,
-		DRAPrioritizedList:           true,
-		DRADeviceTaints:              true,
-		DRAPartitionableDevices:      true,
-		DRAConsumableCapacity:        true,
-		DRAFractionalCapacityRange:   true,
-		DRADeviceBindingConditions:   true,
-		DRAResourceClaimDeviceStatus: true,
-	}
-}
+// DefaultFeatures returns the gates Kubernetes 1.37 enables by default: the beta and GA ones (gates.Default).
+func DefaultFeatures() Features { return gates.Default() }
 
-// AllFeatures returns every gate switched on.
-func AllFeatures() Features {
-	f := DefaultFeatures()
-	f.DRAListTypeAttributes = true
-	f.DRAOptionalNodeOperations = true
-	f.DRADerivedAttributes = true
-	f.DRADeviceCompatibilityGroups = true
-	return f
-}
+// AllFeatures returns every gate switched on (gates.All).
+func AllFeatures() Features { return gates.All() }
 
 // variant is the implementation of the Kubernetes allocator that the gates select: Kubernetes uses the most
 // stable one that supports every enabled gate, and the older ones do not know some newer fields at all.
@@ -82,7 +52,7 @@ const (
 	variantExperimental                // + list-type attributes, optional node operations, derived attributes, compatibility groups
 )
 
-func (f Features) variant() variant {
+func variantOf(f Features) variant {
 	switch {
 	case f.DRAListTypeAttributes || f.DRAOptionalNodeOperations || f.DRADerivedAttributes || f.DRADeviceCompatibilityGroups:
 		return variantExperimental
@@ -176,8 +146,8 @@ func Check(ctx context.Context, in Input, claims []*resourceapi.ResourceClaim, r
 	if env == nil {
 		var err error
 		env, err = celenv.NewEnv(celenv.Options{Features: &celenv.Features{
-			ConsumableCapacity: features.DRAConsumableCapacity,
-			ListTypeAttributes: features.DRAListTypeAttributes,
+			DRAConsumableCapacity: features.DRAConsumableCapacity,
+			DRAListTypeAttributes: features.DRAListTypeAttributes,
 		}})
 		if err != nil {
 			return nil, fmt.Errorf("%w: cel environment: %w", ErrInput, err)
