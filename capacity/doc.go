@@ -20,6 +20,11 @@
 //   - [ValidateQuantity] and [ValidateCapacity]: the bounds every entry point checks before any arithmetic,
 //     refusing quantities such as 1E100000000 that parse but would make arithmetic run for minutes.
 //
+// Concurrency: the functions ([Consumed], [ConsumedRange], [ChargeClaim], [ChargeAllocation], the validations)
+// only read their arguments and are safe for concurrent use, and so is an [Inventory] once built. A [Ledger] or
+// a [Counters] is running state that changes with every Add and Remove: it is not safe for concurrent use;
+// give each goroutine (each search) its own, or guard it.
+//
 // Devices that cannot serve a request are reported with [ErrUnsuitable]; invalid input (a policy that the
 // API would reject, a negative or unrepresentable amount) yields other errors that name the capacity and field.
 package capacity

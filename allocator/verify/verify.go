@@ -129,6 +129,9 @@ var ErrInput = errors.New("invalid verify input")
 // the state in. The order of violations follows the claims and their results. An empty list means the
 // allocation is valid. The error is non-nil only when checking is impossible: mismatched lengths, a nil claim, a
 // taint rule the API would reject, or a cancelled context. Inputs are not mutated.
+//
+// Check is safe for concurrent use: calls only read their arguments and share nothing but Input.CEL, an
+// environment that is itself safe for concurrent use (pass one to share its compile cache across calls).
 func Check(ctx context.Context, in Input, claims []*resourceapi.ResourceClaim, results []resourceapi.AllocationResult) ([]Violation, error) {
 	if len(claims) != len(results) {
 		return nil, fmt.Errorf("%w: %d claims but %d results", ErrInput, len(claims), len(results))
