@@ -42,8 +42,8 @@ type Plan struct {
 	Now, Later []Eviction
 	// Pods are the pods to evict, ordered by time, then namespace and name.
 	Pods []PodEviction
-	// RuleStatus is, per DeviceTaintRule of the evaluator, the status a controller would write: the
-	// EvictionInProgress condition with the number of pods and claims affected.
+	// RuleStatus is, per DeviceTaintRule of the evaluator, the status the eviction controller would write:
+	// the EvictionInProgress condition with its reason and message (see the Reason constants).
 	RuleStatus map[string]resourceapi.DeviceTaintRuleStatus
 }
 
@@ -62,8 +62,9 @@ type Plan struct {
 //
 // A taint without timeAdded (the API server always sets it) counts as added at now. Devices that are not in
 // any slice have no taints of their own, but rules match them by the driver, pool and device name recorded in
-// the allocation, as for the controller. For each rule the status reports the pods it evicts, or,
-// for a rule whose effect is not NoExecute, the pods it would evict if its effect were NoExecute.
+// the allocation, as for the controller. For each rule the status is the controller's condition: for a
+// NoExecute rule the pods it evicts and their namespaces, for a None rule the devices it selects and the pods
+// it would evict if its effect were NoExecute, for other effects that they evict nothing.
 func (e *Evaluator) Plan(now time.Time, slices []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim) (Plan, error) {
 	devices := map[DeviceID]*resourceapi.Device{}
 	for i, s := range slices {
@@ -78,11 +79,16 @@ func (e *Evaluator) Plan(now time.Time, slices []*resourceapi.ResourceSlice, cla
 			}
 		}
 	}
-	type ruleCount struct {
-		claims int
-		pods   map[types.NamespacedName]bool
+	counts := map[string]*ruleCounts{}
+	countsOf := func(name string) *ruleCounts {
+		rc := counts[name]
+		if rc == nil {
+			rc = &ruleCounts{pods: map[types.NamespacedName]bool{}, namespaces: map[string]bool{}}
+			counts[name] = rc
+		}
+		return rc
 	}
-	counts := map[string]*ruleCount{}
+	countPublished(e, slices, func(r *rule) { countsOf(r.name).publishedDevices++ })
 	var plan Plan
 	podAt := map[PodEviction]time.Time{}
 	for ci, c := range claims {
@@ -125,19 +131,22 @@ func (e *Evaluator) Plan(now time.Time, slices []*resourceapi.ResourceSlice, cla
 				}
 			}
 			e.each(id.Driver, id.Pool, id.Device, func(r *rule) {
-				consider(r.taint, r.name, r.taint.Effect != resourceapi.DeviceTaintEffectNoExecute)
+				countsOf(r.name).allocatedDevices++
+				// The controller simulates a None rule as NoExecute; other effects never evict.
+				switch r.taint.Effect {
+				case resourceapi.DeviceTaintEffectNoExecute:
+					consider(r.taint, r.name, false)
+				case resourceapi.DeviceTaintEffectNone:
+					consider(r.taint, r.name, true)
+				}
 			})
 		}
 		pods := podsOf(c)
 		for name := range rulesHit {
-			rc := counts[name]
-			if rc == nil {
-				rc = &ruleCount{pods: map[types.NamespacedName]bool{}}
-				counts[name] = rc
-			}
-			rc.claims++
+			rc := countsOf(name)
 			for _, p := range pods {
 				rc.pods[types.NamespacedName{Namespace: c.Namespace, Name: p.Name}] = true
+				rc.namespaces[c.Namespace] = true
 			}
 		}
 		if best == nil {
@@ -178,14 +187,42 @@ func (e *Evaluator) Plan(now time.Time, slices []*resourceapi.ResourceSlice, cla
 		plan.RuleStatus = make(map[string]resourceapi.DeviceTaintRuleStatus, len(e.rules))
 		for i := range e.rules {
 			r := &e.rules[i]
-			var nc, np int
+			var n ruleCounts
 			if rc := counts[r.name]; rc != nil {
-				nc, np = rc.claims, len(rc.pods)
+				n = *rc
 			}
-			plan.RuleStatus[r.name] = ruleStatus(r, nc, np, now)
+			plan.RuleStatus[r.name] = ruleStatus(r, n, now)
 		}
 	}
 	return plan, nil
+}
+
+// countPublished calls fn for every rule with effect None that selects a device of the newest generation
+// of its pool, once per device, as the controller counts "published devices selected" (other rules' counts
+// are never shown).
+func countPublished(e *Evaluator, slices []*resourceapi.ResourceSlice, fn func(*rule)) {
+	if e == nil {
+		return
+	}
+	newest := map[[2]string]int64{}
+	for _, s := range slices {
+		k := [2]string{s.Spec.Driver, s.Spec.Pool.Name}
+		if g, ok := newest[k]; !ok || s.Spec.Pool.Generation > g {
+			newest[k] = s.Spec.Pool.Generation
+		}
+	}
+	for _, s := range slices {
+		if s.Spec.Pool.Generation != newest[[2]string{s.Spec.Driver, s.Spec.Pool.Name}] {
+			continue
+		}
+		for j := range s.Spec.Devices {
+			e.each(s.Spec.Driver, s.Spec.Pool.Name, s.Spec.Devices[j].Name, func(r *rule) {
+				if r.taint.Effect == resourceapi.DeviceTaintEffectNone {
+					fn(r)
+				}
+			})
+		}
+	}
 }
 
 // dueAt returns when a NoExecute taint evicts a device allocated with the given tolerations, and false when
@@ -244,32 +281,72 @@ func sortEvictions(ev []Eviction) {
 	})
 }
 
-// Reasons of the EvictionInProgress condition written by [Evaluator.Plan].
+// Reasons of the EvictionInProgress condition written by [Evaluator.Plan], as kube-controller-manager's
+// device taint eviction controller writes them (pkg/controller/devicetainteviction, Kubernetes 1.37).
 const (
-	ReasonPodsPendingEviction   = "PodsPendingEviction"
-	ReasonNoPodsPendingEviction = "NoPodsPendingEviction"
-	ReasonNotNoExecute          = "EffectNotNoExecute"
+	// ReasonPodsPendingEviction: a NoExecute rule with pods still to evict (status True).
+	ReasonPodsPendingEviction = "PodsPendingEviction"
+	// ReasonNotStarted: a NoExecute rule with no pod to evict. The controller says "Completed" once it has
+	// evicted pods since it started; a plan has no such history and never does.
+	ReasonNotStarted = "NotStarted"
+	// ReasonNoEffect: a rule with effect None; the message says what it would evict as NoExecute.
+	ReasonNoEffect = "NoEffect"
+	// ReasonOtherEffect: a rule with any other effect (NoSchedule, or one unknown to this version).
+	ReasonOtherEffect = "OtherEffect"
 )
 
-func ruleStatus(r *rule, claims, pods int, now time.Time) resourceapi.DeviceTaintRuleStatus {
+// ruleCounts are what the controller counts for a rule's condition: pods whose eviction the rule causes
+// (would cause, for effect None) and their namespaces, and the devices it selects in the newest generation
+// of each pool and among the allocated results.
+type ruleCounts struct {
+	pods             map[types.NamespacedName]bool
+	namespaces       map[string]bool
+	publishedDevices int
+	allocatedDevices int
+}
+
+// ruleStatus is the condition the controller writes (its updateRuleStatus), in its words: the messages are
+// the controller's, so a plan's status reads as the cluster's would.
+func ruleStatus(r *rule, n ruleCounts, now time.Time) resourceapi.DeviceTaintRuleStatus {
 	cond := metav1.Condition{
 		Type:               resourceapi.DeviceTaintConditionEvictionInProgress,
+		Status:             metav1.ConditionFalse,
 		ObservedGeneration: r.generation,
 		LastTransitionTime: metav1.NewTime(now),
 	}
-	switch {
-	case r.taint.Effect != resourceapi.DeviceTaintEffectNoExecute:
-		cond.Status = metav1.ConditionFalse
-		cond.Reason = ReasonNotNoExecute
-		cond.Message = fmt.Sprintf("%d pods in %d claims would be evicted if the effect was NoExecute", pods, claims)
-	case pods > 0 || claims > 0:
+	pods, namespaces := len(n.pods), len(n.namespaces)
+	switch r.taint.Effect {
+	case resourceapi.DeviceTaintEffectNoExecute:
+		if pods == 0 {
+			cond.Reason = ReasonNotStarted
+			break
+		}
 		cond.Status = metav1.ConditionTrue
 		cond.Reason = ReasonPodsPendingEviction
-		cond.Message = fmt.Sprintf("%d pods in %d claims pending eviction", pods, claims)
+		cond.Message = plural(pods, "pod needs", "pods need") + " to be evicted in " + namespacesPhrase(namespaces) + "."
+	case resourceapi.DeviceTaintEffectNone:
+		cond.Reason = ReasonNoEffect
+		cond.Message = plural(n.publishedDevices, "published device", "published devices") + " selected. " +
+			plural(n.allocatedDevices, "allocated device", "allocated devices") + " selected. " +
+			plural(pods, "pod", "pods") + " would be evicted in " + namespacesPhrase(namespaces) +
+			" if the effect was NoExecute. This information will not be updated again. Recreate the DeviceTaintRule to trigger an update."
 	default:
-		cond.Status = metav1.ConditionFalse
-		cond.Reason = ReasonNoPodsPendingEviction
-		cond.Message = "no pods pending eviction"
+		cond.Reason = ReasonOtherEffect
+		cond.Message = "Eviction only happens for the NoExecute effect."
 	}
 	return resourceapi.DeviceTaintRuleStatus{Conditions: []metav1.Condition{cond}}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func namespacesPhrase(n int) string {
+	if n == 1 {
+		return "1 namespace"
+	}
+	return fmt.Sprintf("%d different namespaces", n)
 }

@@ -123,11 +123,12 @@ func TestPlanWithRules(t *testing.T) {
 		t.Fatalf("pods %v", pods)
 	}
 	drain := plan.RuleStatus["drain-gpu-3"].Conditions[0]
-	if drain.Type != "EvictionInProgress" || drain.Status != metav1.ConditionTrue || drain.ObservedGeneration != 2 || drain.Message != "3 pods in 2 claims pending eviction" {
+	if drain.Type != "EvictionInProgress" || drain.Status != metav1.ConditionTrue || drain.ObservedGeneration != 2 || drain.Reason != "PodsPendingEviction" || drain.Message != "3 pods need to be evicted in 1 namespace." {
 		t.Fatalf("drain status %+v", drain)
 	}
 	probe := plan.RuleStatus["probe-node-1"].Conditions[0]
-	if probe.Status != metav1.ConditionFalse || probe.Message != "4 pods in 3 claims would be evicted if the effect was NoExecute" {
+	if probe.Status != metav1.ConditionFalse || probe.Reason != "NoEffect" ||
+		probe.Message != "2 published devices selected. 3 allocated devices selected. 4 pods would be evicted in 1 namespace if the effect was NoExecute. This information will not be updated again. Recreate the DeviceTaintRule to trigger an update." {
 		t.Fatalf("probe status %+v", probe)
 	}
 }
@@ -164,5 +165,51 @@ func TestPlanRulesMatchUnpublishedDevices(t *testing.T) {
 	}
 	if len(plan.Now) != 1 || plan.Now[0].Rule != "drain-node-1" {
 		t.Fatalf("now %+v", plan.Now)
+	}
+}
+
+// TestPlanRuleStatusReasons checks each reason and the singular forms of the controller's messages
+// (kube-controller-manager's devicetainteviction updateRuleStatus): a None rule counts only the newest
+// generation of a pool, a NoSchedule rule says it never evicts, a NoExecute rule without pods has not started.
+func TestPlanRuleStatusReasons(t *testing.T) {
+	added := metav1.NewTime(t0)
+	rule := func(name string, effect resourceapi.DeviceTaintEffect, device string) *resourceapi.DeviceTaintRule {
+		return &resourceapi.DeviceTaintRule{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourceapi.DeviceTaintRuleSpec{
+			DeviceSelector: &resourceapi.DeviceTaintSelector{Pool: sp("node-1"), Device: sp(device)},
+			Taint:          resourceapi.DeviceTaint{Key: "k", Effect: effect, TimeAdded: &added}}}
+	}
+	e, err := NewEvaluator([]*resourceapi.DeviceTaintRule{
+		rule("probe-gpu-0", none, "gpu-0"), rule("fence-gpu-0", noSchedule, "gpu-0"),
+		rule("drain-gpu-9", noExecute, "gpu-9"), rule("drain-gpu-0", noExecute, "gpu-0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := slice("node-1", resourceapi.Device{Name: "gpu-0"})
+	current := slice("node-1", resourceapi.Device{Name: "gpu-0"})
+	current.Spec.Pool.Generation = 1
+	other := claim("b", []string{"q"}, result("gpu-0"))
+	other.Namespace = "serving"
+	plan, err := e.Plan(t0, []*resourceapi.ResourceSlice{old, current}, []*resourceapi.ResourceClaim{claim("a", []string{"p"}, result("gpu-0")), other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][3]string{
+		"probe-gpu-0": {"False", "NoEffect", "1 published device selected. 2 allocated devices selected. 2 pods would be evicted in 2 different namespaces if the effect was NoExecute. This information will not be updated again. Recreate the DeviceTaintRule to trigger an update."},
+		"fence-gpu-0": {"False", "OtherEffect", "Eviction only happens for the NoExecute effect."},
+		"drain-gpu-9": {"False", "NotStarted", ""},
+		"drain-gpu-0": {"True", "PodsPendingEviction", "2 pods need to be evicted in 2 different namespaces."},
+	}
+	for name, w := range want {
+		c := plan.RuleStatus[name].Conditions[0]
+		if got := [3]string{string(c.Status), c.Reason, c.Message}; got != w {
+			t.Errorf("%s: got %q, want %q", name, got, w)
+		}
+	}
+	one, err := e.Plan(t0, []*resourceapi.ResourceSlice{current}, []*resourceapi.ResourceClaim{claim("a", []string{"p"}, result("gpu-0"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := one.RuleStatus["drain-gpu-0"].Conditions[0].Message; got != "1 pod needs to be evicted in 1 namespace." {
+		t.Errorf("singular: %q", got)
 	}
 }

@@ -123,7 +123,7 @@ func ExampleEvaluator_Plan() {
 	// Output:
 	// now: ml/train because of maintenance-gpu-3
 	// later: ml/serve at 12:09:00
-	// 2 pods in 2 claims pending eviction
+	// 2 pods need to be evicted in 1 namespace.
 }
 
 func ExampleEvaluator_Conditions() {

@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -48,7 +49,9 @@ func main() {
 func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("autoscaler", flag.ContinueOnError)
 	costs := fs.String("cost", "dgxa100=1,dgxh100=3,dgxh200=4,dgxb200=6", "node types and the cost of one node, cheapest preferred")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return nil // the usage is printed; asking for it is no failure
+	} else if err != nil {
 		return err
 	}
 	var nodeTypes []scaling.NodeType

@@ -38,3 +38,10 @@ func TestCostFlagRejectsBadEntries(t *testing.T) {
 		}
 	}
 }
+
+func TestHelpExitsZero(t *testing.T) {
+	var out bytes.Buffer
+	if err := run([]string{"--help"}, &out); err != nil || out.Len() != 0 {
+		t.Errorf("--help: err %v, stdout %q", err, out.String())
+	}
+}

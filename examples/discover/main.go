@@ -44,7 +44,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	mock := fs.String("mock", "", "read a go-nvml mock server instead of the real NVML: "+strings.Join(nvmlmock.Names(), ", "))
 	node := fs.String("node", "", "node name, also the pool name (default: $NODE_NAME, else the host name)")
 	mode := fs.String("mode", "gpu", "how to publish the GPUs: gpu, static-mig or dynamic-mig")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return nil // the usage is printed; asking for it is no failure
+	} else if err != nil {
 		return err
 	}
 	m, ok := modes[*mode]

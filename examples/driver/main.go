@@ -44,7 +44,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	mock := fs.String("mock", "dgxh100", "the go-nvml mock server to drive: "+strings.Join(nvmlmock.Names(), ", "))
 	node := fs.String("node", "dgx-1", "node name, also the pool name")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return nil // the usage is printed; asking for it is no failure
+	} else if err != nil {
 		return err
 	}
 	lib, err := nvmlmock.New(*mock)

@@ -35,3 +35,10 @@ func TestDriverRejectsAnUnknownMock(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestDriverHelpExitsZero(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := run([]string{"--help"}, &out, &errOut); err != nil || out.Len() != 0 {
+		t.Errorf("--help: err %v, stdout %q", err, out.String())
+	}
+}

@@ -129,19 +129,15 @@ func TestDiscoverMockServers(t *testing.T) {
 			if d.Node.DriverVersion != m.driver || d.Node.CUDADriverVersion != m.cuda {
 				t.Errorf("versions %q %q, want %q %q", d.Node.DriverVersion, d.Node.CUDADriverVersion, m.driver, m.cuda)
 			}
-			// The mocks implement everything discovery reads except the NUMA node.
-			if len(d.Unknown) != 8 {
-				t.Errorf("unknown = %v, want the 8 NUMA nodes", d.Unknown)
-			}
-			for _, u := range d.Unknown {
-				if !strings.Contains(u, ".numaNode: not implemented") {
-					t.Errorf("unexpected unknown %q", u)
-				}
+			// The mocks implement everything discovery reads; the NUMA node they do not model
+			// is not supported, so absent rather than unknown.
+			if len(d.Unknown) != 0 {
+				t.Errorf("unknown = %v, want none", d.Unknown)
 			}
 			for i, g := range d.Node.GPUs {
 				if g.Index != i || g.Minor != i || g.ProductName != m.product || g.Architecture != m.arch || g.Brand != "Nvidia" ||
 					g.CUDAComputeCapability != m.cc || g.MemoryBytes != m.memMiB<<20 || !g.MIGCapable || g.MIGEnabled ||
-					g.PCIBusID != fmt.Sprintf("0000:%02x:00.0", i) || !strings.HasPrefix(g.UUID, "GPU-") {
+					g.PCIBusID != fmt.Sprintf("0000:%02x:00.0", i) || !strings.HasPrefix(g.UUID, "GPU-") || g.NUMANode != nil {
 					t.Errorf("gpu %d = %+v", i, g)
 				}
 				got := map[int]profileFigures{}
@@ -243,7 +239,7 @@ func TestDiscoverTreatsNotSupportedAsAbsent(t *testing.T) {
 		t.Errorf("unsupported MIG and brand were not absent: %+v", g)
 	}
 	for _, u := range d.Unknown {
-		if strings.HasPrefix(u, "gpus[0].") && !strings.HasPrefix(u, "gpus[0].numaNode") {
+		if strings.HasPrefix(u, "gpus[0].") {
 			t.Errorf("not supported was reported as unknown: %s", u)
 		}
 	}
@@ -407,5 +403,20 @@ func TestDiscoverReadsPCIeRootFromSysfs(t *testing.T) {
 	}
 	if g := d.Node.GPUs[1]; g.PCIeRoot != "" || !strings.Contains(strings.Join(d.Unknown, "\n"), "gpus[1].pcieRoot: resolving PCIe root") {
 		t.Errorf("GPU 1 has no sysfs entry: root %q, unknown %v", g.PCIeRoot, d.Unknown)
+	}
+}
+
+func TestDiscoverReadsTheNUMANodeWhereNVMLKnowsIt(t *testing.T) {
+	s, _ := nvmlmock.New("dgxh100")
+	s.Devices[5].(*server.Device).GetNumaNodeIdFunc = func() (int, gonvml.Return) { return 1, gonvml.SUCCESS }
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := d.Node.GPUs[5].NUMANode; n == nil || *n != 1 {
+		t.Errorf("GPU 5 NUMA node = %v, want 1", n)
+	}
+	if d.Node.GPUs[4].NUMANode != nil || len(d.Unknown) != 0 {
+		t.Errorf("GPU 4 NUMA node = %v, unknown %v: want absent, none", d.Node.GPUs[4].NUMANode, d.Unknown)
 	}
 }

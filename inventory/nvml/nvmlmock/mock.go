@@ -38,7 +38,10 @@ var ErrUnknownMock = errors.New("unknown mock server")
 // New returns the named mock server, initialised-ready (its Init succeeds),
 // with stable UUIDs ("GPU-" and a UUID derived from the server name and GPU
 // index) and GetPciInfo returning the mock's bus ID in BusId, in NVML's form
-// with an eight-digit domain.
+// with an eight-digit domain. The mocks do not model NUMA affinity: their
+// GetNumaNodeId answers ERROR_NOT_SUPPORTED, as NVML does on a system that
+// reports none, so discovery leaves the NUMA node absent instead of
+// reporting an unimplemented call.
 func New(name string) (*server.Server, error) {
 	mk, ok := servers[name]
 	if !ok {
@@ -58,6 +61,7 @@ func New(name string) (*server.Server, error) {
 			}
 			return p, gonvml.SUCCESS
 		}
+		dev.GetNumaNodeIdFunc = func() (int, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED }
 	}
 	return s, nil
 }
