@@ -58,6 +58,7 @@ func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.
 	if node == nil {
 		return inputError("Node", "", errors.New("nil object"))
 	}
+	s.ready()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -85,9 +86,29 @@ func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.
 
 // AllocateOnNode is Allocate for a node added with [Snapshot.AddOrUpdateNode].
 func (s *Snapshot) AllocateOnNode(ctx context.Context, nodeName string, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {
+	node, err := s.namedNode(ctx, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	return s.Allocate(ctx, node, claims)
+}
+
+// FitsOnNode is Fits for a node added with [Snapshot.AddOrUpdateNode]; a name the snapshot does not
+// hold is invalid input, as for AllocateOnNode.
+func (s *Snapshot) FitsOnNode(ctx context.Context, nodeName string, claims []*resourceapi.ResourceClaim) (bool, error) {
+	node, err := s.namedNode(ctx, nodeName)
+	if err != nil {
+		return false, err
+	}
+	return s.Fits(ctx, node, claims)
+}
+
+// namedNode is the node the snapshot holds under the name, for the *OnNode calls.
+func (s *Snapshot) namedNode(ctx context.Context, nodeName string) (*v1.Node, error) {
 	if ctx == nil {
 		return nil, nilContext()
 	}
+	s.ready()
 	s.mu.RLock()
 	node, ok := s.st.nodes[nodeName]
 	closed := s.closed
@@ -100,7 +121,7 @@ func (s *Snapshot) AllocateOnNode(ctx context.Context, nodeName string, claims [
 	case !ok:
 		return nil, inputError("Node "+nodeName, "", errors.New("not in the snapshot"))
 	}
-	return s.Allocate(ctx, node, claims)
+	return node, nil
 }
 
 // allocation is the working state of one Allocate call.
@@ -330,7 +351,7 @@ func (a *allocation) prepareClaim(ci int) error {
 			return inputError(cs.name(), requestPath(ri)+".firstAvailable", errors.New("has subrequests, but the DRAPrioritizedList feature is disabled"))
 		}
 		// The stable implementation predates consumable capacity and ignores capacity requests.
-		if !a.f.DRAConsumableCapacity && a.f.implementation() != implStable {
+		if !a.f.DRAConsumableCapacity && implementationOf(a.f) != implStable {
 			if req.Exactly != nil && req.Exactly.Capacity != nil {
 				return inputError(cs.name(), requestPath(ri)+".exactly.capacity", errors.New("has capacity requests, but the DRAConsumableCapacity feature is disabled"))
 			}
@@ -405,7 +426,7 @@ func (a *allocation) prepareClaim(ci int) error {
 			}
 			*m = matchAttribute{constraintBase: base, attr: *c.MatchAttribute, sets: m.sets}
 			cs.constraints[i] = m
-		case c.DistinctAttribute != nil && a.f.implementation() != implStable:
+		case c.DistinctAttribute != nil && implementationOf(a.f) != implStable:
 			// The stable implementation does not know distinctAttribute and rejects it below.
 			m, _ := cs.constraints[i].(*distinctAttribute)
 			if m == nil {
@@ -486,7 +507,7 @@ func (a *allocation) prepareRequest(ci int, r *request, className string, count 
 							continue
 						}
 						if err != nil {
-							return inputError(object(), r.path()+".capacity", fmt.Errorf("checking capacity for device %s: %w", d.id, err))
+							return nodeInputError(object(), r.path()+".capacity", fmt.Errorf("checking capacity for device %s: %w", d.id, err))
 						}
 					}
 					r.allDevices = append(r.allDevices, candidate{dev: d, pool: p})

@@ -33,7 +33,7 @@ func intact(t tester, s *allocator.Snapshot) {
 		}
 	}
 	f := verify.Features(s.Features())
-	env, err := verifyEnv(celenv.Features{ConsumableCapacity: f.DRAConsumableCapacity, ListTypeAttributes: f.DRAListTypeAttributes})
+	env, err := verifyEnv(celenv.Features{DRAConsumableCapacity: f.DRAConsumableCapacity, DRAListTypeAttributes: f.DRAListTypeAttributes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func countTrue(bs []bool) int {
 // final state.
 func TestPropForkCommitsOfGeneratedClusters(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(t, "cluster")
+		c := fuzz.ClusterGen(fuzz.AllOptions()).Draw(t, "cluster")
 		copies := rapid.IntRange(2, 4).Draw(t, "copies")
 		s, err := c.Snapshot(allocator.Options{})
 		if err != nil {

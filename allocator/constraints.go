@@ -64,7 +64,7 @@ func (a *allocation) attributeOf(r *request, d *deviceEntry, name resourceapi.Fu
 			return resourceapi.DeviceAttribute{}, false, aborted(a.ctx)
 		}
 		if err != nil {
-			return resourceapi.DeviceAttribute{}, false, inputError(a.perClaim[r.claimIdx].name(), r.path()+".derivedAttributes", fmt.Errorf("evaluate derived attribute %s on device %s: %w", name, d.id, err))
+			return resourceapi.DeviceAttribute{}, false, nodeInputError(a.perClaim[r.claimIdx].name(), r.path()+".derivedAttributes", fmt.Errorf("evaluate derived attribute %s on device %s: %w", name, d.id, err))
 		}
 		attr := &v
 		if a.derived == nil {

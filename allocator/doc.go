@@ -18,8 +18,11 @@
 //     with which devices. It returns one resourceapi.AllocationResult per claim, an error wrapping
 //     [ErrUnsatisfiable] (as *[UnsatisfiableError]) when they do not fit, or an error wrapping
 //     [ErrInvalidInput] (as *[InputError]) naming the object and field when the input is one that
-//     Kubernetes would refuse to allocate at all. [Snapshot.Fits] is the same search without building
-//     the answer: what a filter asks of every node, allocating nothing. [Snapshot.Explain] says why:
+//     Kubernetes would refuse to allocate (InputError.NodeDependent tells a failure on one of this
+//     node's devices from one on every node). [Snapshot.Fits] is the same search without building
+//     the answer: what a filter asks of every node, allocating nothing. [Snapshot.AllocateOnNode],
+//     [Snapshot.FitsOnNode] and [Snapshot.ExplainOnNode] take the name of a node added with
+//     [Snapshot.AddOrUpdateNode]. [Snapshot.Explain] says why:
 //     per request, which filter (class or request selector, pool, allocation by another claim, taint,
 //     capacity, counters, …) removed how many devices and which object did it, and what keeps requests
 //     with enough candidates from fitting together (a constraint, competing requests, the 32-results
@@ -93,12 +96,12 @@
 // at that position, so it never tries permutations of equivalent devices (Kubernetes tries them and
 // fails too, so the answers are the same). When a request fails and nothing ties it or the requests
 // after it to the ones before (no shared device, counter set or constraint), no other choice before it
-// can help, and the search ends. Over 100,000 clusters drawn by fuzz.ClusterGen(fuzz.AllFeatures()) the
+// can help, and the search ends. Over 100,000 clusters drawn by fuzz.ClusterGen(fuzz.AllOptions()) the
 // hardest call took 131,075 steps, and none took longer than 0.4 s on a shared 2-core machine.
 // Options.StepBudget bounds what is left, and running out of it is reported as [ErrSearchBudget], never
 // as [ErrUnsatisfiable].
 //
-// Imports: celenv (CEL selectors), capacity (consumable capacity and shared counters), taints (device
+// Imports: allocator/gates (the feature gates; [Features] is gates.Features), celenv (CEL selectors), capacity (consumable capacity and shared counters), taints (device
 // taints and tolerations), allocator/validation (API validation of added objects), k8s.io/api, k8s.io/apimachinery and k8s.io/component-helpers (node selector
 // matching). Nothing in dralloc imports allocator's internals.
 package allocator

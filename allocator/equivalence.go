@@ -71,6 +71,7 @@ func (s *Snapshot) NodeClasses(ctx context.Context, claims []*resourceapi.Resour
 	if ctx == nil {
 		return nil, nilContext()
 	}
+	s.ready()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {

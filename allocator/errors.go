@@ -15,9 +15,11 @@ var (
 	ErrUnsatisfiable = errors.New("claims cannot be allocated")
 	// ErrSearchBudget reports that the search gave up after Options.StepBudget steps without deciding.
 	ErrSearchBudget = errors.New("allocation search budget exhausted")
-	// ErrInvalidInput reports input that Kubernetes refuses to allocate on any node: a claim that uses a
-	// disabled feature, a missing DeviceClass, a CEL expression that does not compile or fails on a
-	// device, a malformed object. The error is an *InputError naming the object and field.
+	// ErrInvalidInput reports input that Kubernetes refuses to allocate: a claim that uses a disabled
+	// feature, a missing DeviceClass, a CEL expression that does not compile or fails on a device, a
+	// malformed object. The error is an *InputError naming the object and field; its NodeDependent field
+	// tells a failure on one of the node's devices (another node may succeed) from input that fails on
+	// every node.
 	ErrInvalidInput = errors.New("invalid input")
 	// ErrPoolNotReady reports a request for all devices of a kind while a resource pool on the node is
 	// being updated (not all of its slices are published) or is invalid; as in Kubernetes this stops the
@@ -87,6 +89,14 @@ type InputError struct {
 	// Errors is the complete result when the object failed validation (see Options.TrustAPIServer); Field
 	// and Err describe its first entry. nil for other input errors.
 	Errors field.ErrorList
+	// NodeDependent is true when the error came from a device the node can reach rather than from the
+	// claims and classes alone: a CEL selector or derived attribute failing at run time on the device, a
+	// capacity check of the device, a node selector of a slice or device that cannot be evaluated, a device
+	// that breaks a constraint of a request for all devices. Kubernetes fails the allocation attempt on
+	// this node with such an error (the scheduler's filter reports an error for the node); another node
+	// may have no such device. An autoscaler can still consider other node types; with NodeDependent false
+	// the claims fail on every node.
+	NodeDependent bool
 }
 
 func (e *InputError) Error() string {
@@ -106,6 +116,11 @@ func (e *InputError) Unwrap() []error { return []error{ErrInvalidInput, e.Err} }
 
 func inputError(object, field string, err error) error {
 	return &InputError{Object: object, Field: field, Err: err}
+}
+
+// nodeInputError is an input error caused by one of the node's devices (see InputError.NodeDependent).
+func nodeInputError(object, field string, err error) error {
+	return &InputError{Object: object, Field: field, Err: err, NodeDependent: true}
 }
 
 // aborted is the error of a call whose context ended: it wraps the context's error (context.Canceled or

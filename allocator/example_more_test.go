@@ -169,3 +169,27 @@ func ExampleSnapshot_Commit() {
 	// commit: ResourceClaim default/serve: device gpu.example.com/node-a/gpu-0 is already allocated in the parent snapshot
 	// the snapshot is full: true
 }
+
+// An autoscaler that keeps its node templates in the snapshot asks each by name whether a pending pod's
+// claims would fit there; a name the snapshot does not hold is invalid input, not "does not fit".
+func ExampleSnapshot_FitsOnNode() {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	_ = snap.AddOrUpdateClass(&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}})
+	for name, gpus := range map[string]int{"small": 1, "large": 4} {
+		_ = snap.AddOrUpdateNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		_ = snap.AddOrUpdateSlice(gpuSlice(name, "H100", gpus))
+	}
+	claims := []*resourceapi.ResourceClaim{gpuClaim("train", 2)}
+
+	ctx := context.Background()
+	for _, name := range []string{"small", "large"} {
+		ok, err := snap.FitsOnNode(ctx, name, claims)
+		fmt.Println(name, ok, err)
+	}
+	_, err := snap.FitsOnNode(ctx, "huge", claims)
+	fmt.Println(errors.Is(err, allocator.ErrInvalidInput), err)
+	// Output:
+	// small false <nil>
+	// large true <nil>
+	// true Node huge: not in the snapshot
+}

@@ -254,17 +254,9 @@ func (s *Snapshot) Explain(ctx context.Context, node *v1.Node, claims []*resourc
 
 // ExplainOnNode is Explain for a node added with [Snapshot.AddOrUpdateNode].
 func (s *Snapshot) ExplainOnNode(ctx context.Context, nodeName string, claims []*resourceapi.ResourceClaim) (*Explanation, error) {
-	s.mu.RLock()
-	node, ok := s.st.nodes[nodeName]
-	closed := s.closed
-	s.mu.RUnlock()
-	switch {
-	case closed:
-		return nil, ErrClosed
-	case nodeName == "":
-		return nil, inputError("Node", "metadata.name", errors.New("must not be empty"))
-	case !ok:
-		return nil, inputError("Node "+nodeName, "", errors.New("not in the snapshot"))
+	node, err := s.namedNode(ctx, nodeName)
+	if err != nil {
+		return nil, err
 	}
 	return s.Explain(ctx, node, claims)
 }

@@ -205,7 +205,7 @@ func (x *explainer) request(r *request) (RequestExplanation, []candidate, error)
 func (x *explainer) device(r *request, cs *claimState, p *pool, d *deviceEntry) (Reason, Cause, error) {
 	a := x.a
 	slice := "ResourceSlice " + d.slice.name()
-	if !a.f.bindingAndStatus() && d.binding {
+	if !bindingAndStatus(a.f) && d.binding {
 		return ReasonBindingConditions, Cause{Object: slice}, nil
 	}
 	for _, class := range []bool{true, false} {
@@ -230,7 +230,7 @@ func (x *explainer) device(r *request, cs *claimState, p *pool, d *deviceEntry) 
 	if d.perDevice {
 		ok, err := d.availableOn(a.node)
 		if err != nil {
-			return "", Cause{}, inputError(slice, "spec.devices.nodeSelector", fmt.Errorf("device %s: node selection: %w", d.id.Device, err))
+			return "", Cause{}, nodeInputError(slice, "spec.devices.nodeSelector", fmt.Errorf("device %s: node selection: %w", d.id.Device, err))
 		}
 		if !ok {
 			return ReasonNotOnNode, Cause{Object: slice}, nil
@@ -244,7 +244,7 @@ func (x *explainer) device(r *request, cs *claimState, p *pool, d *deviceEntry) 
 			return ReasonCapacity, c, err
 		}
 	}
-	if d.skipNodeOps && a.f.implementation() == implExperimental &&
+	if d.skipNodeOps && implementationOf(a.f) == implExperimental &&
 		(!a.f.DRAOptionalNodeOperations || !nodeDeclares(a.node.Status.DeclaredFeatures, "DRAOptionalNodeOperations")) {
 		return ReasonNodeOperations, Cause{Object: slice}, nil
 	}
@@ -264,7 +264,7 @@ func (x *explainer) device(r *request, cs *claimState, p *pool, d *deviceEntry) 
 				t := d.taints[i]
 				object := slice
 				if i >= len(d.api.Taints) {
-					if names := a.st.taints.RuleNames(taints.DeviceID(d.id)); i-len(d.api.Taints) < len(names) {
+					if names := a.st.taints.RuleNames(d.id); i-len(d.api.Taints) < len(names) {
 						object = "DeviceTaintRule " + names[i-len(d.api.Taints)]
 					}
 				}
@@ -368,7 +368,7 @@ func (x *explainer) capacity(r *request, cs *claimState, d *deviceEntry) (Cause,
 		return Cause{}, true, nil
 	}
 	if err != nil {
-		return Cause{}, false, inputError(cs.name(), r.path()+".capacity", fmt.Errorf("checking capacity for device %s: %w", d.id, err))
+		return Cause{}, false, nodeInputError(cs.name(), r.path()+".capacity", fmt.Errorf("checking capacity for device %s: %w", d.id, err))
 	}
 	if a.sharedNow(d.id) {
 		l := a.ledger(d)

@@ -220,7 +220,7 @@ var reasonOrder = []allocator.Reason{
 func TestPropExplainAgreesWithAllocate(t *testing.T) {
 	ctx := context.Background()
 	rapid.Check(t, func(t *rapid.T) {
-		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(t, "cluster")
+		c := fuzz.ClusterGen(fuzz.AllOptions()).Draw(t, "cluster")
 		s, err := c.Snapshot(allocator.Options{StepBudget: 20000})
 		if err != nil {
 			t.Fatal(err)

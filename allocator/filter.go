@@ -17,7 +17,7 @@ import (
 // node selection, which depends on the node, is cached for the call. CEL failures are fatal, as in
 // Kubernetes (they are reported for the first device they happen on, in visiting order).
 func (a *allocation) selectable(r *request, d *deviceEntry) (bool, error) {
-	if !a.f.bindingAndStatus() && d.binding {
+	if !bindingAndStatus(a.f) && d.binding {
 		return false, nil
 	}
 	perDevice := d.perDevice
@@ -41,7 +41,7 @@ func (a *allocation) selectable(r *request, d *deviceEntry) (bool, error) {
 		if ok {
 			ok, err = d.availableOn(a.node)
 			if err != nil {
-				return false, inputError("ResourceSlice "+d.slice.name(), "spec.devices.nodeSelector", fmt.Errorf("device %s: node selection: %w", d.id.Device, err))
+				return false, nodeInputError("ResourceSlice "+d.slice.name(), "spec.devices.nodeSelector", fmt.Errorf("device %s: node selection: %w", d.id.Device, err))
 			}
 		}
 		a.matches[key] = ok
@@ -92,7 +92,7 @@ func (a *allocation) selectorsMatch(r *request, d *deviceEntry, class bool) (boo
 					return false, aborted(a.ctx)
 				}
 				object, f := where(i, ".cel.expression")
-				return false, inputError(object, f, deviceEvalError(d.id, err))
+				return false, nodeInputError(object, f, deviceEvalError(d.id, err))
 			}
 			d.verdicts.put(s, ok)
 		}
@@ -112,7 +112,7 @@ func (a *allocation) capacityFits(r *request, d *deviceEntry) (bool, map[resourc
 		return false, nil, nil
 	}
 	if err != nil {
-		return false, nil, inputError(a.perClaim[r.claimIdx].name(), r.path()+".capacity", fmt.Errorf("checking capacity for device %s: %w", d.id, err))
+		return false, nil, nodeInputError(a.perClaim[r.claimIdx].name(), r.path()+".capacity", fmt.Errorf("checking capacity for device %s: %w", d.id, err))
 	}
 	if a.sharedNow(d.id) {
 		if !a.ledger(d).Fits(consumed) {

@@ -16,6 +16,7 @@ import (
 
 // Claim returns the ResourceClaim with the given namespace and name, and whether the snapshot has it.
 func (s *Snapshot) Claim(namespace, name string) (*resourceapi.ResourceClaim, bool) {
+	s.ready()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	e, ok := s.st.claims[types.NamespacedName{Namespace: namespace, Name: name}]
@@ -28,6 +29,7 @@ func (s *Snapshot) Claim(namespace, name string) (*resourceapi.ResourceClaim, bo
 // Claims returns the ResourceClaims of the namespace, sorted by name; the empty namespace
 // (metav1.NamespaceAll) lists the claims of every namespace, sorted by namespace and name.
 func (s *Snapshot) Claims(namespace string) []*resourceapi.ResourceClaim {
+	s.ready()
 	s.mu.RLock()
 	var out []*resourceapi.ResourceClaim
 	for key, e := range s.st.claims {
@@ -49,6 +51,7 @@ func (s *Snapshot) Claims(namespace string) []*resourceapi.ResourceClaim {
 // reference with controller: true) has the UID, sorted by name: the claims generated for a pod or a
 // PodGroup. An index kept as claims change makes the call cost what it returns.
 func (s *Snapshot) ClaimsOwnedBy(namespace string, owner types.UID) []*resourceapi.ResourceClaim {
+	s.ready()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []*resourceapi.ResourceClaim
@@ -108,6 +111,7 @@ func compareKeys(x, y types.NamespacedName) int {
 
 // Classes returns the DeviceClasses, sorted by name.
 func (s *Snapshot) Classes() []*resourceapi.DeviceClass {
+	s.ready()
 	s.mu.RLock()
 	out := make([]*resourceapi.DeviceClass, 0, len(s.st.classes))
 	for _, e := range s.st.classes {
@@ -121,6 +125,7 @@ func (s *Snapshot) Classes() []*resourceapi.DeviceClass {
 // Device returns the device with the ID as the newest generation of its pool publishes it, and whether
 // that generation has it.
 func (s *Snapshot) Device(id DeviceID) (*resourceapi.Device, bool) {
+	s.ready()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	entries := s.st.poolSlices[PoolID{Driver: id.Driver, Pool: id.Pool}]
@@ -146,6 +151,7 @@ func (s *Snapshot) Device(id DeviceID) (*resourceapi.Device, bool) {
 // Nodes returns the Nodes added with [Snapshot.AddOrUpdateNode], sorted by name. The list is kept
 // sorted as nodes change, so the call costs one copy.
 func (s *Snapshot) Nodes() []*v1.Node {
+	s.ready()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return slices.Clone(s.st.nodeList)

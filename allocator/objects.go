@@ -17,14 +17,10 @@ import (
 	"github.com/dralloc/dralloc/taints"
 )
 
-// DeviceID identifies a device: the driver, the pool and the device name inside the pool.
-type DeviceID struct {
-	Driver string `json:"driver"`
-	Pool   string `json:"pool"`
-	Device string `json:"device"`
-}
-
-func (d DeviceID) String() string { return d.Driver + "/" + d.Pool + "/" + d.Device }
+// DeviceID identifies a device: the driver, the pool and the device name inside the pool. It is the one device
+// identity of dralloc, defined in package taints (which the allocator imports); the alias keeps the allocator's
+// API readable.
+type DeviceID = taints.DeviceID
 
 // PoolID identifies a resource pool: the driver and the pool name.
 type PoolID struct {
@@ -55,6 +51,17 @@ func newClassEntry(class *resourceapi.DeviceClass, env *celenv.Env) *classEntry 
 		}
 	}
 	return c
+}
+
+// compileError is the first selector of the class that did not compile, as an input error naming the class
+// and the field, or nil.
+func (c *classEntry) compileError() error {
+	for i, err := range c.selErr {
+		if err != nil {
+			return inputError("DeviceClass "+c.obj.Name, fmt.Sprintf("spec.selectors[%d].cel.expression", i), err)
+		}
+	}
+	return nil
 }
 
 // sliceEntry is a ResourceSlice as the snapshot keeps it, indexed; its devices are prepared on first use.
@@ -387,7 +394,7 @@ func (s *sliceEntry) sliceFor(node *v1.Node) (bool, error) {
 	if s.nodeName != "" || allNodes || spec.NodeSelector != nil {
 		ok, err := nodeMatches(node, s.nodeName, allNodes, s.nodeSel, s.nodeSelErr, spec.NodeSelector != nil)
 		if err != nil {
-			return false, inputError("ResourceSlice "+s.obj.Name, "spec.nodeSelector", fmt.Errorf("node selection: %w", err))
+			return false, nodeInputError("ResourceSlice "+s.obj.Name, "spec.nodeSelector", fmt.Errorf("node selection: %w", err))
 		}
 		return ok, nil
 	}
@@ -395,7 +402,7 @@ func (s *sliceEntry) sliceFor(node *v1.Node) (bool, error) {
 		for i, d := range s.devices() {
 			ok, err := d.availableOn(node)
 			if err != nil {
-				return false, inputError("ResourceSlice "+s.obj.Name, fmt.Sprintf("spec.devices[%d].nodeSelector", i), fmt.Errorf("node selection: %w", err))
+				return false, nodeInputError("ResourceSlice "+s.obj.Name, fmt.Sprintf("spec.devices[%d].nodeSelector", i), fmt.Errorf("node selection: %w", err))
 			}
 			if ok {
 				return true, nil

@@ -79,13 +79,9 @@ type Options struct {
 	CEL *celenv.Env
 }
 
-// celFeatures maps the gates onto the CEL environment's features.
-func celFeatures(f Features) celenv.Features {
-	cf := celenv.DefaultFeatures()
-	cf.ConsumableCapacity = f.DRAConsumableCapacity
-	cf.ListTypeAttributes = f.DRAListTypeAttributes
-	return cf
-}
+// celFeatures are the gates the CEL environment is built with: the same type, of which CEL reads
+// DRAConsumableCapacity and DRAListTypeAttributes only.
+func celFeatures(f Features) celenv.Features { return f }
 
 // randomUID returns a version 4 UUID as Kubernetes' uuid.NewUUID does.
 func randomUID() types.UID {

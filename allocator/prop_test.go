@@ -77,7 +77,7 @@ func load(t *rapid.T, s *allocator.Snapshot, c *fuzz.Cluster, which func(i int) 
 const propStepBudget = 200000
 
 func options(c *fuzz.Cluster) allocator.Options {
-	f := allocator.Features(c.Features)
+	f := c.Gates()
 	return allocator.Options{Features: &f, ShareIDs: func() types.UID { return "share" }, StepBudget: propStepBudget}
 }
 
@@ -109,7 +109,7 @@ func (b *budgetHits) check(t *testing.T) {
 func TestPropForkAgreesWithFreshSnapshot(t *testing.T) {
 	var hits budgetHits
 	rapid.Check(t, func(t *rapid.T) {
-		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(t, "cluster")
+		c := fuzz.ClusterGen(fuzz.AllOptions()).Draw(t, "cluster")
 		split := rapid.SliceOfN(rapid.Bool(), 64, 64).Draw(t, "inParent")
 
 		fresh := allocator.NewSnapshot(options(c))
@@ -139,7 +139,7 @@ func TestPropForkAgreesWithFreshSnapshot(t *testing.T) {
 func TestPropUpdatesKeepIndexes(t *testing.T) {
 	var hits budgetHits
 	rapid.Check(t, func(t *rapid.T) {
-		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(t, "cluster")
+		c := fuzz.ClusterGen(fuzz.AllOptions()).Draw(t, "cluster")
 		s := allocator.NewSnapshot(options(c))
 		load(t, s, c, func(int) bool { return true })
 		want := allocateOn(s, c)
@@ -173,7 +173,7 @@ func TestPropUpdatesKeepIndexes(t *testing.T) {
 func TestPropFitsAgreesWithAllocate(t *testing.T) {
 	var hits budgetHits
 	rapid.Check(t, func(t *rapid.T) {
-		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(t, "cluster")
+		c := fuzz.ClusterGen(fuzz.AllOptions()).Draw(t, "cluster")
 		s := allocator.NewSnapshot(options(c))
 		load(t, s, c, func(int) bool { return true })
 		ctx := context.Background()
@@ -202,7 +202,7 @@ func TestPropFitsAgreesWithAllocate(t *testing.T) {
 func TestPropNoCopyAnswersAsCopy(t *testing.T) {
 	var hits budgetHits
 	rapid.Check(t, func(t *rapid.T) {
-		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(t, "cluster")
+		c := fuzz.ClusterGen(fuzz.AllOptions()).Draw(t, "cluster")
 		copied := allocator.NewSnapshot(options(c))
 		load(t, copied, c, func(int) bool { return true })
 		opts := options(c)

@@ -136,8 +136,8 @@ func NewRequeue(opts RequeueOptions) (*Requeue, error) {
 	env := opts.CEL
 	if env == nil {
 		cf := celenv.DefaultFeatures()
-		cf.ConsumableCapacity = f.DRAConsumableCapacity
-		cf.ListTypeAttributes = f.DRAListTypeAttributes
+		cf.DRAConsumableCapacity = f.DRAConsumableCapacity
+		cf.DRAListTypeAttributes = f.DRAListTypeAttributes
 		var err error
 		if env, err = celenv.NewEnv(celenv.Options{Features: &cf}); err != nil {
 			return nil, fmt.Errorf("requeue: build CEL environment: %w", err)

@@ -37,7 +37,7 @@ func (a *allocation) results() ([]resourceapi.AllocationResult, error) {
 				Device:      d.id.Device,
 				Tolerations: deepCopyTolerations(dr.req.tolerations),
 			}
-			if a.f.implementation() == implExperimental {
+			if implementationOf(a.f) == implExperimental {
 				r.SkipNodeOperations = slices.Clone(d.slice.obj.Spec.SkipNodeOperations)
 			}
 			if dr.req.adminAccess {
@@ -54,7 +54,7 @@ func (a *allocation) results() ([]resourceapi.AllocationResult, error) {
 					r.ConsumedCapacity[n] = q.DeepCopy()
 				}
 			}
-			if a.f.bindingAndStatus() {
+			if bindingAndStatus(a.f) {
 				r.BindingConditions = slices.Clone(d.api.BindingConditions)
 				r.BindingFailureConditions = slices.Clone(d.api.BindingFailureConditions)
 			}
@@ -195,7 +195,7 @@ func (a *allocation) nodeSelector(results []deviceResult, pin *pinned) (*v1.Node
 			if d.perDevice {
 				field = "spec.devices.nodeSelector"
 			}
-			return nil, inputError("ResourceSlice "+d.slice.name(), field,
+			return nil, nodeInputError("ResourceSlice "+d.slice.name(), field,
 				fmt.Errorf("unsupported node selector with %d terms on allocated device %s", len(sel.NodeSelectorTerms), d.id))
 		}
 	}

@@ -11,6 +11,7 @@ type Revision struct {
 
 // Revision returns the snapshot's current revision.
 func (s *Snapshot) Revision() Revision {
+	s.ready()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return Revision{state: s.st.id, Changes: s.st.rev}

@@ -340,7 +340,7 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 		if !ok {
 			a.rollback(u)
 			if must {
-				return false, u, inputError(cs.name(), r.path(), fmt.Errorf("cannot add device %s because a claim constraint would not be satisfied", d.id))
+				return false, u, nodeInputError(cs.name(), r.path(), fmt.Errorf("cannot add device %s because a claim constraint would not be satisfied", d.id))
 			}
 			return false, u, nil
 		}
@@ -406,7 +406,7 @@ func (a *allocation) rollback(u undo) {
 // nodeOpsAllowed: the device may be allocated on the node as far as skipNodeOperations goes. Only the
 // experimental implementation knows the field; the others allocate such devices as if it were not set.
 func (a *allocation) nodeOpsAllowed(d *deviceEntry) bool {
-	return !d.skipNodeOps || a.f.implementation() != implExperimental ||
+	return !d.skipNodeOps || implementationOf(a.f) != implExperimental ||
 		a.f.DRAOptionalNodeOperations && nodeDeclares(a.node.Status.DeclaredFeatures, "DRAOptionalNodeOperations")
 }
 

@@ -23,7 +23,11 @@ import (
 //
 // A Snapshot is safe for concurrent use. Allocate calls run in parallel with each other; changes wait for
 // running Allocate calls and are seen by later ones.
+//
+// The zero Snapshot is ready to use: it is an empty snapshot with the zero Options (the default feature
+// gates, FirstFit), as NewSnapshot(Options{}) returns. A Snapshot must not be copied after first use.
 type Snapshot struct {
+	once   sync.Once // initialises the zero Snapshot on first use (see ready)
 	mu     sync.RWMutex
 	st     *state
 	f      Features
@@ -49,14 +53,22 @@ type Snapshot struct {
 
 // NewSnapshot returns an empty snapshot with the given options.
 func NewSnapshot(opts Options) *Snapshot {
+	s := &Snapshot{}
+	s.init(opts)
+	return s
+}
+
+// init sets up an empty snapshot; NewSnapshot calls it before the snapshot is shared, ready on first use
+// of a zero Snapshot.
+func (s *Snapshot) init(opts Options) {
 	f := DefaultFeatures()
 	if opts.Features != nil {
 		f = *opts.Features
 	}
-	s := &Snapshot{st: newState(), f: f, opts: opts, env: opts.CEL, pools: &poolCache{}, classes: &classCache{}}
+	s.st, s.f, s.opts, s.env, s.pools, s.classes = newState(), f, opts, opts.CEL, &poolCache{}, &classCache{}
 	if opts.Strategy < FirstFit || opts.Strategy > Spread {
 		s.envErr = fmt.Errorf("%w: unsupported strategy %s", ErrInvalidInput, opts.Strategy)
-		return s
+		return
 	}
 	if s.env == nil {
 		cf := celFeatures(f)
@@ -65,18 +77,31 @@ func NewSnapshot(opts Options) *Snapshot {
 			s.envErr = fmt.Errorf("create CEL environment: %w", s.envErr)
 		}
 	}
-	return s
+}
+
+// ready makes the zero Snapshot usable: every exported method calls it first. Snapshots from NewSnapshot
+// and Fork are set up already; the check is one atomic load.
+func (s *Snapshot) ready() {
+	s.once.Do(func() {
+		if s.st == nil {
+			s.init(Options{})
+		}
+	})
 }
 
 func (s *Snapshot) capOpts() capacity.Options {
-	return capacity.Options{DisableFractionalCapacityRange: !s.f.DRAFractionalCapacityRange}
+	return capacity.Options{Features: &s.f}
 }
 
 // Features returns the feature gates the snapshot was created with.
-func (s *Snapshot) Features() Features { return s.f }
+func (s *Snapshot) Features() Features {
+	s.ready()
+	return s.f
+}
 
 // change runs fn under the write lock and records it for Commit.
 func (s *Snapshot) change(fn func(*Snapshot) error) error {
+	s.ready()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -143,8 +168,12 @@ func (s *Snapshot) DeleteSlice(name string) error {
 }
 
 // AddOrUpdateClass adds a DeviceClass or replaces the one with the same name. The class is copied (unless
-// Options.NoCopy) and its selectors compiled; a selector that does not compile fails the calls that use
-// the class, with the error naming it.
+// Options.NoCopy) and its selectors compiled now. A selector that does not compile is reported at once:
+// validated classes (the default) are refused with the validation errors, leaving the snapshot unchanged.
+// With Options.TrustAPIServer the class is one the cluster holds, so it is added all the same and the
+// first compile error is returned (an *InputError naming the class and spec.selectors[i].cel.expression,
+// wrapping ErrInvalidInput): as in Kubernetes, whose scheduler compiles class selectors when it allocates,
+// the calls whose claims use the class then fail with that error, and calls for other claims are unaffected.
 func (s *Snapshot) AddOrUpdateClass(class *resourceapi.DeviceClass) error {
 	if class == nil {
 		return inputError("DeviceClass", "", errors.New("nil object"))
@@ -156,10 +185,16 @@ func (s *Snapshot) AddOrUpdateClass(class *resourceapi.DeviceClass) error {
 		return err
 	}
 	class = own(s, class)
-	return s.change(func(s *Snapshot) error {
-		s.st.classes[class.Name] = newClassEntry(class, s.env)
+	var compileErr error
+	if err := s.change(func(s *Snapshot) error {
+		ce := newClassEntry(class, s.env)
+		s.st.classes[class.Name] = ce
+		compileErr = ce.compileError()
 		return nil
-	})
+	}); err != nil {
+		return err
+	}
+	return compileErr
 }
 
 // DeleteClass removes the DeviceClass with the given name.
@@ -311,6 +346,7 @@ func (s *Snapshot) DeleteNode(name string) error {
 // number of objects, not their size. A fork can itself be forked, and many forks of one snapshot may be
 // used and committed concurrently.
 func (s *Snapshot) Fork() *Snapshot {
+	s.ready()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return &Snapshot{
@@ -367,6 +403,7 @@ func (s *Snapshot) touchClaim(key types.NamespacedName) {
 // The fork cannot be used after a successful Commit; after a conflict it can still be read (to explain
 // the conflict) and must be discarded. Commit on a snapshot that is not a fork returns an error.
 func (s *Snapshot) Commit() error {
+	s.ready()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.parent == nil {
@@ -430,6 +467,7 @@ func (s *Snapshot) adoptLog(log []func(*Snapshot) error, base map[types.Namespac
 // is not a fork returns an error and leaves the snapshot usable, as Commit does; discarding a fork twice
 // returns [ErrClosed].
 func (s *Snapshot) Discard() error {
+	s.ready()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.parent == nil {

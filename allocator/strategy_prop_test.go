@@ -30,7 +30,7 @@ func allocateWithStrategy(ctx context.Context, c *fuzz.Cluster, strategy allocat
 // selectors that fail at run time, since BestFit and Spread evaluate the selectors of every candidate before
 // the search, and so report such a failure where FirstFit may find a fit before reaching the device.
 func strategyOptions() fuzz.Options {
-	o := fuzz.AllFeatures()
+	o := fuzz.AllOptions()
 	o.CELErrors = false
 	return o
 }

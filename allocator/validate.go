@@ -16,6 +16,7 @@ import (
 // its objects (Options.TrustAPIServer). An invalid object becomes an *InputError naming the object and the
 // first field, with the whole list in InputError.Errors.
 func (s *Snapshot) validate(object string, check func(validation.Options) field.ErrorList) error {
+	s.ready()
 	if s.opts.TrustAPIServer {
 		return nil
 	}

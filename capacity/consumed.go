@@ -8,15 +8,21 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/dralloc/dralloc/allocator/gates"
 )
 
 // Options configures the arithmetic. The zero value gives the behaviour of Kubernetes 1.37 with its default
 // feature gates.
 type Options struct {
-	// DisableFractionalCapacityRange turns off the DRAFractionalCapacityRange feature: range arithmetic is
-	// then always done on integers (resource.Quantity.Value, which rounds up), as before Kubernetes 1.36.
-	DisableFractionalCapacityRange bool
+	// Features are the feature gates, as everywhere in dralloc; nil means gates.Default(). Of them only
+	// DRAFractionalCapacityRange matters here: with it off, range arithmetic is always done on integers
+	// (resource.Quantity.Value, which rounds up), as before Kubernetes 1.36.
+	Features *gates.Features
 }
+
+// fractional reports whether DRAFractionalCapacityRange is on.
+func (o Options) fractional() bool { return o.Features == nil || o.Features.DRAFractionalCapacityRange }
 
 var (
 	// ErrUnsuitable reports that a device cannot serve a request: the request names a capacity the device
@@ -164,7 +170,7 @@ func resolve(req *resource.Quantity, dc resourceapi.DeviceCapacity, opts Options
 	case p == nil:
 		return req.DeepCopy(), nil
 	case p.ValidRange != nil:
-		return roundUpRange(*req, *p.ValidRange, !opts.DisableFractionalCapacityRange)
+		return roundUpRange(*req, *p.ValidRange, opts.fractional())
 	case p.ValidValues != nil:
 		for _, v := range p.ValidValues {
 			if req.Cmp(v) <= 0 {
@@ -255,7 +261,7 @@ func violates(amount resource.Quantity, p *resourceapi.CapacityRequestPolicy, op
 			return false
 		}
 		var a, step, lo int64
-		if useMilli(r, !opts.DisableFractionalCapacityRange) {
+		if useMilli(r, opts.fractional()) {
 			var ok bool
 			if a, ok = milli(amount); !ok {
 				return true

@@ -6,6 +6,8 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/dralloc/dralloc/allocator/gates"
 )
 
 type qmap = map[resourceapi.QualifiedName]resource.Quantity
@@ -58,7 +60,7 @@ func TestConsumed(t *testing.T) {
 		{name: "valid values keep an exact value", requests: qmap{"memory": q("2Gi")}, device: mem("40Gi", values), want: qmap{"memory": q("2Gi")}},
 		{name: "a request above every valid value is unsuitable", requests: qmap{"memory": q("5Gi")}, device: mem("40Gi", values), wantErr: ErrUnsuitable},
 		{name: "fractional range: 250m with step 100m consumes 300m", requests: qmap{"cores": q("250m")}, device: cmap{"cores": {Value: q("4"), RequestPolicy: rangePolicy("100m", "0", "", "100m")}}, want: qmap{"cores": q("300m")}},
-		{name: "fractional range disabled: 250m rounds up to the integer 1", requests: qmap{"cores": q("250m")}, device: cmap{"cores": {Value: q("4"), RequestPolicy: rangePolicy("1", "0", "", "100m")}}, opts: Options{DisableFractionalCapacityRange: true}, want: qmap{"cores": q("1")}},
+		{name: "fractional range disabled: 250m rounds up to the integer 1", requests: qmap{"cores": q("250m")}, device: cmap{"cores": {Value: q("4"), RequestPolicy: rangePolicy("1", "0", "", "100m")}}, opts: integerRanges(true), want: qmap{"cores": q("1")}},
 		{name: "fractional range from a fractional min: 600m from 500m by 250m consumes 750m", requests: qmap{"cores": q("600m")}, device: cmap{"cores": {Value: q("4"), RequestPolicy: rangePolicy("500m", "500m", "2", "250m")}}, want: qmap{"cores": q("750m")}},
 		{name: "fractional range to a whole number gives a whole quantity", requests: qmap{"cores": q("900m")}, device: cmap{"cores": {Value: q("4"), RequestPolicy: rangePolicy("500m", "0", "", "500m")}}, want: qmap{"cores": q("1")}},
 		{name: "fractional range above max is unsuitable", requests: qmap{"cores": q("2100m")}, device: cmap{"cores": {Value: q("4"), RequestPolicy: rangePolicy("500m", "500m", "2", "250m")}}, wantErr: ErrUnsuitable},
@@ -67,7 +69,7 @@ func TestConsumed(t *testing.T) {
 		{name: "a lacking capacity is decided before an unrepresentable one", requests: qmap{"bandwidth": q("1"), "memory": q("1e19")}, device: mem("40Gi", rangePolicy("1", "1", "", "1")), wantErr: ErrUnsuitable},
 		{name: "a negative request without policy is an error", requests: qmap{"memory": q("-1")}, device: mem("40Gi", nil), wantErr: ErrNegative},
 		{name: "a negative request with a range is raised to min", requests: qmap{"memory": q("-1")}, device: mem("40Gi", rangePolicy("1Gi", "1Gi", "", "1Gi")), want: qmap{"memory": q("1Gi")}},
-		{name: "a request above MaxInt64 is not representable on integers", requests: qmap{"memory": q("1e19")}, device: mem("2e19", rangePolicy("1", "1", "", "1")), opts: Options{DisableFractionalCapacityRange: true}, wantErr: ErrNotRepresentable},
+		{name: "a request above MaxInt64 is not representable on integers", requests: qmap{"memory": q("1e19")}, device: mem("2e19", rangePolicy("1", "1", "", "1")), opts: integerRanges(true), wantErr: ErrNotRepresentable},
 		{name: "a request past the milli range is not representable with fractions", requests: qmap{"memory": q("1e17")}, device: mem("2e19", rangePolicy("1", "1", "", "1")), wantErr: ErrNotRepresentable},
 		{name: "a range without min is an invalid policy", requests: qmap{"memory": q("1")}, device: cmap{"memory": {Value: q("4"), RequestPolicy: &resourceapi.CapacityRequestPolicy{Default: qp("1"), ValidRange: &resourceapi.CapacityRequestPolicyRange{}}}}, wantErr: ErrInvalidPolicy},
 		{name: "a zero step is an invalid policy", requests: qmap{"memory": q("1")}, device: mem("4", rangePolicy("1", "1", "", "0")), wantErr: ErrInvalidPolicy},
@@ -129,4 +131,12 @@ func TestValid(t *testing.T) {
 			t.Errorf("Valid(%s) = %v, want %v", s, got, want)
 		}
 	}
+}
+
+// integerRanges is the options with DRAFractionalCapacityRange switched off when off is true, the default
+// gates otherwise.
+func integerRanges(off bool) Options {
+	f := gates.Default()
+	f.DRAFractionalCapacityRange = !off
+	return Options{Features: &f}
 }

@@ -8,6 +8,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dralloc/dralloc/allocator/gates"
 )
 
 func q(s string) resource.Quantity { return resource.MustParse(s) }
@@ -47,7 +49,9 @@ func ExampleConsumed_fractional() {
 	}
 	req := map[resourceapi.QualifiedName]resource.Quantity{"cores": q("250m")}
 	fractional, _ := capacity.Consumed(req, cores, capacity.Options{})
-	integer, _ := capacity.Consumed(req, cores, capacity.Options{DisableFractionalCapacityRange: true})
+	integerOnly := gates.Default()
+	integerOnly.DRAFractionalCapacityRange = false
+	integer, _ := capacity.Consumed(req, cores, capacity.Options{Features: &integerOnly})
 	f, i := fractional["cores"], integer["cores"]
 	fmt.Println(f.String(), i.String())
 	// Output: 300m 1
@@ -183,4 +187,28 @@ func ExampleCounters_Err() {
 	// Output:
 	// sharedCounters[0].counters[memory].value: quantity out of bounds: decimal exponent 100000000 is outside [-9, 36]
 	// false
+}
+
+// A search that explores one branch clones the ledger, so that the original is untouched when it backtracks.
+func ExampleLedger_Clone() {
+	l := capacity.NewLedger(sharedGPU)
+	share := map[resourceapi.QualifiedName]resource.Quantity{"memory": q("40Gi")}
+	l.Add(share)
+	branch := l.Clone()
+	branch.Add(share)
+	used, inBranch := l.Used("memory"), branch.Used("memory")
+	fmt.Println(used.String(), inBranch.String())
+	// Output: 40Gi 80Gi
+}
+
+func ExampleCounters_Remaining() {
+	c := capacity.NewCounters([]resourceapi.CounterSet{{Name: "gpu-0", Counters: map[string]resourceapi.Counter{"slices": {Value: q("7")}}}})
+	c.Add([]resourceapi.DeviceCounterConsumption{{CounterSet: "gpu-0", Counters: map[string]resourceapi.Counter{"slices": {Value: q("3")}}}})
+	left, ok := c.Remaining("gpu-0", "slices")
+	fmt.Println(left.String(), ok)
+	left, ok = c.Remaining("gpu-1", "slices") // a counter set the pool does not define
+	fmt.Println(left.String(), ok)
+	// Output:
+	// 4 true
+	// 0 false
 }

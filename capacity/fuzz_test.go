@@ -45,7 +45,7 @@ func FuzzConsumed(f *testing.F) {
 				rng.Max = m
 			}
 			dc := resourceapi.DeviceCapacity{Value: *v, RequestPolicy: &resourceapi.CapacityRequestPolicy{Default: mn, ValidRange: rng}}
-			opts := Options{DisableFractionalCapacityRange: noFractions}
+			opts := integerRanges(noFractions)
 			got, err := Consumed(qmap{"c": *r}, cmap{"c": dc}, opts)
 			if err != nil {
 				// Quantities beyond ValidateQuantity's bounds are refused before any arithmetic.

@@ -54,7 +54,7 @@ func ptrQ(v resource.Quantity) *resource.Quantity { return &v }
 func TestPropConsumedIsPolicyValidAndCoversTheRequest(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		dc := genCapacity(t)
-		opts := Options{DisableFractionalCapacityRange: rapid.Bool().Draw(t, "noFractions")}
+		opts := integerRanges(rapid.Bool().Draw(t, "noFractions"))
 		requests := qmap{}
 		requested := rapid.Bool().Draw(t, "requested")
 		var req resource.Quantity

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -23,10 +24,15 @@ type InventoryDevice struct {
 // Inventory is what the cluster publishes, grouped by the DeviceClasses that select each device. Build it
 // with [NewInventory]; the class membership is decided by the caller (for example with celenv), which keeps
 // this package free of CEL.
+//
+// An Inventory is safe for concurrent use by [ChargeClaim] and [ChargeAllocation], which only read it, also
+// when it was built as a struct literal (its index is then built once, on first use); Classes must not change
+// after first use.
 type Inventory struct {
 	// Classes lists, per DeviceClass name, the devices that the class selects.
 	Classes map[string][]InventoryDevice
 	byID    map[[3]string]*InventoryDevice
+	index   sync.Once // builds byID for an Inventory not built by NewInventory
 }
 
 // NewInventory builds an inventory from ResourceSlices. classes returns the names of the DeviceClasses that
@@ -71,7 +77,10 @@ func (inv *Inventory) device(driver, pool, name string) (*InventoryDevice, bool)
 	if inv == nil {
 		return nil, false
 	}
-	if inv.byID == nil {
+	inv.index.Do(func() {
+		if inv.byID != nil {
+			return // built by NewInventory
+		}
 		inv.byID = map[[3]string]*InventoryDevice{}
 		for _, devs := range inv.Classes {
 			for i := range devs {
@@ -79,7 +88,7 @@ func (inv *Inventory) device(driver, pool, name string) (*InventoryDevice, bool)
 				inv.byID[[3]string{d.Driver, d.Pool, d.Name}] = &d
 			}
 		}
-	}
+	})
 	d, ok := inv.byID[[3]string{driver, pool, name}]
 	return d, ok
 }

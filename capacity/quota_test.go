@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -138,5 +139,36 @@ func TestChargeDoesNotMutateInventory(t *testing.T) {
 	}
 	if after := value(); after != before {
 		t.Fatalf("inventory changed: %s → %s", before, after)
+	}
+}
+
+// An Inventory built as a struct literal indexes itself once, on first use, so that concurrent charges do not
+// race (run with -race).
+func TestInventoryLiteralConcurrentCharges(t *testing.T) {
+	built := gpuInventory(t)
+	inv := &Inventory{Classes: built.Classes}
+	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "c"}}
+	claim.Spec.Devices.Requests = []resourceapi.DeviceRequest{{Name: "a", Exactly: exact("gpu", "", 1)}}
+	claim.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+		{Request: "a", Driver: "gpu.nvidia.com", Pool: "node-2", Device: "gpu-0"},
+	}}}
+	want, err := ChargeAllocation(claim, built)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			got, err := ChargeAllocation(claim, inv)
+			if err == nil && got.String() != want.String() {
+				err = fmt.Errorf("charge %q, want %q", got, want)
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }

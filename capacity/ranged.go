@@ -106,7 +106,7 @@ func floorValid(target resource.Quantity, dc resourceapi.DeviceCapacity, opts Op
 		if r.Step == nil {
 			return target, true
 		}
-		if useMilli(r, !opts.DisableFractionalCapacityRange) {
+		if useMilli(r, opts.fractional()) {
 			t, ok := milli(target)
 			if !ok {
 				t = target.MilliValue() - 1 // MilliValue rounds up; the floor is one below

@@ -72,7 +72,7 @@ func TestPropConsumedRangeIsValidBetweenMinimumAndPreferred(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		dc := genCapacity(t)
 		dev := cmap{"c": dc}
-		opts := Options{DisableFractionalCapacityRange: rapid.Bool().Draw(t, "noFractions")}
+		opts := integerRanges(rapid.Bool().Draw(t, "noFractions"))
 		l := NewLedger(dev)
 		l.Add(qmap{"c": milliQ(rapid.Int64Range(0, dc.Value.MilliValue()).Draw(t, "used"))})
 		req := RangeRequest{Min: qmap{"c": milliQ(rapid.Int64Range(0, dc.Value.MilliValue()).Draw(t, "min"))},
@@ -107,10 +107,10 @@ func TestPropConsumedRangeIsAFixedPoint(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		dc := genCapacity(t)
 		dev := cmap{"c": dc}
-		opts := Options{DisableFractionalCapacityRange: rapid.Bool().Draw(t, "noFractions")}
+		opts := integerRanges(rapid.Bool().Draw(t, "noFractions"))
 		req := RangeRequest{Min: qmap{"c": milliQ(rapid.Int64Range(0, dc.Value.MilliValue()).Draw(t, "min"))},
 			Preferred: qmap{"c": milliQ(rapid.Int64Range(0, dc.Value.MilliValue()+1000).Draw(t, "preferred"))}}
-		if opts.DisableFractionalCapacityRange && !integral(dc) {
+		if !opts.fractional() && !integral(dc) {
 			// Without fractional ranges the API admits only whole amounts; with fractional ones the integer
 			// arithmetic rounds a recorded amount up again.
 			return

@@ -44,5 +44,6 @@
 // only act on variables the DRA environment does not declare.
 //
 // celenv is a leaf package: it imports cel-go, blang/semver, k8s.io/api and
-// k8s.io/apimachinery, and no other package of this module.
+// k8s.io/apimachinery, and of this module only allocator/gates (the feature
+// gates, a package that imports nothing).
 package celenv

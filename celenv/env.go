@@ -1,7 +1,9 @@
 package celenv
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
@@ -31,7 +33,15 @@ const checkFrequency = 100
 // extensions Kubernetes enables (strings, sets, lists, bindings, two-variable
 // comprehensions, optional types). It compiles expressions and keeps the
 // results in a bounded cache. An Env is safe for concurrent use.
+//
+// The zero Env is ready to use: on its first call it builds the environment
+// NewEnv(Options{}) returns (the scheduler's, with the default features). A
+// nil *Env returns an error instead of panicking. An Env must not be copied
+// after first use.
 type Env struct {
+	once    sync.Once // builds the zero Env on first use (see ready)
+	initErr error
+
 	env       *cel.Env
 	features  Features
 	newExpr   bool
@@ -48,15 +58,38 @@ type Env struct {
 // NewEnv builds an environment. Building one takes a few milliseconds;
 // create it once and share it.
 func NewEnv(opts Options) (*Env, error) {
+	e := &Env{}
+	if err := e.init(opts); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// errNilEnv is the error of the methods of a nil *Env.
+var errNilEnv = errors.New("celenv: nil *Env (create one with NewEnv, or use the zero Env)")
+
+// ready builds the zero Env on first use; NewEnv's environments are built already, and the check is one
+// atomic load.
+func (e *Env) ready() error {
+	if e == nil {
+		return errNilEnv
+	}
+	e.once.Do(func() {
+		if e.env == nil {
+			e.initErr = e.init(Options{})
+		}
+	})
+	return e.initErr
+}
+
+// init builds the environment for the options; NewEnv calls it before the Env is shared, ready on first
+// use of a zero Env.
+func (e *Env) init(opts Options) error {
 	features := DefaultFeatures()
 	if opts.Features != nil {
 		features = *opts.Features
 	}
-	e := &Env{
-		features:  features,
-		newExpr:   opts.NewExpressions,
-		costLimit: opts.CostLimit,
-	}
+	e.features, e.newExpr, e.costLimit = features, opts.NewExpressions, opts.CostLimit
 	if e.costLimit == 0 {
 		e.costLimit = resourceapi.CELSelectorExpressionMaxCost
 	}
@@ -69,14 +102,14 @@ func NewEnv(opts Options) (*Env, error) {
 
 	base, err := cel.NewEnv(baseOptions(opts.NewExpressions, features)...)
 	if err != nil {
-		return nil, fmt.Errorf("build cel environment: %w", err)
+		return fmt.Errorf("build cel environment: %w", err)
 	}
 
 	// Which device declaration applies: the scheduler (stored expressions)
 	// sees the newest one; new expressions see the one the gates select.
 	multiAlloc, listAttrs := true, true
 	if opts.NewExpressions {
-		multiAlloc, listAttrs = features.ConsumableCapacity, features.ListTypeAttributes
+		multiAlloc, listAttrs = features.DRAConsumableCapacity, features.DRAListTypeAttributes
 	}
 	e.attributeType = cel.AnyType
 	if listAttrs {
@@ -90,7 +123,7 @@ func NewEnv(opts Options) (*Env, error) {
 	prov := newDeviceProvider(base.CELTypeProvider(), e.attributeType, multiAlloc)
 	guards, err := guardedBuilders(base, maxResultSize(e.costLimit))
 	if err != nil {
-		return nil, fmt.Errorf("build cel environment: %w", err)
+		return fmt.Errorf("build cel environment: %w", err)
 	}
 	e.env, err = base.Extend(append(guards,
 		ext.Bindings(ext.BindingsVersion(0)),
@@ -98,9 +131,9 @@ func NewEnv(opts Options) (*Env, error) {
 		cel.Variable(deviceVar, prov.deviceType),
 	)...)
 	if err != nil {
-		return nil, fmt.Errorf("build cel environment: %w", err)
+		return fmt.Errorf("build cel environment: %w", err)
 	}
-	return e, nil
+	return nil
 }
 
 // baseOptions is the Kubernetes base CEL environment at version 1.37 (for
@@ -133,7 +166,7 @@ func baseOptions(newExpressions bool, features Features) []cel.EnvOption {
 	}
 	// Kubernetes 1.37 adds "includes" to its list library; a 1.36-compatible
 	// environment only has it when list-type attributes are enabled.
-	opts = append(opts, cel.Lib(listsLibrary{withIncludes: !newExpressions || features.ListTypeAttributes}))
+	opts = append(opts, cel.Lib(listsLibrary{withIncludes: !newExpressions || features.DRAListTypeAttributes}))
 	return opts
 }
 
@@ -141,6 +174,9 @@ func baseOptions(newExpressions bool, features Features) []cel.EnvOption {
 // DeviceClass or a request), or returns the cached result of an earlier
 // call. The error is a *CompileError.
 func (e *Env) Compile(expression string) (*Selector, error) {
+	if err := e.ready(); err != nil {
+		return nil, err
+	}
 	if s, ok := e.selectors.get(expression); ok {
 		return s, nil
 	}
@@ -156,6 +192,9 @@ func (e *Env) Compile(expression string) (*Selector, error) {
 // returns the cached result of an earlier call. The error is a
 // *CompileError.
 func (e *Env) CompileDerived(expression string) (*Derived, error) {
+	if err := e.ready(); err != nil {
+		return nil, err
+	}
 	if d, ok := e.derived.get(expression); ok {
 		return d, nil
 	}
@@ -235,7 +274,7 @@ func (e *Env) compile(expression string, derived bool) (*program, error) {
 // attributes yield a scalar (string, int, bool, semver) or a list of them.
 func (e *Env) checkOutputType(t *cel.Type, derived bool) string {
 	if derived {
-		allowList := e.features.ListTypeAttributes || !e.newExpr
+		allowList := e.features.DRAListTypeAttributes || !e.newExpr
 		if isAllowedDerivedType(t, allowList) {
 			return ""
 		}

@@ -155,9 +155,9 @@ func TestNewExpressionsFollowFeatureGates(t *testing.T) {
 		wantOK   bool
 	}{
 		{"allowMultipleAllocations needs consumable capacity", Features{}, `device.allowMultipleAllocations`, false},
-		{"allowMultipleAllocations with consumable capacity", Features{ConsumableCapacity: true}, `device.allowMultipleAllocations`, true},
+		{"allowMultipleAllocations with consumable capacity", Features{DRAConsumableCapacity: true}, `device.allowMultipleAllocations`, true},
 		{"includes needs list-type attributes", Features{}, `[1].includes(1)`, false},
-		{"includes with list-type attributes", Features{ListTypeAttributes: true}, `[1].includes(1)`, true},
+		{"includes with list-type attributes", Features{DRAListTypeAttributes: true}, `[1].includes(1)`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env, err := NewEnv(Options{Features: &tc.features, NewExpressions: true})

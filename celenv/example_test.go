@@ -151,11 +151,11 @@ func ExampleEnv_Lint() {
 
 func ExampleDefaultFeatures() {
 	f := celenv.DefaultFeatures()
-	fmt.Printf("%+v\n", f)
+	fmt.Println(f.DRAConsumableCapacity, f.DRAListTypeAttributes)
 	env, _ := celenv.NewEnv(celenv.Options{Features: &f, NewExpressions: true})
 	_, err := env.Compile(`device.attributes["gpu.nvidia.com"].ids.includes(1)`)
 	fmt.Println(err != nil)
 	// Output:
-	// {ConsumableCapacity:true ListTypeAttributes:false}
+	// true false
 	// true
 }

@@ -1,21 +1,19 @@
 package celenv
 
-// Features are the Kubernetes feature gates that change the DRA CEL
-// environment. They carry the gate names without the "DRA" prefix.
-type Features struct {
-	// ConsumableCapacity (DRAConsumableCapacity) declares
-	// device.allowMultipleAllocations.
-	ConsumableCapacity bool
-	// ListTypeAttributes (DRAListTypeAttributes) lets attributes hold lists
-	// and derived attributes evaluate to lists.
-	ListTypeAttributes bool
-}
+import "github.com/dralloc/dralloc/allocator/gates"
+
+// Features are the Kubernetes feature gates: gates.Features, the one type
+// every package of dralloc takes. Two of them change the DRA CEL
+// environment, for new expressions (Options.NewExpressions):
+// DRAConsumableCapacity declares device.allowMultipleAllocations, and
+// DRAListTypeAttributes lets attributes hold lists and derived attributes
+// evaluate to lists. The others do not matter here.
+type Features = gates.Features
 
 // DefaultFeatures returns the gates as Kubernetes 1.37 enables them by
-// default: consumable capacity (beta) on, list-type attributes (alpha) off.
-func DefaultFeatures() Features {
-	return Features{ConsumableCapacity: true}
-}
+// default (gates.Default): consumable capacity (beta) on, list-type
+// attributes (alpha) off.
+func DefaultFeatures() Features { return gates.Default() }
 
 // Options configure an Env. The zero value is what the Kubernetes 1.37
 // scheduler uses.

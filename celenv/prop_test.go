@@ -13,8 +13,6 @@ import (
 
 const propDriver = "gpu.nvidia.com"
 
-var propNames = []string{"index", "arch", "cc", "mig", "zones", "memory"}
-
 // genPropDevice draws a device whose attribute names are either bare or
 // qualified with the driver's domain (qualify decides which).
 func genPropDevice(t *rapid.T, qualify func(string) bool) *resourceapi.Device {

@@ -17,7 +17,7 @@ type AllocateFunc func(ctx context.Context, c *Cluster) ([]resourceapi.Allocatio
 
 // Input returns the verifier's view of the cluster: its state, node and feature gates.
 func (c *Cluster) Input() verify.Input {
-	features := c.Features
+	features := c.Gates()
 	return verify.Input{
 		Slices:     c.Slices,
 		Classes:    c.Classes,
@@ -33,13 +33,14 @@ func (c *Cluster) Verify(ctx context.Context, results []resourceapi.AllocationRe
 	return verify.Check(ctx, c.Input(), c.Claims, results)
 }
 
-// CheckAllocations is a property test: for every cluster drawn from clusters, allocate must not mutate the
+// CheckAllocations is a property test (t may be a *testing.T or a *testing.B, as rapid.Check takes): for every
+// cluster drawn from clusters, allocate must not mutate the
 // cluster, and when it allocates, every result must pass allocator/verify. Build clusters with ClusterGen, and
 // map them (rapid.Map) to put in your own DeviceClasses, ResourceSlices or claims. In a driver's or a
 // scheduler's CI:
 //
 //	func TestPropMySchedulerAllocations(t *testing.T) {
-//		clusters := rapid.Map(fuzz.ClusterGen(fuzz.AllFeatures()), func(c *fuzz.Cluster) *fuzz.Cluster {
+//		clusters := rapid.Map(fuzz.ClusterGen(fuzz.AllOptions()), func(c *fuzz.Cluster) *fuzz.Cluster {
 //			c.Classes = append(c.Classes, myDeviceClass())
 //			c.Slices = append(c.Slices, mySlicesFor(c.Node)...)
 //			return c
@@ -48,7 +49,7 @@ func (c *Cluster) Verify(ctx context.Context, results []resourceapi.AllocationRe
 //			return myScheduler(c).Allocate(ctx, c.Node, c.Claims)
 //		})
 //	}
-func CheckAllocations(t *testing.T, clusters *rapid.Generator[*Cluster], allocate AllocateFunc) {
+func CheckAllocations(t testing.TB, clusters *rapid.Generator[*Cluster], allocate AllocateFunc) {
 	t.Helper()
 	rapid.Check(t, func(rt *rapid.T) {
 		c := clusters.Draw(rt, "cluster")
@@ -73,7 +74,11 @@ func CheckAllocations(t *testing.T, clusters *rapid.Generator[*Cluster], allocat
 
 // DeepCopy returns a copy of the cluster that shares nothing with it.
 func (c *Cluster) DeepCopy() *Cluster {
-	out := &Cluster{Features: c.Features}
+	out := &Cluster{}
+	if c.Features != nil {
+		features := *c.Features
+		out.Features = &features
+	}
 	for _, n := range c.Nodes {
 		cp := n.DeepCopy()
 		out.Nodes = append(out.Nodes, cp)

@@ -5,6 +5,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"pgregory.net/rapid"
 
+	"github.com/dralloc/dralloc/allocator/gates"
 	"github.com/dralloc/dralloc/allocator/verify"
 )
 
@@ -30,15 +31,21 @@ type Cluster struct {
 	Claims []*resourceapi.ResourceClaim
 	// Node is the node the claims are to be allocated for; it is one of Nodes.
 	Node *v1.Node
-	// Features are the feature gates the cluster runs with; ClusterGen enables all of them.
-	Features verify.Features
+	// Features are the feature gates the cluster runs with. As everywhere in dralloc (allocator.Options,
+	// verify.Input), nil means the gates Kubernetes 1.37 enables by default, and a pointer to the zero
+	// Features switches every gate off. ClusterGen sets every gate on, the alpha ones included.
+	Features *verify.Features
 }
+
+// Gates returns the feature gates the cluster runs with: *c.Features, or the default gates when it is nil.
+func (c *Cluster) Gates() verify.Features { return gates.Or(c.Features) }
 
 // ClusterGen draws whole clusters with the features chosen in opts.
 func ClusterGen(opts Options) *rapid.Generator[*Cluster] {
 	opts = opts.withDefaults()
 	return rapid.Custom(func(t *rapid.T) *Cluster {
-		c := &Cluster{Features: verify.AllFeatures()}
+		all := verify.AllFeatures()
+		c := &Cluster{Features: &all}
 		c.Nodes = drawNodes(t, opts)
 		c.Slices = drawSlices(t, opts, c.Nodes)
 		c.Classes = drawClasses(t, opts)
@@ -78,10 +85,10 @@ func drawNodes(t *rapid.T, opts Options) []*v1.Node {
 	return nodes
 }
 
-// DeviceRef is one published device with its driver and pool.
+// DeviceRef is one published device: its identity and the device as its ResourceSlice publishes it.
 type DeviceRef struct {
-	Driver, Pool string
-	Device       *resourceapi.Device
+	ID     verify.DeviceID
+	Device *resourceapi.Device
 }
 
 // Devices lists the devices of the newest generation of every pool, in the order of the slices.
@@ -98,7 +105,7 @@ func (c *Cluster) Devices() []DeviceRef {
 			continue
 		}
 		for i := range s.Spec.Devices {
-			out = append(out, DeviceRef{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: &s.Spec.Devices[i]})
+			out = append(out, DeviceRef{ID: verify.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: s.Spec.Devices[i].Name}, Device: &s.Spec.Devices[i]})
 		}
 	}
 	return out

@@ -15,6 +15,29 @@
 // (rapid.Map) before the check. [Cluster.Verify] checks one proposed allocation; [Cluster.Input] gives the
 // verifier's view of a cluster; [Cluster.Snapshot] loads it into a dralloc allocator snapshot.
 //
+// # The generated schema
+//
+// Drawn objects use a fixed vocabulary, so that users' selectors and constraints can refer to it. Attribute
+// and capacity names are bare, so that CEL reads them under the driver's domain
+// (device.attributes["gpu.example.com"].model):
+//
+//   - Driver [GPUDriver] (gpu.example.com), one node-local pool per node named <node>-gpu with devices gpu-<i>:
+//     attributes model (string, a100 or h100), numa (int, 0 or 1), healthy (bool), driverVersion (version,
+//     1.2.0 or 1.3.0) and, with Options.ListAttributes, links (list of ints); capacity memory (40Gi or 80Gi).
+//     With Options.Partitionable, partitions gpu-<p>-<profile> of one or two physical GPUs that consume the
+//     counters memory and sms of a counter set per GPU, with the extra attribute profile (string).
+//   - Driver [NICDriver] (nic.example.com): network-attached NICs (Options.NetworkAttached) with attributes
+//     speed (int, 10 or 100) and zone (string, a or b) and capacity bandwidth (and cores on shareable ones);
+//     with Options.ResultLimit, a node-local pool <node>-vfs of virtual functions vf-<i> (speed, zone).
+//   - Nodes node-<i> with the labels kubernetes.io/hostname and [ZoneLabel] (topology.example.com/zone, a or
+//     b), which network-attached pools select on.
+//   - DeviceClasses [ClassGPU], [ClassA100], [ClassNIC] and [ClassAny]; claims in namespace [Namespace].
+//   - Taints (Options.Taints) with the keys example.com/unhealthy and example.com/maintenance; binding
+//     conditions (Options.BindingConditions) example.com/attached and example.com/attach-failed.
+//
+// A [Cluster] prints ([Cluster.String]) as the YAML stream of its objects, which allocator/manifest and
+// kubectl read back; rapid logs failing draws in that form.
+//
 // Only tests import this package. It may import allocator (to load snapshots), allocator/verify, celenv and the
 // Kubernetes API types; allocations are judged only by allocator/verify, which shares no code with the
 // allocator's search.

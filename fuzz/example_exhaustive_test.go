@@ -33,7 +33,7 @@ func ExampleExhaustive() {
 	}
 	for _, count := range []int64{1, 2} {
 		c := &fuzz.Cluster{Nodes: []*v1.Node{node}, Node: node, Slices: []*resourceapi.ResourceSlice{slice},
-			Classes: []*resourceapi.DeviceClass{class}, Claims: []*resourceapi.ResourceClaim{claimFor(count)}, Features: verify.AllFeatures()}
+			Classes: []*resourceapi.DeviceClass{class}, Claims: []*resourceapi.ResourceClaim{claimFor(count)}, Features: new(verify.AllFeatures())}
 		v, found := fuzz.Exhaustive(context.Background(), c, 1000)
 		fmt.Printf("%d GPUs: fits %v", count, v == fuzz.Fits)
 		if v == fuzz.Fits {

@@ -31,7 +31,7 @@ func ExampleCluster_Snapshot() {
 	claim.Spec.Devices.Requests = []resourceapi.DeviceRequest{{Name: "gpus", Exactly: &resourceapi.ExactDeviceRequest{
 		DeviceClassName: fuzz.ClassAny, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2}}}
 	c := &fuzz.Cluster{Nodes: []*v1.Node{node}, Node: node, Slices: []*resourceapi.ResourceSlice{slice},
-		Classes: []*resourceapi.DeviceClass{class}, Claims: []*resourceapi.ResourceClaim{claim}, Features: verify.AllFeatures()}
+		Classes: []*resourceapi.DeviceClass{class}, Claims: []*resourceapi.ResourceClaim{claim}, Features: new(verify.AllFeatures())}
 
 	ctx := context.Background()
 	s, err := c.Snapshot(allocator.Options{})

@@ -13,7 +13,7 @@ import (
 // Draw one cluster with every feature, and check an allocation for it with the verifier: leaving every pending
 // claim without devices is never valid, since each claim has at least one request.
 func ExampleClusterGen() {
-	c := fuzz.ClusterGen(fuzz.AllFeatures()).Example(1)
+	c := fuzz.ClusterGen(fuzz.AllOptions()).Example(1)
 	fmt.Println(len(c.Classes), "classes; the node is one of the nodes:", slices.Contains(c.Nodes, c.Node))
 
 	empty := make([]resourceapi.AllocationResult, len(c.Claims))

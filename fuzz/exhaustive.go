@@ -174,18 +174,18 @@ func singleOK(ctx context.Context, c *Cluster, ci int, probe *resourceapi.Resour
 // resultFor builds the result entry for a device: admin access, share ID and consumed capacity as Kubernetes
 // records them.
 func resultFor(c *Cluster, ci int, req string, d DeviceRef, share int) resourceapi.DeviceRequestAllocationResult {
-	r := resourceapi.DeviceRequestAllocationResult{Request: req, Driver: d.Driver, Pool: d.Pool, Device: d.Device.Name}
+	r := resourceapi.DeviceRequestAllocationResult{Request: req, Driver: d.ID.Driver, Pool: d.ID.Pool, Device: d.ID.Device}
 	e := exactOf(c.Claims[ci], req)
 	if e != nil && ptr.Deref(e.AdminAccess, false) {
 		r.AdminAccess = ptr.To(true)
 	}
-	if c.Features.DRAConsumableCapacity && ptr.Deref(d.Device.AllowMultipleAllocations, false) {
+	if c.Gates().DRAConsumableCapacity && ptr.Deref(d.Device.AllowMultipleAllocations, false) {
 		r.ShareID = ptr.To(types.UID(fmt.Sprintf("bf-%d", share)))
 		var requests map[resourceapi.QualifiedName]resource.Quantity
 		if e != nil && e.Capacity != nil {
 			requests = e.Capacity.Requests
 		}
-		if consumed, err := capacity.Consumed(requests, d.Device.Capacity, capacity.Options{DisableFractionalCapacityRange: !c.Features.DRAFractionalCapacityRange}); err == nil && len(consumed) > 0 {
+		if consumed, err := capacity.Consumed(requests, d.Device.Capacity, capacity.Options{Features: c.Features}); err == nil && len(consumed) > 0 {
 			r.ConsumedCapacity = consumed
 		}
 	}
@@ -233,7 +233,7 @@ func acceptable(ctx context.Context, c *Cluster, results []resourceapi.Allocatio
 			if ptr.Deref(r.AdminAccess, false) {
 				admin[k] = true
 				for _, d := range devs {
-					if d.Driver == r.Driver && d.Pool == r.Pool && d.Device.Name == r.Device && len(d.Device.ConsumesCounters) > 0 {
+					if d.ID == (verify.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}) && len(d.Device.ConsumesCounters) > 0 {
 						return false
 					}
 				}

@@ -20,7 +20,7 @@ import (
 // handle without panicking.
 
 func addSeeds(f *testing.F) {
-	for i, o := range []fuzz.Options{fuzz.AllFeatures(), {Partitionable: true, Constraints: true}, {ConsumableCapacity: true, NetworkAttached: true, Allocated: true}} {
+	for i, o := range []fuzz.Options{fuzz.AllOptions(), {Partitionable: true, Constraints: true}, {ConsumableCapacity: true, NetworkAttached: true, Allocated: true}} {
 		data, err := json.Marshal(fuzz.ClusterGen(o).Example(i))
 		if err != nil {
 			f.Fatal(err)

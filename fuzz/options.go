@@ -2,7 +2,11 @@ package fuzz
 
 // Options choose which Dynamic Resource Allocation features the generators use. The zero value draws small
 // clusters with plain node-local devices, ExactCount requests and class and request selectors only; each field
-// adds one feature. [AllFeatures] turns every feature on.
+// adds one feature. [AllOptions] turns every feature on.
+//
+// The fields choose which objects are drawn, not feature gates: the gates a drawn cluster runs with are
+// Cluster.Features (every gate on, whatever the options), in the one vocabulary of dralloc (gates.Features).
+// A field that draws objects of a gated feature names its gate.
 type Options struct {
 	// MaxNodes bounds the number of nodes (default 2).
 	MaxNodes int
@@ -64,8 +68,9 @@ type Options struct {
 	CELErrors bool
 }
 
-// AllFeatures returns options with every feature enabled and the default bounds.
-func AllFeatures() Options {
+// AllOptions returns options that draw every feature, with the default bounds. (The feature gates a
+// drawn cluster runs with are in Cluster.Features.)
+func AllOptions() Options {
 	return Options{
 		MultiSlicePools:        true,
 		IncompletePools:        true,

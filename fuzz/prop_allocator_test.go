@@ -16,7 +16,7 @@ import (
 // the cluster is not mutated.
 func TestPropAllocationsVerify(t *testing.T) {
 	var hits budgetHits
-	fuzz.CheckAllocations(t, fuzz.ClusterGen(fuzz.AllFeatures()), counted(&hits, allocate))
+	fuzz.CheckAllocations(t, fuzz.ClusterGen(fuzz.AllOptions()), counted(&hits, allocate))
 	hits.check(t)
 }
 
@@ -58,7 +58,7 @@ func TestPropNoFalseUnsatisfiable(t *testing.T) {
 	var hits budgetHits
 	defer hits.check(t)
 	rapid.Check(t, func(rt *rapid.T) {
-		c := fuzz.ClusterGen(small(fuzz.AllFeatures())).Draw(rt, "cluster")
+		c := fuzz.ClusterGen(small(fuzz.AllOptions())).Draw(rt, "cluster")
 		_, err := allocate(context.Background(), c)
 		hits.add(err)
 		v, found := fuzz.Exhaustive(context.Background(), c, 20000)
@@ -76,7 +76,7 @@ func TestPropDeterministic(t *testing.T) {
 	var hits budgetHits
 	defer hits.check(t)
 	rapid.Check(t, func(rt *rapid.T) {
-		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(rt, "cluster")
+		c := fuzz.ClusterGen(fuzz.AllOptions()).Draw(rt, "cluster")
 		r1, err1 := allocate(context.Background(), c)
 		r2, err2 := allocate(context.Background(), c)
 		hits.add(err1, err2)

@@ -23,7 +23,7 @@ import (
 func TestPropGeneratedSlicesValidate(t *testing.T) {
 	stalePerDevice := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(rt, "cluster")
+		c := fuzz.ClusterGen(fuzz.AllOptions()).Draw(rt, "cluster")
 		for _, s := range c.Slices {
 			if ptr.Deref(s.Spec.PerDeviceNodeSelection, false) && slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool { return d.Name == "stale" }) {
 				stalePerDevice++

@@ -18,12 +18,12 @@ import (
 // tolerations and rules within the API limits, CEL that compiles as a new object's expression, pools whose slices
 // agree, and requests and constraints that refer to what exists.
 func TestPropGeneratedObjectsValid(t *testing.T) {
-	env, err := celenv.NewEnv(celenv.Options{NewExpressions: true, Features: &celenv.Features{ConsumableCapacity: true, ListTypeAttributes: true}})
+	env, err := celenv.NewEnv(celenv.Options{NewExpressions: true, Features: &celenv.Features{DRAConsumableCapacity: true, DRAListTypeAttributes: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rapid.Check(t, func(rt *rapid.T) {
-		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(rt, "cluster")
+		c := fuzz.ClusterGen(fuzz.AllOptions()).Draw(rt, "cluster")
 		check := func(what string, errs field.ErrorList) {
 			for _, e := range errs {
 				rt.Errorf("%s: %v", what, e)

@@ -21,7 +21,7 @@ func TestPropVerifyCatchesBrokenAllocations(t *testing.T) {
 	var hits budgetHits
 	defer hits.check(t)
 	rapid.Check(t, func(rt *rapid.T) {
-		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(rt, "cluster")
+		c := fuzz.ClusterGen(fuzz.AllOptions()).Draw(rt, "cluster")
 		results, err := allocate(context.Background(), c)
 		hits.add(err)
 		if err != nil {
@@ -88,7 +88,7 @@ func TestPropConcurrentAllocate(t *testing.T) {
 	var hits budgetHits
 	defer hits.check(t)
 	rapid.Check(t, func(rt *rapid.T) {
-		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(rt, "cluster")
+		c := fuzz.ClusterGen(fuzz.AllOptions()).Draw(rt, "cluster")
 		s, err := snapshotOf(c)
 		if err != nil {
 			rt.Fatalf("snapshot: %v", err)

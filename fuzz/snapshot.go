@@ -17,7 +17,7 @@ import (
 // the share IDs of the generated allocated claims, whose version digit is 0).
 func (c *Cluster) Snapshot(opts allocator.Options) (*allocator.Snapshot, error) {
 	if opts.Features == nil {
-		features := allocator.Features(c.Features)
+		features := c.Gates()
 		opts.Features = &features
 	}
 	if opts.ShareIDs == nil {

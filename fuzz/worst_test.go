@@ -27,7 +27,7 @@ func TestWorstGeneratedCluster(t *testing.T) {
 	if n <= 0 {
 		t.Skip("set DRALLOC_WORST to the number of clusters to measure")
 	}
-	gen := fuzz.ClusterGen(fuzz.AllFeatures())
+	gen := fuzz.ClusterGen(fuzz.AllOptions())
 	var (
 		steps                     stepSink
 		worstSteps, worstStepsAt  int

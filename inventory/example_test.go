@@ -86,7 +86,7 @@ func ExampleValidatePool() {
 
 func ExampleValidateTaint() {
 	t := resourceapi.DeviceTaint{Key: inventory.TaintKey(inventory.ConditionGPULost), Effect: "PreferNoSchedule"}
-	fmt.Println(inventory.ValidateTaint(field.NewPath("taints").Index(0), t).ToAggregate())
+	fmt.Println(inventory.ValidateTaint(t, field.NewPath("taints").Index(0)).ToAggregate())
 	// Output:
 	// taints[0].effect: Unsupported value: "PreferNoSchedule": supported values: "NoExecute", "NoSchedule", "None"
 }

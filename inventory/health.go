@@ -11,33 +11,35 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Condition is a kind of unhealthy state a GPU can be in.
-type Condition string
+// HealthCondition is a kind of unhealthy state a GPU can be in; HealthPolicy turns each into a device taint
+// (its key is TaintKey of the condition). Not to be confused with taints.Condition, the devices that carry None
+// taints with one key.
+type HealthCondition string
 
 // The conditions HealthPolicy turns into taints. Each is published as a taint
 // with the key TaintKeyPrefix + condition, for example
 // "gpu.nvidia.com/ecc-uncorrectable". XID taints carry the XID number as value.
 const (
 	// ConditionXID: an XID error was reported for the GPU.
-	ConditionXID Condition = "xid"
+	ConditionXID HealthCondition = "xid"
 	// ConditionECCUncorrectable: the volatile count of uncorrectable
 	// (double-bit) ECC errors is above zero.
-	ConditionECCUncorrectable Condition = "ecc-uncorrectable"
+	ConditionECCUncorrectable HealthCondition = "ecc-uncorrectable"
 	// ConditionRetiredPagesPending: pages are waiting to be retired, which
 	// needs a GPU reset.
-	ConditionRetiredPagesPending Condition = "retired-pages-pending"
+	ConditionRetiredPagesPending HealthCondition = "retired-pages-pending"
 	// ConditionRowRemapPending: rows are waiting to be remapped, which needs a
 	// GPU reset.
-	ConditionRowRemapPending Condition = "row-remap-pending"
+	ConditionRowRemapPending HealthCondition = "row-remap-pending"
 	// ConditionRowRemapFailed: row remapping failed; the memory is unreliable.
-	ConditionRowRemapFailed Condition = "row-remap-failed"
+	ConditionRowRemapFailed HealthCondition = "row-remap-failed"
 	// ConditionThermalSlowdown: clocks are reduced because the GPU is too hot.
-	ConditionThermalSlowdown Condition = "thermal-slowdown"
+	ConditionThermalSlowdown HealthCondition = "thermal-slowdown"
 	// ConditionGPULost: the GPU no longer answers (NVML's GPU_IS_LOST, or an
 	// XID in HealthPolicy.LostXIDs such as 79, "fallen off the bus").
-	ConditionGPULost Condition = "gpu-lost"
+	ConditionGPULost HealthCondition = "gpu-lost"
 	// ConditionNVLinkDegraded: some NVLinks of the GPU are down.
-	ConditionNVLinkDegraded Condition = "nvlink-degraded"
+	ConditionNVLinkDegraded HealthCondition = "nvlink-degraded"
 )
 
 // TaintKeyPrefix is the domain of the taint keys HealthPolicy produces. The
@@ -47,7 +49,7 @@ const (
 const TaintKeyPrefix = "gpu.nvidia.com/"
 
 // TaintKey is the taint key of a condition.
-func TaintKey(c Condition) string { return TaintKeyPrefix + string(c) }
+func TaintKey(c HealthCondition) string { return TaintKeyPrefix + string(c) }
 
 // DefaultApplicationXIDs are the XIDs caused by the application rather than
 // the GPU (13 graphics engine exception, 31 memory page fault, 43 GPU stopped
@@ -83,10 +85,10 @@ type HealthPolicy struct {
 	LostXIDs []int
 	// Effects override the default effect per condition. For ConditionXID it
 	// applies to XIDs that are neither application nor lost XIDs.
-	Effects map[Condition]resourceapi.DeviceTaintEffect
+	Effects map[HealthCondition]resourceapi.DeviceTaintEffect
 	// ClearAfter overrides, per condition, how long it must be absent before
 	// its taint is removed. A negative duration means never.
-	ClearAfter map[Condition]time.Duration
+	ClearAfter map[HealthCondition]time.Duration
 	// DefaultClearAfter applies to conditions not in ClearAfter; zero means
 	// DefaultClearAfter.
 	DefaultClearAfter time.Duration
@@ -124,7 +126,7 @@ type HealthState struct {
 
 // ActiveCondition is a condition with when it started and when it was last seen.
 type ActiveCondition struct {
-	Condition Condition `json:"condition"`
+	Condition HealthCondition `json:"condition"`
 	// Value distinguishes instances of a condition, the XID number for XIDs.
 	Value string `json:"value,omitempty"`
 	// Since is when the condition was first seen in this episode; it becomes
@@ -139,14 +141,14 @@ type ActiveCondition struct {
 // least their ClearAfter are dropped. prev is not modified.
 func (p HealthPolicy) Observe(prev HealthState, obs Observation) HealthState {
 	type key struct {
-		c Condition
+		c HealthCondition
 		v string
 	}
 	byKey := map[key]ActiveCondition{}
 	for _, a := range prev.Active {
 		byKey[key{a.Condition, a.Value}] = a
 	}
-	seen := func(c Condition, v string) {
+	seen := func(c HealthCondition, v string) {
 		k := key{c, v}
 		a, ok := byKey[k]
 		if !ok {
@@ -225,7 +227,7 @@ func (p HealthPolicy) cleared(a ActiveCondition, now time.Time) bool {
 }
 
 // Effect is the taint effect of a condition; value is the XID for ConditionXID.
-func (p HealthPolicy) Effect(c Condition, value string) resourceapi.DeviceTaintEffect {
+func (p HealthPolicy) Effect(c HealthCondition, value string) resourceapi.DeviceTaintEffect {
 	if c == ConditionXID {
 		x, err := strconv.Atoi(value)
 		app := p.ApplicationXIDs
@@ -246,7 +248,7 @@ func (p HealthPolicy) Effect(c Condition, value string) resourceapi.DeviceTaintE
 	return p.effect(c)
 }
 
-func (p HealthPolicy) effect(c Condition) resourceapi.DeviceTaintEffect {
+func (p HealthPolicy) effect(c HealthCondition) resourceapi.DeviceTaintEffect {
 	if e, ok := p.Effects[c]; ok {
 		return e
 	}
@@ -295,8 +297,8 @@ func (p HealthPolicy) Taints(s HealthState, now time.Time) []resourceapi.DeviceT
 		})
 		out = out[:resourceapi.DeviceTaintsMaxLength]
 		slices.SortStableFunc(out, func(x, y resourceapi.DeviceTaint) int {
-			return compareActive(ActiveCondition{Condition: Condition(strings.TrimPrefix(x.Key, TaintKeyPrefix)), Value: x.Value},
-				ActiveCondition{Condition: Condition(strings.TrimPrefix(y.Key, TaintKeyPrefix)), Value: y.Value})
+			return compareActive(ActiveCondition{Condition: HealthCondition(strings.TrimPrefix(x.Key, TaintKeyPrefix)), Value: x.Value},
+				ActiveCondition{Condition: HealthCondition(strings.TrimPrefix(y.Key, TaintKeyPrefix)), Value: y.Value})
 		})
 	}
 	return out

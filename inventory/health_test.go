@@ -61,9 +61,9 @@ func TestHealthPolicyTaints(t *testing.T) {
 			[]inventory.Observation{{Time: at(0), NVLinksDown: 1}, {Time: at(10)}}, 10, []string{}},
 		{"taints clear at read time too, without a new observation", inventory.HealthPolicy{},
 			[]inventory.Observation{{Time: at(0), XIDs: []int{48}}}, 10, []string{}},
-		{"a configured clear time per condition", inventory.HealthPolicy{ClearAfter: map[inventory.Condition]time.Duration{inventory.ConditionXID: time.Hour}},
+		{"a configured clear time per condition", inventory.HealthPolicy{ClearAfter: map[inventory.HealthCondition]time.Duration{inventory.ConditionXID: time.Hour}},
 			[]inventory.Observation{{Time: at(0), XIDs: []int{48}}, {Time: at(30)}}, 30, []string{"xid=48:NoSchedule@0"}},
-		{"a negative clear time never clears", inventory.HealthPolicy{ClearAfter: map[inventory.Condition]time.Duration{inventory.ConditionGPULost: -1}},
+		{"a negative clear time never clears", inventory.HealthPolicy{ClearAfter: map[inventory.HealthCondition]time.Duration{inventory.ConditionGPULost: -1}},
 			[]inventory.Observation{{Time: at(0), Lost: true}, {Time: at(1000)}}, 5000, []string{"gpu-lost=:NoExecute@0"}},
 		{"the XID recurring restarts the clear time, not the start", inventory.HealthPolicy{},
 			[]inventory.Observation{{Time: at(0), XIDs: []int{48}}, {Time: at(8), XIDs: []int{48}}, {Time: at(15)}}, 15,
@@ -71,7 +71,7 @@ func TestHealthPolicyTaints(t *testing.T) {
 		{"after clearing, a new episode starts afresh", inventory.HealthPolicy{},
 			[]inventory.Observation{{Time: at(0), XIDs: []int{48}}, {Time: at(20)}, {Time: at(25), XIDs: []int{48}}}, 25,
 			[]string{"xid=48:NoSchedule@25"}},
-		{"effects can be overridden", inventory.HealthPolicy{Effects: map[inventory.Condition]resourceapi.DeviceTaintEffect{inventory.ConditionThermalSlowdown: resourceapi.DeviceTaintEffectNoSchedule}},
+		{"effects can be overridden", inventory.HealthPolicy{Effects: map[inventory.HealthCondition]resourceapi.DeviceTaintEffect{inventory.ConditionThermalSlowdown: resourceapi.DeviceTaintEffectNoSchedule}},
 			[]inventory.Observation{{Time: at(0), ThermalSlowdown: true}}, 0, []string{"thermal-slowdown=:NoSchedule@0"}},
 		{"an empty application list makes every XID a fault", inventory.HealthPolicy{ApplicationXIDs: []int{}},
 			[]inventory.Observation{{Time: at(0), XIDs: []int{13}}}, 0, []string{"xid=13:NoSchedule@0"}},
@@ -109,7 +109,7 @@ func TestHealthTaintsAreValidAndAtMost16(t *testing.T) {
 		if tn.Effect == resourceapi.DeviceTaintEffectNone {
 			t.Errorf("an informational taint (%s=%s) was kept while faults were dropped", tn.Key, tn.Value)
 		}
-		if errs := inventory.ValidateTaint(field.NewPath("taints").Index(i), tn); len(errs) > 0 {
+		if errs := inventory.ValidateTaint(tn, field.NewPath("taints").Index(i)); len(errs) > 0 {
 			t.Error(errs)
 		}
 	}

@@ -22,11 +22,11 @@ func ValidateSlice(s *resourceapi.ResourceSlice) field.ErrorList {
 	return validation.ResourceSlice(s, validation.Options{})
 }
 
-// ValidateTaint checks a device taint at path p: the key must be a label name (required), the value a
+// ValidateTaint checks a device taint t at path p: the key must be a label name (required), the value a
 // label value, and the effect None, NoSchedule or NoExecute. It is validation.Taint, and rejects what
-// taints.ValidateTaint rejects, with the same error types.
-func ValidateTaint(p *field.Path, t resourceapi.DeviceTaint) field.ErrorList {
-	return validation.Taint(p, t)
+// taints.ValidateTaint rejects, with the same error types and the same argument order (object, then path).
+func ValidateTaint(t resourceapi.DeviceTaint, p *field.Path) field.ErrorList {
+	return validation.Taint(t, p)
 }
 
 // ValidatePool checks what only the whole pool shows: all slices name the same

@@ -225,13 +225,13 @@ func TestValidateTaintAgreesWithTaints(t *testing.T) {
 				}
 				return out
 			}
-			got, want := kinds(inventory.ValidateTaint(p, tc.t)), kinds(taints.ValidateTaint(tc.t, p))
+			got, want := kinds(inventory.ValidateTaint(tc.t, p)), kinds(taints.ValidateTaint(tc.t, p))
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("inventory: %v, taints: %v", got, want)
 			}
 		})
 	}
-	if errs := inventory.ValidateTaint(p, resourceapi.DeviceTaint{Effect: resourceapi.DeviceTaintEffectNone}); len(errs) != 1 || errs[0].Type != field.ErrorTypeRequired {
+	if errs := inventory.ValidateTaint(resourceapi.DeviceTaint{Effect: resourceapi.DeviceTaintEffectNone}, p); len(errs) != 1 || errs[0].Type != field.ErrorTypeRequired {
 		t.Errorf("empty key: %v, want one required value", errs)
 	}
 }

@@ -12,13 +12,24 @@ import (
 // ErrInvalidRule is wrapped by the errors of [NewEvaluator] for a DeviceTaintRule that the API would reject.
 var ErrInvalidRule = errors.New("invalid DeviceTaintRule")
 
-// DeviceID names one device: the driver, the pool and the device name within the pool.
+// DeviceID identifies one device: the driver, the pool and the device name within the pool, as a
+// DeviceRequestAllocationResult names it. It is dralloc's one device identity, a small comparable value usable
+// as a map key; allocator.DeviceID and verify.DeviceID are aliases of it. It is defined here, in the lowest
+// package that needs it (the allocator and the verifier both import taints).
 type DeviceID struct {
-	Driver, Pool, Device string
+	Driver string `json:"driver"`
+	Pool   string `json:"pool"`
+	Device string `json:"device"`
 }
 
-// String returns driver/pool/device, the form Kubernetes uses in messages.
-func (id DeviceID) String() string { return id.Driver + "/" + id.Pool + "/" + id.Device }
+// String returns driver/pool/device, the form Kubernetes uses in messages, and "" for the zero DeviceID (no
+// device).
+func (id DeviceID) String() string {
+	if id == (DeviceID{}) {
+		return ""
+	}
+	return id.Driver + "/" + id.Pool + "/" + id.Device
+}
 
 // Evaluator holds DeviceTaintRules prepared for lookup: validated, ordered by name and indexed by the pool
 // and device name they select. Build one when the rules change, then ask [Evaluator.Taints] for every device.

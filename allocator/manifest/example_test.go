@@ -11,6 +11,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	resourcev1beta1 "k8s.io/api/resource/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	"github.com/dralloc/dralloc/allocator/manifest"
@@ -187,4 +188,26 @@ func ExampleExpand() {
 	// Output:
 	// shop web-<hash>-pod00 owned by ReplicaSet web-<hash>
 	// shop web-<hash>-pod01 owned by ReplicaSet web-<hash>
+}
+
+// Objects read from several places add up, each keeping where it was read.
+func ExampleObjects_Append() {
+	nodes, err := manifest.Decode(strings.NewReader("apiVersion: v1\nkind: Node\nmetadata: {name: node-a}\n"), "nodes.yaml", manifest.Options{})
+	if err != nil {
+		panic(err)
+	}
+	classes, err := manifest.Decode(strings.NewReader("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu}\n"), "classes.yaml", manifest.Options{})
+	if err != nil {
+		panic(err)
+	}
+	nodes.Append(classes)
+	fmt.Println(nodes.Len(), "objects")
+	for _, obj := range []runtime.Object{nodes.Nodes[0], nodes.Classes[0]} {
+		src, _ := nodes.Source(obj)
+		fmt.Println(src)
+	}
+	// Output:
+	// 2 objects
+	// nodes.yaml: document 1
+	// classes.yaml: document 1
 }

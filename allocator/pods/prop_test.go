@@ -42,7 +42,7 @@ var (
 // snapshots and the checker so that selectors compile once.
 func propEnv(t *rapid.T) *celenv.Env {
 	envOnce.Do(func() {
-		env, envErr = celenv.NewEnv(celenv.Options{Features: &celenv.Features{ConsumableCapacity: true, ListTypeAttributes: true}})
+		env, envErr = celenv.NewEnv(celenv.Options{Features: &celenv.Features{DRAConsumableCapacity: true, DRAListTypeAttributes: true}})
 	})
 	if envErr != nil {
 		t.Fatal(envErr)
@@ -171,7 +171,7 @@ func runWith(t *rapid.T, c *fuzz.Cluster, ops []op, preferred pods.Preferred) []
 				node = n
 			}
 		}
-		features := c.Features
+		features := c.Gates()
 		in := verify.Input{Slices: c.Slices, Classes: c.Classes, TaintRules: c.TaintRules, Node: node, Features: &features, Claims: allocatedClaims(snap), CEL: propEnv(t)}
 		vs, err := verify.Check(ctx, in, fresh, results)
 		if err != nil {
@@ -225,7 +225,7 @@ func checkCluster(t *rapid.T, c *fuzz.Cluster, snap *allocator.Snapshot, step in
 		ours = append(ours, claim)
 		results = append(results, *claim.Status.Allocation)
 	}
-	features := c.Features
+	features := c.Gates()
 	in := verify.Input{Slices: c.Slices, Classes: c.Classes, TaintRules: c.TaintRules, Features: &features, Claims: c.Allocated, CEL: propEnv(t)}
 	vs, err := verify.Check(context.Background(), in, ours, results)
 	if err != nil {

@@ -88,7 +88,8 @@ func (c *Cluster) grow(snap *allocator.Snapshot, p *Placement) error {
 }
 
 func capOptions(snap *allocator.Snapshot) capacity.Options {
-	return capacity.Options{DisableFractionalCapacityRange: !snap.Features().DRAFractionalCapacityRange}
+	features := snap.Features()
+	return capacity.Options{Features: &features}
 }
 
 // sharesOn is the ledger of the shares that the snapshot's claims hold on the device.

@@ -145,7 +145,8 @@ type Declared struct {
 // pending, worst case ([Charges]).
 func Audit(c *pods.Cluster, inv *capacity.Inventory, podList []*v1.Pod) ([]AuditEntry, error) {
 	reserved := reservations(c)
-	opts := capacity.Options{DisableFractionalCapacityRange: !c.Snapshot().Features().DRAFractionalCapacityRange}
+	features := c.Snapshot().Features()
+	opts := capacity.Options{Features: &features}
 	out := make([]AuditEntry, 0, len(podList))
 	for _, pod := range podList {
 		e := AuditEntry{Pod: pod.Namespace + "/" + pod.Name}

@@ -111,7 +111,8 @@ func Charges(c *pods.Cluster, inv *capacity.Inventory, pending []*v1.Pod) (*Quot
 		}
 		q.Allocated[claim.Namespace] = sum(q.Allocated[claim.Namespace], ch)
 	}
-	opts := capacity.Options{DisableFractionalCapacityRange: !snap.Features().DRAFractionalCapacityRange}
+	features := snap.Features()
+	opts := capacity.Options{Features: &features}
 	for _, pod := range pending {
 		ch, err := pendingCharge(c, inv, pod, opts)
 		if err != nil {
@@ -138,6 +139,7 @@ func pendingCharge(c *pods.Cluster, inv *capacity.Inventory, pod *v1.Pod, opts c
 		seen[pc.Claim.Name] = true
 		ch, err := capacity.ChargeClaim(pc.Claim.Spec, inv, opts)
 		if err != nil {
+			//lint:ignore ST1005 errors name the object first, by its kind, as Kubernetes writes them
 			return total, fmt.Errorf("Pod %s/%s: claim %s: %w", pod.Namespace, pod.Name, pc.Claim.Name, err)
 		}
 		total = sum(total, ch)
@@ -145,6 +147,7 @@ func pendingCharge(c *pods.Cluster, inv *capacity.Inventory, pod *v1.Pod, opts c
 	if spec := extendedSpec(c.Snapshot().Classes(), pod); len(spec.Devices.Requests) > 0 {
 		ch, err := capacity.ChargeClaim(spec, inv, opts)
 		if err != nil {
+			//lint:ignore ST1005 errors name the object first, by its kind, as Kubernetes writes them
 			return total, fmt.Errorf("Pod %s/%s: extended resources: %w", pod.Namespace, pod.Name, err)
 		}
 		total = sum(total, ch)

@@ -57,6 +57,7 @@ func DeviceTaintRule(rule *resourceapi.DeviceTaintRule, opts Options) field.Erro
 	return errs
 }
 
-// Taint validates one device taint at path p (the key a label name, required; the value a label value;
+// Taint validates one device taint t at path p (the key a label name, required; the value a label value;
 // the effect None, NoSchedule or NoExecute), as the API server validates the taints of slices and rules.
-func Taint(p *field.Path, t resourceapi.DeviceTaint) field.ErrorList { return taint(p, t) }
+// The object comes first and its path second, as in Kubernetes' validation functions.
+func Taint(t resourceapi.DeviceTaint, p *field.Path) field.ErrorList { return taint(p, t) }

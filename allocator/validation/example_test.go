@@ -102,8 +102,8 @@ func ExampleDeviceTaintRule() {
 
 // Taint checks one taint at the path given.
 func ExampleTaint() {
-	print(validation.Taint(field.NewPath("spec", "devices").Index(0).Child("taints").Index(0),
-		resourceapi.DeviceTaint{Effect: resourceapi.DeviceTaintEffectNoSchedule}))
+	print(validation.Taint(resourceapi.DeviceTaint{Effect: resourceapi.DeviceTaintEffectNoSchedule},
+		field.NewPath("spec", "devices").Index(0).Child("taints").Index(0)))
 	// Output:
 	// spec.devices[0].taints[0].key: Required value
 }

@@ -14,13 +14,13 @@ import (
 // The generators of package fuzz produce objects the API server accepts; validation accepts every one of
 // them: slices, classes, taint rules, allocated claims (with their allocation) and pending claims.
 func TestPropGeneratedObjectsPassValidation(t *testing.T) {
-	env, err := celenv.NewEnv(celenv.Options{NewExpressions: true, Features: &celenv.Features{ConsumableCapacity: true, ListTypeAttributes: true}})
+	env, err := celenv.NewEnv(celenv.Options{NewExpressions: true, Features: &celenv.Features{DRAConsumableCapacity: true, DRAListTypeAttributes: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts := validation.Options{CEL: env}
 	rapid.Check(t, func(rt *rapid.T) {
-		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(rt, "cluster")
+		c := fuzz.ClusterGen(fuzz.AllOptions()).Draw(rt, "cluster")
 		check := func(kind, name string, errs field.ErrorList) {
 			for _, e := range errs {
 				rt.Errorf("%s %s: %v", kind, name, e)

@@ -9,6 +9,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/dralloc/dralloc/allocator/gates"
 )
 
 // ResourceSlice validates a ResourceSlice as kube-apiserver 1.37 does on create (ValidateResourceSlice):
@@ -344,7 +346,7 @@ func requestPolicy(p *field.Path, capValue resource.Quantity, rp *resourceapi.Ca
 			// As the API server: duplicates are equal values (as integers, rounded up, without fractional
 			// capacity ranges).
 			key := v.AsDec().String()
-			if opts.Capacity.DisableFractionalCapacityRange {
+			if !gates.Or(opts.Capacity.Features).DRAFractionalCapacityRange {
 				key = fmt.Sprint(v.Value())
 			}
 			if seen[key] {
@@ -396,7 +398,7 @@ func validRange(p *field.Path, capValue, def resource.Quantity, r resourceapi.Ca
 	}{{"default", &def}, {"min", r.Min}, {"max", r.Max}, {"step", r.Step}}
 	// As the API server: with fractional capacity ranges, a range (or default) with fractions is computed
 	// in milli-units, so every bound must be exact there.
-	useMilli := !opts.Capacity.DisableFractionalCapacityRange && (fractional(&def) || fractional(r.Min) || fractional(r.Max) || fractional(r.Step))
+	useMilli := gates.Or(opts.Capacity.Features).DRAFractionalCapacityRange && (fractional(&def) || fractional(r.Min) || fractional(r.Max) || fractional(r.Step))
 	if useMilli {
 		unsafe := false
 		for _, b := range bounds {

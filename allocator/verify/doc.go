@@ -14,8 +14,9 @@
 //
 // verify deliberately shares no search code with package allocator: it never searches, it only checks one
 // proposed answer, rule by rule, from the API's definitions. It may import celenv (CEL), capacity (the arithmetic
-// of consumable capacity), taints (effective taints and tolerations) and the Kubernetes API types.
+// of consumable capacity), taints (effective taints and tolerations), allocator/gates (the feature gates) and the
+// Kubernetes API types.
 //
-// Main types: [Input] (the cluster state), [Features] (the feature gates, field for field the same as
-// allocator.Features, so one converts into the other), [Violation] and [Rule].
+// Main types: [Input] (the cluster state), [Features] (the feature gates: gates.Features, the same type as
+// allocator.Features), [DeviceID] (taints.DeviceID, the same type as allocator.DeviceID), [Violation] and [Rule].
 package verify

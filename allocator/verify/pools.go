@@ -162,7 +162,7 @@ func (c *checker) indexPool(p *pool) {
 		}
 		// The stable variant of the Kubernetes allocator takes slices with shared counters into the pool on every
 		// node, whatever their node selection.
-		if sliceTargets || (ignored == "" && len(s.Spec.SharedCounters) > 0 && c.features.variant() == variantStable) {
+		if sliceTargets || (ignored == "" && len(s.Spec.SharedCounters) > 0 && variantOf(c.features) == variantStable) {
 			p.visible = true
 		}
 		for i := range s.Spec.Devices {
@@ -171,7 +171,7 @@ func (c *checker) indexPool(p *pool) {
 				p.invalid = fmt.Sprintf("duplicate device name %s", d.Name)
 			}
 			names[d.Name] = true
-			id := DeviceID{s.Spec.Driver, s.Spec.Pool.Name, d.Name}
+			id := DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
 			dv := &device{id: id, dev: d, slice: s, pool: p, sliceTargets: sliceTargets, ignored: ignored}
 			dv.reach = sliceTargets
 			if c.in.Node == nil {

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"fmt"
-	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -70,7 +69,7 @@ func (c *checker) checkClaim(index int, claim *resourceapi.ResourceClaim, result
 	perRequest := map[string][]int{} // chosen request or subrequest name → result indexes
 	for i := range results {
 		r := &results[i]
-		id := DeviceID{r.Driver, r.Pool, r.Device}
+		id := DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
 		req := cc.byName[r.Request]
 		if req == nil || (req.parent == "" && cc.hasSubrequests(req.name)) {
 			cc.violation(RuleUnknownRequest, r.Request, i, id, "no request or subrequest %q in the claim", r.Request)
@@ -144,7 +143,7 @@ func (cc *claimCheck) checkRequests() bool {
 	}
 	for i, con := range devs.Constraints {
 		// The stable variant of the Kubernetes allocator knows only matchAttribute.
-		if con.MatchAttribute == nil && con.DistinctAttribute != nil && cc.features.variant() == variantStable {
+		if con.MatchAttribute == nil && con.DistinctAttribute != nil && variantOf(cc.features) == variantStable {
 			cc.violation(RuleFeature, "", -1, DeviceID{}, "spec.devices.constraints[%d]: distinctAttribute is not supported with only the GA feature gates enabled (unsupported constraint type)", i)
 		}
 		if con.MatchAttribute == nil && con.DistinctAttribute == nil {
@@ -159,7 +158,7 @@ func (cc *claimCheck) checkGates(r *request) {
 		cc.violation(RuleFeature, r.name, -1, DeviceID{}, "admin access is requested, but the feature is disabled")
 	}
 	// The stable variant of the Kubernetes allocator does not know capacity requests and ignores them.
-	if r.capacity != nil && !cc.features.DRAConsumableCapacity && cc.features.variant() >= variantIncubating {
+	if r.capacity != nil && !cc.features.DRAConsumableCapacity && variantOf(cc.features) >= variantIncubating {
 		cc.violation(RuleFeature, r.name, -1, DeviceID{}, "has capacity requests, but the DRAConsumableCapacity feature is disabled")
 	}
 	if len(r.derived) > 0 && !cc.features.DRADerivedAttributes {
@@ -198,7 +197,7 @@ func (cc *claimCheck) checkCount(req *request, idx []int) {
 	seen := map[DeviceID]int{}
 	for _, i := range idx {
 		r := cc.result.Devices.Results[i]
-		id := DeviceID{r.Driver, r.Pool, r.Device}
+		id := DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
 		if first, dup := seen[id]; dup {
 			cc.violation(RuleInUse, req.name, i, id, "device allocated twice for the request (results %d and %d)", first, i)
 		}
@@ -244,7 +243,7 @@ func (cc *claimCheck) checkAll(req *request, idx []int) {
 	got := map[DeviceID]bool{}
 	for _, i := range idx {
 		r := cc.result.Devices.Results[i]
-		id := DeviceID{r.Driver, r.Pool, r.Device}
+		id := DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
 		got[id] = true
 		if !want[id] {
 			cc.violation(RuleResultCount, req.name, i, id, "allocation mode All: the device is not one of the matching devices")
@@ -271,7 +270,7 @@ func (cc *claimCheck) staticCapacityFits(req *request, d *device) bool {
 // checkDevice checks one result entry against its device and request. It returns the device, or nil when the
 // device is unknown.
 func (cc *claimCheck) checkDevice(i int, req *request, r *resourceapi.DeviceRequestAllocationResult) *device {
-	id := DeviceID{r.Driver, r.Pool, r.Device}
+	id := DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
 	d := cc.devices[id]
 	if d == nil {
 		cc.violation(RuleUnknownDevice, req.name, i, id, "no such device in the newest generation of pool %s/%s", r.Driver, r.Pool)
@@ -295,7 +294,7 @@ func (cc *claimCheck) checkDevice(i int, req *request, r *resourceapi.DeviceRequ
 		cc.violation(RuleFeature, req.name, i, id, "device has binding conditions, but DRADeviceBindingConditions or DRAResourceClaimDeviceStatus is disabled")
 	}
 	// Only the experimental variant of the Kubernetes allocator knows skipNodeOperations; the others ignore it.
-	if len(d.slice.Spec.SkipNodeOperations) > 0 && cc.features.variant() == variantExperimental {
+	if len(d.slice.Spec.SkipNodeOperations) > 0 && variantOf(cc.features) == variantExperimental {
 		switch {
 		case !cc.features.DRAOptionalNodeOperations:
 			cc.violation(RuleFeature, req.name, i, id, "device skips node operations, but the DRAOptionalNodeOperations feature is disabled")
@@ -351,18 +350,10 @@ func (cc *claimCheck) checkBinding(i int, req *request, r *resourceapi.DeviceReq
 			r.BindingConditions, r.BindingFailureConditions, wantCond, wantFail)
 	}
 	var wantSkip []resourceapi.SkipNodeOperation
-	if cc.features.variant() == variantExperimental {
+	if variantOf(cc.features) == variantExperimental {
 		wantSkip = d.slice.Spec.SkipNodeOperations
 	}
 	if !equality.Semantic.DeepEqual(nilIfEmpty(r.SkipNodeOperations), nilIfEmpty(wantSkip)) {
 		cc.violation(RuleBinding, req.name, i, d.id, "skipNodeOperations %v, expected %v", r.SkipNodeOperations, wantSkip)
 	}
-}
-
-// topName returns the top-level request of a request or subrequest reference.
-func topName(ref string) string {
-	if i := strings.IndexByte(ref, '/'); i >= 0 {
-		return ref[:i]
-	}
-	return ref
 }

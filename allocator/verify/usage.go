@@ -46,7 +46,7 @@ func (c *checker) gatherState(checked []*resourceapi.ResourceClaim) {
 // nothing, a result with a share ID holds a share only while DRAConsumableCapacity is on, and anything else (a
 // share written while the gate was on included) holds the device exclusively.
 func (u *usage) add(claim string, r resourceapi.DeviceRequestAllocationResult, consumableCapacity bool) {
-	id := DeviceID{r.Driver, r.Pool, r.Device}
+	id := DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
 	switch {
 	case ptr.Deref(r.AdminAccess, false):
 	case r.ShareID != nil && consumableCapacity:
@@ -69,12 +69,6 @@ func (u *usage) add(claim string, r resourceapi.DeviceRequestAllocationResult, c
 	}
 }
 
-// holds reports whether the allocated state holds the device at all (exclusively or by a share).
-func (u *usage) holds(id DeviceID) bool {
-	_, ex := u.exclusive[id]
-	return ex || len(u.shares[id]) > 0
-}
-
 type placed struct {
 	claim, request string
 	result         int
@@ -94,7 +88,7 @@ func (c *checker) checkUsage(claims []*resourceapi.ResourceClaim, results []reso
 		name := claimName(claim)
 		inClaim := map[DeviceID]placed{}
 		for ri, r := range results[ci].Devices.Results {
-			id := DeviceID{r.Driver, r.Pool, r.Device}
+			id := DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
 			d := c.devices[id]
 			if d == nil {
 				continue
@@ -183,7 +177,7 @@ func (c *checker) checkUsage(claims []*resourceapi.ResourceClaim, results []reso
 	}
 	// The stable variant of the Kubernetes allocator only sees exclusive allocations, so shares draw no counters
 	// there.
-	if c.features.variant() >= variantIncubating {
+	if variantOf(c.features) >= variantIncubating {
 		for id := range c.state.shares {
 			counted[id] = true
 		}
@@ -226,7 +220,7 @@ func (c *checker) consumedFor(req *request, d *device) (map[resourceapi.Qualifie
 	if req.capacity != nil {
 		requests = req.capacity.Requests
 	}
-	return capacity.Consumed(requests, d.dev.Capacity, capacity.Options{DisableFractionalCapacityRange: !c.features.DRAFractionalCapacityRange})
+	return capacity.Consumed(requests, d.dev.Capacity, capacity.Options{Features: &c.features})
 }
 
 func (c *checker) checkCapacityTotals(newConsumed map[DeviceID]map[resourceapi.QualifiedName]resource.Quantity, lastUse map[DeviceID]placed) {

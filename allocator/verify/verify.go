@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 
+	"github.com/dralloc/dralloc/allocator/gates"
 	"github.com/dralloc/dralloc/celenv"
 	"github.com/dralloc/dralloc/taints"
 )
@@ -31,46 +32,15 @@ type Input struct {
 	CEL *celenv.Env
 }
 
-// Features are the Kubernetes feature gates that change what a valid allocation is. The fields are those of
-// allocator.Features, in the same order, so one type converts into the other.
-type Features struct {
-	DRAAdminAccess               bool
-	DRAPrioritizedList           bool
-	DRADeviceTaints              bool
-	DRAPartitionableDevices      bool
-	DRAConsumableCapacity        bool
-	DRAFractionalCapacityRange   bool
-	DRADeviceBindingConditions   bool
-	DRAResourceClaimDeviceStatus bool
-	DRAListTypeAttributes        bool
-	DRAOptionalNodeOperations    bool
-	DRADerivedAttributes         bool
-	DRADeviceCompatibilityGroups bool
-}
+// Features are the Kubernetes feature gates that change what a valid allocation is: gates.Features, the
+// one type every package of dralloc takes (allocator.Features is the same type).
+type Features = gates.Features
 
-// DefaultFeatures returns the gates Kubernetes 1.37 enables by default: the beta and GA ones.
-func DefaultFeatures() Features {
-	return Features{
-		DRAAdminAccess:               true,
-		DRAPrioritizedList:           true,
-		DRADeviceTaints:              true,
-		DRAPartitionableDevices:      true,
-		DRAConsumableCapacity:        true,
-		DRAFractionalCapacityRange:   true,
-		DRADeviceBindingConditions:   true,
-		DRAResourceClaimDeviceStatus: true,
-	}
-}
+// DefaultFeatures returns the gates Kubernetes 1.37 enables by default: the beta and GA ones (gates.Default).
+func DefaultFeatures() Features { return gates.Default() }
 
-// AllFeatures returns every gate switched on.
-func AllFeatures() Features {
-	f := DefaultFeatures()
-	f.DRAListTypeAttributes = true
-	f.DRAOptionalNodeOperations = true
-	f.DRADerivedAttributes = true
-	f.DRADeviceCompatibilityGroups = true
-	return f
-}
+// AllFeatures returns every gate switched on (gates.All).
+func AllFeatures() Features { return gates.All() }
 
 // variant is the implementation of the Kubernetes allocator that the gates select: Kubernetes uses the most
 // stable one that supports every enabled gate, and the older ones do not know some newer fields at all.
@@ -82,7 +52,7 @@ const (
 	variantExperimental                // + list-type attributes, optional node operations, derived attributes, compatibility groups
 )
 
-func (f Features) variant() variant {
+func variantOf(f Features) variant {
 	switch {
 	case f.DRAListTypeAttributes || f.DRAOptionalNodeOperations || f.DRADerivedAttributes || f.DRADeviceCompatibilityGroups:
 		return variantExperimental
@@ -92,18 +62,9 @@ func (f Features) variant() variant {
 	return variantStable
 }
 
-// DeviceID names one device.
-type DeviceID struct {
-	Driver, Pool, Device string
-}
-
-// String returns driver/pool/device.
-func (id DeviceID) String() string {
-	if id == (DeviceID{}) {
-		return ""
-	}
-	return id.Driver + "/" + id.Pool + "/" + id.Device
-}
+// DeviceID names one device: the driver, the pool and the device name. It is dralloc's one device identity,
+// defined in package taints (allocator.DeviceID is the same type).
+type DeviceID = taints.DeviceID
 
 // Rule names the rule a Violation breaks.
 type Rule string
@@ -168,6 +129,9 @@ var ErrInput = errors.New("invalid verify input")
 // the state in. The order of violations follows the claims and their results. An empty list means the
 // allocation is valid. The error is non-nil only when checking is impossible: mismatched lengths, a nil claim, a
 // taint rule the API would reject, or a cancelled context. Inputs are not mutated.
+//
+// Check is safe for concurrent use: calls only read their arguments and share nothing but Input.CEL, an
+// environment that is itself safe for concurrent use (pass one to share its compile cache across calls).
 func Check(ctx context.Context, in Input, claims []*resourceapi.ResourceClaim, results []resourceapi.AllocationResult) ([]Violation, error) {
 	if len(claims) != len(results) {
 		return nil, fmt.Errorf("%w: %d claims but %d results", ErrInput, len(claims), len(results))
@@ -185,8 +149,8 @@ func Check(ctx context.Context, in Input, claims []*resourceapi.ResourceClaim, r
 	if env == nil {
 		var err error
 		env, err = celenv.NewEnv(celenv.Options{Features: &celenv.Features{
-			ConsumableCapacity: features.DRAConsumableCapacity,
-			ListTypeAttributes: features.DRAListTypeAttributes,
+			DRAConsumableCapacity: features.DRAConsumableCapacity,
+			DRAListTypeAttributes: features.DRAListTypeAttributes,
 		}})
 		if err != nil {
 			return nil, fmt.Errorf("%w: cel environment: %w", ErrInput, err)

@@ -251,6 +251,7 @@ func extendedResourcePredicate(classes []*resourceapi.DeviceClass) pods.Predicat
 			want := podExtendedRequests(pod)[name]
 			have := node.Status.Allocatable[name]
 			if have.Cmp(want) < 0 {
+				//lint:ignore ST1005 kube-scheduler's NodeResourcesFit message, word for word
 				return fmt.Errorf("Insufficient %s: the node does not offer it and no DeviceClass provides it", name)
 			}
 		}

@@ -11,7 +11,6 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/dralloc/dralloc/allocator"
-	"github.com/dralloc/dralloc/allocator/verify"
 	"github.com/dralloc/dralloc/fuzz"
 )
 
@@ -30,8 +29,8 @@ func TestPropTeamClassesAllocateAndVerify(t *testing.T) {
 	clusters := rapid.Custom(func(rt *rapid.T) *fuzz.Cluster {
 		return &fuzz.Cluster{
 			Nodes: []*v1.Node{team.node}, Node: team.node, Slices: team.slices, Classes: team.classes,
-			Claims:   fuzz.ClaimsGen(generatorOptions(), team.classes, team.slices).Draw(rt, "claims"),
-			Features: verify.DefaultFeatures(), // the gates the snapshot runs with
+			Claims: fuzz.ClaimsGen(generatorOptions(), team.classes, team.slices).Draw(rt, "claims"),
+			// Features nil: the gates Kubernetes 1.37 enables by default, which the snapshot runs with.
 		}
 	})
 	fuzz.CheckAllocations(t, clusters, func(_ context.Context, c *fuzz.Cluster) ([]resourceapi.AllocationResult, error) {

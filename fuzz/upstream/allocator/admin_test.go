@@ -23,7 +23,7 @@ import (
 func adminTwinsGen() *rapid.Generator[*fuzz.Cluster] {
 	return rapid.Custom(func(t *rapid.T) *fuzz.Cluster {
 		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
-		c := &fuzz.Cluster{Nodes: []*v1.Node{node}, Node: node, Features: verify.AllFeatures()}
+		c := &fuzz.Cluster{Nodes: []*v1.Node{node}, Node: node, Features: new(verify.AllFeatures())}
 		layout := rapid.SampledFrom([]string{"one slice", "two slices", "two pools"}).Draw(t, "layout")
 		n := rapid.IntRange(2, 5).Draw(t, "devices")
 		models := rapid.IntRange(1, 2).Draw(t, "models")

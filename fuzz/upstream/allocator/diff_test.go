@@ -43,9 +43,9 @@ type answer struct {
 }
 
 func runUpstream(ctx context.Context, c *fuzz.Cluster) answer {
-	features := reference.Features(c.Features)
+	features := reference.Features(c.Gates())
 	cache := cel.NewCache(100, cel.Features{EnableConsumableCapacity: features.ConsumableCapacity, EnableListTypeAttributes: features.ListTypeAttributes})
-	a, err := structured.NewAllocator(ctx, features, reference.AllocatedState(c.Allocated, c.Features.DRAConsumableCapacity), reference.Classes(c.Classes), reference.TaintedSlices(c.Slices, c.TaintRules), cache)
+	a, err := structured.NewAllocator(ctx, features, reference.AllocatedState(c.Allocated, c.Gates().DRAConsumableCapacity), reference.Classes(c.Classes), reference.TaintedSlices(c.Slices, c.TaintRules), cache)
 	if err != nil {
 		return answer{outcome: fatal, err: err}
 	}
@@ -156,7 +156,7 @@ func compare(rt interface{ Errorf(string, ...any) }, c *fuzz.Cluster) (outcome, 
 	if up.outcome != allocated {
 		return up.outcome, agreed
 	}
-	if a, b := reference.Normalized(up.results), reference.Normalized(ours.results); !stableVariant(c.Features) && !equality.Semantic.DeepEqual(a, b) {
+	if a, b := reference.Normalized(up.results), reference.Normalized(ours.results); !stableVariant(c.Gates()) && !equality.Semantic.DeepEqual(a, b) {
 		fail("results differ:\nupstream: %s\ndralloc: %s", dump(a), dump(b))
 	}
 	for who, rs := range map[string][]resourceapi.AllocationResult{"upstream": up.results, "dralloc": ours.results} {
@@ -241,7 +241,8 @@ func TestDifferential(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
 				c := fuzz.ClusterGen(opts).Draw(rt, "cluster")
-				c.Features = drawGates(rt)
+				gates := drawGates(rt)
+				c.Features = &gates
 				o, agreed := compare(rt, c)
 				tg := tags(c)
 				if o == doesNotFit && small(c) {

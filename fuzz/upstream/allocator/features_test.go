@@ -148,10 +148,10 @@ func tags(c *fuzz.Cluster) []string {
 	if len(c.Claims) > 1 {
 		set["multipleClaims"] = true
 	}
-	if c.Features != verify.AllFeatures() {
+	if c.Gates() != verify.AllFeatures() {
 		set["someGatesOff"] = true
 	}
-	if stableVariant(c.Features) {
+	if stableVariant(c.Gates()) {
 		set["stableVariant (outcomes only)"] = true
 	}
 	for _, cl := range c.Claims {

@@ -28,7 +28,7 @@ const sharedAttr = "topology.example.com/numa"
 func independenceGen() *rapid.Generator[*fuzz.Cluster] {
 	return rapid.Custom(func(t *rapid.T) *fuzz.Cluster {
 		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
-		c := &fuzz.Cluster{Nodes: []*v1.Node{node}, Node: node, Features: verify.AllFeatures()}
+		c := &fuzz.Cluster{Nodes: []*v1.Node{node}, Node: node, Features: new(verify.AllFeatures())}
 		counters := rapid.Bool().Draw(t, "counters")
 		var ids []resourceapi.DeviceRequestAllocationResult
 		for di, driver := range []string{"a.example.com", "b.example.com"} {

@@ -57,7 +57,7 @@ func TestDifferentialShippedProfiles(t *testing.T) {
 				}
 				c.Spec.Devices.Requests = []resourceapi.DeviceRequest{req}
 				got, _ := compare(t, &fuzz.Cluster{Nodes: []*v1.Node{node}, Node: node, Slices: slices, Classes: gpuClasses(),
-					Claims: []*resourceapi.ResourceClaim{c}, Features: verify.AllFeatures()})
+					Claims: []*resourceapi.ResourceClaim{c}, Features: new(verify.AllFeatures())})
 				// The A100 profile runs with MIG enabled, which an Ampere
 				// GPU cannot leave without a reset: it has no whole GPUs.
 				want := allocated
@@ -125,7 +125,7 @@ func TestDifferentialDynamicMIGShapes(t *testing.T) {
 		{"a whole GPU else a 1g.10gb with seven GPUs in use", 7, wholeElseMIG, allocated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &fuzz.Cluster{Nodes: []*v1.Node{node}, Node: node, Slices: slices, Classes: gpuClasses(), Features: verify.AllFeatures()}
+			c := &fuzz.Cluster{Nodes: []*v1.Node{node}, Node: node, Slices: slices, Classes: gpuClasses(), Features: new(verify.AllFeatures())}
 			if tc.held > 0 {
 				held := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "held", UID: "uid-held"}}
 				held.Spec.Devices.Requests = []resourceapi.DeviceRequest{whole("held", int64(tc.held))}

@@ -27,7 +27,7 @@ func pruningGen() *rapid.Generator[*fuzz.Cluster] {
 		if rapid.Bool().Draw(t, "declares") {
 			node.Status.DeclaredFeatures = []string{"DRAOptionalNodeOperations"}
 		}
-		c := &fuzz.Cluster{Nodes: []*v1.Node{node}, Node: node, Features: verify.AllFeatures()}
+		c := &fuzz.Cluster{Nodes: []*v1.Node{node}, Node: node, Features: new(verify.AllFeatures())}
 		if rapid.IntRange(0, 3).Draw(t, "incubating") == 0 {
 			// Without the alpha gates Kubernetes uses its incubating allocator: no derived attributes, no
 			// node operations.
@@ -86,7 +86,7 @@ func pruningGen() *rapid.Generator[*fuzz.Cluster] {
 		for ci := range rapid.IntRange(2, 6).Draw(t, "claims") {
 			name := fmt.Sprintf("claim-%d", ci)
 			claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)}}
-			useDerived := c.Features.DRADerivedAttributes && rapid.IntRange(0, 3).Draw(t, name+"-derived") == 0
+			useDerived := c.Gates().DRADerivedAttributes && rapid.IntRange(0, 3).Draw(t, name+"-derived") == 0
 			exact := func(key string) *resourceapi.ExactDeviceRequest {
 				r := &resourceapi.ExactDeviceRequest{
 					DeviceClassName: rapid.SampledFrom(classes).Draw(t, key+"-class"),
@@ -124,7 +124,7 @@ func pruningGen() *rapid.Generator[*fuzz.Cluster] {
 			case 0:
 				claim.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: &attr}}
 			case 1:
-				if c.Features.DRAListTypeAttributes || !useDerived {
+				if c.Gates().DRAListTypeAttributes || !useDerived {
 					claim.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{DistinctAttribute: &attr}}
 				}
 			}

@@ -38,7 +38,7 @@ func nicCluster(gates verify.Features) *fuzz.Cluster {
 	pending.Name, pending.Namespace = "claim-0", "default"
 	pending.Spec.Devices.Requests = []resourceapi.DeviceRequest{{Name: "req-0", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: fuzz.ClassNIC, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}
 	return &fuzz.Cluster{Nodes: []*v1.Node{n}, Node: n, Slices: []*resourceapi.ResourceSlice{slice}, Classes: []*resourceapi.DeviceClass{nic},
-		Allocated: []*resourceapi.ResourceClaim{held}, Claims: []*resourceapi.ResourceClaim{pending}, Features: gates}
+		Allocated: []*resourceapi.ResourceClaim{held}, Claims: []*resourceapi.ResourceClaim{pending}, Features: &gates}
 }
 
 // allWithConstraint: a claim asks for all NICs (or else all GPUs) under a matchAttribute constraint that NICs cannot meet (a fatal

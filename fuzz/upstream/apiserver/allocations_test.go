@@ -77,7 +77,7 @@ func TestGeneratedAllocationsAreAccepted(t *testing.T) {
 			func(r resourceapi.DeviceRequestAllocationResult) bool { return r.AdminAccess != nil && *r.AdminAccess }},
 		{"firstAvailable and tolerations", fuzz.Options{FirstAvailable: true, Taints: true, Constraints: true},
 			func(r resourceapi.DeviceRequestAllocationResult) bool { return len(r.Tolerations) > 0 }},
-		{"all features", fuzz.AllFeatures(), nil},
+		{"all features", fuzz.AllOptions(), nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

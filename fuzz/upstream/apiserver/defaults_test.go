@@ -95,7 +95,7 @@ func TestGeneratedDefaults(t *testing.T) {
 	c := client(t)
 	checked := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		cl := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(rt, "cluster")
+		cl := fuzz.ClusterGen(fuzz.AllOptions()).Draw(rt, "cluster")
 		ns := namespace(rt, c)
 		prefix := uniqueName("d")
 		var objs []runtime.Object

@@ -172,7 +172,7 @@ func TestBrokenObjects(t *testing.T) {
 func TestGeneratedObjectsAreAccepted(t *testing.T) {
 	c := client(t)
 	rapid.Check(t, func(rt *rapid.T) {
-		cl := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(rt, "cluster")
+		cl := fuzz.ClusterGen(fuzz.AllOptions()).Draw(rt, "cluster")
 		createCluster(rt, c, cl)
 	})
 }

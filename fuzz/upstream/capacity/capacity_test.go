@@ -10,6 +10,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"pgregory.net/rapid"
+
+	"github.com/dralloc/dralloc/allocator/gates"
 )
 
 type qmap = map[resourceapi.QualifiedName]resource.Quantity
@@ -73,7 +75,9 @@ func TestConsumedAgreesWithUpstream(t *testing.T) {
 	var compared, allocated, unsuitable, fatal atomic.Int64
 	rapid.Check(t, func(t *rapid.T) {
 		fractional := rapid.Bool().Draw(t, "fractional")
-		opts := capacity.Options{DisableFractionalCapacityRange: !fractional}
+		features := gates.Default()
+		features.DRAFractionalCapacityRange = fractional
+		opts := capacity.Options{Features: &features}
 		device := map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{}
 		requests := qmap{}
 		for i := range rapid.IntRange(1, 3).Draw(t, "capacities") {

@@ -182,8 +182,8 @@ func upstreamStopsByCost(ctx context.Context, res dracel.CompilationResult, dev 
 func TestDifferentialNewExpressions(t *testing.T) {
 	newExpr := environment.NewExpressions
 	compared := 0
-	for _, f := range []celenv.Features{{}, {ConsumableCapacity: true}, {ListTypeAttributes: true}, {ConsumableCapacity: true, ListTypeAttributes: true}} {
-		up := dracel.GetCompiler(dracel.Features{EnableConsumableCapacity: f.ConsumableCapacity, EnableListTypeAttributes: f.ListTypeAttributes})
+	for _, f := range []celenv.Features{{}, {DRAConsumableCapacity: true}, {DRAListTypeAttributes: true}, {DRAConsumableCapacity: true, DRAListTypeAttributes: true}} {
+		up := dracel.GetCompiler(dracel.Features{EnableConsumableCapacity: f.DRAConsumableCapacity, EnableListTypeAttributes: f.DRAListTypeAttributes})
 		env, err := celenv.NewEnv(celenv.Options{Features: &f, NewExpressions: true})
 		if err != nil {
 			t.Fatal(err)

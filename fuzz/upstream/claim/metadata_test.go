@@ -168,7 +168,7 @@ func allocatedClaims(rt *rapid.T, c *fuzz.Cluster) []*resourceapi.ResourceClaim 
 func TestDeviceMetadataMatchesUpstream(t *testing.T) {
 	var claims, files, subrequests, shared, admin, rejected atomic.Int64
 	rapid.Check(t, func(rt *rapid.T) {
-		c := fuzz.ClusterGen(fuzz.AllFeatures()).Draw(rt, "cluster")
+		c := fuzz.ClusterGen(fuzz.AllOptions()).Draw(rt, "cluster")
 		for _, a := range allocatedClaims(rt, c) {
 			claims.Add(1)
 			for _, driver := range []string{fuzz.GPUDriver, fuzz.NICDriver} {

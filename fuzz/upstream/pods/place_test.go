@@ -65,7 +65,7 @@ type nodeAnswer struct {
 // upstreamOnNode runs upstream's allocator for the claims on one node, over the allocated state and
 // the slices (with DeviceTaintRules applied) as kube-scheduler hands them to it.
 func upstreamOnNode(ctx context.Context, c *fuzz.Cluster, node *v1.Node, claims []*resourceapi.ResourceClaim) nodeAnswer {
-	features := reference.Features(c.Features)
+	features := reference.Features(c.Gates())
 	cache := cel.NewCache(100, cel.Features{EnableConsumableCapacity: features.ConsumableCapacity, EnableListTypeAttributes: features.ListTypeAttributes})
 	a, err := structured.NewAllocator(ctx, features, reference.AllocatedState(c.Allocated, true), reference.Classes(c.Classes), reference.TaintedSlices(c.Slices, c.TaintRules), cache)
 	if err != nil {
@@ -114,7 +114,8 @@ func TestPlaceAgreesWithUpstreamNodeByNode(t *testing.T) {
 			tl := &placeTally{}
 			rapid.Check(t, func(rt *rapid.T) {
 				c := fuzz.ClusterGen(opts).Draw(rt, "cluster")
-				c.Features = verify.AllFeatures()
+				all := verify.AllFeatures()
+				c.Features = &all
 				comparePlacement(rt, c, tl)
 			})
 			t.Logf("%-20s %4d pods placed, %4d pending, %3d skipped, %d nodes compared; %d disagreements", name, tl.placed, tl.pending, tl.skipped, tl.nodes, tl.disagreement)
