@@ -87,6 +87,19 @@ func Exhaustive(ctx context.Context, c *Cluster, budget int) (Verdict, []resourc
 	if tooMany {
 		return Undecided, nil
 	}
+	// A request without a single choice fails its claim whatever the others choose; found here, it
+	// spares enumerating every choice of the requests before it.
+	for _, claimSlots := range slots {
+		for _, sl := range claimSlots {
+			choices := 0
+			for _, alt := range sl.alternatives {
+				choices += len(alt.devices)
+			}
+			if choices == 0 {
+				return DoesNotFit, nil
+			}
+		}
+	}
 	results := make([]resourceapi.AllocationResult, len(c.Claims))
 	checked := 0
 	share := 0
@@ -105,7 +118,6 @@ func Exhaustive(ctx context.Context, c *Cluster, budget int) (Verdict, []resourc
 		if ri == len(slots[ci]) {
 			return try(ci+1, 0)
 		}
-		outcome := DoesNotFit
 		for _, alt := range slots[ci][ri].alternatives {
 			for _, set := range alt.devices {
 				n := len(results[ci].Devices.Results)
@@ -117,13 +129,15 @@ func Exhaustive(ctx context.Context, c *Cluster, budget int) (Verdict, []resourc
 				if v == Fits {
 					return Fits
 				}
-				if v == Undecided {
-					outcome = Undecided
+				if checked > budget {
+					// Every choice left would be Undecided unchecked: stop now rather than enumerate
+					// them, which for several requests is the product of their choices.
+					return Undecided
 				}
 				results[ci].Devices.Results = results[ci].Devices.Results[:n]
 			}
 		}
-		return outcome
+		return DoesNotFit
 	}
 	v := try(0, 0)
 	if v != Fits {

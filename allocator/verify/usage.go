@@ -147,7 +147,11 @@ func (c *checker) checkUsage(claims []*resourceapi.ResourceClaim, results []reso
 					switch {
 					case err != nil:
 						v(RuleCapacity, "%v", capacityMessage(err))
-					case !equality.Semantic.DeepEqual(nilIfEmptyMap(r.ConsumedCapacity), nilIfEmptyMap(want)):
+					case equality.Semantic.DeepEqual(nilIfEmptyMap(r.ConsumedCapacity), nilIfEmptyMap(want)):
+					case c.in.RangedShares && c.rangedShareOK(req, d, r.ConsumedCapacity):
+					case c.in.RangedShares:
+						v(RuleCapacity, "consumedCapacity %v, the request consumes %v, and a ranged share records at least that, in values the device's request policy allows", r.ConsumedCapacity, want)
+					default:
 						v(RuleCapacity, "consumedCapacity %v, the request consumes %v", r.ConsumedCapacity, want)
 					}
 				}
@@ -221,6 +225,18 @@ func (c *checker) consumedFor(req *request, d *device) (map[resourceapi.Qualifie
 		requests = req.capacity.Requests
 	}
 	return capacity.Consumed(requests, d.dev.Capacity, capacity.Options{Features: &c.features})
+}
+
+// rangedShareOK reports whether a share's recorded capacity is one a ranged share may record: the largest
+// policy-valid amount up to the recorded one is the recorded one itself, for every capacity of the device,
+// and at least what the point request consumes (capacity.ConsumedRange with the record as preferred).
+func (c *checker) rangedShareOK(req *request, d *device, recorded map[resourceapi.QualifiedName]resource.Quantity) bool {
+	var requests map[resourceapi.QualifiedName]resource.Quantity
+	if req.capacity != nil {
+		requests = req.capacity.Requests
+	}
+	got, err := capacity.ConsumedRange(capacity.RangeRequest{Min: requests, Preferred: recorded}, d.dev.Capacity, nil, capacity.Options{Features: &c.features})
+	return err == nil && equality.Semantic.DeepEqual(nilIfEmptyMap(got.Consumed), nilIfEmptyMap(recorded))
 }
 
 func (c *checker) checkCapacityTotals(newConsumed map[DeviceID]map[resourceapi.QualifiedName]resource.Quantity, lastUse map[DeviceID]placed) {

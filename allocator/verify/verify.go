@@ -30,6 +30,12 @@ type Input struct {
 	// CEL evaluates selectors; nil means a new environment for the features. Pass one to share its compile cache
 	// across calls.
 	CEL *celenv.Env
+	// RangedShares accepts shares that record more capacity than their point request consumes, as ranged
+	// shares do (an SDK extension: capacity.ConsumedRange, allocator/pods Options.Preferred): each recorded
+	// amount must then be at least what Kubernetes would record and a value the device's request policy
+	// allows, and the totals must still fit. Off (the default), a share must record exactly what Kubernetes
+	// records.
+	RangedShares bool
 }
 
 // Features are the Kubernetes feature gates that change what a valid allocation is: gates.Features, the

@@ -183,15 +183,15 @@ func TestStory(t *testing.T) {
 		var mine []*resourceapi.ResourceClaim
 		var res []resourceapi.AllocationResult
 		for _, c := range claims {
-			// The inference shares record the preferred amount, an SDK extension; the checker holds them to
-			// Kubernetes' point amount (12Gi), so they are checked by arithmetic above and below instead.
-			if rs := allocated(c); len(rs) > 0 && rs[0].Pool == node.Name && rs[0].ShareID == nil {
+			if rs := allocated(c); len(rs) > 0 && rs[0].Pool == node.Name {
 				mine = append(mine, c)
 				res = append(res, *c.Status.Allocation)
 			}
 		}
 		// The taint rule came after the gang's allocation; it is the eviction controller's business.
-		v, err := verify.Check(ctx, verify.Input{Slices: s.slices, Classes: s.snap.Classes(), Claims: claims, Node: node}, mine, res)
+		// The inference shares record the preferred amount (24Gi), an SDK extension the checker accepts
+		// with RangedShares: at least the point amount (12Gi) and on the device's 4Gi steps.
+		v, err := verify.Check(ctx, verify.Input{Slices: s.slices, Classes: s.snap.Classes(), Claims: claims, Node: node, RangedShares: true}, mine, res)
 		if err != nil || len(v) > 0 {
 			t.Errorf("node %s: %v %v", node.Name, err, v)
 		}
