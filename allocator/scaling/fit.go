@@ -25,7 +25,8 @@ type TypeFit struct {
 	// gang); zero when it does not fit.
 	Nodes int
 	// Reason says why it does not fit, as the placement reports it ("cannot allocate all claims", a
-	// node affinity or taint the new node does not satisfy); empty when it fits.
+	// node affinity or taint the new node does not satisfy, or an error the type's devices cause, such as
+	// a selector failing at run time on them: allocator.InputError with NodeDependent); empty when it fits.
 	Reason string
 }
 

@@ -227,6 +227,19 @@ func try(b *budget, c *pods.Cluster, u Pending, why string) (*attempt, error) {
 	if err := b.step(); err != nil {
 		return nil, err
 	}
+	a, err := place(b, c, u, why)
+	// An error that one node's devices cause (a selector failing at run time on them, say) is, as for
+	// kube-scheduler's filter, that node's failure: the unit does not fit there, and other node types are
+	// still judged. Any other invalid input fails the call.
+	var ie *allocator.InputError
+	if errors.As(err, &ie) && ie.NodeDependent {
+		return &attempt{reason: err.Error()}, nil
+	}
+	return a, err
+}
+
+// place is try's placement: the gang or the pod on c, a unit that does not fit an attempt with a reason.
+func place(b *budget, c *pods.Cluster, u Pending, why string) (*attempt, error) {
 	switch {
 	case u.Group != nil:
 		gp, err := c.PlaceGroup(b.ctx, u.Group, u.Pods)
