@@ -351,7 +351,7 @@ func (a *allocation) prepareClaim(ci int) error {
 			return inputError(cs.name(), requestPath(ri)+".firstAvailable", errors.New("has subrequests, but the DRAPrioritizedList feature is disabled"))
 		}
 		// The stable implementation predates consumable capacity and ignores capacity requests.
-		if !a.f.DRAConsumableCapacity && implementationOf(a.f) != implStable {
+		if !a.f.DRAConsumableCapacity && a.f.Implementation() != implStable {
 			if req.Exactly != nil && req.Exactly.Capacity != nil {
 				return inputError(cs.name(), requestPath(ri)+".exactly.capacity", errors.New("has capacity requests, but the DRAConsumableCapacity feature is disabled"))
 			}
@@ -426,7 +426,7 @@ func (a *allocation) prepareClaim(ci int) error {
 			}
 			*m = matchAttribute{constraintBase: base, attr: *c.MatchAttribute, sets: m.sets}
 			cs.constraints[i] = m
-		case c.DistinctAttribute != nil && implementationOf(a.f) != implStable:
+		case c.DistinctAttribute != nil && a.f.Implementation() != implStable:
 			// The stable implementation does not know distinctAttribute and rejects it below.
 			m, _ := cs.constraints[i].(*distinctAttribute)
 			if m == nil {

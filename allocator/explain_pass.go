@@ -205,7 +205,7 @@ func (x *explainer) request(r *request) (RequestExplanation, []candidate, error)
 func (x *explainer) device(r *request, cs *claimState, p *pool, d *deviceEntry) (Reason, Cause, error) {
 	a := x.a
 	slice := "ResourceSlice " + d.slice.name()
-	if !bindingAndStatus(a.f) && d.binding {
+	if !a.f.BindingConditions() && d.binding {
 		return ReasonBindingConditions, Cause{Object: slice}, nil
 	}
 	for _, class := range []bool{true, false} {
@@ -244,7 +244,7 @@ func (x *explainer) device(r *request, cs *claimState, p *pool, d *deviceEntry) 
 			return ReasonCapacity, c, err
 		}
 	}
-	if d.skipNodeOps && implementationOf(a.f) == implExperimental &&
+	if d.skipNodeOps && a.f.Implementation() == implExperimental &&
 		(!a.f.DRAOptionalNodeOperations || !nodeDeclares(a.node.Status.DeclaredFeatures, "DRAOptionalNodeOperations")) {
 		return ReasonNodeOperations, Cause{Object: slice}, nil
 	}

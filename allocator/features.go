@@ -17,29 +17,10 @@ func DefaultFeatures() Features { return gates.Default() }
 // AllFeatures returns every gate switched on (gates.All).
 func AllFeatures() Features { return gates.All() }
 
-// bindingAndStatus is the allocator-level switch Kubernetes derives from the two binding gates.
-func bindingAndStatus(f Features) bool {
-	return f.DRADeviceBindingConditions && f.DRAResourceClaimDeviceStatus
-}
-
-// implementation names the variant of the Kubernetes allocator that a set of gates selects. Kubernetes
-// keeps three (k8s.io/dynamic-resource-allocation/structured: stable, incubating, experimental) and uses
-// the most stable one that supports every enabled gate; they differ in details for fields whose gate is
-// off, which dralloc reproduces.
-type implementation int
-
+// The implementations of the Kubernetes allocator a set of gates selects (Features.Implementation);
+// dralloc reproduces how they differ for fields whose gate is off.
 const (
-	implStable       implementation = iota // admin access, prioritized list, partitionable devices, taints
-	implIncubating                         // + binding conditions, consumable capacity, fractional ranges
-	implExperimental                       // + list-type and derived attributes, optional node operations, compatibility groups
+	implStable       = gates.Stable
+	implIncubating   = gates.Incubating
+	implExperimental = gates.Experimental
 )
-
-func implementationOf(f Features) implementation {
-	switch {
-	case f.DRAListTypeAttributes || f.DRADerivedAttributes || f.DRAOptionalNodeOperations || f.DRADeviceCompatibilityGroups:
-		return implExperimental
-	case f.DRAConsumableCapacity || f.DRAFractionalCapacityRange || bindingAndStatus(f):
-		return implIncubating
-	}
-	return implStable
-}

@@ -17,7 +17,7 @@ import (
 // node selection, which depends on the node, is cached for the call. CEL failures are fatal, as in
 // Kubernetes (they are reported for the first device they happen on, in visiting order).
 func (a *allocation) selectable(r *request, d *deviceEntry) (bool, error) {
-	if !bindingAndStatus(a.f) && d.binding {
+	if !a.f.BindingConditions() && d.binding {
 		return false, nil
 	}
 	perDevice := d.perDevice

@@ -79,9 +79,12 @@ type Options struct {
 	CEL *celenv.Env
 }
 
-// celFeatures are the gates the CEL environment is built with: the same type, of which CEL reads
-// DRAConsumableCapacity and DRAListTypeAttributes only.
-func celFeatures(f Features) celenv.Features { return f }
+// celFeatures are the gates the CEL environment is built with: only the two CEL reads
+// (DRAConsumableCapacity, DRAListTypeAttributes), so that snapshots whose other gates differ share one
+// validation environment (validationEnv is keyed by them).
+func celFeatures(f Features) celenv.Features {
+	return celenv.Features{DRAConsumableCapacity: f.DRAConsumableCapacity, DRAListTypeAttributes: f.DRAListTypeAttributes}
+}
 
 // randomUID returns a version 4 UUID as Kubernetes' uuid.NewUUID does.
 func randomUID() types.UID {

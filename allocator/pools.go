@@ -44,7 +44,7 @@ type pool struct {
 // dralloc keeps the sorted order and reproduces the latter.
 func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 	st, f := a.st, a.f
-	stable := implementationOf(f) == implStable
+	stable := f.Implementation() == implStable
 	local := st.nodeSlices[node.Name]
 	key := gathered{local: listID(local), shared: listID(st.sharedSlices), f: f}
 	if stable && len(st.counterPools) > 0 {

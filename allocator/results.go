@@ -37,7 +37,7 @@ func (a *allocation) results() ([]resourceapi.AllocationResult, error) {
 				Device:      d.id.Device,
 				Tolerations: deepCopyTolerations(dr.req.tolerations),
 			}
-			if implementationOf(a.f) == implExperimental {
+			if a.f.Implementation() == implExperimental {
 				r.SkipNodeOperations = slices.Clone(d.slice.obj.Spec.SkipNodeOperations)
 			}
 			if dr.req.adminAccess {
@@ -54,7 +54,7 @@ func (a *allocation) results() ([]resourceapi.AllocationResult, error) {
 					r.ConsumedCapacity[n] = q.DeepCopy()
 				}
 			}
-			if bindingAndStatus(a.f) {
+			if a.f.BindingConditions() {
 				r.BindingConditions = slices.Clone(d.api.BindingConditions)
 				r.BindingFailureConditions = slices.Clone(d.api.BindingFailureConditions)
 			}

@@ -406,7 +406,7 @@ func (a *allocation) rollback(u undo) {
 // nodeOpsAllowed: the device may be allocated on the node as far as skipNodeOperations goes. Only the
 // experimental implementation knows the field; the others allocate such devices as if it were not set.
 func (a *allocation) nodeOpsAllowed(d *deviceEntry) bool {
-	return !d.skipNodeOps || implementationOf(a.f) != implExperimental ||
+	return !d.skipNodeOps || a.f.Implementation() != implExperimental ||
 		a.f.DRAOptionalNodeOperations && nodeDeclares(a.node.Status.DeclaredFeatures, "DRAOptionalNodeOperations")
 }
 

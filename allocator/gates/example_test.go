@@ -26,3 +26,21 @@ func ExampleOr() {
 	fmt.Println(gates.Or(nil).DRAConsumableCapacity, gates.Or(&off).DRAConsumableCapacity)
 	// Output: true false
 }
+
+// The default gates of 1.37 need the incubating implementation (consumable capacity is beta and on); an
+// alpha gate selects the experimental one; with every gate off the stable one runs.
+func ExampleFeatures_Implementation() {
+	alpha := gates.Default()
+	alpha.DRADerivedAttributes = true
+	fmt.Println(gates.Default().Implementation() == gates.Incubating, alpha.Implementation() == gates.Experimental,
+		gates.Features{}.Implementation() == gates.Stable)
+	// Output: true true true
+}
+
+// Binding conditions need both of their gates.
+func ExampleFeatures_BindingConditions() {
+	f := gates.Default()
+	f.DRAResourceClaimDeviceStatus = false
+	fmt.Println(gates.Default().BindingConditions(), f.BindingConditions())
+	// Output: true false
+}

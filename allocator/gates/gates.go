@@ -75,3 +75,35 @@ func Or(f *Features) Features {
 	}
 	return *f
 }
+
+// Implementation names one of the three implementations of the upstream allocator
+// (k8s.io/dynamic-resource-allocation/structured: stable, incubating, experimental). Kubernetes runs the most
+// stable one that supports every enabled gate; the older ones do not know some newer fields at all, so which one
+// runs changes how such fields are treated.
+type Implementation int
+
+const (
+	// Stable supports admin access, prioritized lists, partitionable devices and device taints.
+	Stable Implementation = iota
+	// Incubating adds binding conditions with device status, consumable capacity and fractional ranges.
+	Incubating
+	// Experimental adds list-type and derived attributes, optional node operations and compatibility groups.
+	Experimental
+)
+
+// Implementation is the implementation of the upstream allocator that Kubernetes runs with these gates.
+func (f Features) Implementation() Implementation {
+	switch {
+	case f.DRAListTypeAttributes || f.DRADerivedAttributes || f.DRAOptionalNodeOperations || f.DRADeviceCompatibilityGroups:
+		return Experimental
+	case f.DRAConsumableCapacity || f.DRAFractionalCapacityRange || f.BindingConditions():
+		return Incubating
+	}
+	return Stable
+}
+
+// BindingConditions reports whether devices with binding conditions may be allocated: Kubernetes needs both
+// DRADeviceBindingConditions and DRAResourceClaimDeviceStatus for that.
+func (f Features) BindingConditions() bool {
+	return f.DRADeviceBindingConditions && f.DRAResourceClaimDeviceStatus
+}

@@ -162,7 +162,7 @@ func (c *checker) indexPool(p *pool) {
 		}
 		// The stable variant of the Kubernetes allocator takes slices with shared counters into the pool on every
 		// node, whatever their node selection.
-		if sliceTargets || (ignored == "" && len(s.Spec.SharedCounters) > 0 && variantOf(c.features) == variantStable) {
+		if sliceTargets || (ignored == "" && len(s.Spec.SharedCounters) > 0 && c.features.Implementation() == variantStable) {
 			p.visible = true
 		}
 		for i := range s.Spec.Devices {

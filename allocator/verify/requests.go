@@ -143,7 +143,7 @@ func (cc *claimCheck) checkRequests() bool {
 	}
 	for i, con := range devs.Constraints {
 		// The stable variant of the Kubernetes allocator knows only matchAttribute.
-		if con.MatchAttribute == nil && con.DistinctAttribute != nil && variantOf(cc.features) == variantStable {
+		if con.MatchAttribute == nil && con.DistinctAttribute != nil && cc.features.Implementation() == variantStable {
 			cc.violation(RuleFeature, "", -1, DeviceID{}, "spec.devices.constraints[%d]: distinctAttribute is not supported with only the GA feature gates enabled (unsupported constraint type)", i)
 		}
 		if con.MatchAttribute == nil && con.DistinctAttribute == nil {
@@ -158,7 +158,7 @@ func (cc *claimCheck) checkGates(r *request) {
 		cc.violation(RuleFeature, r.name, -1, DeviceID{}, "admin access is requested, but the feature is disabled")
 	}
 	// The stable variant of the Kubernetes allocator does not know capacity requests and ignores them.
-	if r.capacity != nil && !cc.features.DRAConsumableCapacity && variantOf(cc.features) >= variantIncubating {
+	if r.capacity != nil && !cc.features.DRAConsumableCapacity && cc.features.Implementation() >= variantIncubating {
 		cc.violation(RuleFeature, r.name, -1, DeviceID{}, "has capacity requests, but the DRAConsumableCapacity feature is disabled")
 	}
 	if len(r.derived) > 0 && !cc.features.DRADerivedAttributes {
@@ -294,7 +294,7 @@ func (cc *claimCheck) checkDevice(i int, req *request, r *resourceapi.DeviceRequ
 		cc.violation(RuleFeature, req.name, i, id, "device has binding conditions, but DRADeviceBindingConditions or DRAResourceClaimDeviceStatus is disabled")
 	}
 	// Only the experimental variant of the Kubernetes allocator knows skipNodeOperations; the others ignore it.
-	if len(d.slice.Spec.SkipNodeOperations) > 0 && variantOf(cc.features) == variantExperimental {
+	if len(d.slice.Spec.SkipNodeOperations) > 0 && cc.features.Implementation() == variantExperimental {
 		switch {
 		case !cc.features.DRAOptionalNodeOperations:
 			cc.violation(RuleFeature, req.name, i, id, "device skips node operations, but the DRAOptionalNodeOperations feature is disabled")
@@ -350,7 +350,7 @@ func (cc *claimCheck) checkBinding(i int, req *request, r *resourceapi.DeviceReq
 			r.BindingConditions, r.BindingFailureConditions, wantCond, wantFail)
 	}
 	var wantSkip []resourceapi.SkipNodeOperation
-	if variantOf(cc.features) == variantExperimental {
+	if cc.features.Implementation() == variantExperimental {
 		wantSkip = d.slice.Spec.SkipNodeOperations
 	}
 	if !equality.Semantic.DeepEqual(nilIfEmpty(r.SkipNodeOperations), nilIfEmpty(wantSkip)) {

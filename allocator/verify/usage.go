@@ -181,7 +181,7 @@ func (c *checker) checkUsage(claims []*resourceapi.ResourceClaim, results []reso
 	}
 	// The stable variant of the Kubernetes allocator only sees exclusive allocations, so shares draw no counters
 	// there.
-	if variantOf(c.features) >= variantIncubating {
+	if c.features.Implementation() >= variantIncubating {
 		for id := range c.state.shares {
 			counted[id] = true
 		}
@@ -220,22 +220,22 @@ func (c *checker) requestOf(claim *resourceapi.ResourceClaim, ref string) *reque
 }
 
 func (c *checker) consumedFor(req *request, d *device) (map[resourceapi.QualifiedName]resource.Quantity, error) {
-	var requests map[resourceapi.QualifiedName]resource.Quantity
-	if req.capacity != nil {
-		requests = req.capacity.Requests
+	return capacity.Consumed(req.capacityRequests(), d.dev.Capacity, capacity.Options{Features: &c.features})
+}
+
+// capacityRequests are the request's capacity.requests; nil when it has none.
+func (r *request) capacityRequests() map[resourceapi.QualifiedName]resource.Quantity {
+	if r.capacity == nil {
+		return nil
 	}
-	return capacity.Consumed(requests, d.dev.Capacity, capacity.Options{Features: &c.features})
+	return r.capacity.Requests
 }
 
 // rangedShareOK reports whether a share's recorded capacity is one a ranged share may record: the largest
 // policy-valid amount up to the recorded one is the recorded one itself, for every capacity of the device,
 // and at least what the point request consumes (capacity.ConsumedRange with the record as preferred).
 func (c *checker) rangedShareOK(req *request, d *device, recorded map[resourceapi.QualifiedName]resource.Quantity) bool {
-	var requests map[resourceapi.QualifiedName]resource.Quantity
-	if req.capacity != nil {
-		requests = req.capacity.Requests
-	}
-	got, err := capacity.ConsumedRange(capacity.RangeRequest{Min: requests, Preferred: recorded}, d.dev.Capacity, nil, capacity.Options{Features: &c.features})
+	got, err := capacity.ConsumedRange(capacity.RangeRequest{Min: req.capacityRequests(), Preferred: recorded}, d.dev.Capacity, nil, capacity.Options{Features: &c.features})
 	return err == nil && equality.Semantic.DeepEqual(nilIfEmptyMap(got.Consumed), nilIfEmptyMap(recorded))
 }
 

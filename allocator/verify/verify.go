@@ -48,25 +48,13 @@ func DefaultFeatures() Features { return gates.Default() }
 // AllFeatures returns every gate switched on (gates.All).
 func AllFeatures() Features { return gates.All() }
 
-// variant is the implementation of the Kubernetes allocator that the gates select: Kubernetes uses the most
-// stable one that supports every enabled gate, and the older ones do not know some newer fields at all.
-type variant int
-
+// The implementations of the Kubernetes allocator the gates select (Features.Implementation): the older ones
+// do not know some newer fields at all.
 const (
-	variantStable       variant = iota // admin access, prioritized list, partitionable devices, taints
-	variantIncubating                  // + binding conditions, consumable capacity, fractional capacity ranges
-	variantExperimental                // + list-type attributes, optional node operations, derived attributes, compatibility groups
+	variantStable       = gates.Stable
+	variantIncubating   = gates.Incubating
+	variantExperimental = gates.Experimental
 )
-
-func variantOf(f Features) variant {
-	switch {
-	case f.DRAListTypeAttributes || f.DRAOptionalNodeOperations || f.DRADerivedAttributes || f.DRADeviceCompatibilityGroups:
-		return variantExperimental
-	case (f.DRADeviceBindingConditions && f.DRAResourceClaimDeviceStatus) || f.DRAConsumableCapacity || f.DRAFractionalCapacityRange:
-		return variantIncubating
-	}
-	return variantStable
-}
 
 // DeviceID names one device: the driver, the pool and the device name. It is dralloc's one device identity,
 // defined in package taints (allocator.DeviceID is the same type).
@@ -154,10 +142,7 @@ func Check(ctx context.Context, in Input, claims []*resourceapi.ResourceClaim, r
 	env := in.CEL
 	if env == nil {
 		var err error
-		env, err = celenv.NewEnv(celenv.Options{Features: &celenv.Features{
-			DRAConsumableCapacity: features.DRAConsumableCapacity,
-			DRAListTypeAttributes: features.DRAListTypeAttributes,
-		}})
+		env, err = celenv.NewEnv(celenv.Options{Features: &features})
 		if err != nil {
 			return nil, fmt.Errorf("%w: cel environment: %w", ErrInput, err)
 		}
