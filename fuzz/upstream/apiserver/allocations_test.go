@@ -82,8 +82,9 @@ func TestGeneratedAllocationsAreAccepted(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			allocated, shown := 0, 0
-			rapid.Check(t, func(rt *rapid.T) {
-				cl := fuzz.ClusterGen(tc.opts).Draw(rt, "cluster")
+			// try allocates one cluster and writes what it allocated; it reports whether a result shows the
+			// feature under test.
+			try := func(rt fataler, cl *fuzz.Cluster) bool {
 				s, err := cl.Snapshot(allocator.Options{})
 				if err != nil {
 					rt.Fatalf("snapshot: %v", err)
@@ -94,17 +95,27 @@ func TestGeneratedAllocationsAreAccepted(t *testing.T) {
 				if err != nil {
 					// Not allocated (does not fit, or the search gave up): nothing to write. No skip, which
 					// rapid would count against the run when most clusters with every feature do not fit.
-					return
+					return false
 				}
 				ns := createCluster(rt, c, cl)
 				writeAllocations(rt, c, ns, cl.Claims, results)
 				allocated++
+				found := false
 				for _, r := range results {
 					if tc.want != nil && slices.ContainsFunc(r.Devices.Results, tc.want) {
 						shown++
+						found = true
 					}
 				}
-			})
+				return found
+			}
+			gen := fuzz.ClusterGen(tc.opts)
+			rapid.Check(t, func(rt *rapid.T) { try(rt, gen.Draw(rt, "cluster")) })
+			// rapid's draws are random: where none of them happened to show the feature (a few in a
+			// hundred do), more examples of the same generator are written until one does.
+			for i := 0; tc.want != nil && shown == 0 && i < 300; i++ {
+				try(t, gen.Example(i))
+			}
 			if allocated == 0 {
 				t.Errorf("no generated cluster was allocated")
 			}
