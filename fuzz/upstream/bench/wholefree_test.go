@@ -52,27 +52,39 @@ func meanFree(samples []int, n int) float64 {
 	return float64(sum) / float64(n)
 }
 
-// TestWholeGPUsFreeUpstream: on a small fleet, the upstream allocator and FirstFit go through the stream
-// with departures alike: the same whole GPUs free at every claim for a whole GPU, and the same first
-// failure (first-fit picks upstream's devices).
+// TestWholeGPUsFreeUpstream: on a small fleet and on each of wholeStreams, the upstream allocator and
+// FirstFit go through the stream with departures alike: the same whole GPUs free and the same bound at
+// every claim for a whole GPU, the same first failure and the same slices stranded then (first-fit picks
+// upstream's devices), so the upstream column of the measure is FirstFit's.
 func TestWholeGPUsFreeUpstream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("rebuilds the upstream allocator after every allocation")
 	}
 	ctx := context.Background()
-	cluster := PartitionableFleet(3, 4)
-	u, err := NewUpstreamPlacer(ctx, cluster)
-	if err != nil {
-		t.Fatal(err)
-	}
-	up, err := WholeGPUsFree(ctx, cluster, u, ClaimStream(streamLength), WholeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ff := wholeFree(t, cluster, allocator.FirstFit, false)
-	t.Logf("upstream: first failure at claim %d, whole GPUs free at whole-GPU claims %v", up.FirstFailure, up.FreeAtWhole)
-	if up.FirstFailure != ff.FirstFailure || !slices.Equal(up.FreeAtWhole, ff.FreeAtWhole) || !slices.Equal(up.BoundAtWhole, ff.BoundAtWhole) || up.Stranded != ff.Stranded {
-		t.Errorf("FirstFit: first failure at claim %d, whole GPUs free %v; upstream differs", ff.FirstFailure, ff.FreeAtWhole)
+	fleets := append([]struct {
+		name         string
+		nodes, gpus  int
+		stream, seed uint64
+	}{{"3 nodes × 4 GPUs", 3, 4, 1, 0}}, wholeStreams...)
+	for _, ws := range fleets {
+		t.Run(ws.name, func(t *testing.T) {
+			cluster := PartitionableFleet(ws.nodes, ws.gpus)
+			stream := ClaimStreamSeeded(streamLength, ws.stream)
+			opts := WholeOptions{Seed: ws.seed}
+			u, err := NewUpstreamPlacer(ctx, cluster)
+			if err != nil {
+				t.Fatal(err)
+			}
+			up, err := WholeGPUsFree(ctx, cluster, u, stream, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ff := wholeFreeOn(t, cluster, allocator.FirstFit, stream, opts)
+			t.Logf("upstream: first failure at claim %d, %d slices stranded then, whole GPUs free at whole-GPU claims %v", up.FirstFailure, up.Stranded, up.FreeAtWhole)
+			if up.FirstFailure != ff.FirstFailure || !slices.Equal(up.FreeAtWhole, ff.FreeAtWhole) || !slices.Equal(up.BoundAtWhole, ff.BoundAtWhole) || up.Stranded != ff.Stranded {
+				t.Errorf("FirstFit: first failure at claim %d, %d slices stranded, whole GPUs free %v; upstream differs", ff.FirstFailure, ff.Stranded, ff.FreeAtWhole)
+			}
+		})
 	}
 }
 
