@@ -106,8 +106,12 @@ func partition(gpu, slices, start int) resourceapi.Device {
 
 // ClaimStream returns n claims of one partition each, with sizes drawn from a fixed pseudo-random sequence:
 // 40 % one slice, 25 % two, 15 % three, 10 % four, 10 % a whole GPU.
-func ClaimStream(n int) []*resourceapi.ResourceClaim {
-	rng := rand.New(rand.NewPCG(1, 37))
+func ClaimStream(n int) []*resourceapi.ResourceClaim { return ClaimStreamSeeded(n, 1) }
+
+// ClaimStreamSeeded is ClaimStream with the sizes drawn from another pseudo-random sequence, one per seed:
+// streams nothing was tuned for.
+func ClaimStreamSeeded(n int, seed uint64) []*resourceapi.ResourceClaim {
+	rng := rand.New(rand.NewPCG(seed, 37))
 	claims := make([]*resourceapi.ResourceClaim, n)
 	for i := range claims {
 		var slices int

@@ -20,19 +20,110 @@ type WholeFree struct {
 	// FreeAtWhole is, for each claim for a whole GPU in the stream up to the first that fits nowhere,
 	// how many GPUs of the fleet had all their memory slices free when it arrived.
 	FreeAtWhole []int
+	// BoundAtWhole is, for the same claims, the most GPUs that any placement of the claims then
+	// allocated could leave whole (WholeBound): FreeAtWhole can reach it, never exceed it.
+	BoundAtWhole []int
 	// FirstFailure is the position in the stream of the first claim for a whole GPU that fits nowhere.
 	FirstFailure int
+	// Stranded is how many memory slices were free at the first failure: free, yet no GPU whole.
+	Stranded int
+}
+
+// WholeOptions are the variations of the whole-GPU measure.
+type WholeOptions struct {
+	// PackNodes sends a claim to the node where its allocation draws on the GPU with the most memory
+	// slices in use already (the first such node on ties), which asks every node: packing across
+	// nodes, as a scheduler's scoring of every feasible node would. Without it, a claim goes to the
+	// first node where it fits.
+	PackNodes bool
+	// Seed selects the pseudo-random departures; 0 is the default sequence.
+	Seed uint64
+}
+
+// departures returns the pseudo-random sequence that decides departures.
+func (o WholeOptions) departures() *rand.Rand {
+	if o.Seed == 0 {
+		return rand.New(rand.NewPCG(6, 30))
+	}
+	return rand.New(rand.NewPCG(o.Seed, 30))
+}
+
+// Served is how many claims for a whole GPU were placed before the first that fits nowhere.
+func (w WholeFree) Served() int { return len(w.FreeAtWhole) - 1 }
+
+// WholeBound is the most GPUs, of gpus, that a placement of live partitions (memory slices each) can
+// leave whole, ignoring where partitions may start: a partition of 4 slices or more needs a GPU of its
+// own (two do not fit in 7 slices), partitions of up to 3 slices fill first the 3 slices such a GPU has
+// left and then other GPUs at 7 slices each. Every placement uses at least that many GPUs.
+func WholeBound(gpus int, live []int) int {
+	big, small := 0, 0
+	for _, n := range live {
+		if 2*n > MemorySlices {
+			big++
+			if n < MemorySlices {
+				small -= MemorySlices - n // the slices its GPU has left, for the small ones
+			}
+		} else {
+			small += n
+		}
+	}
+	if small < 0 {
+		small = 0
+	}
+	return gpus - big - (small+MemorySlices-1)/MemorySlices
+}
+
+// WholeGPUsIdeal runs the stream and departures of WholeGPUsFree through a perfect packer, one that may
+// move every allocated partition at each arrival: a claim is placed whenever WholeBound says the claims
+// then allocated and it fit the fleet. Its FreeAtWhole equals its BoundAtWhole. It is the reference for
+// a placer that places what it can: a placer holding the same claims keeps no more GPUs whole, though
+// one that drops claims the fleet could hold may hold fewer and so keep more.
+func WholeGPUsIdeal(gpus int, stream []*resourceapi.ResourceClaim, opts WholeOptions) (WholeFree, error) {
+	var out WholeFree
+	var alive []int
+	rng := opts.departures()
+	for at, claim := range stream {
+		size, err := claimSlices(claim)
+		if err != nil {
+			return out, err
+		}
+		free := WholeBound(gpus, alive)
+		if size == MemorySlices {
+			out.FreeAtWhole = append(out.FreeAtWhole, free)
+			out.BoundAtWhole = append(out.BoundAtWhole, free)
+		}
+		if WholeBound(gpus, append(alive, size)) >= 0 {
+			alive = append(alive, size)
+		} else if size == MemorySlices {
+			out.FirstFailure = at
+			for _, n := range alive {
+				out.Stranded -= n
+			}
+			out.Stranded += gpus * MemorySlices
+			return out, nil
+		}
+		if len(alive) > 0 && rng.IntN(100) < 30 {
+			i := rng.IntN(len(alive))
+			alive = append(alive[:i], alive[i+1:]...)
+		}
+	}
+	return out, fmt.Errorf("the stream of %d claims ended before a claim for a whole GPU failed to fit", len(stream))
+}
+
+// claimSlices is the size in memory slices of a claim of the stream, from its class.
+func claimSlices(claim *resourceapi.ResourceClaim) (int, error) {
+	var size int
+	if _, err := fmt.Sscanf(claim.Spec.Devices.Requests[0].Exactly.DeviceClassName, "slices-%d", &size); err != nil {
+		return 0, fmt.Errorf("claim %s: %w", claim.Name, err)
+	}
+	return size, nil
 }
 
 // WholeGPUsFree feeds the claim stream to the placer with departures, each claim to the first node where
 // it fits, until the first claim for a whole GPU that fits nowhere; smaller claims that fit nowhere are
 // dropped. After each arrival, with a fixed pseudo-random chance of 30 %, one allocated claim drawn at
 // random departs. Before every claim for a whole GPU it counts the GPUs left whole: packing keeps them.
-//
-// With packNodes, a claim goes instead to the node where its allocation draws on the GPU with the most
-// memory slices in use already (the first such node on ties), which asks every node: packing across
-// nodes, as a scheduler's scoring of every feasible node would.
-func WholeGPUsFree(ctx context.Context, c Cluster, p Releaser, stream []*resourceapi.ResourceClaim, packNodes bool) (WholeFree, error) {
+func WholeGPUsFree(ctx context.Context, c Cluster, p Releaser, stream []*resourceapi.ResourceClaim, opts WholeOptions) (WholeFree, error) {
 	var out WholeFree
 	gpus := 0
 	for _, s := range c.Slices {
@@ -49,14 +140,19 @@ func WholeGPUsFree(ctx context.Context, c Cluster, p Releaser, stream []*resourc
 		sizes []int
 	}
 	var alive []live
-	rng := rand.New(rand.NewPCG(6, 30))
+	rng := opts.departures()
 	for at, claim := range stream {
-		var size int
-		if _, err := fmt.Sscanf(claim.Spec.Devices.Requests[0].Exactly.DeviceClassName, "slices-%d", &size); err != nil {
-			return out, fmt.Errorf("claim %s: %w", claim.Name, err)
+		size, err := claimSlices(claim)
+		if err != nil {
+			return out, err
 		}
 		if size == MemorySlices {
+			var sizes []int
+			for _, l := range alive {
+				sizes = append(sizes, l.sizes...)
+			}
 			out.FreeAtWhole = append(out.FreeAtWhole, gpus-len(used))
+			out.BoundAtWhole = append(out.BoundAtWhole, WholeBound(gpus, sizes))
 		}
 		placed := false
 		var chosen []resourceapi.AllocationResult
@@ -69,7 +165,7 @@ func WholeGPUsFree(ctx context.Context, c Cluster, p Releaser, stream []*resourc
 			if res == nil {
 				continue
 			}
-			if !packNodes {
+			if !opts.PackNodes {
 				chosen = res
 				break
 			}
@@ -110,6 +206,10 @@ func WholeGPUsFree(ctx context.Context, c Cluster, p Releaser, stream []*resourc
 		}
 		if !placed && size == MemorySlices {
 			out.FirstFailure = at
+			out.Stranded = gpus * MemorySlices
+			for _, n := range used {
+				out.Stranded -= n
+			}
 			return out, nil
 		}
 		if len(alive) > 0 && rng.IntN(100) < 30 {
