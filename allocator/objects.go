@@ -110,6 +110,11 @@ type deviceEntry struct {
 	// the API object: the slice's per-device node selection and skipNodeOperations, the device's
 	// allowMultipleAllocations, binding conditions (a non-empty list) and counters.
 	perDevice, skipNodeOps, multi, binding, counters bool
+	// Flags read when a result is built, so that building it reads the API objects only where they
+	// add to it: pins, the device is bound to the node it is used on (a node name, the slice's or its
+	// own, or bindsToNode); lists, the slice's skipNodeOperations or the device's binding conditions or
+	// binding failure conditions are set (nil and empty lists are copied as they are).
+	pins, lists bool
 	// verdicts caches selector results for cel, across Allocate calls and forks.
 	verdicts *verdicts
 }
@@ -213,6 +218,12 @@ func (e *sliceEntry) prepareDevices() []*deviceEntry {
 			binding:     len(dev.BindingConditions) > 0,
 			counters:    len(dev.ConsumesCounters) > 0,
 		}
+		nodeName := obj.Spec.NodeName
+		if e.perDevice {
+			nodeName = dev.NodeName
+		}
+		d.pins = nodeName != nil || dev.BindsToNode != nil && *dev.BindsToNode
+		d.lists = obj.Spec.SkipNodeOperations != nil || dev.BindingConditions != nil || dev.BindingFailureConditions != nil
 		caches[i].view.driver, caches[i].view.api = obj.Spec.Driver, dev
 		if dev.NodeSelector != nil {
 			d.nodeSel, d.nodeSelErr = nodeaffinity.NewNodeSelector(dev.NodeSelector)
