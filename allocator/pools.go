@@ -327,6 +327,7 @@ type entryCaches struct {
 	node    nodeSlot
 	devices atomic.Pointer[[]*deviceEntry] // see sliceEntry.devices
 	twins   atomic.Pointer[[]int]          // see sliceEntry.twins
+	usage   atomic.Pointer[sliceUsage]     // see allocation.inClusterUse
 }
 
 // poolSlot holds the pool last built from a slice entry and the slices that came with it.

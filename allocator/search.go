@@ -195,8 +195,47 @@ func (a *allocation) tryDevice(pos, next position, allocSub bool, r *request, c 
 
 // inUse: allocated exclusively in the cluster or taken by a claim of this call.
 func (a *allocation) inUse(d *deviceEntry) bool {
-	// Hashing an ID costs more than the rest of a candidate's checks: skip it when nothing is in use.
-	return (len(a.st.inUse) > 0 && a.st.inUse[d.id] > 0) || a.taken.has(d)
+	return a.inClusterUse(d) || a.taken.has(d)
+}
+
+// inClusterUse: the device is allocated exclusively in the cluster. Hashing a device ID costs more than
+// the rest of a candidate's checks, so it is asked once per slice and allocated state (see sliceUsage)
+// rather than once per check, and not at all when nothing is in use.
+func (a *allocation) inClusterUse(d *deviceEntry) bool {
+	if len(a.st.inUse) == 0 {
+		return false
+	}
+	u := d.slice.caches.usage.Load()
+	if u == nil || u.stateID != a.st.id || u.rev != a.st.rev {
+		u = a.sliceUsage(d.slice)
+	}
+	return u.inUse != nil && u.inUse[d.idx]
+}
+
+// sliceUsage is which devices of a slice entry the allocated state holds exclusively, for the state
+// with this ID and revision (as counterBase, the pair names one content). inUse is nil when it holds
+// none. It is immutable once built.
+type sliceUsage struct {
+	stateID, rev uint64
+	inUse        []bool // by device index
+}
+
+// sliceUsage builds the usage of e for the call's state and keeps it on the entry. Entries are shared
+// between a snapshot and its forks, so the value is swapped atomically; concurrent calls may build it
+// twice, with the same answer.
+func (a *allocation) sliceUsage(e *sliceEntry) *sliceUsage {
+	u := &sliceUsage{stateID: a.st.id, rev: a.st.rev}
+	devs := e.devices()
+	for i, d := range devs {
+		if a.st.inUse[d.id] > 0 {
+			if u.inUse == nil {
+				u.inUse = make([]bool, len(devs))
+			}
+			u.inUse[i] = true
+		}
+	}
+	e.caches.usage.Store(u)
+	return u
 }
 
 // takenSet is the exclusive devices taken in one call, with the claim taking each. A call usually takes
