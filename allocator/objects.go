@@ -3,6 +3,7 @@ package allocator
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync/atomic"
 
@@ -180,14 +181,46 @@ func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, ev *taints.Eval
 // devices returns the slice's prepared devices, preparing them on first use. It is safe for concurrent
 // use: two callers racing may both prepare them, one result is kept.
 func (e *sliceEntry) devices() []*deviceEntry {
-	if p := e.caches.devices.Load(); p != nil {
-		return *p
-	}
-	devs := e.prepareDevices()
-	if e.caches.devices.CompareAndSwap(nil, &devs) {
+	if devs, ok := e.caches.devices.load(); ok {
 		return devs
 	}
-	return *e.caches.devices.Load()
+	return e.caches.devices.publish(e.prepareDevices())
+}
+
+// deviceList is a slice entry's prepared devices, published once. The list lies in the entry's caches
+// rather than behind a pointer of its own: every call reads it, on a large fleet from memory, and each
+// pointer followed is one more miss. Entries are compared by pointer (a call's taken devices, a pool's
+// counter layout), so all callers must see the same list: the first writer publishes it, a writer
+// racing with it waits for it (two stores) and takes the published one.
+type deviceList struct {
+	state atomic.Uint32 // listEmpty, listPublishing or listReady
+	devs  []*deviceEntry
+}
+
+const (
+	listEmpty uint32 = iota
+	listPublishing
+	listReady
+)
+
+func (l *deviceList) load() ([]*deviceEntry, bool) {
+	if l.state.Load() == listReady {
+		return l.devs, true
+	}
+	return nil, false
+}
+
+// publish sets the list unless one was set already, and returns the list set.
+func (l *deviceList) publish(devs []*deviceEntry) []*deviceEntry {
+	if l.state.CompareAndSwap(listEmpty, listPublishing) {
+		l.devs = devs
+		l.state.Store(listReady)
+		return devs
+	}
+	for l.state.Load() != listReady {
+		runtime.Gosched()
+	}
+	return l.devs
 }
 
 // prepareDevices builds the device entries: IDs, effective taints, per-device node selectors and the
@@ -365,17 +398,17 @@ func (s *sliceEntry) withTaints(ev *taints.Evaluator) *sliceEntry {
 	c := *s
 	c.caches = &entryCaches{}
 	c.taints = ev
-	if p := s.caches.devices.Load(); p != nil {
-		devs := make([]*deviceEntry, len(*p))
-		entries := make([]deviceEntry, len(*p))
-		for i, d := range *p {
+	if old, ok := s.caches.devices.load(); ok {
+		devs := make([]*deviceEntry, len(old))
+		entries := make([]deviceEntry, len(old))
+		for i, d := range old {
 			entries[i] = *d
 			nd := &entries[i]
 			nd.slice = &c
 			nd.taints = effectiveTaints(ev, nd)
 			devs[i] = nd
 		}
-		c.caches.devices.Store(&devs)
+		c.caches.devices.publish(devs)
 	}
 	return &c
 }
