@@ -209,15 +209,25 @@ func (a *allocation) inClusterUse(d *deviceEntry) bool {
 	if u == nil || u.stateID != a.st.id || u.rev != a.st.rev {
 		u = a.sliceUsage(d.slice)
 	}
-	return u.inUse != nil && u.inUse[d.idx]
+	return u.has(d.idx)
 }
 
 // sliceUsage is which devices of a slice entry the allocated state holds exclusively, for the state
-// with this ID and revision (as counterBase, the pair names one content). inUse is nil when it holds
-// none. It is immutable once built.
+// with this ID and revision (as counterBase, the pair names one content), as a bitset by device index
+// whose first word lies in the struct: a slice of up to 64 devices is answered from one cache line. It
+// is immutable once built.
 type sliceUsage struct {
 	stateID, rev uint64
-	inUse        []bool // by device index
+	first        uint64
+	rest         []uint64 // devices from index 64 on; nil when none of them is in use
+}
+
+func (u *sliceUsage) has(i int) bool {
+	if i < 64 {
+		return u.first&(1<<i) != 0
+	}
+	i -= 64
+	return i/64 < len(u.rest) && u.rest[i/64]&(1<<(i%64)) != 0
 }
 
 // sliceUsage builds the usage of e for the call's state and keeps it on the entry. Entries are shared
@@ -227,12 +237,18 @@ func (a *allocation) sliceUsage(e *sliceEntry) *sliceUsage {
 	u := &sliceUsage{stateID: a.st.id, rev: a.st.rev}
 	devs := e.devices()
 	for i, d := range devs {
-		if a.st.inUse[d.id] > 0 {
-			if u.inUse == nil {
-				u.inUse = make([]bool, len(devs))
-			}
-			u.inUse[i] = true
+		if a.st.inUse[d.id] == 0 {
+			continue
 		}
+		if i < 64 {
+			u.first |= 1 << i
+			continue
+		}
+		j := i - 64
+		if u.rest == nil {
+			u.rest = make([]uint64, (len(devs)-64+63)/64)
+		}
+		u.rest[j/64] |= 1 << (j % 64)
 	}
 	e.caches.usage.Store(u)
 	return u
