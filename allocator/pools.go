@@ -212,7 +212,12 @@ func sortPools(pools []*pool) {
 // buildPool sorts and validates the slices of a complete pool. all, when set, is every slice of the
 // pool's generation; those not in forNode only contribute counters and allocated devices.
 func buildPool(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
-	return computeBinding(buildPoolSlices(id, forNode, all, f))
+	p := buildPoolSlices(id, forNode, all, f)
+	if len(p.slices) == 1 {
+		p.oneSlice[0] = p.slices[0]
+		p.slices = p.oneSlice[:1:1]
+	}
+	return computeBinding(p)
 }
 
 func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
@@ -310,10 +315,6 @@ func (p *pool) markInvalid(reason string) *pool {
 func (p *pool) hasBindingConditions() bool { return p.binding }
 
 func computeBinding(p *pool) *pool {
-	if len(p.slices) == 1 {
-		p.oneSlice[0] = p.slices[0]
-		p.slices = p.oneSlice[:1:1]
-	}
 	for _, e := range p.slices {
 		for _, d := range e.devices() {
 			if d.api.BindingConditions != nil {
