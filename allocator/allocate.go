@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -405,7 +406,7 @@ func (a *allocation) prepareClaim(ci int) error {
 			minForRequest = r.numDevices
 		}
 		if minForRequest > resourceapi.AllocationResultsMaxSize-minDevices {
-			return inputError(cs.name(), requestPath(ri), fmt.Errorf("adding %d devices exceeds the claim limit of %d, with %d already accounted for", minForRequest, resourceapi.AllocationResultsMaxSize, minDevices))
+			return claimLimitError(claim, ri, minForRequest, minDevices)
 		}
 		minDevices += minForRequest
 	}
@@ -442,6 +443,29 @@ func (a *allocation) prepareClaim(ci int) error {
 }
 
 func requestPath(ri int) string { return fmt.Sprintf("spec.devices.requests[%d]", ri) }
+
+// claimLimitError is the input error of a claim whose request ri takes the claim past
+// AllocationResultsMaxSize devices. Kubernetes refuses such a claim before it looks at a device, and
+// so does a filter pass on every node: the error, its object and its field take two allocations, the
+// message is written when it is read.
+func claimLimitError(claim *resourceapi.ResourceClaim, ri, adding, already int) error {
+	both := &struct {
+		e InputError
+		l limitExceeded
+	}{l: limitExceeded{adding: adding, already: already}}
+	const kind, path = "ResourceClaim ", "spec.devices.requests["
+	text := kind + claim.Namespace + "/" + claim.Name + path + strconv.Itoa(ri) + "]"
+	split := len(kind) + len(claim.Namespace) + 1 + len(claim.Name)
+	both.e = InputError{Object: text[:split], Field: text[split:], Err: &both.l}
+	return &both.e
+}
+
+// limitExceeded is the reason of claimLimitError.
+type limitExceeded struct{ adding, already int }
+
+func (e *limitExceeded) Error() string {
+	return fmt.Sprintf("adding %d devices exceeds the claim limit of %d, with %d already accounted for", e.adding, resourceapi.AllocationResultsMaxSize, e.already)
+}
 
 // prepareRequest checks one request or subrequest and, for allocationMode All, collects its devices.
 func (a *allocation) prepareRequest(ci int, r *request, className string, count int64, derived []resourceapi.DeviceDerivedAttribute, hasAdminAccess bool) error {

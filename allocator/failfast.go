@@ -123,7 +123,6 @@ func (a *allocation) countCandidates(r *request, limit int) (int, bool) {
 // evaluating a device failed.
 func (a *allocation) visitCandidates(r *request, fn func(int, *deviceEntry) bool) bool {
 	idx := -1
-	anyInUse := len(a.st.inUse) > 0
 	for _, p := range a.pools {
 		if p.incomplete || p.invalid {
 			continue
@@ -133,7 +132,7 @@ func (a *allocation) visitCandidates(r *request, fn func(int, *deviceEntry) bool
 			for _, d := range e.devices() {
 				idx++
 				j++
-				if anyInUse && !r.adminAccess && a.st.inUse[d.id] > 0 {
+				if !r.adminAccess && a.inClusterUse(d) {
 					continue
 				}
 				ok, err := a.selectable(r, d)

@@ -3,6 +3,7 @@ package allocator
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync/atomic"
 
@@ -110,6 +111,11 @@ type deviceEntry struct {
 	// the API object: the slice's per-device node selection and skipNodeOperations, the device's
 	// allowMultipleAllocations, binding conditions (a non-empty list) and counters.
 	perDevice, skipNodeOps, multi, binding, counters bool
+	// Flags read when a result is built, so that building it reads the API objects only where they
+	// add to it: pins, the device is bound to the node it is used on (a node name, the slice's or its
+	// own, or bindsToNode); lists, the slice's skipNodeOperations or the device's binding conditions or
+	// binding failure conditions are set (nil and empty lists are copied as they are).
+	pins, lists bool
 	// verdicts caches selector results for cel, across Allocate calls and forks.
 	verdicts *verdicts
 }
@@ -175,14 +181,46 @@ func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, ev *taints.Eval
 // devices returns the slice's prepared devices, preparing them on first use. It is safe for concurrent
 // use: two callers racing may both prepare them, one result is kept.
 func (e *sliceEntry) devices() []*deviceEntry {
-	if p := e.caches.devices.Load(); p != nil {
-		return *p
-	}
-	devs := e.prepareDevices()
-	if e.caches.devices.CompareAndSwap(nil, &devs) {
+	if devs, ok := e.caches.devices.load(); ok {
 		return devs
 	}
-	return *e.caches.devices.Load()
+	return e.caches.devices.publish(e.prepareDevices())
+}
+
+// deviceList is a slice entry's prepared devices, published once. The list lies in the entry's caches
+// rather than behind a pointer of its own: every call reads it, on a large fleet from memory, and each
+// pointer followed is one more miss. Entries are compared by pointer (a call's taken devices, a pool's
+// counter layout), so all callers must see the same list: the first writer publishes it, a writer
+// racing with it waits for it (two stores) and takes the published one.
+type deviceList struct {
+	state atomic.Uint32 // listEmpty, listPublishing or listReady
+	devs  []*deviceEntry
+}
+
+const (
+	listEmpty uint32 = iota
+	listPublishing
+	listReady
+)
+
+func (l *deviceList) load() ([]*deviceEntry, bool) {
+	if l.state.Load() == listReady {
+		return l.devs, true
+	}
+	return nil, false
+}
+
+// publish sets the list unless one was set already, and returns the list set.
+func (l *deviceList) publish(devs []*deviceEntry) []*deviceEntry {
+	if l.state.CompareAndSwap(listEmpty, listPublishing) {
+		l.devs = devs
+		l.state.Store(listReady)
+		return devs
+	}
+	for l.state.Load() != listReady {
+		runtime.Gosched()
+	}
+	return l.devs
 }
 
 // prepareDevices builds the device entries: IDs, effective taints, per-device node selectors and the
@@ -213,6 +251,12 @@ func (e *sliceEntry) prepareDevices() []*deviceEntry {
 			binding:     len(dev.BindingConditions) > 0,
 			counters:    len(dev.ConsumesCounters) > 0,
 		}
+		nodeName := obj.Spec.NodeName
+		if e.perDevice {
+			nodeName = dev.NodeName
+		}
+		d.pins = nodeName != nil || dev.BindsToNode != nil && *dev.BindsToNode
+		d.lists = obj.Spec.SkipNodeOperations != nil || dev.BindingConditions != nil || dev.BindingFailureConditions != nil
 		caches[i].view.driver, caches[i].view.api = obj.Spec.Driver, dev
 		if dev.NodeSelector != nil {
 			d.nodeSel, d.nodeSelErr = nodeaffinity.NewNodeSelector(dev.NodeSelector)
@@ -354,17 +398,17 @@ func (s *sliceEntry) withTaints(ev *taints.Evaluator) *sliceEntry {
 	c := *s
 	c.caches = &entryCaches{}
 	c.taints = ev
-	if p := s.caches.devices.Load(); p != nil {
-		devs := make([]*deviceEntry, len(*p))
-		entries := make([]deviceEntry, len(*p))
-		for i, d := range *p {
+	if old, ok := s.caches.devices.load(); ok {
+		devs := make([]*deviceEntry, len(old))
+		entries := make([]deviceEntry, len(old))
+		for i, d := range old {
 			entries[i] = *d
 			nd := &entries[i]
 			nd.slice = &c
 			nd.taints = effectiveTaints(ev, nd)
 			devs[i] = nd
 		}
-		c.caches.devices.Store(&devs)
+		c.caches.devices.publish(devs)
 	}
 	return &c
 }

@@ -21,8 +21,10 @@ type pool struct {
 	// twice, a device consuming an unknown counter). Its devices are not used.
 	invalid       bool
 	invalidReason string
-	// slices holds the slices with devices for this node, sorted by name.
-	slices []*sliceEntry
+	// slices holds the slices with devices for this node, sorted by name; a single one (a node's usual
+	// pool) lies in oneSlice, next to the list, so that reaching it reads no other cache line.
+	slices   []*sliceEntry
+	oneSlice [1]*sliceEntry
 	// others are the pool's remaining device slices (other nodes); their allocated devices draw on the
 	// same shared counters.
 	others      []*sliceEntry
@@ -68,7 +70,12 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 		if byNode {
 			g.byNode, g.nodeName, g.labels = true, node.Name, maps.Clone(node.Labels)
 		}
-		g.pools = slices.Clone(pools)
+		if len(pools) <= len(g.one) {
+			// A node's usual one pool is kept with the key: a hit reads one allocation.
+			g.pools = append(g.one[:0:len(pools)], pools...)
+		} else {
+			g.pools = slices.Clone(pools)
+		}
 		slot.p.Store(&g)
 	}
 	return pools, err
@@ -205,7 +212,12 @@ func sortPools(pools []*pool) {
 // buildPool sorts and validates the slices of a complete pool. all, when set, is every slice of the
 // pool's generation; those not in forNode only contribute counters and allocated devices.
 func buildPool(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
-	return computeBinding(buildPoolSlices(id, forNode, all, f))
+	p := buildPoolSlices(id, forNode, all, f)
+	if len(p.slices) == 1 {
+		p.oneSlice[0] = p.slices[0]
+		p.slices = p.oneSlice[:1:1]
+	}
+	return computeBinding(p)
 }
 
 func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
@@ -325,8 +337,9 @@ type poolCache struct{}
 type entryCaches struct {
 	pool    poolSlot
 	node    nodeSlot
-	devices atomic.Pointer[[]*deviceEntry] // see sliceEntry.devices
-	twins   atomic.Pointer[[]int]          // see sliceEntry.twins
+	devices deviceList                 // see sliceEntry.devices
+	twins   atomic.Pointer[[]int]      // see sliceEntry.twins
+	usage   atomic.Pointer[sliceUsage] // see allocation.inClusterUse
 }
 
 // poolSlot holds the pool last built from a slice entry and the slices that came with it.
@@ -352,6 +365,7 @@ type gathered struct {
 	labels   map[string]string
 	f        Features
 	pools    []*pool
+	one      [1]*pool // holds pools when there is one
 }
 
 // listKey identifies an immutable slice list: its array and its length.

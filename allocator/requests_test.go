@@ -1,6 +1,8 @@
 package allocator_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -193,4 +195,30 @@ func TestAllocateFailsFast(t *testing.T) {
 			exact("bad", "any", 1, `device.attributes["`+driverA+`"].missing == 1`))},
 		wantErr: allocator.ErrUnsatisfiable,
 	}})
+}
+
+// A claim past the result limit is refused on every node of a filter pass, so the refusal is cheap: the
+// error names the claim and the request and says how many devices, in two allocations.
+func TestClaimLimitErrorIsCheap(t *testing.T) {
+	s := allocator.NewSnapshot(allocator.Options{})
+	if err := s.AddOrUpdateSlice(nodeSlice("s1", node1, driverA, "pool-1", manyDevices(40)...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddOrUpdateClass(anyClass); err != nil {
+		t.Fatal(err)
+	}
+	claims := []*resourceapi.ResourceClaim{claim("c", exact("a", "any", 16), exact("b", "any", 17))}
+	ctx, n := context.Background(), node(node1, nil)
+	_, err := s.Fits(ctx, n, claims)
+	var ie *allocator.InputError
+	if !errors.As(err, &ie) || !errors.Is(err, allocator.ErrInvalidInput) {
+		t.Fatalf("got %v, want an InputError", err)
+	}
+	want := "ResourceClaim default/c: spec.devices.requests[1]: adding 17 devices exceeds the claim limit of 32, with 16 already accounted for"
+	if ie.Object != "ResourceClaim default/c" || ie.Field != "spec.devices.requests[1]" || err.Error() != want {
+		t.Errorf("got object %q, field %q, message %q; want %q", ie.Object, ie.Field, err.Error(), want)
+	}
+	if allocs := testing.AllocsPerRun(20, func() { _, _ = s.Fits(ctx, n, claims) }); allocs > 2 {
+		t.Errorf("%v allocations, want at most 2", allocs)
+	}
 }

@@ -11,34 +11,42 @@ import (
 )
 
 // results turns the search's findings into AllocationResults that share no memory with the snapshot or
-// the claims.
+// the claims. The device results of all claims share one array; for one claim of a few devices the
+// AllocationResult, its node selector and its device results are one allocation.
 func (a *allocation) results() ([]resourceapi.AllocationResult, error) {
-	var out []resourceapi.AllocationResult
-	var pin *pinned // room for the node selector of a single claim, allocated with its result
-	if len(a.claims) == 1 {
-		block := &struct {
-			out [1]resourceapi.AllocationResult
-			pin pinned
-		}{}
-		out, pin = block.out[:], &block.pin
-	} else {
-		out = make([]resourceapi.AllocationResult, len(a.claims))
+	total := 0
+	for ci := range a.claims {
+		total += len(a.perClaim[ci].results)
 	}
+	out, pin, devs := resultBlock(len(a.claims), total)
 	for ci, claim := range a.claims {
 		cs := &a.perClaim[ci]
 		res := &out[ci]
-		res.Devices.Results = make([]resourceapi.DeviceRequestAllocationResult, len(cs.results))
+		n := len(cs.results)
+		if n == 0 {
+			res.Devices.Results = []resourceapi.DeviceRequestAllocationResult{}
+		} else {
+			// A full slice expression: appending to one claim's results must not reach the next's.
+			res.Devices.Results, devs = devs[:n:n], devs[n:]
+		}
 		for i, dr := range cs.results {
 			d := dr.dev
-			r := resourceapi.DeviceRequestAllocationResult{
+			r := &res.Devices.Results[i]
+			*r = resourceapi.DeviceRequestAllocationResult{
 				Request:     dr.req.fullName(),
 				Driver:      d.id.Driver,
 				Pool:        d.id.Pool,
 				Device:      d.id.Device,
 				Tolerations: deepCopyTolerations(dr.req.tolerations),
 			}
-			if a.f.Implementation() == implExperimental {
-				r.SkipNodeOperations = slices.Clone(d.slice.obj.Spec.SkipNodeOperations)
+			if d.lists {
+				if a.f.Implementation() == implExperimental {
+					r.SkipNodeOperations = slices.Clone(d.slice.obj.Spec.SkipNodeOperations)
+				}
+				if a.f.BindingConditions() {
+					r.BindingConditions = slices.Clone(d.api.BindingConditions)
+					r.BindingFailureConditions = slices.Clone(d.api.BindingFailureConditions)
+				}
 			}
 			if dr.req.adminAccess {
 				t := true
@@ -54,11 +62,6 @@ func (a *allocation) results() ([]resourceapi.AllocationResult, error) {
 					r.ConsumedCapacity[n] = q.DeepCopy()
 				}
 			}
-			if a.f.BindingConditions() {
-				r.BindingConditions = slices.Clone(d.api.BindingConditions)
-				r.BindingFailureConditions = slices.Clone(d.api.BindingFailureConditions)
-			}
-			res.Devices.Results[i] = r
 		}
 		res.Devices.Config = a.config(ci, claim)
 		ns, err := a.nodeSelector(cs.results, pin)
@@ -68,6 +71,53 @@ func (a *allocation) results() ([]resourceapi.AllocationResult, error) {
 		res.NodeSelector = ns
 	}
 	return out, nil
+}
+
+// resultBlock returns the AllocationResults of a call, room for the node selector of a single claim
+// (nil for several claims) and the array for all their device results. One claim of up to eight devices,
+// what a filter pass builds on every node where it fits, takes a single allocation; otherwise there are
+// two.
+func resultBlock(claims, devices int) ([]resourceapi.AllocationResult, *pinned, []resourceapi.DeviceRequestAllocationResult) {
+	type results = resourceapi.AllocationResult
+	type devs = resourceapi.DeviceRequestAllocationResult
+	if claims != 1 {
+		return make([]results, claims), nil, make([]devs, devices)
+	}
+	switch {
+	case devices <= 1:
+		b := &struct {
+			out  [1]results
+			pin  pinned
+			devs [1]devs
+		}{}
+		return b.out[:], &b.pin, b.devs[:devices]
+	case devices <= 2:
+		b := &struct {
+			out  [1]results
+			pin  pinned
+			devs [2]devs
+		}{}
+		return b.out[:], &b.pin, b.devs[:devices]
+	case devices <= 4:
+		b := &struct {
+			out  [1]results
+			pin  pinned
+			devs [4]devs
+		}{}
+		return b.out[:], &b.pin, b.devs[:devices]
+	case devices <= 8:
+		b := &struct {
+			out  [1]results
+			pin  pinned
+			devs [8]devs
+		}{}
+		return b.out[:], &b.pin, b.devs[:devices]
+	}
+	b := &struct {
+		out [1]results
+		pin pinned
+	}{}
+	return b.out[:], &b.pin, make([]devs, devices)
 }
 
 func deepCopyTolerations(in []resourceapi.DeviceToleration) []resourceapi.DeviceToleration {
@@ -170,16 +220,15 @@ func (a *allocation) nodeSelector(results []deviceResult, pin *pinned) (*v1.Node
 	term := v1.NodeSelectorTerm{}
 	for _, dr := range results {
 		d := dr.dev
-		spec := &d.slice.obj.Spec
-		nodeName, sel := spec.NodeName, spec.NodeSelector
-		if d.perDevice {
-			nodeName, sel = d.api.NodeName, d.api.NodeSelector
-		}
-		if nodeName != nil || (d.api.BindsToNode != nil && *d.api.BindsToNode) {
+		if d.pins {
 			if pin == nil {
 				pin = &pinned{}
 			}
 			return pin.to(a.node.Name), nil
+		}
+		sel := d.slice.obj.Spec.NodeSelector
+		if d.perDevice {
+			sel = d.api.NodeSelector
 		}
 		if sel == nil {
 			continue

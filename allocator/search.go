@@ -195,8 +195,63 @@ func (a *allocation) tryDevice(pos, next position, allocSub bool, r *request, c 
 
 // inUse: allocated exclusively in the cluster or taken by a claim of this call.
 func (a *allocation) inUse(d *deviceEntry) bool {
-	// Hashing an ID costs more than the rest of a candidate's checks: skip it when nothing is in use.
-	return (len(a.st.inUse) > 0 && a.st.inUse[d.id] > 0) || a.taken.has(d)
+	return a.inClusterUse(d) || a.taken.has(d)
+}
+
+// inClusterUse: the device is allocated exclusively in the cluster. Hashing a device ID costs more than
+// the rest of a candidate's checks, so it is asked once per slice and allocated state (see sliceUsage)
+// rather than once per check, and not at all when nothing is in use.
+func (a *allocation) inClusterUse(d *deviceEntry) bool {
+	if len(a.st.inUse) == 0 {
+		return false
+	}
+	u := d.slice.caches.usage.Load()
+	if u == nil || u.stateID != a.st.id || u.rev != a.st.rev {
+		u = a.sliceUsage(d.slice)
+	}
+	return u.has(d.idx)
+}
+
+// sliceUsage is which devices of a slice entry the allocated state holds exclusively, for the state
+// with this ID and revision (as counterBase, the pair names one content), as a bitset by device index
+// whose first word lies in the struct: a slice of up to 64 devices is answered from one cache line. It
+// is immutable once built.
+type sliceUsage struct {
+	stateID, rev uint64
+	first        uint64
+	rest         []uint64 // devices from index 64 on; nil when none of them is in use
+}
+
+func (u *sliceUsage) has(i int) bool {
+	if i < 64 {
+		return u.first&(1<<i) != 0
+	}
+	i -= 64
+	return i/64 < len(u.rest) && u.rest[i/64]&(1<<(i%64)) != 0
+}
+
+// sliceUsage builds the usage of e for the call's state and keeps it on the entry. Entries are shared
+// between a snapshot and its forks, so the value is swapped atomically; concurrent calls may build it
+// twice, with the same answer.
+func (a *allocation) sliceUsage(e *sliceEntry) *sliceUsage {
+	u := &sliceUsage{stateID: a.st.id, rev: a.st.rev}
+	devs := e.devices()
+	for i, d := range devs {
+		if a.st.inUse[d.id] == 0 {
+			continue
+		}
+		if i < 64 {
+			u.first |= 1 << i
+			continue
+		}
+		j := i - 64
+		if u.rest == nil {
+			u.rest = make([]uint64, (len(devs)-64+63)/64)
+		}
+		u.rest[j/64] |= 1 << (j % 64)
+	}
+	e.caches.usage.Store(u)
+	return u
 }
 
 // takenSet is the exclusive devices taken in one call, with the claim taking each. A call usually takes

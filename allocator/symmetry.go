@@ -144,8 +144,3 @@ func (a *allocation) sameUse(x, y *deviceEntry) bool {
 	}
 	return true
 }
-
-// inClusterUse: the device is allocated exclusively in the cluster.
-func (a *allocation) inClusterUse(d *deviceEntry) bool {
-	return len(a.st.inUse) > 0 && a.st.inUse[d.id] > 0
-}
