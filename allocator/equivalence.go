@@ -117,7 +117,7 @@ func (c *NodeClasses) Class(node *v1.Node) (int, error) {
 	}
 	c.lock()
 	defer c.unlock()
-	return c.class(node), nil
+	return c.class(node, -1), nil
 }
 
 // AppendClasses appends the class of every node to dst, in order, and returns the extended slice: the
@@ -136,8 +136,8 @@ func (c *NodeClasses) AppendClasses(dst []int, nodes []*v1.Node) ([]int, error) 
 	}
 	c.lock()
 	defer c.unlock()
-	for _, node := range nodes {
-		dst = append(dst, c.class(node))
+	for i, node := range nodes {
+		dst = append(dst, c.class(node, i))
 	}
 	return dst, nil
 }
@@ -156,12 +156,13 @@ func (c *NodeClasses) unlock() {
 	c.mu.Unlock()
 }
 
-// class is Class under the locks.
-func (c *NodeClasses) class(node *v1.Node) int {
+// class is Class under the locks; pos is the node's position in the list AppendClasses was given, -1
+// for Class.
+func (c *NodeClasses) class(node *v1.Node, pos int) int {
 	if c.off || c.s.st != c.st || c.st.rev != c.rev || node.Name == "" {
 		return c.alone()
 	}
-	id, ok := c.keyID(node)
+	id, ok := c.keyID(node, pos)
 	if !ok {
 		return c.alone()
 	}
@@ -186,34 +187,55 @@ func (c *NodeClasses) alone() int {
 
 // keyID returns the id of the node's class key in fc, from what fc remembers of the node when that
 // still holds; false means the node is compared with no other.
-func (c *NodeClasses) keyID(node *v1.Node) (int32, bool) {
-	fc := c.fc
-	declared := nodeDeclares(node.Status.DeclaredFeatures, "DRAOptionalNodeOperations")
-	if e := fc.nodes[node.Name]; e != nil && e.holds(c.st, c.s.f, node, declared) {
-		return e.id, true
+func (c *NodeClasses) keyID(node *v1.Node, pos int) (int32, bool) {
+	fc, st := c.fc, c.st
+	// A filter pass lists the nodes as the pass before did: the key at the node's position is
+	// likely its own, found without hashing its name, and where it was found to hold in this state
+	// for this very object and nothing of the object but its name counts, it holds.
+	var o *orderEntry
+	if pos >= 0 && pos < len(fc.order) {
+		o = &fc.order[pos]
+		if o.node == node && o.name == node.Name && o.plain && o.state == st.id && o.rev == st.rev {
+			return o.id, true
+		}
 	}
-	key, e, ok := c.key(node, declared)
-	if !ok {
-		delete(fc.nodes, node.Name)
-		return 0, false
-	}
-	id, found := fc.keys[string(key)]
-	if !found {
-		id = int32(len(fc.keys))
-		fc.keys[string(key)] = id
-	}
-	if e != nil {
-		e.id = id
-		fc.nodes[node.Name] = e
+	var k *nodeKey
+	if o != nil && o.node == node && o.name == node.Name {
+		k = o.k
 	} else {
-		delete(fc.nodes, node.Name)
+		k = fc.nodes[node.Name]
 	}
-	return id, true
+	if k == nil || !k.holds(st, c.s.f, node) {
+		key, e, ok := c.key(node)
+		if !ok {
+			delete(fc.nodes, node.Name)
+			return 0, false
+		}
+		id, found := fc.keys[string(key)]
+		if !found {
+			id = int32(len(fc.keys))
+			fc.keys[string(key)] = id
+		}
+		if e == nil {
+			delete(fc.nodes, node.Name)
+			return id, true
+		}
+		e.id, e.name = id, node.Name
+		fc.nodes[node.Name] = e
+		k = e
+	}
+	if pos >= 0 {
+		if pos >= len(fc.order) {
+			fc.order = append(fc.order, make([]orderEntry, pos+1-len(fc.order))...)
+		}
+		fc.order[pos] = orderEntry{node: node, name: k.name, k: k, state: st.id, rev: st.rev, id: k.id, plain: !k.byNode && !k.declaredRead}
+	}
+	return k.id, true
 }
 
 // key writes the node's class key into c.buf, and returns with it what the key was computed from (nil
 // when that is more than nodeKey records); false means the node is compared with no other.
-func (c *NodeClasses) key(node *v1.Node, declared bool) ([]byte, *nodeKey, bool) {
+func (c *NodeClasses) key(node *v1.Node) ([]byte, *nodeKey, bool) {
 	a, st, fc := c.a, c.st, c.fc
 	a.node = node
 	pools, cacheable, err := a.gatherPoolsOf(node)
@@ -223,23 +245,19 @@ func (c *NodeClasses) key(node *v1.Node, declared bool) ([]byte, *nodeKey, bool)
 	var e *nodeKey
 	if cacheable {
 		g, byNode := gatherKey(st, c.s.f, node)
-		e = &nodeKey{state: st.id, rev: st.rev, local: g.local, shared: g.shared, counters: g.counters, declared: declared, byNode: byNode}
+		e = &nodeKey{state: st.id, rev: st.rev, local: g.local, shared: g.shared, counters: g.counters, byNode: byNode}
 		if byNode {
 			e.labels = maps.Clone(node.Labels)
 		}
 	}
 	b := c.buf[:0]
-	// search.go's nodeOpsAllowed reads the node's declared features.
-	if declared {
-		b = append(b, 1)
-	} else {
-		b = append(b, 0)
-	}
+	nodeOps := false
 	for _, p := range pools {
 		pc, ok := c.s.poolClass(c.sig, a, p)
 		if !ok {
 			return nil, nil, false
 		}
+		nodeOps = nodeOps || pc.nodeOps
 		if pc.owner != node.Name {
 			if !pc.comparable {
 				return nil, nil, false
@@ -268,6 +286,17 @@ func (c *NodeClasses) key(node *v1.Node, declared bool) ([]byte, *nodeKey, bool)
 		b, used = appendUse(b, st, p)
 		if !used {
 			b = append(b, 0)
+		}
+	}
+	// search.go's nodeOpsAllowed reads the node's declared features for devices that skip node
+	// operations, in the experimental implementation.
+	if nodeOps && a.f.Implementation() == implExperimental && a.f.DRAOptionalNodeOperations {
+		declared := nodeDeclares(node.Status.DeclaredFeatures, "DRAOptionalNodeOperations")
+		if e != nil {
+			e.declaredRead, e.declared = true, declared
+		}
+		if declared {
+			b = append(b, 1)
 		}
 	}
 	c.buf = b
@@ -331,6 +360,17 @@ func poolOwner(p *pool) string {
 	return owner
 }
 
+func skipsNodeOps(p *pool) bool {
+	for _, e := range p.slices {
+		for _, d := range e.devices() {
+			if d.skipNodeOps {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func hasPerDevice(p *pool) bool {
 	for _, e := range p.slices {
 		if e.perDevice {
@@ -347,6 +387,7 @@ type poolClass struct {
 	owner      string
 	id         uint32
 	comparable bool
+	nodeOps    bool // a device of the node's slices skips node operations
 }
 
 // classSig is what the verdict part of a pool's class depends on in one call: the requests'
@@ -486,7 +527,7 @@ func (s *Snapshot) poolClass(sig *classSig, a *allocation, p *pool) (poolClass, 
 		p.class.Store(&sigClass{sig: sig, pc: pc})
 		return pc, true
 	}
-	pc = poolClass{owner: poolOwner(p)}
+	pc = poolClass{owner: poolOwner(p), nodeOps: skipsNodeOps(p)}
 	var key string
 	if pc.owner == "" {
 		pc.comparable = len(p.others) == 0 && !hasPerDevice(p)

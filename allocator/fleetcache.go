@@ -25,6 +25,8 @@ type fleetCache struct {
 	mu sync.Mutex
 	// nodes holds, by node name, the key last computed for the node.
 	nodes map[string]*nodeKey
+	// order holds the keys by the position of their node in the list AppendClasses was last given.
+	order []orderEntry
 	// keys numbers the distinct class keys met.
 	keys map[string]int32
 	// shared numbers the pools a key names by identity (network-attached pools), keeping them alive so
@@ -38,18 +40,34 @@ func newFleetCache() *fleetCache {
 
 // nodeKey is a node's class key (id, in fleetCache.keys) and what it was computed from.
 type nodeKey struct {
-	id int32
+	id   int32
+	name string
 	// state, rev: the state the key was last found to hold in; there it holds as long as the node
 	// does.
 	state, rev uint64
 	// What gatherKey gave (see gathered).
 	local, shared listKey
 	counters      uint64
-	declared      bool
-	byNode        bool
-	labels        map[string]string // when byNode; a copy
+	// declaredRead: the key holds whether the node declares DRAOptionalNodeOperations (declared),
+	// which only nodes with devices that skip node operations need.
+	declaredRead, declared bool
+	byNode                 bool
+	labels                 map[string]string // when byNode; a copy
 	// use stamps the allocated state of the node's own pools.
 	use []poolStamp
+}
+
+// orderEntry is a key at the position of its node in a list of nodes, with the object classified
+// there and the state the key was found to hold in then. plain: the key reads nothing of the node but
+// its name (no labels, no declared features), so that for the same object in the same state it holds
+// without a look at the key.
+type orderEntry struct {
+	node       *v1.Node
+	name       string
+	k          *nodeKey
+	state, rev uint64
+	id         int32
+	plain      bool
 }
 
 // poolStamp is a pool's state.poolUse stamp (0: none).
@@ -59,8 +77,9 @@ type poolStamp struct {
 }
 
 // holds reports whether the key holds for the node in the state; it notes the state if so.
-func (k *nodeKey) holds(st *state, f Features, node *v1.Node, declared bool) bool {
-	if k.declared != declared || k.byNode && !maps.Equal(k.labels, node.Labels) {
+func (k *nodeKey) holds(st *state, f Features, node *v1.Node) bool {
+	if k.byNode && !maps.Equal(k.labels, node.Labels) ||
+		k.declaredRead && k.declared != nodeDeclares(node.Status.DeclaredFeatures, "DRAOptionalNodeOperations") {
 		return false
 	}
 	if k.state == st.id && k.rev == st.rev {
@@ -89,7 +108,7 @@ func (c *classCache) fleet(sig *classSig, st *state) *fleetCache {
 	if fc != nil {
 		limit := 4*(len(st.nodes)+len(st.nodeSlices)+len(st.sharedSlices)) + 64
 		fc.mu.Lock()
-		big := len(fc.nodes) > limit || len(fc.keys) > limit || len(fc.shared) > limit
+		big := len(fc.nodes) > limit || len(fc.keys) > limit || len(fc.shared) > limit || len(fc.order) > limit
 		fc.mu.Unlock()
 		if !big {
 			return fc

@@ -20,8 +20,9 @@ func TestNodeClassesRemembered(t *testing.T) {
 	ctx := context.Background()
 	const netDriver = "net.example.com"
 	tpl := eqTemplate{models: []string{"a", "a", "b"}, numa: []int{0, 1, 1}, memory: []int{0, 0, 0}}
-	// A fleet of three identical nodes in zone a, and a network-attached pool every node in zone a
-	// sees.
+	// A fleet of three identical nodes in zone a, and with shared a network-attached pool every node
+	// in zone a sees (then a node's class depends on its labels, else only on its name).
+	var shared bool
 	newFleet := func(t *testing.T) (*allocator.Snapshot, []*v1.Node) {
 		snap := allocator.NewSnapshot(allocator.Options{})
 		for _, c := range []*resourceapi.DeviceClass{class("model-a", `device.attributes["gpu.example.com"].model == "a"`), class("net", `device.driver == "`+netDriver+`"`)} {
@@ -48,14 +49,22 @@ func TestNodeClassesRemembered(t *testing.T) {
 		net.Spec.NodeSelector = &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
 			MatchExpressions: []v1.NodeSelectorRequirement{{Key: "zone", Operator: v1.NodeSelectorOpIn, Values: []string{"a"}}},
 		}}}
-		if err := snap.AddOrUpdateSlice(net); err != nil {
-			t.Fatal(err)
+		if shared {
+			if err := snap.AddOrUpdateSlice(net); err != nil {
+				t.Fatal(err)
+			}
 		}
 		return snap, nodes
 	}
-	claims := []*resourceapi.ResourceClaim{claim("c", exact("gpus", "model-a", 2), exact("nic", "net", 1))}
+	claims := func() []*resourceapi.ResourceClaim {
+		if shared {
+			return []*resourceapi.ResourceClaim{claim("c", exact("gpus", "model-a", 2), exact("nic", "net", 1))}
+		}
+		return []*resourceapi.ResourceClaim{claim("c", exact("gpus", "model-a", 2))}
+	}
 	classes := func(t *testing.T, snap *allocator.Snapshot, nodes []*v1.Node) []int {
 		t.Helper()
+		claims := claims()
 		nc, err := snap.NodeClasses(ctx, claims)
 		if err != nil {
 			t.Fatal(err)
@@ -91,13 +100,16 @@ func TestNodeClassesRemembered(t *testing.T) {
 	used := func(name, nodeName string) *resourceapi.ResourceClaim {
 		return allocatedClaim(name, result(eqDriver, nodeName, nodeName+"-dev-0"))
 	}
-	for _, tc := range []struct {
+	type change struct {
 		name string
 		// change changes the snapshot (or the nodes) after a first classification, then undo undoes it;
 		// want are the classes after the change.
 		change, undo func(t *testing.T, snap *allocator.Snapshot, nodes []*v1.Node)
 		want         []int
-	}{
+		// labels: the change is seen only where a slice selects nodes by label.
+		labels bool
+	}
+	changes := []change{
 		{
 			name: "a slice update",
 			change: func(t *testing.T, snap *allocator.Snapshot, nodes []*v1.Node) {
@@ -131,7 +143,8 @@ func TestNodeClassesRemembered(t *testing.T) {
 			want: []int{0, 1, 0},
 		},
 		{
-			name: "a node's labels changed in the snapshot",
+			name:   "a node's labels changed in the snapshot",
+			labels: true,
 			change: func(t *testing.T, snap *allocator.Snapshot, nodes []*v1.Node) {
 				nodes[1] = node("node-1", map[string]string{"zone": "b"})
 				must(t, snap.AddOrUpdateNode(nodes[1]))
@@ -143,7 +156,8 @@ func TestNodeClassesRemembered(t *testing.T) {
 			want: []int{0, 1, 0},
 		},
 		{
-			name: "a node's labels changed in the object passed again, the snapshot unchanged",
+			name:   "a node's labels changed in the object passed again, the snapshot unchanged",
+			labels: true,
 			change: func(t *testing.T, snap *allocator.Snapshot, nodes []*v1.Node) {
 				nodes[1].Labels["zone"] = "b"
 			},
@@ -151,16 +165,6 @@ func TestNodeClassesRemembered(t *testing.T) {
 				nodes[1].Labels["zone"] = "a"
 			},
 			want: []int{0, 1, 0},
-		},
-		{
-			name: "a node's declared features changed in the object passed again",
-			change: func(t *testing.T, snap *allocator.Snapshot, nodes []*v1.Node) {
-				nodes[2].Status.DeclaredFeatures = []string{"DRAOptionalNodeOperations"}
-			},
-			undo: func(t *testing.T, snap *allocator.Snapshot, nodes []*v1.Node) {
-				nodes[2].Status.DeclaredFeatures = nil
-			},
-			want: []int{0, 0, 1},
 		},
 		{
 			name: "a taint rule added, then deleted",
@@ -188,34 +192,73 @@ func TestNodeClassesRemembered(t *testing.T) {
 			},
 			want: []int{0, 0, 1},
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	}
+	for _, shared = range []bool{true, false} {
+		for _, tc := range changes {
+			if tc.labels && !shared {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s, shared pool %v", tc.name, shared), func(t *testing.T) {
+				snap, nodes := newFleet(t)
+				expect(t, snap, nodes, 0, 0, 0)
+				tc.change(t, snap, nodes)
+				expect(t, snap, nodes, tc.want...)
+				tc.undo(t, snap, nodes)
+				expect(t, snap, nodes, 0, 0, 0)
+			})
+		}
+		t.Run(fmt.Sprintf("a fork and its parent each see their own changes, shared pool %v", shared), func(t *testing.T) {
 			snap, nodes := newFleet(t)
 			expect(t, snap, nodes, 0, 0, 0)
-			tc.change(t, snap, nodes)
-			expect(t, snap, nodes, tc.want...)
-			tc.undo(t, snap, nodes)
+			fork := snap.Fork()
+			expect(t, fork, nodes, 0, 0, 0)
+			must(t, fork.AddOrUpdateClaim(used("in-fork", "node-1")))
+			expect(t, fork, nodes, 0, 1, 0)
 			expect(t, snap, nodes, 0, 0, 0)
+			must(t, snap.AddOrUpdateClaim(used("in-parent", "node-2")))
+			expect(t, snap, nodes, 0, 0, 1)
+			expect(t, fork, nodes, 0, 1, 0)
+			// A fork of the fork frees what the fork allocated.
+			inner := fork.Fork()
+			must(t, inner.DeleteClaim("default", "in-fork"))
+			expect(t, inner, nodes, 0, 0, 0)
+			expect(t, fork, nodes, 0, 1, 0)
+			must(t, inner.Discard())
+			must(t, fork.Commit())
+			expect(t, snap, nodes, 0, 1, 1)
 		})
 	}
-	t.Run("a fork and its parent each see their own changes", func(t *testing.T) {
-		snap, nodes := newFleet(t)
-		expect(t, snap, nodes, 0, 0, 0)
-		fork := snap.Fork()
-		expect(t, fork, nodes, 0, 0, 0)
-		must(t, fork.AddOrUpdateClaim(used("in-fork", "node-1")))
-		expect(t, fork, nodes, 0, 1, 0)
-		expect(t, snap, nodes, 0, 0, 0)
-		must(t, snap.AddOrUpdateClaim(used("in-parent", "node-2")))
-		expect(t, snap, nodes, 0, 0, 1)
-		expect(t, fork, nodes, 0, 1, 0)
-		// A fork of the fork frees what the fork allocated.
-		inner := fork.Fork()
-		must(t, inner.DeleteClaim("default", "in-fork"))
-		expect(t, inner, nodes, 0, 0, 0)
-		expect(t, fork, nodes, 0, 1, 0)
-		must(t, inner.Discard())
-		must(t, fork.Commit())
-		expect(t, snap, nodes, 0, 1, 1)
+	t.Run("a node's declared features changed in the object passed again, where devices skip node operations", func(t *testing.T) {
+		snap := allocator.NewSnapshot(allocator.Options{Features: ptr(allocator.AllFeatures())})
+		must(t, snap.AddOrUpdateClass(class("model-a", `device.attributes["gpu.example.com"].model == "a"`)))
+		var nodes []*v1.Node
+		for i := range 3 {
+			name := fmt.Sprintf("node-%d", i)
+			nodes = append(nodes, node(name, nil))
+			s := tpl.slices(name, name+"-", false)[0]
+			s.Spec.SkipNodeOperations = []resourceapi.SkipNodeOperation{resourceapi.SkipNodeOperationAll}
+			must(t, snap.AddOrUpdateSlice(s))
+		}
+		claims := []*resourceapi.ResourceClaim{claim("c", exact("gpus", "model-a", 2))}
+		classes := func() []int {
+			nc, err := snap.NodeClasses(ctx, claims)
+			must(t, err)
+			out, err := nc.AppendClasses(nil, nodes)
+			must(t, err)
+			return out
+		}
+		if got := classes(); !slices.Equal(got, []int{0, 0, 0}) {
+			t.Errorf("classes %v, want [0 0 0]", got)
+		}
+		nodes[2].Status.DeclaredFeatures = []string{"DRAOptionalNodeOperations"}
+		if got := classes(); !slices.Equal(got, []int{0, 0, 1}) {
+			t.Errorf("classes %v, want [0 0 1]", got)
+		}
+		if fits, err := snap.Fits(ctx, nodes[2], claims); err != nil || !fits {
+			t.Errorf("Fits on the declaring node: %v, %v", fits, err)
+		}
+		if fits, err := snap.Fits(ctx, nodes[0], claims); err != nil || fits {
+			t.Errorf("Fits on a node that does not declare the feature: %v, %v", fits, err)
+		}
 	})
 }
