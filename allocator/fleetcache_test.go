@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"pgregory.net/rapid"
 
 	"github.com/dralloc/dralloc/allocator"
 )
@@ -260,5 +261,75 @@ func TestNodeClassesRemembered(t *testing.T) {
 		if fits, err := snap.Fits(ctx, nodes[0], claims); err != nil || fits {
 			t.Errorf("Fits on a node that does not declare the feature: %v, %v", fits, err)
 		}
+	})
+}
+
+// TestPropRememberedNodeClassesAnswerAlike: classes found again from what an earlier call remembered,
+// after a few changes of the snapshot or of a fork of it (devices allocated and freed, taint rules), still
+// put together only nodes that get the same answer from Fits and the same allocation but for names, in
+// the state that changed and in the one that did not.
+func TestPropRememberedNodeClassesAnswerAlike(t *testing.T) {
+	ctx := context.Background()
+	rapid.Check(t, func(t *rapid.T) {
+		f := drawFleet(t)
+		claims := drawClaims(t)
+		alike := func(f eqFleet) {
+			nc, err := f.snap.NodeClasses(ctx, claims)
+			if err != nil {
+				t.Fatal(err)
+			}
+			classes, err := nc.AppendClasses(nil, f.nodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := map[int]int{}
+			for i, cls := range classes {
+				j, ok := first[cls]
+				if !ok {
+					first[cls] = i
+					continue
+				}
+				oi, oj := f.outcome(t, ctx, i, claims), f.outcome(t, ctx, j, claims)
+				if oi.fits != oj.fits || oi.err != oj.err || !slices.Equal(oi.devices, oj.devices) {
+					t.Fatalf("nodes %s and %s are in class %d but answer %+v and %+v", f.nodes[i].Name, f.nodes[j].Name, cls, oi, oj)
+				}
+			}
+		}
+		alike(f)
+		changed := f
+		if rapid.Bool().Draw(t, "fork") {
+			changed.snap = f.snap.Fork()
+		}
+		for i := range rapid.IntRange(1, 3).Draw(t, "changes") {
+			n := rapid.IntRange(0, len(f.nodes)-1).Draw(t, fmt.Sprintf("change-%d-node", i))
+			name := f.nodes[n].Name
+			want := rapid.IntRange(0, len(f.index[n])-1).Draw(t, fmt.Sprintf("change-%d-device", i))
+			var dev string
+			for d, di := range f.index[n] {
+				if di == want {
+					dev = d
+				}
+			}
+			var err error
+			switch rapid.IntRange(0, 2).Draw(t, fmt.Sprintf("change-%d-kind", i)) {
+			case 0:
+				err = changed.snap.AddOrUpdateClaim(allocatedClaim(fmt.Sprintf("new-%d", i), result(eqDriver, name, dev)))
+			case 1:
+				err = changed.snap.DeleteClaim("default", fmt.Sprintf("used-%s-%d", name, f.index[n][dev]))
+			case 2:
+				err = changed.snap.AddOrUpdateTaintRule(&resourceapi.DeviceTaintRule{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("new-rule-%d", i)},
+					Spec: resourceapi.DeviceTaintRuleSpec{
+						DeviceSelector: &resourceapi.DeviceTaintSelector{Driver: ptr(eqDriver), Pool: ptr(name), Device: ptr(dev)},
+						Taint:          resourceapi.DeviceTaint{Key: "maintenance", Effect: resourceapi.DeviceTaintEffectNoSchedule},
+					},
+				})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		alike(changed)
+		alike(f)
 	})
 }
