@@ -22,7 +22,7 @@ import (
 // the inventory's uuid and pciBusID do), the attributes the call's constraints compare, capacities,
 // shared counters, taints (DeviceTaintRules included), binding conditions, node operations — and in
 // their allocated state (devices in use, shares and consumed capacity). The node's declared features
-// count too. Fits then answers alike on both, and Allocate returns the same allocation with each node's
+// count too where a device skips node operations. Fits then answers alike on both, and Allocate returns the same allocation with each node's
 // own device, pool and node names.
 //
 // Nodes whose pools cannot be compared this way (per-device node selection, pools spanning nodes) and
@@ -121,8 +121,9 @@ func (c *NodeClasses) Class(node *v1.Node) (int, error) {
 }
 
 // AppendClasses appends the class of every node to dst, in order, and returns the extended slice: the
-// classes Class would return one by one, at the cost of one call. A whole-fleet filter asks for the
-// classes of all its nodes at once.
+// classes Class would return one by one, under one lock. A whole-fleet filter asks for the classes of
+// all its nodes at once; listing them in the same order pass after pass lets the snapshot find what it
+// remembers of each node at its position. A nil node is an error, and nothing is appended.
 func (c *NodeClasses) AppendClasses(dst []int, nodes []*v1.Node) ([]int, error) {
 	for _, node := range nodes {
 		if node == nil {
