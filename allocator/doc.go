@@ -28,7 +28,10 @@
 //     with enough candidates from fitting together (a constraint, competing requests, the 32-results
 //     limit); a separate pass, so Allocate and Fits pay nothing for it. [Snapshot.NodeClasses] sorts
 //     the nodes of a fleet into classes the claims cannot tell apart (devices and allocated state equal
-//     but for names and attributes nothing reads), so that a filter pass asks Fits once per class.
+//     but for names and attributes nothing reads), so that a filter pass asks Fits once per class;
+//     the snapshot remembers each node's class until something it depends on changes, so a pass over
+//     a fleet that did not change ([NodeClasses.AppendClasses] for all its nodes at once) costs a
+//     lookup per node.
 //
 // The default strategy, [FirstFit], visits pools, slices and devices in the order the Kubernetes
 // allocator (k8s.io/dynamic-resource-allocation/structured) visits them and therefore picks the same

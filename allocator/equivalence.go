@@ -1,11 +1,11 @@
 package allocator
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 
@@ -22,7 +22,7 @@ import (
 // the inventory's uuid and pciBusID do), the attributes the call's constraints compare, capacities,
 // shared counters, taints (DeviceTaintRules included), binding conditions, node operations — and in
 // their allocated state (devices in use, shares and consumed capacity). The node's declared features
-// count too. Fits then answers alike on both, and Allocate returns the same allocation with each node's
+// count too where a device skips node operations. Fits then answers alike on both, and Allocate returns the same allocation with each node's
 // own device, pool and node names.
 //
 // Nodes whose pools cannot be compared this way (per-device node selection, pools spanning nodes) and
@@ -30,43 +30,29 @@ import (
 // the snapshot's state when it was made: once the snapshot changes, every node gets a class of its own.
 // It is safe for concurrent use.
 type NodeClasses struct {
-	s      *Snapshot
-	st     *state
-	rev    uint64
-	ctx    context.Context
-	off    bool // the call is not classified: every node is in a class of its own
-	sig    *classSig
-	mu     sync.Mutex
-	a      *allocation
-	ids    map[string]int
-	shared map[*pool]uint32 // network-attached pools met in this call, kept alive for their addresses
-	next   int
-	buf    []byte
-	// last is the key of the node classified last, lastID its class (-1: none yet).
-	last   []byte
-	lastID int
-	// used are the pools with a device in use (exclusively, by shares or with consumed capacity); the
-	// devices of the others need not be looked up one by one.
-	used map[PoolID]bool
-}
-
-func usedPools(st *state) map[PoolID]bool {
-	used := map[PoolID]bool{}
-	for _, m := range []map[DeviceID]int{st.inUse, st.shares} {
-		for id, n := range m {
-			if n > 0 {
-				used[PoolID{Driver: id.Driver, Pool: id.Pool}] = true
-			}
-		}
-	}
-	for id := range st.consumed {
-		used[PoolID{Driver: id.Driver, Pool: id.Pool}] = true
-	}
-	return used
+	s   *Snapshot
+	st  *state
+	rev uint64
+	ctx context.Context
+	off bool // the call is not classified: every node is in a class of its own
+	sig *classSig
+	// fc holds the class keys of nodes across calls under sig (see fleetCache); nil when off.
+	fc *fleetCache
+	mu sync.Mutex // guards what follows, and a; taken before fc.mu
+	a  *allocation
+	// remap numbers the call's classes: fc's key id → class+1 (0: not met yet in this call).
+	remap []int32
+	next  int
+	buf   []byte
 }
 
 // NodeClasses prepares the classification of nodes for the claims (see [NodeClasses]). Claims that are
 // not valid input are not classified: every node gets a class of its own, and Fits reports the error.
+//
+// A node's class is remembered in the snapshot, with what it depends on (the node's slices, the devices
+// of its pools in use, its labels where slices select nodes, the claims' classes and selectors), so
+// that a later call, on this snapshot or a fork of it, finds it again while none of these changed: a
+// filter pass over a fleet that did not change costs a lookup per node.
 func (s *Snapshot) NodeClasses(ctx context.Context, claims []*resourceapi.ResourceClaim) (*NodeClasses, error) {
 	if ctx == nil {
 		return nil, nilContext()
@@ -77,7 +63,7 @@ func (s *Snapshot) NodeClasses(ctx context.Context, claims []*resourceapi.Resour
 	if s.closed {
 		return nil, ErrClosed
 	}
-	nc := &NodeClasses{s: s, st: s.st, rev: s.st.rev, ctx: ctx, ids: map[string]int{}, shared: map[*pool]uint32{}, lastID: -1}
+	nc := &NodeClasses{s: s, st: s.st, rev: s.st.rev, ctx: ctx}
 	if s.envErr != nil || !classifiable(claims) {
 		nc.off = true
 		return nc, nil
@@ -92,7 +78,7 @@ func (s *Snapshot) NodeClasses(ctx context.Context, claims []*resourceapi.Resour
 	}
 	nc.a = a
 	nc.sig = s.classSigFor(a)
-	nc.used = usedPools(s.st)
+	nc.fc = s.classes.fleet(nc.sig, s.st)
 	return nc, nil
 }
 
@@ -129,27 +115,68 @@ func (c *NodeClasses) Class(node *v1.Node) (int, error) {
 	if c.s.closed {
 		return 0, ErrClosed
 	}
+	c.lock()
+	defer c.unlock()
+	return c.class(node, -1), nil
+}
+
+// AppendClasses appends the class of every node to dst, in order, and returns the extended slice: the
+// classes Class would return one by one, under one lock. A whole-fleet filter asks for the classes of
+// all its nodes at once; listing them in the same order pass after pass lets the snapshot find what it
+// remembers of each node at its position. A nil node is an error, and nothing is appended.
+func (c *NodeClasses) AppendClasses(dst []int, nodes []*v1.Node) ([]int, error) {
+	for _, node := range nodes {
+		if node == nil {
+			return dst, inputError("Node", "", errors.New("nil object"))
+		}
+	}
+	c.s.mu.RLock()
+	defer c.s.mu.RUnlock()
+	if c.s.closed {
+		return dst, ErrClosed
+	}
+	c.lock()
+	defer c.unlock()
+	for i, node := range nodes {
+		dst = append(dst, c.class(node, i))
+	}
+	return dst, nil
+}
+
+func (c *NodeClasses) lock() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	if c.fc != nil {
+		c.fc.mu.Lock()
+	}
+}
+
+func (c *NodeClasses) unlock() {
+	if c.fc != nil {
+		c.fc.mu.Unlock()
+	}
+	c.mu.Unlock()
+}
+
+// class is Class under the locks; pos is the node's position in the list AppendClasses was given, -1
+// for Class.
+func (c *NodeClasses) class(node *v1.Node, pos int) int {
 	if c.off || c.s.st != c.st || c.st.rev != c.rev || node.Name == "" {
-		return c.alone(), nil
+		return c.alone()
 	}
-	key, ok := c.key(node)
+	id, ok := c.keyID(node, pos)
 	if !ok {
-		return c.alone(), nil
+		return c.alone()
 	}
-	// Fleets list nodes of a kind together: most nodes are in the class of the node asked before.
-	if c.lastID >= 0 && bytes.Equal(key, c.last) {
-		return c.lastID, nil
+	if int(id) >= len(c.remap) {
+		c.remap = append(c.remap, make([]int32, int(id)+1-len(c.remap))...)
 	}
-	id, ok := c.ids[string(key)]
-	if !ok {
-		id = c.next
-		c.next++
-		c.ids[string(key)] = id
+	if r := c.remap[id]; r > 0 {
+		return int(r - 1)
 	}
-	c.last, c.lastID = append(c.last[:0], key...), id
-	return id, nil
+	class := c.next
+	c.next++
+	c.remap[id] = int32(class + 1)
+	return class
 }
 
 // alone returns a class no other node has.
@@ -159,78 +186,163 @@ func (c *NodeClasses) alone() int {
 	return id
 }
 
-// key writes the node's class key into c.buf; false means the node is compared with no other.
-func (c *NodeClasses) key(node *v1.Node) ([]byte, bool) {
-	a := c.a
+// keyID returns the id of the node's class key in fc, from what fc remembers of the node when that
+// still holds; false means the node is compared with no other.
+func (c *NodeClasses) keyID(node *v1.Node, pos int) (int32, bool) {
+	fc, st := c.fc, c.st
+	// A filter pass lists the nodes as the pass before did: the key at the node's position is
+	// likely its own, found without hashing its name, and where it was found to hold in this state
+	// for this very object and nothing of the object but its name counts, it holds.
+	var o *orderEntry
+	if pos >= 0 && pos < len(fc.order) {
+		o = &fc.order[pos]
+		if o.node == node && o.name == node.Name && o.plain && o.state == st.id && o.rev == st.rev {
+			return o.id, true
+		}
+	}
+	var k *nodeKey
+	if o != nil && o.node == node && o.name == node.Name {
+		k = o.k
+	} else {
+		k = fc.nodes[node.Name]
+	}
+	if k == nil || !k.holds(st, c.s.f, node) {
+		key, e, ok := c.key(node)
+		if !ok {
+			delete(fc.nodes, node.Name)
+			return 0, false
+		}
+		id, found := fc.keys[string(key)]
+		if !found {
+			id = int32(len(fc.keys))
+			fc.keys[string(key)] = id
+		}
+		if e == nil {
+			delete(fc.nodes, node.Name)
+			return id, true
+		}
+		e.id, e.name = id, node.Name
+		fc.nodes[node.Name] = e
+		k = e
+	}
+	if pos >= 0 {
+		if pos >= len(fc.order) {
+			fc.order = append(fc.order, make([]orderEntry, pos+1-len(fc.order))...)
+		}
+		fc.order[pos] = orderEntry{node: node, name: k.name, k: k, state: st.id, rev: st.rev, id: k.id, plain: !k.byNode && !k.declaredRead}
+	}
+	return k.id, true
+}
+
+// key writes the node's class key into c.buf, and returns with it what the key was computed from (nil
+// when that is more than nodeKey records); false means the node is compared with no other.
+func (c *NodeClasses) key(node *v1.Node) ([]byte, *nodeKey, bool) {
+	a, st, fc := c.a, c.st, c.fc
 	a.node = node
-	pools, err := a.gatherPools(node)
+	pools, cacheable, err := a.gatherPoolsOf(node)
 	if err != nil {
-		return nil, false
+		return nil, nil, false
+	}
+	var e *nodeKey
+	if cacheable {
+		g, byNode := gatherKey(st, c.s.f, node)
+		e = &nodeKey{state: st.id, rev: st.rev, local: g.local, shared: g.shared, counters: g.counters, byNode: byNode}
+		if byNode {
+			e.labels = maps.Clone(node.Labels)
+		}
 	}
 	b := c.buf[:0]
-	// search.go's nodeOpsAllowed reads the node's declared features.
-	if nodeDeclares(node.Status.DeclaredFeatures, "DRAOptionalNodeOperations") {
-		b = append(b, 1)
-	} else {
-		b = append(b, 0)
-	}
-	st := c.st
+	nodeOps := false
 	for _, p := range pools {
 		pc, ok := c.s.poolClass(c.sig, a, p)
 		if !ok {
-			return nil, false
+			return nil, nil, false
 		}
+		nodeOps = nodeOps || pc.nodeOps
 		if pc.owner != node.Name {
 			if !pc.comparable {
-				return nil, false
+				return nil, nil, false
 			}
-			id, ok := c.shared[p]
+			id, ok := fc.shared[p]
 			if !ok {
-				id = uint32(len(c.shared))
-				c.shared[p] = id
+				id = uint32(len(fc.shared))
+				fc.shared[p] = id
 			}
 			b = append(b, 'n')
 			b = binary.LittleEndian.AppendUint32(b, id)
 			continue
 		}
-		id := pc.id
 		b = append(b, 'l')
-		b = binary.LittleEndian.AppendUint32(b, id)
-		if len(c.used) == 0 || !c.used[p.id] {
+		b = binary.LittleEndian.AppendUint32(b, pc.id)
+		stamp, touched := st.poolUse[p.id]
+		if e != nil {
+			e.use = append(e.use, poolStamp{pool: p.id, stamp: stamp})
+		}
+		if !touched {
+			// No device of the pool was ever allocated in this state's history.
 			b = append(b, 0)
 			continue
 		}
-		b = append(b, 1)
-		for _, e := range p.slices {
-			for _, d := range e.devices() {
-				var flags byte
-				if st.inUse[d.id] > 0 {
-					flags = 1
-				}
-				n := st.shares[d.id]
-				consumed, hasConsumed := st.consumed[d.id]
-				if n == 0 && !hasConsumed {
-					b = append(b, flags)
-					continue
-				}
-				b = append(b, flags|2)
-				b = binary.LittleEndian.AppendUint32(b, uint32(n))
-				names := make([]string, 0, len(consumed))
-				for name := range consumed {
-					names = append(names, string(name))
-				}
-				slices.Sort(names)
-				for _, name := range names {
-					q := consumed[resourceapi.QualifiedName(name)]
-					b = append(b, name...)
-					b = append(b, 0)
-					b = append(b, q.String()...)
-					b = append(b, 0)
-				}
-			}
+		var used bool
+		b, used = appendUse(b, st, p)
+		if !used {
+			b = append(b, 0)
+		}
+	}
+	// search.go's nodeOpsAllowed reads the node's declared features for devices that skip node
+	// operations, in the experimental implementation.
+	if nodeOps && a.f.Implementation() == implExperimental && a.f.DRAOptionalNodeOperations {
+		declared := nodeDeclares(node.Status.DeclaredFeatures, "DRAOptionalNodeOperations")
+		if e != nil {
+			e.declaredRead, e.declared = true, declared
+		}
+		if declared {
+			b = append(b, 1)
 		}
 	}
 	c.buf = b
+	return b, e, true
+}
+
+// appendUse appends the allocated state of the pool's devices to b, position by position; false, with
+// b as it was, when none is allocated.
+func appendUse(b []byte, st *state, p *pool) ([]byte, bool) {
+	mark := len(b)
+	b = append(b, 1)
+	used := false
+	for _, e := range p.slices {
+		for _, d := range e.devices() {
+			var flags byte
+			if st.inUse[d.id] > 0 {
+				flags = 1
+			}
+			n := st.shares[d.id]
+			consumed, hasConsumed := st.consumed[d.id]
+			if n == 0 && !hasConsumed {
+				used = used || flags != 0
+				b = append(b, flags)
+				continue
+			}
+			used = true
+			b = append(b, flags|2)
+			b = binary.LittleEndian.AppendUint32(b, uint32(n))
+			names := make([]string, 0, len(consumed))
+			for name := range consumed {
+				names = append(names, string(name))
+			}
+			slices.Sort(names)
+			for _, name := range names {
+				q := consumed[resourceapi.QualifiedName(name)]
+				b = append(b, name...)
+				b = append(b, 0)
+				b = append(b, q.String()...)
+				b = append(b, 0)
+			}
+		}
+	}
+	if !used {
+		return b[:mark], false
+	}
 	return b, true
 }
 
@@ -249,6 +361,17 @@ func poolOwner(p *pool) string {
 	return owner
 }
 
+func skipsNodeOps(p *pool) bool {
+	for _, e := range p.slices {
+		for _, d := range e.devices() {
+			if d.skipNodeOps {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func hasPerDevice(p *pool) bool {
 	for _, e := range p.slices {
 		if e.perDevice {
@@ -265,6 +388,7 @@ type poolClass struct {
 	owner      string
 	id         uint32
 	comparable bool
+	nodeOps    bool // a device of the node's slices skips node operations
 }
 
 // classSig is what the verdict part of a pool's class depends on in one call: the requests'
@@ -278,6 +402,9 @@ type classSig struct {
 	// were given.
 	pools map[*pool]poolClass
 	keys  map[string]uint32
+	// fleet is what calls under this signature found of nodes (see fleetCache); guarded by
+	// classCache.mu.
+	fleet *fleetCache
 }
 
 // classCache keeps the signatures of the last few calls and the pool classes found under each, and the
@@ -401,7 +528,7 @@ func (s *Snapshot) poolClass(sig *classSig, a *allocation, p *pool) (poolClass, 
 		p.class.Store(&sigClass{sig: sig, pc: pc})
 		return pc, true
 	}
-	pc = poolClass{owner: poolOwner(p)}
+	pc = poolClass{owner: poolOwner(p), nodeOps: skipsNodeOps(p)}
 	var key string
 	if pc.owner == "" {
 		pc.comparable = len(p.others) == 0 && !hasPerDevice(p)

@@ -60,3 +60,52 @@ func ExampleSnapshot_Revision() {
 	fmt.Println(before == after, after.Changes-before.Changes)
 	// Output: false 1
 }
+
+// A whole-fleet filter classifies all its nodes at once and asks Fits once per class; the snapshot
+// remembers the classes, so the next pass over the unchanged fleet finds them at the cost of a lookup
+// per node, and a change (here a GPU of node-2 in use) is seen by the next pass.
+func ExampleNodeClasses_AppendClasses() {
+	ctx := context.Background()
+	snap := allocator.NewSnapshot(allocator.Options{})
+	must := func(err error) {
+		if err != nil {
+			panic(err)
+		}
+	}
+	must(snap.AddOrUpdateClass(class("gpu", `device.driver == "gpu.example.com"`)))
+	for i := range 4 {
+		name := fmt.Sprintf("node-%d", i)
+		must(snap.AddOrUpdateNode(node(name, nil)))
+		must(snap.AddOrUpdateSlice(nodeSlice(name+"-gpus", name, "gpu.example.com", name,
+			device(name+"-gpu-0", nil), device(name+"-gpu-1", nil))))
+	}
+	claims := []*resourceapi.ResourceClaim{claim("train", exact("gpus", "gpu", 2))}
+	filter := func() {
+		nc, err := snap.NodeClasses(ctx, claims)
+		must(err)
+		nodes := snap.Nodes()
+		classes, err := nc.AppendClasses(nil, nodes)
+		must(err)
+		// Nodes of one class get one answer.
+		answers := map[int]bool{}
+		var line []string
+		for i, n := range nodes {
+			fits, ok := answers[classes[i]]
+			if !ok {
+				fits, err = snap.Fits(ctx, n, claims)
+				must(err)
+				answers[classes[i]] = fits
+			}
+			line = append(line, fmt.Sprintf("%s:%d:%v", n.Name, classes[i], fits))
+		}
+		fmt.Println("Fits asked:", len(answers), "|", strings.Join(line, " "))
+	}
+	filter()
+	filter()
+	must(snap.AddOrUpdateClaim(allocatedClaim("busy", result("gpu.example.com", "node-2", "node-2-gpu-0"))))
+	filter()
+	// Output:
+	// Fits asked: 1 | node-0:0:true node-1:0:true node-2:0:true node-3:0:true
+	// Fits asked: 1 | node-0:0:true node-1:0:true node-2:0:true node-3:0:true
+	// Fits asked: 2 | node-0:0:true node-1:0:true node-2:1:false node-3:0:true
+}

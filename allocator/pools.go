@@ -45,23 +45,37 @@ type pool struct {
 // (so its choice among pools is random) and takes node-local slices with shared counters of every node;
 // dralloc keeps the sorted order and reproduces the latter.
 func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
+	pools, _, err := a.gatherPoolsOf(node)
+	return pools, err
+}
+
+// gatherKey is what the pools gathered for the node depend on in the state, but for the node itself:
+// its slices, the shared ones and, in the stable implementation, those with shared counters. byNode:
+// slices that select nodes make the answer depend on the node's name and labels as well.
+func gatherKey(st *state, f Features, node *v1.Node) (key gathered, byNode bool) {
+	key = gathered{local: listID(st.nodeSlices[node.Name]), shared: listID(st.sharedSlices), f: f}
+	if f.Implementation() == implStable && len(st.counterPools) > 0 {
+		key.counters = st.counterRev
+	}
+	return key, len(st.sharedSlices) > 0 || key.counters != 0
+}
+
+// gatherPoolsOf is gatherPools; cacheable is true when the pools depend on nothing but what gatherKey
+// names and the node (an incomplete pool is checked against slices of other nodes).
+func (a *allocation) gatherPoolsOf(node *v1.Node) ([]*pool, bool, error) {
 	st, f := a.st, a.f
 	stable := f.Implementation() == implStable
 	local := st.nodeSlices[node.Name]
-	key := gathered{local: listID(local), shared: listID(st.sharedSlices), f: f}
-	if stable && len(st.counterPools) > 0 {
-		key.counters = st.counterRev
-	}
 	// Slices that select nodes make the answer depend on the node: on its name and its labels, which
 	// the caller may change in the object it passes again, so they are compared by value.
-	byNode := len(st.sharedSlices) > 0 || key.counters != 0
+	key, byNode := gatherKey(st, f, node)
 	var slot *nodeSlot
 	if len(local) > 0 {
 		slot = &local[0].caches.node
 		if g := slot.p.Load(); g != nil && g.local == key.local && g.shared == key.shared &&
 			g.counters == key.counters && g.f == f && g.byNode == byNode &&
 			(!byNode || g.nodeName == node.Name && maps.Equal(g.labels, node.Labels)) {
-			return g.pools, nil
+			return g.pools, true, nil
 		}
 	}
 	pools, cacheable, err := a.gatherPoolsFrom(node, local, stable)
@@ -78,7 +92,7 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 		}
 		slot.p.Store(&g)
 	}
-	return pools, err
+	return pools, cacheable, err
 }
 
 // gatherPoolsFrom does the work of gatherPools. cacheable is false when the answer depends on more

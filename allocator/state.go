@@ -44,6 +44,10 @@ type state struct {
 	// shareIDs counts the share IDs of allocated shares per device; inner maps are replaced, never
 	// modified, so that clones may share them.
 	shareIDs map[DeviceID]map[types.UID]int
+	// poolUse stamps, per pool, the last change of its devices' allocated state with a number unique
+	// across states and clones (from stateIDs): two states with one stamp for a pool, or none, have the
+	// same devices of it in use, so node classes computed in one hold for the other (see fleetCache).
+	poolUse map[PoolID]uint64
 
 	// Indexes for the lookups (lookup.go); a change replaces a list instead of editing it, so forks
 	// share them. owned lists, per controlling owner's UID, the claims it owns; nodeList is nodes
@@ -67,6 +71,7 @@ func newState() *state {
 		shares:     map[DeviceID]int{},
 		consumed:   map[DeviceID]map[resourceapi.QualifiedName]resource.Quantity{},
 		shareIDs:   map[DeviceID]map[types.UID]int{},
+		poolUse:    map[PoolID]uint64{},
 	}
 }
 
@@ -87,6 +92,7 @@ func (st *state) clone() *state {
 	c.shares = maps.Clone(st.shares)
 	c.consumed = maps.Clone(st.consumed)
 	c.shareIDs = maps.Clone(st.shareIDs)
+	c.poolUse = maps.Clone(st.poolUse)
 	return &c
 }
 
@@ -201,6 +207,12 @@ func usageOf(claim *resourceapi.ResourceClaim, f Features) []deviceUsage {
 
 // applyUsage adds (sign 1) or removes (sign -1) a claim's usage.
 func (st *state) applyUsage(usage []deviceUsage, sign int) {
+	if len(usage) > 0 {
+		stamp := stateIDs.Add(1)
+		for _, u := range usage {
+			st.poolUse[PoolID{Driver: u.id.Driver, Pool: u.id.Pool}] = stamp
+		}
+	}
 	for _, u := range usage {
 		if !u.shared {
 			addCount(st.inUse, u.id, sign)

@@ -17,14 +17,15 @@ func FleetFilter(ctx context.Context, s *allocator.Snapshot, nodes []*v1.Node, c
 	if err != nil {
 		return err
 	}
+	ids, err := classes.AppendClasses(make([]int, 0, len(nodes)), nodes)
+	if err != nil {
+		return err
+	}
 	// Classes are numbered from 0 in order of appearance, so a slice indexed by class holds the answers.
 	var answers []Outcome
 	const unknown = Outcome(-1)
 	for i, node := range nodes {
-		class, err := classes.Class(node)
-		if err != nil {
-			return err
-		}
+		class := ids[i]
 		for len(answers) <= class {
 			answers = append(answers, unknown)
 		}
