@@ -266,7 +266,12 @@ func (c *rqCluster) event(t *rapid.T) (string, []types.NamespacedName) {
 		case 2:
 			s.Spec.Devices = slices.Delete(s.Spec.Devices, i, i+1)
 		case 3:
-			s.Spec.Devices = append(s.Spec.Devices, rqGenPartition(t, rqGenDevice(t, fmt.Sprintf("gpu-%d", len(s.Spec.Devices)+10)), node == "n0" && c.counters != nil))
+			// A name no device of the slice has: after a deletion the count alone would repeat one.
+			name := ""
+			for k := len(s.Spec.Devices) + 10; name == "" || slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool { return d.Name == name }); k++ {
+				name = fmt.Sprintf("gpu-%d", k)
+			}
+			s.Spec.Devices = append(s.Spec.Devices, rqGenPartition(t, rqGenDevice(t, name), node == "n0" && c.counters != nil))
 		}
 		c.slices[node] = s
 		rqMust(t, c.snap.AddOrUpdateSlice(s))
