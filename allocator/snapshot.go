@@ -330,7 +330,7 @@ func (s *Snapshot) AddOrUpdateNode(node *v1.Node) error {
 	node = own(s, node)
 	return s.change(func(s *Snapshot) error {
 		s.st.nodes[node.Name] = node
-		s.st.nodeList = withNode(s.st.nodeList, node)
+		s.st.addNode(node)
 		return nil
 	})
 }

@@ -72,8 +72,9 @@ func ResourceSlice(slice *resourceapi.ResourceSlice, opts Options) field.ErrorLi
 	}
 
 	devs := p.Child("devices")
-	if limit := maxDevices(spec); len(spec.Devices) > limit {
-		errs = append(errs, field.TooMany(devs, len(spec.Devices), limit))
+	// The limit depends on the devices only past the lower one; most slices are below it.
+	if n := len(spec.Devices); n > resourceapi.ResourceSliceMaxDevicesWithAdvancedFeatures && n > maxDevices(spec) {
+		errs = append(errs, field.TooMany(devs, n, maxDevices(spec)))
 	} else {
 		names := make(map[string]bool, len(spec.Devices))
 		var versions versionCache
