@@ -7,6 +7,8 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/dralloc/dralloc/allocator/validation"
 )
 
 // sliceCopier makes the snapshot's private copy of a ResourceSlice: equal to it (reflect.DeepEqual), and
@@ -37,6 +39,8 @@ type sliceCopier struct {
 	shared   int // maps held in capacity and counters
 	// attrs are the attribute maps copied for the slice being copied, with their hashes (scratch).
 	attrs []hashedAttributes
+	// memo remembers the shared maps that validation found valid (copies are never modified).
+	memo validation.Memo
 }
 
 type hashedAttributes struct {
@@ -56,18 +60,20 @@ func newSliceCopier() *sliceCopier {
 	return &sliceCopier{seed: maphash.MakeSeed()}
 }
 
-// block hands out pointers to values of one kind, allocated in blocks. left is an upper bound of the
-// values still to come, so that the last block is no larger than needed.
+// block hands out pointers to values of one kind, allocated in blocks of about valueBlock.
 type block[T any] struct {
-	buf  []T
-	left int
+	buf []T
 }
 
-func (b *block[T]) ptr(v T) *T {
-	if len(b.buf) == cap(b.buf) {
-		b.buf = make([]T, 0, max(1, min(b.left, valueBlock)))
+// reserve makes room for n values; left is how many more devices of the slice may ask for as many.
+func (b *block[T]) reserve(n, left int) {
+	if cap(b.buf)-len(b.buf) < n {
+		b.buf = make([]T, 0, max(n, min(n*left, valueBlock)))
 	}
-	b.left--
+}
+
+// ptr stores v in room reserved and returns its address.
+func (b *block[T]) ptr(v T) *T {
 	b.buf = append(b.buf, v)
 	return &b.buf[len(b.buf)-1]
 }
@@ -91,22 +97,7 @@ func (c *sliceCopier) slice(in *resourceapi.ResourceSlice) *resourceapi.Resource
 	var vals valueBlocks
 	consumes := 0
 	for i := range in.Spec.Devices {
-		d := &in.Spec.Devices[i]
-		consumes += len(d.ConsumesCounters)
-		for _, a := range d.Attributes {
-			if a.IntValue != nil {
-				vals.ints.left++
-			}
-			if a.BoolValue != nil {
-				vals.bools.left++
-			}
-			if a.StringValue != nil {
-				vals.strs.left++
-			}
-			if a.VersionValue != nil {
-				vals.strs.left++
-			}
-		}
+		consumes += len(in.Spec.Devices[i].ConsumesCounters)
 	}
 	var consumed []resourceapi.DeviceCounterConsumption
 	if consumes > 0 {
@@ -122,7 +113,7 @@ func (c *sliceCopier) slice(in *resourceapi.ResourceSlice) *resourceapi.Resource
 		rest := *src
 		rest.Attributes, rest.Capacity, rest.ConsumesCounters = nil, nil, nil
 		rest.DeepCopyInto(dst) // the fields rarely set, and any added to the API later
-		dst.Attributes = c.attributes(src.Attributes, &vals)
+		dst.Attributes = c.attributes(src.Attributes, &vals, len(in.Spec.Devices)-i)
 		dst.Capacity = c.capacityMap(src.Capacity)
 		if src.ConsumesCounters != nil {
 			n := len(src.ConsumesCounters)
@@ -146,19 +137,27 @@ func (c *sliceCopier) slice(in *resourceapi.ResourceSlice) *resourceapi.Resource
 }
 
 // attributes copies an attribute map, or returns the copy of an equal map of the same slice.
-func (c *sliceCopier) attributes(in map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, vals *valueBlocks) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
+// left is the number of devices of the slice still to copy, this one included.
+func (c *sliceCopier) attributes(in map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, vals *valueBlocks, left int) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
 	if in == nil {
 		return nil
 	}
 	h := uint64(len(in))
+	ints, bools, strs := 0, 0, 0
 	for k, a := range in {
 		h += mix(maphash.String(c.seed, string(k)), c.attributeHash(a))
+		ints += countSet(a.IntValue)
+		bools += countSet(a.BoolValue)
+		strs += countSet(a.StringValue) + countSet(a.VersionValue)
 	}
 	for _, seen := range c.attrs {
 		if seen.hash == h && sameAttributes(seen.m, in) {
 			return seen.m
 		}
 	}
+	vals.ints.reserve(ints, left)
+	vals.bools.reserve(bools, left)
+	vals.strs.reserve(strs, left)
 	out := make(map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, len(in))
 	for k, a := range in {
 		rest := a
@@ -181,6 +180,13 @@ func (c *sliceCopier) attributes(in map[resourceapi.QualifiedName]resourceapi.De
 	}
 	c.attrs = append(c.attrs, hashedAttributes{hash: h, m: out})
 	return out
+}
+
+func countSet[T any](p *T) int {
+	if p == nil {
+		return 0
+	}
+	return 1
 }
 
 func (c *sliceCopier) attributeHash(a resourceapi.DeviceAttribute) uint64 {

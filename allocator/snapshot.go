@@ -134,11 +134,18 @@ func (s *Snapshot) AddOrUpdateSlice(slice *resourceapi.ResourceSlice) error {
 	if slice == nil {
 		return inputError("ResourceSlice", "", errors.New("nil object"))
 	}
-	if err := s.validate("ResourceSlice "+slice.Name, func(o validation.Options) field.ErrorList { return validation.ResourceSlice(slice, o) }); err != nil {
-		return err
-	}
+	s.ready()
+	// The private copy is validated rather than the input: it is what the snapshot keeps, it equals the
+	// input, and its devices share maps, which validation checks once (validation.Memo).
+	var memo *validation.Memo
 	if !s.opts.NoCopy {
-		slice = s.copier.slice(slice)
+		slice, memo = s.copier.slice(slice), &s.copier.memo
+	}
+	if err := s.validate("ResourceSlice "+slice.Name, func(o validation.Options) field.ErrorList {
+		o.Memo = memo
+		return validation.ResourceSlice(slice, o)
+	}); err != nil {
+		return err
 	}
 	return s.change(func(s *Snapshot) error {
 		st := s.st

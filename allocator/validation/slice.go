@@ -77,10 +77,10 @@ func ResourceSlice(slice *resourceapi.ResourceSlice, opts Options) field.ErrorLi
 		errs = append(errs, field.TooMany(devs, n, maxDevices(spec)))
 	} else {
 		names := make(map[string]bool, len(spec.Devices))
-		var versions versionCache
+		seen := checked{memo: opts.Memo}
 		for i := range spec.Devices {
 			d := &spec.Devices[i]
-			if perDevice || !deviceOK(d, &versions) {
+			if perDevice || !deviceOK(d, &seen) {
 				errs = append(errs, device(devs.Index(i), d, perDevice, opts)...)
 			}
 			if names[d.Name] {
