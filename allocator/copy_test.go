@@ -1,7 +1,9 @@
 package allocator
 
 import (
+	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -159,6 +161,46 @@ func TestSliceCopyKnowsTheFields(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, tc.fields) {
 			t.Errorf("%s has fields %v, the copier knows %v: check sliceCopier and sameAttribute", tc.typ, got, tc.fields)
+		}
+	}
+}
+
+// Slices added from many goroutines, to a snapshot and to its fork (which share the copier and its
+// Memo), are each kept equal to their input.
+func TestSliceCopyConcurrentAdds(t *testing.T) {
+	snap := NewSnapshot(Options{})
+	fork := snap.Fork()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := snap
+			if g%2 == 1 {
+				s = fork
+			}
+			for i := range 20 {
+				if err := s.AddOrUpdateSlice(gpuSlice(fmt.Sprintf("node-%d-%d", g, i), 4)); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for g := range 4 {
+		s := snap
+		if g%2 == 1 {
+			s = fork
+		}
+		for i := range 20 {
+			node := fmt.Sprintf("node-%d-%d", g, i)
+			want := gpuSlice(node, 4)
+			for j := range want.Spec.Devices {
+				got, ok := s.Device(DeviceID{Driver: "gpu.example.com", Pool: node, Device: want.Spec.Devices[j].Name})
+				if !ok || !reflect.DeepEqual(got, &want.Spec.Devices[j]) {
+					t.Fatalf("%s/%s: got %+v, want %+v", node, want.Spec.Devices[j].Name, got, want.Spec.Devices[j])
+				}
+			}
 		}
 	}
 }
