@@ -77,7 +77,7 @@ func ResourceSlice(slice *resourceapi.ResourceSlice, opts Options) field.ErrorLi
 		errs = append(errs, field.TooMany(devs, n, maxDevices(spec)))
 	} else {
 		names := make(map[string]bool, len(spec.Devices))
-		seen := checked{memo: opts.Memo}
+		seen := checked{memo: opts.Memo, maps: make([]uintptr, 0, 16)} // one allocation for the usual few maps
 		for i := range spec.Devices {
 			d := &spec.Devices[i]
 			if perDevice || !deviceOK(d, &seen) {
