@@ -157,6 +157,19 @@ func (s *Snapshot) Nodes() []*v1.Node {
 	return slices.Clone(s.st.nodeList)
 }
 
+// addNode puts the node into nodeList. A node whose name sorts after every other (nodes listed in name
+// order) is appended in place where the state owns the list, so that adding n nodes costs O(n), not
+// O(n²); otherwise the list is replaced.
+func (st *state) addNode(node *v1.Node) {
+	l := st.nodeList
+	if st.nodeListBy == st.id && len(l) > 0 && l[len(l)-1].Name < node.Name {
+		st.nodeList = append(l, node)
+		return
+	}
+	st.nodeList = withNode(l, node)
+	st.nodeListBy = st.id
+}
+
 // withNode returns a new sorted list with node added or replacing the node of the same name; list is
 // not modified (forks share it).
 func withNode(list []*v1.Node, node *v1.Node) []*v1.Node {

@@ -124,6 +124,38 @@ func TestNodesFollowChanges(t *testing.T) {
 	}
 }
 
+// Nodes added in name order are appended to the list in place; a fork and its parent that both append
+// after the fork each keep their own.
+func TestNodesAppendedInOrderStayApart(t *testing.T) {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	add := func(s *allocator.Snapshot, name string) {
+		if err := s.AddOrUpdateNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func(s *allocator.Snapshot) string {
+		out := ""
+		for _, n := range s.Nodes() {
+			out += n.Name + " "
+		}
+		return out
+	}
+	for _, n := range []string{"n1", "n2", "n3", "n4", "n5"} {
+		add(snap, n)
+	}
+	fork := snap.Fork()
+	add(snap, "n6")
+	add(fork, "n7")
+	add(fork, "n8")
+	add(snap, "n9")
+	if got, want := names(snap), "n1 n2 n3 n4 n5 n6 n9 "; got != want {
+		t.Errorf("parent: got %q, want %q", got, want)
+	}
+	if got, want := names(fork), "n1 n2 n3 n4 n5 n7 n8 "; got != want {
+		t.Errorf("fork: got %q, want %q", got, want)
+	}
+}
+
 func TestClaimsOwnedBy(t *testing.T) {
 	yes, no := true, false
 	owned := func(ns, name string, uid string, controller *bool) *resourceapi.ResourceClaim {

@@ -39,6 +39,8 @@ type Snapshot struct {
 	pools *poolCache
 	// classes caches the node classes of recent filter calls (see NodeClasses); shared with forks.
 	classes *classCache
+	// copier makes the private copies of slices (unless NoCopy); shared with forks.
+	copier *sliceCopier
 
 	// Set on forks: the parent, the parent's revision when forked, and the changes made since, which
 	// Commit replays onto the parent when the parent changed in the meantime. base holds, for every claim
@@ -65,7 +67,7 @@ func (s *Snapshot) init(opts Options) {
 	if opts.Features != nil {
 		f = *opts.Features
 	}
-	s.st, s.f, s.opts, s.env, s.pools, s.classes = newState(), f, opts, opts.CEL, &poolCache{}, &classCache{}
+	s.st, s.f, s.opts, s.env, s.pools, s.classes, s.copier = newState(), f, opts, opts.CEL, &poolCache{}, &classCache{}, newSliceCopier()
 	if opts.Strategy < FirstFit || opts.Strategy > Spread {
 		s.envErr = fmt.Errorf("%w: unsupported strategy %s", ErrInvalidInput, opts.Strategy)
 		return
@@ -126,16 +128,25 @@ func own[T interface{ DeepCopy() T }](s *Snapshot, obj T) T {
 }
 
 // AddOrUpdateSlice adds a ResourceSlice or replaces the one with the same name. The slice is copied (unless
-// Options.NoCopy) and indexed; its devices are prepared, with their effective taints, when an Allocate
+// Options.NoCopy; the copy shares equal maps between devices, see sliceCopier) and indexed; its devices are prepared, with their effective taints, when an Allocate
 // call first meets them. The cost is that of the copy and the indexes, whatever the number of slices.
 func (s *Snapshot) AddOrUpdateSlice(slice *resourceapi.ResourceSlice) error {
 	if slice == nil {
 		return inputError("ResourceSlice", "", errors.New("nil object"))
 	}
-	if err := s.validate("ResourceSlice "+slice.Name, func(o validation.Options) field.ErrorList { return validation.ResourceSlice(slice, o) }); err != nil {
+	s.ready()
+	// The private copy is validated rather than the input: it is what the snapshot keeps, it equals the
+	// input, and its devices share maps, which validation checks once (validation.Memo).
+	var memo *validation.Memo
+	if !s.opts.NoCopy {
+		slice, memo = s.copier.slice(slice), &s.copier.memo
+	}
+	if err := s.validate("ResourceSlice "+slice.Name, func(o validation.Options) field.ErrorList {
+		o.Memo = memo
+		return validation.ResourceSlice(slice, o)
+	}); err != nil {
 		return err
 	}
-	slice = own(s, slice)
 	return s.change(func(s *Snapshot) error {
 		st := s.st
 		seq := st.seq
@@ -326,7 +337,7 @@ func (s *Snapshot) AddOrUpdateNode(node *v1.Node) error {
 	node = own(s, node)
 	return s.change(func(s *Snapshot) error {
 		s.st.nodes[node.Name] = node
-		s.st.nodeList = withNode(s.st.nodeList, node)
+		s.st.addNode(node)
 		return nil
 	})
 }
@@ -357,6 +368,7 @@ func (s *Snapshot) Fork() *Snapshot {
 		envErr:  s.envErr,
 		pools:   s.pools,
 		classes: s.classes,
+		copier:  s.copier,
 		parent:  s,
 		baseRev: s.st.rev,
 		closed:  s.closed,
@@ -429,7 +441,7 @@ func (s *Snapshot) Commit() error {
 	}
 	// Replay on a scratch snapshot sharing the parent's settings; its parent is the parent's, so that
 	// the claims it touches are recorded for a commit of the parent.
-	scratch := &Snapshot{st: p.st.clone(), f: p.f, opts: p.opts, env: p.env, envErr: p.envErr, pools: p.pools, classes: p.classes, parent: p.parent}
+	scratch := &Snapshot{st: p.st.clone(), f: p.f, opts: p.opts, env: p.env, envErr: p.envErr, pools: p.pools, classes: p.classes, copier: p.copier, parent: p.parent}
 	for _, fn := range s.log {
 		if err := fn(scratch); err != nil {
 			return fmt.Errorf("commit: replay change: %w", err)

@@ -51,9 +51,11 @@ type state struct {
 
 	// Indexes for the lookups (lookup.go); a change replaces a list instead of editing it, so forks
 	// share them. owned lists, per controlling owner's UID, the claims it owns; nodeList is nodes
-	// sorted by name.
-	owned    map[types.UID][]types.NamespacedName
-	nodeList []*v1.Node
+	// sorted by name. nodeListBy is the id of the state that allocated nodeList's backing array: that
+	// state alone may append to it in place (its clones see only their own length of it).
+	owned      map[types.UID][]types.NamespacedName
+	nodeList   []*v1.Node
+	nodeListBy uint64
 }
 
 func newState() *state {

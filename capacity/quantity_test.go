@@ -21,6 +21,15 @@ func TestValidateQuantity(t *testing.T) {
 		{"nano value", "1n", true},
 		{"negative value within bounds", "-5", true},
 		{"zero", "0", true},
+		{"zero at the smallest exponent", "0e-9", true},
+		{"zero at a small exponent", "0e-8", true},
+		{"zero below the smallest exponent", "0e-10", false},
+		{"zero at a large exponent", "0e33", true},
+		{"zero at a larger exponent", "0e35", true},
+		{"zero at the largest exponent", "0e36", true},
+		{"zero past the largest exponent", "0e37", false},
+		{"zero with a milli suffix", "0m", true},
+		{"zero with a binary suffix", "0Gi", true},
 		{"exponent notation within bounds", "1e18", true},
 		{"largest int64", "9223372036854775807", true},
 		{"binary suffix capped by ParseQuantity", "16Ei", true},
@@ -51,6 +60,17 @@ func TestValidateQuantity(t *testing.T) {
 				t.Errorf("quantity changed")
 			}
 		})
+	}
+}
+
+// Zero, which drivers publish for every engine a partition lacks, is checked without allocating, as
+// other integers are.
+func TestValidateQuantityZeroDoesNotAllocate(t *testing.T) {
+	for _, s := range []string{"0", "0m", "0Gi", "16", "80Gi"} {
+		q := resource.MustParse(s)
+		if n := testing.AllocsPerRun(100, func() { _ = capacity.ValidateQuantity(q) }); n != 0 {
+			t.Errorf("ValidateQuantity(%s): %v allocations, want 0", s, n)
+		}
 	}
 }
 

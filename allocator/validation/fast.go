@@ -1,8 +1,10 @@
 package validation
 
 import (
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -81,8 +83,9 @@ func qualifiedNameOK(name resourceapi.QualifiedName) bool {
 // conditions, node allocatable resources) and for anything wrong; device then runs for the verdict and the
 // messages. It must never answer true for a device that device rejects (TestPropDeviceOKImpliesValid).
 //
-// versions remembers the version strings already found valid: a slice's devices repeat the same few.
-func deviceOK(d *resourceapi.Device, versions *versionCache) bool {
+// c remembers what the call found valid already: version strings (a slice's devices repeat the same few)
+// and maps, by identity (a snapshot's private copies share equal maps between devices).
+func deviceOK(d *resourceapi.Device, c *checked) bool {
 	if !isDNSLabel(d.Name) ||
 		len(d.Attributes)+len(d.Capacity) > resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice ||
 		len(d.Taints) > 0 || len(d.BindingConditions) > 0 || len(d.BindingFailureConditions) > 0 ||
@@ -90,43 +93,125 @@ func deviceOK(d *resourceapi.Device, versions *versionCache) bool {
 		len(d.ConsumesCounters) > resourceapi.ResourceSliceMaxDeviceCounterConsumptionsPerDevice {
 		return false
 	}
-	values := 0 // as attributeValues
-	for name, a := range d.Attributes {
-		if !qualifiedNameOK(name) || !attributeOK(&a, versions) {
+	if p, known := c.known(d.Attributes); !known {
+		values := 0 // as attributeValues
+		for name, a := range d.Attributes {
+			if !qualifiedNameOK(name) || !attributeOK(&a, &c.versions) {
+				return false
+			}
+			values += max(1, len(a.BoolValues)+len(a.IntValues)+len(a.StringValues)+len(a.VersionValues))
+		}
+		if values > resourceapi.ResourceSliceMaxAttributeValuesPerDevice {
 			return false
 		}
-		values += max(1, len(a.BoolValues)+len(a.IntValues)+len(a.StringValues)+len(a.VersionValues))
+		c.add(p, nil)
 	}
-	if values > resourceapi.ResourceSliceMaxAttributeValuesPerDevice {
-		return false
-	}
-	for name, c := range d.Capacity {
-		if !qualifiedNameOK(name) || c.RequestPolicy != nil || !nonNegativeOK(c.Value) {
-			return false
-		}
-	}
-	for i := range d.ConsumesCounters {
-		c := &d.ConsumesCounters[i]
-		if !isDNSLabel(c.CounterSet) || len(c.Counters) == 0 ||
-			len(c.Counters) > resourceapi.ResourceSliceMaxCountersPerDeviceCounterConsumption ||
-			len(c.CompatibilityGroups) > resourceapi.DeviceCompatibilityGroupsMaxSize {
-			return false
-		}
-		for j := range i {
-			if d.ConsumesCounters[j].CounterSet == c.CounterSet {
+	if p, known := c.known(d.Capacity); !known {
+		for name, c := range d.Capacity {
+			if !qualifiedNameOK(name) || c.RequestPolicy != nil || !nonNegativeOK(c.Value) {
 				return false
 			}
 		}
-		if !countersOK(c.Counters) {
+		c.add(p, d.Capacity)
+	}
+	for i := range d.ConsumesCounters {
+		cc := &d.ConsumesCounters[i]
+		if !isDNSLabel(cc.CounterSet) || len(cc.Counters) == 0 ||
+			len(cc.Counters) > resourceapi.ResourceSliceMaxCountersPerDeviceCounterConsumption ||
+			len(cc.CompatibilityGroups) > resourceapi.DeviceCompatibilityGroupsMaxSize {
 			return false
 		}
-		for j, g := range c.CompatibilityGroups {
-			if !isDNSLabel(g) || slices.Contains(c.CompatibilityGroups[:j], g) {
+		for j := range i {
+			if d.ConsumesCounters[j].CounterSet == cc.CounterSet {
+				return false
+			}
+		}
+		if p, known := c.known(cc.Counters); !known {
+			if !countersOK(cc.Counters) {
+				return false
+			}
+			c.add(p, cc.Counters)
+		}
+		for j, g := range cc.CompatibilityGroups {
+			if !isDNSLabel(g) || slices.Contains(cc.CompatibilityGroups[:j], g) {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// checked is what one validation call found valid already: version strings, and the attribute,
+// capacity and counter maps that passed the fast check, by identity (the maps belong to the object being
+// validated, which holds them for the call). With a Memo, capacity and counter maps are also remembered
+// across calls.
+type checked struct {
+	versions versionCache
+	maps     []uintptr
+	memo     *Memo
+}
+
+// checkedMaps bounds the maps one call remembers; a slice whose devices share maps repeats a few.
+const checkedMaps = 64
+
+// known reports whether the map m (of any type) passed before, and its identity; an empty map counts as
+// passed, as there is nothing in it to check.
+func (c *checked) known(m any) (uintptr, bool) {
+	v := reflect.ValueOf(m)
+	if v.Len() == 0 {
+		return 0, true
+	}
+	p := v.Pointer()
+	if slices.Contains(c.maps, p) {
+		return p, true
+	}
+	return p, c.memo.known(p)
+}
+
+// add remembers the map with identity p as valid for the call, and, when keep is the map itself, in the
+// Memo.
+func (c *checked) add(p uintptr, keep any) {
+	if len(c.maps) < checkedMaps {
+		c.maps = append(c.maps, p)
+	}
+	if keep != nil {
+		c.memo.add(p, keep)
+	}
+}
+
+// Memo remembers capacity and counter maps of devices that ResourceSlice found valid, by identity,
+// across calls: a snapshot's private copies share one map between all the devices that publish the same
+// capacities or consume the same counters (every node of a fleet), and each map is then checked once.
+// A remembered map must never change, so a Memo is only for objects nobody modifies (such as those
+// private copies). The zero Memo is ready to use; a Memo is safe for concurrent use and remembers at most
+// memoMaps maps, then forgets them all and starts again.
+type Memo struct {
+	mu sync.Mutex
+	ok map[uintptr]any // the value is the map: it keeps the map, and so its address, taken
+}
+
+const memoMaps = 1024
+
+func (m *Memo) known(p uintptr) bool {
+	if m == nil {
+		return false
+	}
+	m.mu.Lock()
+	_, ok := m.ok[p]
+	m.mu.Unlock()
+	return ok
+}
+
+func (m *Memo) add(p uintptr, keep any) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	if m.ok == nil || len(m.ok) >= memoMaps {
+		m.ok = map[uintptr]any{}
+	}
+	m.ok[p] = keep
+	m.mu.Unlock()
 }
 
 // attributeOK: what attribute accepts, without a message.

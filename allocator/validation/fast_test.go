@@ -40,7 +40,7 @@ func TestPropFastChecksAgreeWithApimachinery(t *testing.T) {
 func TestPropDeviceOKImpliesValid(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		d := drawDevice(rt)
-		ok := deviceOK(&d, &versionCache{})
+		ok := deviceOK(&d, &checked{})
 		errs := device(field.NewPath("device"), &d, false, Options{})
 		if ok && len(errs) > 0 {
 			rt.Fatalf("deviceOK accepts a device the full check rejects: %v\n%#v", errs, d)
@@ -184,7 +184,7 @@ func TestDeviceOKRefusesEachBrokenRule(t *testing.T) {
 			}},
 		}
 	}
-	if d := base(); !deviceOK(&d, &versionCache{}) {
+	if d := base(); !deviceOK(&d, &checked{}) {
 		t.Fatalf("deviceOK refuses the valid device; full check: %v", device(field.NewPath("d"), &d, false, Options{}))
 	}
 	for name, breakIt := range map[string]func(d *resourceapi.Device){
@@ -264,9 +264,42 @@ func TestDeviceOKRefusesEachBrokenRule(t *testing.T) {
 			if len(device(field.NewPath("d"), &d, false, Options{})) == 0 {
 				t.Fatal("the full check accepts the broken device: the case tests nothing")
 			}
-			if deviceOK(&d, &versionCache{}) {
+			if deviceOK(&d, &checked{}) {
 				t.Error("deviceOK accepts the broken device")
 			}
 		})
 	}
+}
+
+// Validating slices whose devices share maps (as a snapshot's private copies share them), with a Memo
+// across the slices, finds what validating copies that share nothing finds.
+func TestPropMemoChangesNoVerdict(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		pool := make([]resourceapi.Device, rapid.IntRange(1, 4).Draw(rt, "pool"))
+		for i := range pool {
+			pool[i] = drawDevice(rt)
+		}
+		var memo Memo
+		for s := range rapid.IntRange(1, 4).Draw(rt, "slices") {
+			slice := &resourceapi.ResourceSlice{}
+			slice.Name = fmt.Sprintf("slice-%d", s)
+			slice.Spec = resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", NodeName: ptr.To("node"),
+				Pool: resourceapi.ResourcePool{Name: "pool", ResourceSliceCount: 1}}
+			for i := range rapid.IntRange(1, 6).Draw(rt, "devices") {
+				d := pool[rapid.IntRange(0, len(pool)-1).Draw(rt, "device")] // its maps are shared
+				d.Name = fmt.Sprintf("dev-%d", i)
+				slice.Spec.Devices = append(slice.Spec.Devices, d)
+			}
+			// The deep copy's devices share no maps: every map of it is checked.
+			with, without := ResourceSlice(slice, Options{Memo: &memo}), ResourceSlice(slice.DeepCopy(), Options{})
+			if fmt.Sprint(with) != fmt.Sprint(without) {
+				rt.Fatalf("with shared maps and a Memo: %v\nwithout: %v", with, without)
+			}
+			for i := range slice.Spec.Devices {
+				if errs := device(field.NewPath("device"), &slice.Spec.Devices[i], false, Options{}); len(errs) > 0 && len(with) == 0 {
+					rt.Fatalf("device %d is invalid (%v), the slice passed", i, errs)
+				}
+			}
+		}
+	})
 }

@@ -17,6 +17,9 @@ type Options struct {
 	// Capacity selects the request-policy arithmetic (DRAFractionalCapacityRange); the zero value is the
 	// Kubernetes 1.37 default.
 	Capacity capacity.Options
+	// Memo, when set, remembers the capacity and counter maps ResourceSlice found valid, so that a map
+	// shared by the devices of many slices is checked once (see Memo). Only for objects nobody modifies.
+	Memo *Memo
 }
 
 var (

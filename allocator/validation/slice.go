@@ -72,14 +72,15 @@ func ResourceSlice(slice *resourceapi.ResourceSlice, opts Options) field.ErrorLi
 	}
 
 	devs := p.Child("devices")
-	if limit := maxDevices(spec); len(spec.Devices) > limit {
-		errs = append(errs, field.TooMany(devs, len(spec.Devices), limit))
+	// The limit depends on the devices only past the lower one; most slices are below it.
+	if n := len(spec.Devices); n > resourceapi.ResourceSliceMaxDevicesWithAdvancedFeatures && n > maxDevices(spec) {
+		errs = append(errs, field.TooMany(devs, n, maxDevices(spec)))
 	} else {
 		names := make(map[string]bool, len(spec.Devices))
-		var versions versionCache
+		seen := checked{memo: opts.Memo, maps: make([]uintptr, 0, 16)} // one allocation for the usual few maps
 		for i := range spec.Devices {
 			d := &spec.Devices[i]
-			if perDevice || !deviceOK(d, &versions) {
+			if perDevice || !deviceOK(d, &seen) {
 				errs = append(errs, device(devs.Index(i), d, perDevice, opts)...)
 			}
 			if names[d.Name] {
