@@ -66,14 +66,21 @@ func steadyOn(t *testing.T, cluster Cluster, r steadyRun, stream []*resourceapi.
 	if err != nil {
 		t.Fatalf("%s: %v", r.name, err)
 	}
-	checkSteady(t, r.name, res)
+	checkSteady(t, r.name, res, cluster, opts.Load)
 	return res
 }
 
 // checkSteady: the samples line up, every claim for a whole GPU is served or failed, none found more
-// GPUs whole than its bound, and one was served whenever a GPU was whole (a whole GPU fits it).
-func checkSteady(t *testing.T, name string, res SteadyFree) {
+// GPUs whole than its bound or more slices in use than the load allows (the departures after each
+// arrival bring them under it), and one was served whenever a GPU was whole (a whole GPU fits it).
+func checkSteady(t *testing.T, name string, res SteadyFree, cluster Cluster, load int) {
 	t.Helper()
+	limit := fleetGPUs(cluster) * MemorySlices * load / 100
+	for i, n := range res.InUse {
+		if n > limit {
+			t.Fatalf("%s: %d memory slices in use at whole-GPU claim %d, above the %d the load of %d %% allows", name, n, i, limit, load)
+		}
+	}
 	if n := len(res.FreeAtWhole); len(res.BoundAtWhole) != n || len(res.InUse) != n || res.Served+res.Failed != n {
 		t.Fatalf("%s: %d samples of whole GPUs free, %d of the bound, %d of slices in use, %d served and %d failed", name, n, len(res.BoundAtWhole), len(res.InUse), res.Served, res.Failed)
 	}
@@ -111,7 +118,7 @@ func TestWholeGPUsSteadyUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkSteady(t, "upstream", up)
+	checkSteady(t, "upstream", up, cluster, opts.Load)
 	t.Logf("upstream: %.2f whole GPUs free on average at %d whole-GPU claims, %d served", Mean(up.FreeAtWhole), len(up.FreeAtWhole), up.Served)
 	for _, r := range steadyRuns {
 		res := steadyOn(t, cluster, r, stream, opts, true)
@@ -145,7 +152,7 @@ func TestWholeGPUsSteadyStrategies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkSteady(t, "perfect packer", ideal)
+			checkSteady(t, "perfect packer", ideal, cluster, opts.Load)
 			got := map[string]SteadyFree{}
 			for _, r := range steadyRuns {
 				got[r.name] = steadyOn(t, cluster, r, stream, opts, false)
