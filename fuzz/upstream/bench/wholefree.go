@@ -38,6 +38,12 @@ type WholeOptions struct {
 	PackNodes bool
 	// Seed selects the pseudo-random departures; 0 is the default sequence.
 	Seed uint64
+	// Load is, for WholeGPUsSteady, the share of the fleet's memory slices, in percent, that departures
+	// keep in use at most; 0 means 85.
+	Load int
+	// WarmUp is, for WholeGPUsSteady, how many claims of the stream arrive before the measure starts;
+	// 0 means a quarter of the stream.
+	WarmUp int
 }
 
 // departures returns the pseudo-random sequence that decides departures.
@@ -125,20 +131,8 @@ func claimSlices(claim *resourceapi.ResourceClaim) (int, error) {
 // random departs. Before every claim for a whole GPU it counts the GPUs left whole: packing keeps them.
 func WholeGPUsFree(ctx context.Context, c Cluster, p Releaser, stream []*resourceapi.ResourceClaim, opts WholeOptions) (WholeFree, error) {
 	var out WholeFree
-	gpus := 0
-	for _, s := range c.Slices {
-		gpus += len(s.Spec.SharedCounters)
-	}
-	type gpuKey struct {
-		node string
-		gpu  int
-	}
-	used := map[gpuKey]int{} // memory slices in use per GPU
-	type live struct {
-		claim *resourceapi.ResourceClaim
-		gpus  []gpuKey
-		sizes []int
-	}
+	gpus := fleetGPUs(c)
+	used := map[gpuKey]int{}
 	var alive []live
 	rng := opts.departures()
 	for at, claim := range stream {
@@ -147,64 +141,16 @@ func WholeGPUsFree(ctx context.Context, c Cluster, p Releaser, stream []*resourc
 			return out, err
 		}
 		if size == MemorySlices {
-			var sizes []int
-			for _, l := range alive {
-				sizes = append(sizes, l.sizes...)
-			}
 			out.FreeAtWhole = append(out.FreeAtWhole, gpus-len(used))
-			out.BoundAtWhole = append(out.BoundAtWhole, WholeBound(gpus, sizes))
+			out.BoundAtWhole = append(out.BoundAtWhole, WholeBound(gpus, liveSizes(alive)))
 		}
-		placed := false
-		var chosen []resourceapi.AllocationResult
-		bestFill := -1
-		for _, node := range c.Nodes {
-			res, err := p.Allocate(ctx, node, []*resourceapi.ResourceClaim{claim})
-			if err != nil {
-				return out, fmt.Errorf("claim %s on node %s: %w", claim.Name, node.Name, err)
-			}
-			if res == nil {
-				continue
-			}
-			if !opts.PackNodes {
-				chosen = res
-				break
-			}
-			fill := 0
-			for _, d := range res[0].Devices.Results {
-				var g int
-				if _, err := fmt.Sscanf(d.Device, "gpu-%d-", &g); err != nil {
-					return out, fmt.Errorf("claim %s: device %s: %w", claim.Name, d.Device, err)
-				}
-				fill += used[gpuKey{d.Pool, g}]
-			}
-			if fill > bestFill {
-				chosen, bestFill = res, fill
-			}
+		l, placed, err := place(ctx, c, p, claim, used, opts.PackNodes)
+		if err != nil {
+			return out, err
 		}
-		for _, res := range [][]resourceapi.AllocationResult{chosen} {
-			if res == nil {
-				continue
-			}
-			allocated := claim.DeepCopy()
-			allocated.Status.Allocation = &res[0]
-			if err := p.Record(ctx, allocated); err != nil {
-				return out, err
-			}
-			l := live{claim: allocated}
-			for _, d := range res[0].Devices.Results {
-				var g, slices, start int
-				if _, err := fmt.Sscanf(d.Device, "gpu-%d-part-%d-%d", &g, &slices, &start); err != nil {
-					return out, fmt.Errorf("claim %s: device %s: %w", claim.Name, d.Device, err)
-				}
-				k := gpuKey{d.Pool, g}
-				used[k] += slices
-				l.gpus, l.sizes = append(l.gpus, k), append(l.sizes, slices)
-			}
+		if placed {
 			alive = append(alive, l)
-			placed = true
-			break
-		}
-		if !placed && size == MemorySlices {
+		} else if size == MemorySlices {
 			out.FirstFailure = at
 			out.Stranded = gpus * MemorySlices
 			for _, n := range used {
@@ -216,17 +162,107 @@ func WholeGPUsFree(ctx context.Context, c Cluster, p Releaser, stream []*resourc
 			i := rng.IntN(len(alive))
 			gone := alive[i]
 			alive = append(alive[:i], alive[i+1:]...)
-			if err := p.Release(ctx, gone.claim); err != nil {
+			if err := release(ctx, p, gone, used); err != nil {
 				return out, err
-			}
-			for j, k := range gone.gpus {
-				if used[k] -= gone.sizes[j]; used[k] == 0 {
-					delete(used, k)
-				}
 			}
 		}
 	}
 	return out, fmt.Errorf("the stream of %d claims ended before a claim for a whole GPU failed to fit", len(stream))
+}
+
+// fleetGPUs is how many partitionable GPUs the fleet has: one counter set each.
+func fleetGPUs(c Cluster) int {
+	gpus := 0
+	for _, s := range c.Slices {
+		gpus += len(s.Spec.SharedCounters)
+	}
+	return gpus
+}
+
+// gpuKey names one GPU of the fleet.
+type gpuKey struct {
+	node string
+	gpu  int
+}
+
+// live is an allocated claim of a whole-GPU run: the GPUs its partitions are on and their sizes.
+type live struct {
+	claim *resourceapi.ResourceClaim
+	gpus  []gpuKey
+	sizes []int
+}
+
+// liveSizes is the sizes of all partitions the claims hold.
+func liveSizes(alive []live) []int {
+	var sizes []int
+	for _, l := range alive {
+		sizes = append(sizes, l.sizes...)
+	}
+	return sizes
+}
+
+// place allocates the claim on the first node where it fits or, with packNodes, on the node where its
+// allocation draws on the GPU with the most memory slices in use (used: per GPU) and records it, adding
+// its partitions to used. placed is false when it fits nowhere.
+func place(ctx context.Context, c Cluster, p Placer, claim *resourceapi.ResourceClaim, used map[gpuKey]int, packNodes bool) (l live, placed bool, err error) {
+	var chosen []resourceapi.AllocationResult
+	bestFill := -1
+	for _, node := range c.Nodes {
+		res, err := p.Allocate(ctx, node, []*resourceapi.ResourceClaim{claim})
+		if err != nil {
+			return l, false, fmt.Errorf("claim %s on node %s: %w", claim.Name, node.Name, err)
+		}
+		if res == nil {
+			continue
+		}
+		if !packNodes {
+			chosen = res
+			break
+		}
+		fill := 0
+		for _, d := range res[0].Devices.Results {
+			var g int
+			if _, err := fmt.Sscanf(d.Device, "gpu-%d-", &g); err != nil {
+				return l, false, fmt.Errorf("claim %s: device %s: %w", claim.Name, d.Device, err)
+			}
+			fill += used[gpuKey{d.Pool, g}]
+		}
+		if fill > bestFill {
+			chosen, bestFill = res, fill
+		}
+	}
+	if chosen == nil {
+		return l, false, nil
+	}
+	allocated := claim.DeepCopy()
+	allocated.Status.Allocation = &chosen[0]
+	if err := p.Record(ctx, allocated); err != nil {
+		return l, false, err
+	}
+	l.claim = allocated
+	for _, d := range chosen[0].Devices.Results {
+		var g, slices, start int
+		if _, err := fmt.Sscanf(d.Device, "gpu-%d-part-%d-%d", &g, &slices, &start); err != nil {
+			return l, false, fmt.Errorf("claim %s: device %s: %w", claim.Name, d.Device, err)
+		}
+		k := gpuKey{d.Pool, g}
+		used[k] += slices
+		l.gpus, l.sizes = append(l.gpus, k), append(l.sizes, slices)
+	}
+	return l, true, nil
+}
+
+// release deallocates the claim and takes its partitions out of used, dropping GPUs left whole.
+func release(ctx context.Context, p Releaser, gone live, used map[gpuKey]int) error {
+	if err := p.Release(ctx, gone.claim); err != nil {
+		return err
+	}
+	for j, k := range gone.gpus {
+		if used[k] -= gone.sizes[j]; used[k] == 0 {
+			delete(used, k)
+		}
+	}
+	return nil
 }
 
 // Release implements Releaser.
