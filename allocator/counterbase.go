@@ -10,26 +10,38 @@ import (
 // content of the allocated state.
 var stateIDs atomic.Uint64
 
-// counterBase is what the allocated state leaves of a pool's shared counters, prepared once per state
-// revision instead of once per call: the dense counter state (see tally.go) and the verdict of the
-// counters on every device of the pool's node slices, in the order visitCandidates visits them. It is
-// immutable once built.
+// counterBase is what the allocated state leaves of a pool's shared counters, prepared once per change
+// of the pool's allocated devices instead of once per call: the dense counter state (see tally.go) and
+// the verdict of the counters on every device of the pool's node slices, in the order visitCandidates
+// visits them. It is immutable once built.
 type counterBase struct {
-	stateID, rev uint64
-	layout       *counterLayout // of the pool; kept from one revision to the next
-	state        tallyState     // when layout.dense
-	admits       []bool
+	// stateID, rev: the state the base was last found to hold in; stamp: the pool's state.poolUse
+	// stamp it was built for, which names the pool's allocated devices in every state.
+	stateID, rev, stamp uint64
+	layout              *counterLayout // of the pool; kept from one revision to the next
+	state               tallyState     // when layout.dense
+	admits              []bool
 }
 
-// baseCounters returns the prepared counters of p for the call's state, building them when the state
-// changed since they were last built. Pools are shared between the calls of a filter pass (and between
-// snapshots and forks), so the value is swapped atomically; concurrent calls may build it twice.
+// baseCounters returns the prepared counters of p for the call's state. They are built again only when
+// the pool's own allocated devices changed (its poolUse stamp): a claim allocated or freed on one node
+// leaves every other pool's base as it was, and a state found to hold it is noted, so that the next
+// call in that state compares two numbers. Pools are shared between the calls of a filter pass (and
+// between snapshots and forks), so the value is swapped atomically; concurrent calls may build it
+// twice.
 func (a *allocation) baseCounters(p *pool) *counterBase {
 	old := p.base.Load()
 	if old != nil && old.stateID == a.st.id && old.rev == a.st.rev {
 		return old
 	}
-	b := &counterBase{stateID: a.st.id, rev: a.st.rev}
+	stamp := a.st.poolUse[p.id]
+	if old != nil && old.stamp == stamp {
+		noted := *old
+		noted.stateID, noted.rev = a.st.id, a.st.rev
+		p.base.Store(&noted)
+		return &noted
+	}
+	b := &counterBase{stateID: a.st.id, rev: a.st.rev, stamp: stamp}
 	if old != nil {
 		b.layout = old.layout
 	} else {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"pgregory.net/rapid"
 
@@ -145,4 +146,77 @@ func TestCountersPreparedFromScratch(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestCountersPreparedPerPool: a claim allocated or freed on one node's pool prepares that pool's
+// counters again and leaves every other pool's as they were (the state changed, the other pool's
+// allocated devices did not), in the snapshot and in a fork; the values stay what the allocated state
+// leaves (CountersFromScratch).
+func TestCountersPreparedPerPool(t *testing.T) {
+	ctx := context.Background()
+	nodes := []*v1.Node{node(node1, nil), node("node-2", nil)}
+	s := allocator.NewSnapshot(allocator.Options{})
+	for _, c := range []*resourceapi.DeviceClass{anyClass, sizeClass("half"), sizeClass("whole")} {
+		if err := s.AddOrUpdateClass(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parts := []resourceapi.Device{partition("p-a", "half", "4Gi"), partition("p-b", "half", "4Gi"), partition("whole", "whole", "8Gi")}
+	for i, n := range nodes {
+		for _, sl := range partitionedPool(parts...) {
+			sl.Name = fmt.Sprintf("%s-%d", sl.Name, i)
+			sl.Spec.NodeName = &n.Name
+			sl.Spec.Pool.Name = fmt.Sprintf("pool-%d", i+1)
+			if err := s.AddOrUpdateSlice(sl); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	prepare := func(x *allocator.Snapshot, n *v1.Node) *bool {
+		t.Helper()
+		if diff, err := allocator.CountersFromScratch(x, n); err != nil || diff != "" {
+			t.Fatalf("%s: %s %v", n.Name, diff, err)
+		}
+		ids, err := allocator.PreparedCounters(x, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) != 1 || ids[0] == nil {
+			t.Fatalf("%s: prepared %v, want one pool with devices", n.Name, ids)
+		}
+		return ids[0]
+	}
+	step := func(x *allocator.Snapshot, when string, change func() error) {
+		t.Helper()
+		before := []*bool{prepare(x, nodes[0]), prepare(x, nodes[1])}
+		if err := change(); err != nil {
+			t.Fatal(err)
+		}
+		after := []*bool{prepare(x, nodes[0]), prepare(x, nodes[1])}
+		if before[0] != after[0] {
+			t.Errorf("%s: node-1's pool, unchanged, was prepared again", when)
+		}
+		if before[1] == after[1] {
+			t.Errorf("%s: node-2's pool, changed, kept what was prepared before", when)
+		}
+	}
+	step(s, "a claim allocated on node-2", func() error {
+		return s.AddOrUpdateClaim(allocatedClaim("c", result(driverA, "pool-2", "p-b")))
+	})
+	step(s, "the claim freed", func() error { return s.DeleteClaim("default", "c") })
+	f := s.Fork()
+	step(f, "fork: a claim allocated on node-2", func() error {
+		return f.AddOrUpdateClaim(allocatedClaim("c", result(driverA, "pool-2", "p-b")))
+	})
+	// The parent did not change: its state is found to hold what its pools had before the fork.
+	whole := []*resourceapi.ResourceClaim{claim("probe", exact("r", "whole", 1))}
+	if fits, err := s.Fits(ctx, nodes[1], whole); err != nil || !fits {
+		t.Errorf("parent after the fork's allocation: the whole device fits %v, %v; want true", fits, err)
+	}
+	if fits, err := f.Fits(ctx, nodes[1], whole); err != nil || fits {
+		t.Errorf("fork after its allocation: the whole device fits %v, %v; want false", fits, err)
+	}
+	if fits, err := s.Fits(ctx, nodes[1], whole); err != nil || !fits {
+		t.Errorf("parent again after the fork's call: the whole device fits %v, %v; want true", fits, err)
+	}
 }

@@ -78,3 +78,24 @@ func CountersFromScratch(s *Snapshot, node *v1.Node) (string, error) {
 	})
 	return diff, err
 }
+
+// PreparedCounters returns, for each pool the node sees, the identity of its prepared counter state:
+// the backing array of its device verdicts (nil for a pool without node devices), which stays the same
+// exactly while the prepared state is reused.
+func PreparedCounters(s *Snapshot, node *v1.Node) (ids []*bool, err error) {
+	err = s.do(context.Background(), node, nil, func(a *allocation) (bool, error) {
+		pools, err := a.gatherPools(node)
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pools {
+			var id *bool
+			if b := a.baseCounters(p); len(b.admits) > 0 {
+				id = &b.admits[0]
+			}
+			ids = append(ids, id)
+		}
+		return true, nil
+	})
+	return ids, err
+}

@@ -207,19 +207,20 @@ func (a *allocation) inClusterUse(d *deviceEntry) bool {
 	}
 	u := d.slice.caches.usage.Load()
 	if u == nil || u.stateID != a.st.id || u.rev != a.st.rev {
-		u = a.sliceUsage(d.slice)
+		u = a.sliceUsage(d.slice, u)
 	}
 	return u.has(d.idx)
 }
 
-// sliceUsage is which devices of a slice entry the allocated state holds exclusively, for the state
-// with this ID and revision (as counterBase, the pair names one content), as a bitset by device index
-// whose first word lies in the struct: a slice of up to 64 devices is answered from one cache line. It
+// sliceUsage is which devices of a slice entry the allocated state holds exclusively, as a bitset by
+// device index whose first word lies in the struct: a slice of up to 64 devices is answered from one
+// cache line. stamp is the pool's state.poolUse stamp it was built for (as counterBase's, it names the
+// pool's allocated devices in every state); stateID and rev the state it was last found to hold in. It
 // is immutable once built.
 type sliceUsage struct {
-	stateID, rev uint64
-	first        uint64
-	rest         []uint64 // devices from index 64 on; nil when none of them is in use
+	stateID, rev, stamp uint64
+	first               uint64
+	rest                []uint64 // devices from index 64 on; nil when none of them is in use
 }
 
 func (u *sliceUsage) has(i int) bool {
@@ -230,11 +231,19 @@ func (u *sliceUsage) has(i int) bool {
 	return i/64 < len(u.rest) && u.rest[i/64]&(1<<(i%64)) != 0
 }
 
-// sliceUsage builds the usage of e for the call's state and keeps it on the entry. Entries are shared
-// between a snapshot and its forks, so the value is swapped atomically; concurrent calls may build it
-// twice, with the same answer.
-func (a *allocation) sliceUsage(e *sliceEntry) *sliceUsage {
-	u := &sliceUsage{stateID: a.st.id, rev: a.st.rev}
+// sliceUsage returns the usage of e for the call's state and keeps it on the entry: old (the usage
+// kept, or nil) noted for the state when the pool's allocated devices did not change since it was
+// built, else a new one. Entries are shared between a snapshot and its forks, so the value is swapped
+// atomically; concurrent calls may build it twice, with the same answer.
+func (a *allocation) sliceUsage(e *sliceEntry, old *sliceUsage) *sliceUsage {
+	stamp := a.st.poolUse[e.pool]
+	if old != nil && old.stamp == stamp {
+		noted := *old
+		noted.stateID, noted.rev = a.st.id, a.st.rev
+		e.caches.usage.Store(&noted)
+		return &noted
+	}
+	u := &sliceUsage{stateID: a.st.id, rev: a.st.rev, stamp: stamp}
 	devs := e.devices()
 	for i, d := range devs {
 		if a.st.inUse[d.id] == 0 {
