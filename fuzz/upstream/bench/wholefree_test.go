@@ -13,13 +13,8 @@ import (
 	"github.com/dralloc/dralloc/allocator"
 )
 
-// wholeFree runs the whole-GPU measure on a fresh snapshot with the strategy, every allocation verified.
-func wholeFree(t *testing.T, cluster Cluster, strategy allocator.Strategy, packNodes bool) WholeFree {
-	t.Helper()
-	return wholeFreeOn(t, cluster, strategy, ClaimStream(streamLength), WholeOptions{PackNodes: packNodes})
-}
-
-// wholeFreeOn is wholeFree on another stream or departures.
+// wholeFreeOn runs the whole-GPU measure on a fresh snapshot with the strategy, on the stream with the
+// options, every allocation verified.
 func wholeFreeOn(t *testing.T, cluster Cluster, strategy allocator.Strategy, stream []*resourceapi.ResourceClaim, opts WholeOptions) WholeFree {
 	t.Helper()
 	s, err := NewSnapshot(cluster, allocator.Options{Strategy: strategy})
