@@ -52,11 +52,15 @@ func (b *budgetHits) add(errs ...error) {
 	}
 }
 
-// check reports the count and fails when more than one case in a thousand ran out of budget.
+// check reports the count and fails when more than one case, and more than one in a thousand, ran out
+// of budget. A single hit is allowed whatever the count: a few generated clusters in many thousands need
+// more than stepBudget steps (TestWorstGeneratedCluster measures them), and at rapid's default of 100
+// cases a rule of one in a thousand failed on the first of them to be drawn, which a blow-up of the
+// search would not do alone: it hits on many.
 func (b *budgetHits) check(t *testing.T) {
 	t.Helper()
 	t.Logf("%d cases, %d ran out of their search step budget", b.cases, b.hits)
-	if b.hits*1000 > b.cases {
+	if b.hits > 1 && b.hits*1000 > b.cases {
 		t.Errorf("%d of %d cases ran out of the step budget: the search blows up on generated clusters", b.hits, b.cases)
 	}
 }
