@@ -15,12 +15,10 @@ var stateIDs atomic.Uint64
 // the verdict of the counters on every device of the pool's node slices, in the order visitCandidates
 // visits them. It is immutable once built.
 type counterBase struct {
-	// stateID, rev: the state the base was last found to hold in; stamp: the pool's state.poolUse
-	// stamp it was built for, which names the pool's allocated devices in every state.
-	stateID, rev, stamp uint64
-	layout              *counterLayout // of the pool; kept from one revision to the next
-	state               tallyState     // when layout.dense
-	admits              []bool
+	mark   useMark
+	layout *counterLayout // of the pool; kept from one revision to the next
+	state  tallyState     // when layout.dense
+	admits []bool
 }
 
 // baseCounters returns the prepared counters of p for the call's state. They are built again only when
@@ -31,17 +29,17 @@ type counterBase struct {
 // twice.
 func (a *allocation) baseCounters(p *pool) *counterBase {
 	old := p.base.Load()
-	if old != nil && old.stateID == a.st.id && old.rev == a.st.rev {
+	if old != nil && old.mark.holdsIn(a.st) {
 		return old
 	}
-	stamp := a.st.poolUse[p.id]
-	if old != nil && old.stamp == stamp {
+	mark := markIn(a.st, p.id)
+	if old != nil && old.mark.stamp == mark.stamp {
 		noted := *old
-		noted.stateID, noted.rev = a.st.id, a.st.rev
+		noted.mark = mark
 		p.base.Store(&noted)
 		return &noted
 	}
-	b := &counterBase{stateID: a.st.id, rev: a.st.rev, stamp: stamp}
+	b := &counterBase{mark: mark}
 	if old != nil {
 		b.layout = old.layout
 	} else {

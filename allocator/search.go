@@ -206,7 +206,7 @@ func (a *allocation) inClusterUse(d *deviceEntry) bool {
 		return false
 	}
 	u := d.slice.caches.usage.Load()
-	if u == nil || u.stateID != a.st.id || u.rev != a.st.rev {
+	if u == nil || !u.mark.holdsIn(a.st) {
 		u = a.sliceUsage(d.slice, u)
 	}
 	return u.has(d.idx)
@@ -214,13 +214,12 @@ func (a *allocation) inClusterUse(d *deviceEntry) bool {
 
 // sliceUsage is which devices of a slice entry the allocated state holds exclusively, as a bitset by
 // device index whose first word lies in the struct: a slice of up to 64 devices is answered from one
-// cache line. stamp is the pool's state.poolUse stamp it was built for (as counterBase's, it names the
-// pool's allocated devices in every state); stateID and rev the state it was last found to hold in. It
-// is immutable once built.
+// cache line. mark says which allocated state of the pool it was built for (as counterBase's). It is
+// immutable once built.
 type sliceUsage struct {
-	stateID, rev, stamp uint64
-	first               uint64
-	rest                []uint64 // devices from index 64 on; nil when none of them is in use
+	mark  useMark
+	first uint64
+	rest  []uint64 // devices from index 64 on; nil when none of them is in use
 }
 
 func (u *sliceUsage) has(i int) bool {
@@ -236,14 +235,14 @@ func (u *sliceUsage) has(i int) bool {
 // built, else a new one. Entries are shared between a snapshot and its forks, so the value is swapped
 // atomically; concurrent calls may build it twice, with the same answer.
 func (a *allocation) sliceUsage(e *sliceEntry, old *sliceUsage) *sliceUsage {
-	stamp := a.st.poolUse[e.pool]
-	if old != nil && old.stamp == stamp {
+	mark := markIn(a.st, e.pool)
+	if old != nil && old.mark.stamp == mark.stamp {
 		noted := *old
-		noted.stateID, noted.rev = a.st.id, a.st.rev
+		noted.mark = mark
 		e.caches.usage.Store(&noted)
 		return &noted
 	}
-	u := &sliceUsage{stateID: a.st.id, rev: a.st.rev, stamp: stamp}
+	u := &sliceUsage{mark: mark}
 	devs := e.devices()
 	for i, d := range devs {
 		if a.st.inUse[d.id] == 0 {

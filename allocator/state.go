@@ -207,6 +207,19 @@ func usageOf(claim *resourceapi.ResourceClaim, f Features) []deviceUsage {
 	return out
 }
 
+// useMark names what a value prepared from one pool's allocated devices (its counter state, a slice's
+// devices in use) was built for: the pool's poolUse stamp, which names those devices in every state,
+// and the state (ID and revision) it was last found to hold in, which a call compares first.
+type useMark struct{ stateID, rev, stamp uint64 }
+
+// holdsIn reports whether the value was last found to hold in st as it is now.
+func (m useMark) holdsIn(st *state) bool { return m.stateID == st.id && m.rev == st.rev }
+
+// markIn is the mark of a value for the pool prepared in st.
+func markIn(st *state, pool PoolID) useMark {
+	return useMark{stateID: st.id, rev: st.rev, stamp: st.poolUse[pool]}
+}
+
 // applyUsage adds (sign 1) or removes (sign -1) a claim's usage.
 func (st *state) applyUsage(usage []deviceUsage, sign int) {
 	if len(usage) > 0 {
