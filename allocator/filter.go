@@ -74,7 +74,7 @@ func (a *allocation) selectorsMatch(r *request, d *deviceEntry, class bool) (boo
 			if class {
 				err = r.classErr[i]
 			} else {
-				s, err = a.s.env.Compile(sel.CEL.Expression)
+				s, err = a.recent.compile(a.s.env, sel.CEL.Expression)
 				compiled[i] = s
 			}
 			if err != nil {

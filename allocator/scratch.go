@@ -24,6 +24,40 @@ type scratch struct {
 	byPool   []poolCandidates
 	textBuf  []byte
 	spans    []classSpan
+	recent   recentSelectors
+}
+
+// recentSelectors remembers the request selectors this scratch compiled last. A filter pass asks
+// every node with the same claims, and comparing an expression with one remembered here (the string's
+// pointer first, its bytes only when it was copied) is cheaper than the environment's cache, a
+// concurrent map keyed by an interface. It keeps the expressions' strings and the environments they
+// were compiled in, never a claim, until the scratch is dropped from the pool.
+type recentSelectors struct {
+	entries [4]recentSelector
+	next    int
+}
+
+type recentSelector struct {
+	env        *celenv.Env
+	expression string
+	sel        *celenv.Selector
+}
+
+// compile is env.Compile of the expression, from the remembered ones when it is one of them. A failed
+// compilation is not remembered: its error is reported once per call, as before.
+func (r *recentSelectors) compile(env *celenv.Env, expression string) (*celenv.Selector, error) {
+	for i := range r.entries {
+		if e := &r.entries[i]; e.env == env && e.expression == expression && e.sel != nil {
+			return e.sel, nil
+		}
+	}
+	s, err := env.Compile(expression)
+	if err != nil {
+		return nil, err
+	}
+	r.entries[r.next] = recentSelector{env: env, expression: expression, sel: s}
+	r.next = (r.next + 1) % len(r.entries)
+	return s, nil
 }
 
 // classSpan is where the configuration of one class lies in a result's config list.
