@@ -245,7 +245,7 @@ func (c *NodeClasses) key(node *v1.Node) ([]byte, *nodeKey, bool) {
 	}
 	var e *nodeKey
 	if cacheable {
-		g, byNode := gatherKey(st, c.s.f, node)
+		g, byNode := gatherKey(st, c.s.f, st.nodeSlices[node.Name])
 		e = &nodeKey{state: st.id, rev: st.rev, local: g.local, shared: g.shared, counters: g.counters, byNode: byNode}
 		if byNode {
 			e.labels = maps.Clone(node.Labels)

@@ -85,7 +85,7 @@ func (k *nodeKey) holds(st *state, f Features, node *v1.Node) bool {
 	if k.state == st.id && k.rev == st.rev {
 		return true
 	}
-	g, byNode := gatherKey(st, f, node)
+	g, byNode := gatherKey(st, f, st.nodeSlices[node.Name])
 	if g.local != k.local || g.shared != k.shared || g.counters != k.counters || byNode != k.byNode {
 		return false
 	}

@@ -52,8 +52,8 @@ func (a *allocation) gatherPools(node *v1.Node) ([]*pool, error) {
 // gatherKey is what the pools gathered for the node depend on in the state, but for the node itself:
 // its slices, the shared ones and, in the stable implementation, those with shared counters. byNode:
 // slices that select nodes make the answer depend on the node's name and labels as well.
-func gatherKey(st *state, f Features, node *v1.Node) (key gathered, byNode bool) {
-	key = gathered{local: listID(st.nodeSlices[node.Name]), shared: listID(st.sharedSlices), f: f}
+func gatherKey(st *state, f Features, local []*sliceEntry) (key gathered, byNode bool) {
+	key = gathered{local: listID(local), shared: listID(st.sharedSlices), f: f}
 	if f.Implementation() == implStable && len(st.counterPools) > 0 {
 		key.counters = st.counterRev
 	}
@@ -68,7 +68,7 @@ func (a *allocation) gatherPoolsOf(node *v1.Node) ([]*pool, bool, error) {
 	local := st.nodeSlices[node.Name]
 	// Slices that select nodes make the answer depend on the node: on its name and its labels, which
 	// the caller may change in the object it passes again, so they are compared by value.
-	key, byNode := gatherKey(st, f, node)
+	key, byNode := gatherKey(st, f, local)
 	var slot *nodeSlot
 	if len(local) > 0 {
 		slot = &local[0].caches.node
