@@ -73,38 +73,31 @@ type poolCandidates struct {
 	slices []*sliceEntry
 }
 
-func getAllocation() *allocation {
-	a := allocations.Get().(*allocation)
-	a.steps = 0
-	a.short = shortfall{}
-	a.indep = a.indep[:0]
-	a.symmetry = 0
-	clear(a.matches)
-	clear(a.derived)
-	a.taken.reset()
-	clear(a.shares)
-	clear(a.ledgers)
-	clear(a.counters)
-	a.resetTallies()
-	a.reqBuf = a.reqBuf[:0]
-	a.selBuf = a.selBuf[:0]
-	a.entryBuf = a.entryBuf[:0]
-	return a
-}
+// getAllocation returns working state from the pool, as putAllocation left it (or new).
+func getAllocation() *allocation { return allocations.Get().(*allocation) }
 
-// putAllocation returns the state to the pool, dropping what points into the caller's objects and the
-// snapshot so that they can be collected.
+// putAllocation returns the state to the pool in the state the next call starts from: what points into
+// the caller's objects and the snapshot is dropped, so that they can be collected, and what a call
+// counts or fills is emptied (a map only when something is in it: clearing an empty map is not free).
 func putAllocation(a *allocation) {
 	a.ctx, a.s, a.st, a.node, a.claims, a.pools = nil, nil, nil, nil, nil, nil
+	a.steps, a.symmetry = 0, 0
 	a.short = shortfall{}
+	a.indep = a.indep[:0]
 	for i := range a.perClaim {
 		a.perClaim[i].claim = nil
 	}
+	clearMap(a.matches)
+	clearMap(a.derived)
+	clearMap(a.shares)
+	clearMap(a.ledgers)
+	clearMap(a.counters)
 	clear(a.reqBuf)
 	clear(a.selBuf)
 	clear(a.poolBuf)
 	clear(a.entryBuf)
 	clear(a.byPool)
+	a.reqBuf, a.selBuf, a.entryBuf = a.reqBuf[:0], a.selBuf[:0], a.entryBuf[:0]
 	a.taken.reset()
 	a.resetTallies()
 	a.bounds.reset()
@@ -114,6 +107,13 @@ func putAllocation(a *allocation) {
 		clear(a.sides[i].counters)
 	}
 	allocations.Put(a)
+}
+
+// clearMap empties m when it holds anything.
+func clearMap[M ~map[K]V, K comparable, V any](m M) {
+	if len(m) > 0 {
+		clear(m)
+	}
 }
 
 // grow returns s with length n, reusing its array when it is large enough. Elements keep their old
