@@ -66,12 +66,14 @@ func CountersFromScratch(s *Snapshot, node *v1.Node) (string, error) {
 			if !b.layout.dense {
 				continue
 			}
-			for k, i := range b.layout.counters {
-				q, ok := ref.Remaining(k[0], k[1])
-				if v, exact := q.AsInt64(); !ok || !exact || v != b.state.remaining[i] {
-					diff = fmt.Sprintf("pool %s, counter %v: prepared %d left, recomputed %s", p.id, k, b.state.remaining[i], q.String())
-					return false, nil
+			b.layout.eachCounter(func(set, name string, i int32) {
+				q, ok := ref.Remaining(set, name)
+				if v, exact := q.AsInt64(); diff == "" && (!ok || !exact || v != b.state.remaining[i]) {
+					diff = fmt.Sprintf("pool %s, counter %s/%s: prepared %d left, recomputed %s", p.id, set, name, b.state.remaining[i], q.String())
 				}
+			})
+			if diff != "" {
+				return false, nil
 			}
 		}
 		return true, nil

@@ -30,8 +30,8 @@ type counterLayout struct {
 	capacity []int64
 	nsets    int // counter sets: the defined ones and those devices name
 	npairs   int // (counter set, compatibility group) pairs
-	// counters numbers the counters by (set, counter) name.
-	counters map[[2]string]int32
+	// sets numbers the counter sets by name and, within each, the counters the pool defines.
+	sets map[string]*setLayout
 	// devs maps a device of the pool (node slices and others) to its compiled consumption.
 	devs map[*deviceEntry]*devCounters
 }
@@ -40,6 +40,32 @@ type counterLayout struct {
 type devCounters struct {
 	amounts []counterAmount // counters the pool defines, in the order listed
 	sets    []setDraw       // one per consumesCounters entry, in order
+}
+
+// setLayout is one counter set of a layout: its number and its defined counters' indices by name
+// (none for a set that devices name and the pool does not define).
+type setLayout struct {
+	idx      int32
+	counters map[string]int32
+}
+
+// eachCounter calls fn with every defined counter's set, name and index.
+func (l *counterLayout) eachCounter(fn func(set, name string, i int32)) {
+	for set, sl := range l.sets {
+		for name, i := range sl.counters {
+			fn(set, name, i)
+		}
+	}
+}
+
+// counter is the index of a defined counter.
+func (l *counterLayout) counter(set, name string) (int32, bool) {
+	sl := l.sets[set]
+	if sl == nil {
+		return 0, false
+	}
+	i, ok := sl.counters[name]
+	return i, ok
 }
 
 type counterAmount struct {
@@ -99,20 +125,39 @@ func newCounterLayout(p *pool) *counterLayout {
 
 // compileCounters numbers the counters of sets and compiles each consumption list; the layout is dense
 // when every quantity is an exact int64 that passes capacity.ValidateQuantity and no sum can overflow.
+// The compiled lists lie in a few blocks sized by a first count, rather than several allocations per
+// device: a DGX node in dynamic MIG has over two hundred devices drawing on its counters.
 func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceCounterConsumption) (*counterLayout, []*devCounters) {
-	l := &counterLayout{counters: map[[2]string]int32{}}
-	counterIdx := l.counters
-	setIdx := map[string]int32{}
-	pairIdx := map[[2]string]int32{}
-	internSet := func(k string) int32 {
-		i, ok := setIdx[k]
-		if !ok {
-			i = int32(l.nsets)
-			setIdx[k] = i
+	nCounters := 0
+	for _, s := range sets {
+		nCounters += len(s.Counters)
+	}
+	nDraws, nAmounts, nGroups := 0, 0, 0
+	for _, list := range cons {
+		nDraws += len(list)
+		for _, c := range list {
+			nAmounts += len(c.Counters)
+			nGroups += len(c.CompatibilityGroups)
+		}
+	}
+	l := &counterLayout{sets: make(map[string]*setLayout, len(sets)), capacity: make([]int64, 0, nCounters)}
+	setBlock := make([]setLayout, 0, len(sets))
+	internSet := func(name string) *setLayout {
+		sl := l.sets[name]
+		if sl == nil {
+			if len(setBlock) < cap(setBlock) {
+				setBlock = setBlock[:len(setBlock)+1]
+				sl = &setBlock[len(setBlock)-1]
+			} else {
+				sl = new(setLayout)
+			}
+			sl.idx = int32(l.nsets)
+			l.sets[name] = sl
 			l.nsets++
 		}
-		return i
+		return sl
 	}
+	var pairIdx map[[2]string]int32
 	// Magnitudes of every amount that could be summed: when their total fits, no sum overflows.
 	var total uint64
 	exact := func(q resource.Quantity) (int64, bool) {
@@ -135,40 +180,60 @@ func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceC
 	}
 	dense := true
 	for _, s := range sets {
-		internSet(s.Name)
+		sl := internSet(s.Name)
 		for name, c := range s.Counters {
 			v, ok := exact(c.Value)
 			if !ok {
 				dense = false
 				continue
 			}
-			k := [2]string{s.Name, name}
-			i, seen := counterIdx[k]
+			if sl.counters == nil {
+				sl.counters = make(map[string]int32, len(s.Counters))
+			}
+			i, seen := sl.counters[name]
 			if !seen {
 				i = int32(len(l.capacity))
-				counterIdx[k] = i
+				sl.counters[name] = i
 				l.capacity = append(l.capacity, 0)
 			}
 			l.capacity[i] = v
 		}
 	}
 	compiled := make([]*devCounters, len(cons))
+	dcs := make([]devCounters, len(cons))
+	draws := make([]setDraw, nDraws)
+	amounts := make([]counterAmount, 0, nAmounts)
+	groups := make([]int32, 0, 2*nGroups)
 	for di, list := range cons {
-		dc := &devCounters{sets: make([]setDraw, len(list))}
+		dc := &dcs[di]
+		dc.sets, draws = draws[:len(list):len(list)], draws[len(list):]
+		first := len(amounts)
 		for i, c := range list {
-			sd := setDraw{set: internSet(c.CounterSet)}
-			for _, g := range c.CompatibilityGroups {
-				k := [2]string{c.CounterSet, g}
-				pi, ok := pairIdx[k]
-				if !ok {
-					pi = int32(l.npairs)
-					pairIdx[k] = pi
-					l.npairs++
+			sl := internSet(c.CounterSet)
+			sd := setDraw{set: sl.idx}
+			if n := len(c.CompatibilityGroups); n > 0 {
+				if pairIdx == nil {
+					pairIdx = map[[2]string]int32{}
 				}
-				sd.groups = append(sd.groups, pi)
-				if !containsInt32(sd.uniq, pi) {
-					sd.uniq = append(sd.uniq, pi)
+				at := len(groups)
+				for _, g := range c.CompatibilityGroups {
+					k := [2]string{c.CounterSet, g}
+					pi, ok := pairIdx[k]
+					if !ok {
+						pi = int32(l.npairs)
+						pairIdx[k] = pi
+						l.npairs++
+					}
+					groups = append(groups, pi)
 				}
+				sd.groups = groups[at : at+n : at+n]
+				at = len(groups)
+				for _, pi := range sd.groups {
+					if !containsInt32(groups[at:], pi) {
+						groups = append(groups, pi)
+					}
+				}
+				sd.uniq = groups[at:len(groups):len(groups)]
 			}
 			dc.sets[i] = sd
 			for name, v := range c.Counters {
@@ -177,10 +242,13 @@ func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceC
 					dense = false
 					continue
 				}
-				if ci, ok := counterIdx[[2]string{c.CounterSet, name}]; ok {
-					dc.amounts = append(dc.amounts, counterAmount{idx: ci, v: amount})
+				if ci, ok := sl.counters[name]; ok {
+					amounts = append(amounts, counterAmount{idx: ci, v: amount})
 				}
 			}
+		}
+		if len(amounts) > first {
+			dc.amounts = amounts[first:len(amounts):len(amounts)]
 		}
 		compiled[di] = dc
 	}
@@ -330,7 +398,7 @@ func (t *tally) remaining(set, name string) (float64, bool) {
 		q, ok := t.slow.Remaining(set, name)
 		return q.AsApproximateFloat64(), ok
 	}
-	i, ok := t.lay.counters[[2]string{set, name}]
+	i, ok := t.lay.counter(set, name)
 	if !ok {
 		return 0, false
 	}

@@ -59,13 +59,13 @@ func TestTallyMatchesCounters(t *testing.T) {
 					t.Fatalf("%s: device %d fits %v, capacity.Counters says %v", when, i, got, want)
 				}
 			}
-			for k, i := range l.counters {
-				q, ok := ref.Remaining(k[0], k[1])
+			l.eachCounter(func(set, name string, i int32) {
+				q, ok := ref.Remaining(set, name)
 				v, exact := q.AsInt64()
 				if !ok || !exact || v != st.remaining[i] {
-					t.Fatalf("%s: counter %v: %d left, capacity.Counters says %v (%v)", when, k, st.remaining[i], q.String(), ok)
+					t.Fatalf("%s: counter %s/%s: %d left, capacity.Counters says %v (%v)", when, set, name, st.remaining[i], q.String(), ok)
 				}
-			}
+			})
 		}
 		check("empty")
 		var added []int
