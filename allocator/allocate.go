@@ -156,6 +156,9 @@ type allocation struct {
 	ledgers  map[DeviceID]*capacity.Ledger
 	counters map[*pool]*capacity.Counters // the explanation's, from the allocated state only
 	tallies  []*tally                     // the search's running counters, one per pool drawn on
+	// readVerdicts are a NodeClasses' selector verdicts by what the selectors read of a device (see
+	// deviceVerdicts).
+	readVerdicts map[string]string
 }
 
 // claimState is what the search knows about one claim.

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -11,6 +12,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/dralloc/dralloc/celenv"
 )
 
 // NodeClasses sorts nodes into classes that one set of claims cannot tell apart, so that a filter over a
@@ -405,6 +408,105 @@ type classSig struct {
 	// fleet is what calls under this signature found of nodes (see fleetCache); guarded by
 	// classCache.mu.
 	fleet *fleetCache
+	// reads are what the selectors of the call read of a device, when readsKnown: every selector reads
+	// attributes and capacities only by constant names (celenv.Selector.Reads). A device's verdicts
+	// then follow from those values, its driver, allowMultipleAllocations and binding conditions, so
+	// that poolKey evaluates the selectors once per distinct such device rather than on every device.
+	// The snapshot holds validated slices only, which the analysis needs.
+	reads      []valueRead
+	readsKnown bool
+}
+
+// valueRead is one attribute or capacity the call's selectors read: its qualified name, and the name
+// without a domain that a driver of that domain may publish it under.
+type valueRead struct {
+	capacity  bool
+	domain    string
+	qualified resourceapi.QualifiedName
+	bare      resourceapi.QualifiedName
+}
+
+// selectorReads collects what the selectors of the call's requests read, false when one of them reads
+// in a way Reads does not follow or does not compile.
+func (a *allocation) selectorReads() ([]valueRead, bool) {
+	var attrs, caps []celenv.Ref
+	add := func(s *celenv.Selector) bool {
+		r, ok := s.Reads()
+		attrs, caps = append(attrs, r.Attributes...), append(caps, r.Capacity...)
+		return ok
+	}
+	for ci := range a.perClaim {
+		for si := range a.perClaim[ci].slots {
+			for _, r := range a.perClaim[ci].slots[si].alts {
+				for i := range r.class.Spec.Selectors {
+					if r.classSel[i] == nil || !add(r.classSel[i]) {
+						return nil, false
+					}
+				}
+				for _, sel := range r.selectors {
+					if sel.CEL == nil {
+						return nil, false
+					}
+					s, err := a.recent.compile(a.s.env, sel.CEL.Expression)
+					if err != nil || !add(s) {
+						return nil, false
+					}
+				}
+			}
+		}
+	}
+	var reads []valueRead
+	for _, list := range []struct {
+		capacity bool
+		refs     []celenv.Ref
+	}{{false, attrs}, {true, caps}} {
+		slices.SortFunc(list.refs, func(x, y celenv.Ref) int {
+			return cmp.Or(cmp.Compare(x.Domain, y.Domain), cmp.Compare(x.Name, y.Name))
+		})
+		for _, r := range slices.Compact(list.refs) {
+			reads = append(reads, valueRead{capacity: list.capacity, domain: r.Domain, qualified: resourceapi.QualifiedName(r.Domain + "/" + r.Name), bare: resourceapi.QualifiedName(r.Name)})
+		}
+	}
+	return reads, true
+}
+
+// readKey appends to b what the call's selectors read of d (see classSig.reads): its driver, flags and
+// the values read, each present or not, under both names a driver may publish it under.
+func readKey(b []byte, reads []valueRead, d *deviceEntry) ([]byte, bool) {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(d.id.Driver)))
+	b = append(b, d.id.Driver...)
+	b = append(b, boolByte(d.multi), boolByte(d.binding))
+	for _, r := range reads {
+		for _, name := range [2]resourceapi.QualifiedName{r.qualified, r.bare} {
+			var v any
+			ok := false
+			if r.capacity {
+				v, ok = d.api.Capacity[name]
+			} else {
+				v, ok = d.api.Attributes[name]
+			}
+			b = append(b, boolByte(ok))
+			if ok {
+				j, err := json.Marshal(v)
+				if err != nil {
+					return b, false
+				}
+				b = binary.LittleEndian.AppendUint32(b, uint32(len(j)))
+				b = append(b, j...)
+			}
+			if r.domain != d.id.Driver {
+				break // a name without a domain is the driver's
+			}
+		}
+	}
+	return b, true
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // classCache keeps the signatures of the last few calls and the pool classes found under each, and the
@@ -505,6 +607,7 @@ func (s *Snapshot) classSigFor(a *allocation) *classSig {
 		}
 	}
 	sig.pools, sig.keys = map[*pool]poolClass{}, map[string]uint32{}
+	sig.reads, sig.readsKnown = a.selectorReads()
 	if len(cache.sigs) < maxSigs {
 		cache.sigs = append(cache.sigs, nil)
 	}
@@ -562,6 +665,44 @@ type sigClass struct {
 	pc  poolClass
 }
 
+// deviceVerdicts are the selector verdicts of every request of the call on d, one byte each. Where the
+// selectors' reads are known, devices that agree on what they read share them (a.readVerdicts): on a
+// fleet of one GPU model the selectors run once, not on every device. false: a selector failed.
+func (a *allocation) deviceVerdicts(sig *classSig, d *deviceEntry) (string, bool) {
+	var key []byte
+	if sig.readsKnown && !d.perDevice {
+		var ok bool
+		key, ok = readKey(a.readBuf[:0], sig.reads, d)
+		a.readBuf = key[:0]
+		if ok {
+			if v, found := a.readVerdicts[string(key)]; found {
+				return v, true
+			}
+		} else {
+			key = nil
+		}
+	}
+	var v []byte
+	for ci := range a.perClaim {
+		for si := range a.perClaim[ci].slots {
+			for _, r := range a.perClaim[ci].slots[si].alts {
+				ok, err := a.selectable(r, d)
+				if err != nil {
+					return "", false
+				}
+				v = append(v, boolByte(ok))
+			}
+		}
+	}
+	if key != nil {
+		if a.readVerdicts == nil {
+			a.readVerdicts = map[string]string{}
+		}
+		a.readVerdicts[string(key)] = string(v)
+	}
+	return string(v), true
+}
+
 // poolKey is the content of a node-local pool as the call's checks read it, names left out: the pool's
 // state (incomplete, invalid, binding conditions), its counter sets, and per slice and device the
 // published content but for names and attributes, the effective taints, the selector verdicts of every
@@ -592,17 +733,11 @@ func (a *allocation) poolKey(sig *classSig, p *pool) (string, bool) {
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(content)))
 		b = append(b, content...)
 		for _, d := range e.devices() {
-			for ci := range a.perClaim {
-				for si := range a.perClaim[ci].slots {
-					for _, r := range a.perClaim[ci].slots[si].alts {
-						ok, err := a.selectable(r, d)
-						if err != nil {
-							return "", false
-						}
-						flag(ok)
-					}
-				}
+			verdicts, ok := a.deviceVerdicts(sig, d)
+			if !ok {
+				return "", false
 			}
+			b = append(b, verdicts...)
 			for _, name := range sig.attrs {
 				attr, ok := staticAttribute(d, name)
 				flag(ok)

@@ -23,6 +23,7 @@ type scratch struct {
 	entryBuf []*sliceEntry
 	byPool   []poolCandidates
 	textBuf  []byte
+	readBuf  []byte // deviceVerdicts' key
 	spans    []classSpan
 	recent   recentSelectors
 }
@@ -92,6 +93,7 @@ func putAllocation(a *allocation) {
 	clearMap(a.shares)
 	clearMap(a.ledgers)
 	clearMap(a.counters)
+	clearMap(a.readVerdicts)
 	clear(a.reqBuf)
 	clear(a.selBuf)
 	clear(a.poolBuf)

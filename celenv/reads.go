@@ -1,30 +1,41 @@
 package celenv
 
 import (
+	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 )
 
-// AttributeRef is one attribute an expression reads: device.attributes[Domain].Name.
-type AttributeRef struct {
+// Ref names one attribute or capacity a selector reads: device.attributes[Domain].Name or
+// device.capacity[Domain].Name.
+type Ref struct {
 	Domain, Name string
 }
 
-// AttributeReads returns the attributes the selector can read, sorted by domain and name, when it
-// reads device.attributes only through a constant domain and a constant name:
-// device.attributes["d"].n, device.attributes["d"]["n"], their optional forms (.?n, [?"n"]) and
-// has(device.attributes["d"].n). Its result then depends on those attributes, the device's capacity,
-// its driver and allowMultipleAllocations, and nothing else: two devices that agree on these get the
-// same verdict (and the same kind of error). ok is false when the expression reads attributes any
+// Reads is what a selector can read of a device, besides its driver and allowMultipleAllocations:
+// attributes and capacities, each sorted by domain and name.
+type Reads struct {
+	Attributes, Capacity []Ref
+}
+
+// Reads returns what the selector can read of a device, when it reads device.attributes and
+// device.capacity only through a constant domain and a constant name: device.attributes["d"].n,
+// device.attributes["d"]["n"], their optional forms (.?n, [?"n"]) and has(device.attributes["d"].n),
+// and the same for capacity. Its result then depends on those values, the device's driver and
+// allowMultipleAllocations, and nothing else: two devices that agree on these get the same verdict
+// (and the same kind of error), provided both are valid as the API server validates devices — an
+// attribute NewDevice cannot convert fails every evaluation, and a device beyond the API's limits is
+// evaluated with cost tracking. ok is false when the expression reads attributes or capacity any
 // other way — a domain map as a whole, a computed domain or name, a domain map bound to a variable,
-// a variable that shadows device —, and then any attribute may matter.
+// a variable that shadows device —, and then any of them may matter.
 //
 // As in Kubernetes, a name without a domain belongs to the driver's domain: a read of
 // device.attributes["gpu.nvidia.com"].memory is a read of "memory" as well for driver
 // gpu.nvidia.com.
-func (s *Selector) AttributeReads() (reads []AttributeRef, ok bool) {
+func (s *Selector) Reads() (reads Reads, ok bool) {
 	root := ast.NavigateAST(s.program.ast.NativeRep())
 	ok = true
 	var visit func(e ast.NavigableExpr)
@@ -41,13 +52,15 @@ func (s *Selector) AttributeReads() (reads []AttributeRef, ok bool) {
 			}
 		case ast.IdentKind:
 			if e.AsIdent() == deviceVar {
-				r, known, fine := deviceUse(e)
-				if !fine {
+				r, capacity, known, fine := deviceUse(e)
+				switch {
+				case !fine:
 					ok = false
 					return
-				}
-				if known {
-					reads = append(reads, r)
+				case known && capacity:
+					reads.Capacity = append(reads.Capacity, r)
+				case known:
+					reads.Attributes = append(reads.Attributes, r)
 				}
 			}
 		}
@@ -57,63 +70,57 @@ func (s *Selector) AttributeReads() (reads []AttributeRef, ok bool) {
 	}
 	visit(root)
 	if !ok {
-		return nil, false
+		return Reads{}, false
 	}
-	slices.SortFunc(reads, func(a, b AttributeRef) int {
-		if a.Domain != b.Domain {
-			if a.Domain < b.Domain {
-				return -1
-			}
-			return 1
-		}
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
-	return slices.Compact(reads), true
+	return Reads{Attributes: sortedRefs(reads.Attributes), Capacity: sortedRefs(reads.Capacity)}, true
 }
 
-// deviceUse classifies one use of the device variable: an attribute read by constant domain and name
-// (known), a use that reads no attribute (driver, allowMultipleAllocations, capacity: fine, not
-// known), or anything else (not fine).
-func deviceUse(e ast.NavigableExpr) (r AttributeRef, known, fine bool) {
+func sortedRefs(refs []Ref) []Ref {
+	slices.SortFunc(refs, func(a, b Ref) int {
+		return cmp.Or(strings.Compare(a.Domain, b.Domain), strings.Compare(a.Name, b.Name))
+	})
+	return slices.Compact(refs)
+}
+
+// deviceUse classifies one use of the device variable: a read of an attribute or a capacity by
+// constant domain and name (known), a use that reads neither (driver, allowMultipleAllocations: fine,
+// not known), or anything else (not fine).
+func deviceUse(e ast.NavigableExpr) (r Ref, capacity, known, fine bool) {
 	field, ok := e.Parent()
 	if !ok || field.Kind() != ast.SelectKind || field.AsSelect().IsTestOnly() {
-		return r, false, false
+		return r, false, false, false
 	}
 	switch field.AsSelect().FieldName() {
-	case driverVar, multiAllocVar, capacityVar:
-		return r, false, true
+	case driverVar, multiAllocVar:
+		return r, false, false, true
 	case attributesVar:
+	case capacityVar:
+		capacity = true
 	default:
-		return r, false, false
+		return r, false, false, false
 	}
 	domainMap, ok := field.Parent()
 	if !ok {
-		return r, false, false
+		return r, false, false, false
 	}
 	domain, ok := constantIndex(domainMap, field)
 	if !ok {
-		return r, false, false
+		return r, false, false, false
 	}
 	use, ok := domainMap.Parent()
 	if !ok {
-		return r, false, false
+		return r, false, false, false
 	}
 	switch use.Kind() {
 	case ast.SelectKind:
 		// device.attributes["d"].n, or has(device.attributes["d"].n).
-		return AttributeRef{Domain: domain, Name: use.AsSelect().FieldName()}, true, true
+		return Ref{Domain: domain, Name: use.AsSelect().FieldName()}, capacity, true, true
 	case ast.CallKind:
 		if name, ok := constantIndex(use, domainMap); ok {
-			return AttributeRef{Domain: domain, Name: name}, true, true
+			return Ref{Domain: domain, Name: name}, capacity, true, true
 		}
 	}
-	return r, false, false
+	return r, false, false, false
 }
 
 // constantIndex: e indexes operand by a string literal (operand[k], operand[?k], operand.?k), which it
