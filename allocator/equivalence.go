@@ -478,21 +478,21 @@ func readKey(b []byte, reads []valueRead, d *deviceEntry) ([]byte, bool) {
 	b = append(b, boolByte(d.multi), boolByte(d.binding))
 	for _, r := range reads {
 		for _, name := range [2]resourceapi.QualifiedName{r.qualified, r.bare} {
-			var v any
-			ok := false
 			if r.capacity {
-				v, ok = d.api.Capacity[name]
-			} else {
-				v, ok = d.api.Attributes[name]
-			}
-			b = append(b, boolByte(ok))
-			if ok {
-				j, err := json.Marshal(v)
-				if err != nil {
-					return b, false
+				c, found := d.api.Capacity[name]
+				b = append(b, boolByte(found))
+				if found {
+					var ok bool
+					if b, ok = appendCapacity(b, &c); !ok {
+						return b, false
+					}
 				}
-				b = binary.LittleEndian.AppendUint32(b, uint32(len(j)))
-				b = append(b, j...)
+			} else {
+				a, found := d.api.Attributes[name]
+				b = append(b, boolByte(found))
+				if found {
+					b = appendAttribute(b, &a)
+				}
 			}
 			if r.domain != d.id.Driver {
 				break // a name without a domain is the driver's
@@ -516,53 +516,60 @@ type classCache struct {
 	sigs []*classSig
 
 	contentMu sync.Mutex
-	contents  map[*sliceEntry]string
+	contents  map[*sliceEntry]uint64 // the id of each entry's content
+	// contentIDs numbers the distinct contents; ids are never given twice (lastContent), so that pool
+	// keys, which name contents by id, stay apart when the maps are dropped.
+	contentIDs  map[string]uint64
+	lastContent uint64
 }
 
-// content is a slice entry as every check reads it, whatever the call, names and attributes left out:
-// the spec but for nodeName, pool name and devices, then per device the published device but for its
-// name and attributes, and its effective taints. Attributes are what selectors and constraints read;
-// poolKey adds their verdicts and the constraints' attributes. Slices with equal content and verdicts
-// differ in nothing a check reads.
-func (c *classCache) content(e *sliceEntry) (string, bool) {
+// content is the id of a slice entry's content: the entry as every check reads it, whatever the call,
+// names and attributes left out: the spec but for nodeName, pool name and devices, then per device the
+// published device but for its name and attributes, and its effective taints. Attributes are what
+// selectors and constraints read; poolKey adds their verdicts and the constraints' attributes. Slices
+// with equal content and verdicts differ in nothing a check reads. Equal ids are equal contents;
+// equal contents share an id while the cache keeps them.
+func (c *classCache) content(e *sliceEntry) (uint64, bool) {
 	c.contentMu.Lock()
-	v, ok := c.contents[e]
+	id, ok := c.contents[e]
 	c.contentMu.Unlock()
 	if ok {
-		return v, true
+		return id, true
 	}
-	var b []byte
+	w := contentScratches.Get().(*contentScratch)
+	defer contentScratches.Put(w)
+	w.b = w.b[:0]
 	enc := func(v any) bool {
-		j, err := json.Marshal(v)
-		if err != nil {
-			return false
-		}
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(j)))
-		b = append(b, j...)
-		return true
+		var ok bool
+		w.b, ok = appendJSON(w.b, v)
+		return ok
 	}
 	spec := e.obj.Spec
 	spec.NodeName, spec.Pool.Name, spec.Devices = nil, "", nil
 	if !enc(spec) {
-		return "", false
+		return 0, false
 	}
 	devs := e.devices()
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(devs)))
+	w.b = binary.LittleEndian.AppendUint32(w.b, uint32(len(devs)))
 	for _, d := range devs {
-		dev := *d.api
-		dev.Name, dev.Attributes = "", nil
-		if !enc(dev) || !enc(d.taints) {
-			return "", false
+		if !w.appendDeviceContent(d.api) || !enc(d.taints) {
+			return 0, false
 		}
 	}
-	v = string(b)
+	b := w.b
 	c.contentMu.Lock()
 	defer c.contentMu.Unlock()
 	if c.contents == nil || len(c.contents) > 1<<16 {
-		c.contents = map[*sliceEntry]string{}
+		c.contents, c.contentIDs = map[*sliceEntry]uint64{}, map[string]uint64{}
 	}
-	c.contents[e] = v
-	return v, true
+	id, ok = c.contentIDs[string(b)]
+	if !ok {
+		c.lastContent++
+		id = c.lastContent
+		c.contentIDs[string(b)] = id
+	}
+	c.contents[e] = id
+	return id, true
 }
 
 // maxSigs is how many call signatures the cache keeps: a placement loop over a few kinds of pods meets
@@ -730,8 +737,7 @@ func (a *allocation) poolKey(sig *classSig, p *pool) (string, bool) {
 		if !ok {
 			return "", false
 		}
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(content)))
-		b = append(b, content...)
+		b = binary.LittleEndian.AppendUint64(b, content)
 		for _, d := range e.devices() {
 			verdicts, ok := a.deviceVerdicts(sig, d)
 			if !ok {

@@ -1,0 +1,169 @@
+package allocator
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"slices"
+	"sync"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// The content of a device as node classes compare it (classCache.content): everything but its name
+// and attributes. Capacities and counter consumption, which partitionable devices publish by the
+// dozen, are written field by field, maps in key order; the rest of the device goes through JSON,
+// which also covers any field a later API adds (an added field of the two written by hand fails
+// TestDeviceContentKnowsTheFields).
+
+// contentScratch is the working memory of writing contents: the bytes and a key buffer for sorting
+// a map's keys, reused across slices.
+type contentScratch struct {
+	b    []byte
+	keys []string
+}
+
+var contentScratches = sync.Pool{New: func() any { return new(contentScratch) }}
+
+// sortedKeys returns m's keys in order, in the scratch's key buffer (valid until the next call).
+func (c *contentScratch) sortedKeys(m map[string]resourceapi.Counter) []string {
+	c.keys = c.keys[:0]
+	for k := range m {
+		c.keys = append(c.keys, k)
+	}
+	slices.Sort(c.keys)
+	return c.keys
+}
+
+// sortedNames is sortedKeys for a capacity map.
+func (c *contentScratch) sortedNames(m map[resourceapi.QualifiedName]resourceapi.DeviceCapacity) []string {
+	c.keys = c.keys[:0]
+	for k := range m {
+		c.keys = append(c.keys, string(k))
+	}
+	slices.Sort(c.keys)
+	return c.keys
+}
+
+// appendDeviceContent appends d's content to c.b; false when a value cannot be written.
+func (c *contentScratch) appendDeviceContent(d *resourceapi.Device) bool {
+	var ok bool
+	c.b, ok = appendDeviceContent(c.b, d, c)
+	return ok
+}
+
+// appendDeviceContent appends d's content; false when a value cannot be written.
+func appendDeviceContent(b []byte, d *resourceapi.Device, c *contentScratch) ([]byte, bool) {
+	rest := *d
+	rest.Name, rest.Attributes, rest.Capacity, rest.ConsumesCounters = "", nil, nil, nil
+	b, ok := appendJSON(b, rest)
+	if !ok {
+		return b, false
+	}
+	b = appendLen(b, len(d.Capacity), d.Capacity == nil)
+	for _, name := range c.sortedNames(d.Capacity) {
+		dc := d.Capacity[resourceapi.QualifiedName(name)]
+		b = appendString(b, name)
+		if b, ok = appendCapacity(b, &dc); !ok {
+			return b, false
+		}
+	}
+	b = appendLen(b, len(d.ConsumesCounters), d.ConsumesCounters == nil)
+	for i := range d.ConsumesCounters {
+		cc := &d.ConsumesCounters[i]
+		b = appendString(b, cc.CounterSet)
+		b = appendLen(b, len(cc.Counters), cc.Counters == nil)
+		for _, name := range c.sortedKeys(cc.Counters) {
+			b = appendString(b, name)
+			if b, ok = appendQuantity(b, cc.Counters[name].Value); !ok {
+				return b, false
+			}
+		}
+		b = appendLen(b, len(cc.CompatibilityGroups), cc.CompatibilityGroups == nil)
+		for _, g := range cc.CompatibilityGroups {
+			b = appendString(b, g)
+		}
+	}
+	return b, true
+}
+
+// appendQuantity writes q so that two quantities are written alike exactly when they print alike:
+// its format and, when it is an int64, that value (String canonicalizes both), else its JSON. q is
+// read, never modified (String would cache its text in it).
+func appendQuantity(b []byte, q resource.Quantity) ([]byte, bool) {
+	b = appendString(b, string(q.Format))
+	if v, ok := q.AsInt64(); ok {
+		b = append(b, 0)
+		return binary.LittleEndian.AppendUint64(b, uint64(v)), true
+	}
+	b = append(b, 1)
+	return appendJSON(b, q)
+}
+
+func appendJSON(b []byte, v any) ([]byte, bool) {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return b, false
+	}
+	return appendString(b, string(j)), true
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
+	return append(b, s...)
+}
+
+// appendLen writes a collection's length, and whether it is nil (nil and empty are copied as they
+// are, so they are told apart).
+func appendLen(b []byte, n int, isNil bool) []byte {
+	b = append(b, boolByte(isNil))
+	return binary.LittleEndian.AppendUint32(b, uint32(n))
+}
+
+// appendAttribute writes an attribute's value: each of its fields, present or not, in the API's
+// order (TestDeviceContentKnowsTheFields keeps the list complete).
+func appendAttribute(b []byte, a *resourceapi.DeviceAttribute) []byte {
+	b = append(b, boolByte(a.IntValue != nil), boolByte(a.BoolValue != nil), boolByte(a.StringValue != nil), boolByte(a.VersionValue != nil))
+	if a.IntValue != nil {
+		b = binary.LittleEndian.AppendUint64(b, uint64(*a.IntValue))
+	}
+	if a.BoolValue != nil {
+		b = append(b, boolByte(*a.BoolValue))
+	}
+	if a.StringValue != nil {
+		b = appendString(b, *a.StringValue)
+	}
+	if a.VersionValue != nil {
+		b = appendString(b, *a.VersionValue)
+	}
+	b = appendLen(b, len(a.IntValues), a.IntValues == nil)
+	for _, v := range a.IntValues {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	}
+	b = appendLen(b, len(a.BoolValues), a.BoolValues == nil)
+	for _, v := range a.BoolValues {
+		b = append(b, boolByte(v))
+	}
+	b = appendLen(b, len(a.StringValues), a.StringValues == nil)
+	for _, v := range a.StringValues {
+		b = appendString(b, v)
+	}
+	b = appendLen(b, len(a.VersionValues), a.VersionValues == nil)
+	for _, v := range a.VersionValues {
+		b = appendString(b, v)
+	}
+	return b
+}
+
+// appendCapacity writes a capacity: its value and request policy.
+func appendCapacity(b []byte, c *resourceapi.DeviceCapacity) ([]byte, bool) {
+	b, ok := appendQuantity(b, c.Value)
+	if !ok {
+		return b, false
+	}
+	b = append(b, boolByte(c.RequestPolicy != nil))
+	if c.RequestPolicy != nil {
+		return appendJSON(b, c.RequestPolicy)
+	}
+	return b, true
+}

@@ -1,0 +1,130 @@
+package allocator
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// TestDeviceContentKnowsTheFields: appendDeviceContent and appendAttribute write the fields of
+// capacities, counter consumption and attributes by hand; a field a later API adds to them must be
+// added there (and here).
+func TestDeviceContentKnowsTheFields(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want []string
+	}{
+		{resourceapi.DeviceCapacity{}, []string{"Value", "RequestPolicy"}},
+		{resourceapi.DeviceCounterConsumption{}, []string{"CounterSet", "Counters", "CompatibilityGroups"}},
+		{resourceapi.Counter{}, []string{"Value"}},
+		{resourceapi.DeviceAttribute{}, []string{"IntValue", "BoolValue", "StringValue", "VersionValue", "IntValues", "BoolValues", "StringValues", "VersionValues"}},
+	} {
+		var got []string
+		typ := reflect.TypeOf(tc.v)
+		for i := range typ.NumField() {
+			got = append(got, typ.Field(i).Name)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s has fields %v, appendDeviceContent knows %v", typ, got, tc.want)
+		}
+	}
+}
+
+// TestDeviceContent: devices that differ in name and attributes only have one content; any difference
+// a check can read (a capacity's value or format, its request policy, a counter, a compatibility
+// group, nil against empty, a taint) gives another. The devices are not modified.
+func TestDeviceContent(t *testing.T) {
+	base := func() *resourceapi.Device {
+		return &resourceapi.Device{
+			Name:       "gpu-0",
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"uuid": {StringValue: ptrTo("a")}},
+			Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+				"memory": {Value: resource.MustParse("80Gi")}, "cores": {Value: resource.MustParse("132")},
+			},
+			ConsumesCounters: []resourceapi.DeviceCounterConsumption{{
+				CounterSet: "gpu-0", Counters: map[string]resourceapi.Counter{"memory": {Value: resource.MustParse("80Gi")}, "slice-0": {Value: resource.MustParse("1")}},
+				CompatibilityGroups: []string{"a"},
+			}},
+		}
+	}
+	content := func(d *resourceapi.Device) string {
+		before := d.DeepCopy()
+		b, ok := appendDeviceContent(nil, d, new(contentScratch))
+		if !ok {
+			t.Fatal("not written")
+		}
+		if !reflect.DeepEqual(before, d) {
+			t.Fatal("device modified")
+		}
+		return string(b)
+	}
+	want := content(base())
+	same := base()
+	same.Name = "gpu-1"
+	same.Attributes = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"uuid": {StringValue: ptrTo("b")}}
+	same.Capacity["memory"] = resourceapi.DeviceCapacity{Value: resource.MustParse("80Gi")}
+	if got := content(same); got != want {
+		t.Error("name and attributes changed the content")
+	}
+	for name, change := range map[string]func(d *resourceapi.Device){
+		"a capacity's value": func(d *resourceapi.Device) {
+			d.Capacity["memory"] = resourceapi.DeviceCapacity{Value: resource.MustParse("40Gi")}
+		},
+		"a capacity's format": func(d *resourceapi.Device) {
+			d.Capacity["cores"] = resourceapi.DeviceCapacity{Value: *resource.NewQuantity(132, resource.BinarySI)}
+		},
+		"a capacity more": func(d *resourceapi.Device) {
+			d.Capacity["power"] = resourceapi.DeviceCapacity{Value: resource.MustParse("1")}
+		},
+		"a request policy": func(d *resourceapi.Device) {
+			d.Capacity["memory"] = resourceapi.DeviceCapacity{Value: resource.MustParse("80Gi"), RequestPolicy: &resourceapi.CapacityRequestPolicy{}}
+		},
+		"no capacity at all":    func(d *resourceapi.Device) { d.Capacity = nil },
+		"an empty capacity map": func(d *resourceapi.Device) { d.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{} },
+		"a counter's amount": func(d *resourceapi.Device) {
+			d.ConsumesCounters[0].Counters["slice-0"] = resourceapi.Counter{Value: resource.MustParse("2")}
+		},
+		"the counter set":           func(d *resourceapi.Device) { d.ConsumesCounters[0].CounterSet = "gpu-1" },
+		"a compatibility group":     func(d *resourceapi.Device) { d.ConsumesCounters[0].CompatibilityGroups = []string{"b"} },
+		"no compatibility groups":   func(d *resourceapi.Device) { d.ConsumesCounters[0].CompatibilityGroups = nil },
+		"no counter consumption":    func(d *resourceapi.Device) { d.ConsumesCounters = nil },
+		"an empty consumption list": func(d *resourceapi.Device) { d.ConsumesCounters = []resourceapi.DeviceCounterConsumption{} },
+		"a taint": func(d *resourceapi.Device) {
+			d.Taints = []resourceapi.DeviceTaint{{Key: "k", Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+		},
+		"allowMultipleAllocations": func(d *resourceapi.Device) { d.AllowMultipleAllocations = ptrTo(true) },
+	} {
+		d := base()
+		change(d)
+		if content(d) == want {
+			t.Errorf("%s: same content", name)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// TestAttributeEncoding: attributes that differ in kind or value are written apart, equal ones alike.
+func TestAttributeEncoding(t *testing.T) {
+	attrs := []resourceapi.DeviceAttribute{
+		{IntValue: ptrTo(int64(1))}, {IntValue: ptrTo(int64(2))}, {BoolValue: ptrTo(true)}, {BoolValue: ptrTo(false)},
+		{StringValue: ptrTo("1")}, {StringValue: ptrTo("")}, {VersionValue: ptrTo("1.0.0")},
+		{IntValues: []int64{}}, {IntValues: []int64{1}}, {BoolValues: []bool{true}}, {StringValues: []string{"1"}},
+		{StringValues: []string{"1", "2"}}, {StringValues: []string{"12"}}, {VersionValues: []string{"1.0.0"}}, {},
+	}
+	seen := map[string]int{}
+	for i := range attrs {
+		k := string(appendAttribute(nil, &attrs[i]))
+		if j, dup := seen[k]; dup {
+			t.Errorf("attributes %d and %d written alike", j, i)
+		}
+		seen[k] = i
+		c := attrs[i]
+		if string(appendAttribute(nil, &c)) != k {
+			t.Errorf("attribute %d written twice differently", i)
+		}
+	}
+}
