@@ -185,6 +185,37 @@ func BenchmarkBuildAndFilter(b *testing.B) {
 			}
 		})
 	}
+	buildAndFleetFilter(b, "nodes=1000/", cluster, claims)
+}
+
+// buildAndFleetFilter runs, under prefix, a build of the snapshot (copying, and NoCopy) followed by
+// one whole-fleet filter pass through node classes (FleetFilter), as allocator/pods places a pod: what
+// a caller that builds a snapshot to place once pays. Every node must fit.
+func buildAndFleetFilter(b *testing.B, prefix string, cluster Cluster, claims []*resourceapi.ResourceClaim) {
+	ctx := context.Background()
+	for _, v := range []struct {
+		name string
+		opts allocator.Options
+	}{{"dralloc-classes", allocator.Options{}}, {"dralloc-nocopy-classes", allocator.Options{NoCopy: true}}} {
+		b.Run(prefix+v.name, func(b *testing.B) {
+			out := make([]Outcome, len(cluster.Nodes))
+			b.ReportAllocs()
+			for b.Loop() {
+				s, err := NewSnapshot(cluster, v.opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := FleetFilter(ctx, s, cluster.Nodes, claims, out); err != nil {
+					b.Fatal(err)
+				}
+				for i, o := range out {
+					if o != Fits {
+						b.Fatalf("node %s: outcome %d, want %d", cluster.Nodes[i].Name, o, Fits)
+					}
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkBuildDGX is scenario 4 on the partitionable shape: building the view of a fleet of DGX H100
@@ -227,6 +258,7 @@ func BenchmarkBuildDGX(b *testing.B) {
 			}
 		})
 	}
+	buildAndFleetFilter(b, fmt.Sprintf("nodes=%d/build-and-filter/", nodes), cluster, claims)
 	b.Run(fmt.Sprintf("nodes=%d/update-one-slice/dralloc", nodes), func(b *testing.B) {
 		s, err := NewSnapshot(cluster, allocator.Options{})
 		if err != nil {
