@@ -65,12 +65,18 @@ func dgxFleet(b *testing.B, choice pods.Choice, nodes int) *pods.Cluster {
 				Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.attributes["gpu.nvidia.com"].profile == "1g.10gb"`}}}},
 		}}}}},
 	}
-	// Preparing every node (CEL views of its devices, its class) is paid once per snapshot, by the first
-	// placement that filters the node: a placement that filters every node, not assumed, pays it here.
-	warm := pods.New(snap, pods.Options{Choice: pods.BestFit, NameSuffix: fixedSuffixes()})
-	must(b, warm.AddOrUpdateTemplate(tmpl))
-	_, err = warm.Place(context.Background(), pod("warm-up", "mig=template:one-mig"))
+	// Preparing a node (CEL views of its devices, its class for the claim) is paid once per snapshot, by
+	// the first placement that filters it: here, for every node.
+	ctx := context.Background()
+	probe := []*resourceapi.ResourceClaim{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "probe"}, Spec: tmpl.Spec.Spec}}
+	classes, err := snap.NodeClasses(ctx, probe)
 	must(b, err)
+	_, err = classes.AppendClasses(nil, snap.Nodes())
+	must(b, err)
+	for _, n := range snap.Nodes() {
+		_, err := snap.Fits(ctx, n, probe)
+		must(b, err)
+	}
 	c := pods.New(snap, pods.Options{Choice: choice, NameSuffix: fixedSuffixes()})
 	must(b, c.AddOrUpdateTemplate(tmpl))
 	return c

@@ -92,6 +92,7 @@ type request struct {
 	pending   []*resourceapi.ResourceClaim // unique claims without allocation, in order
 	allocated []*resourceapi.ResourceClaim // unique claims with allocation, to be reused
 	ext       *extendedPlan
+	plain     *nodeClaims // the claims to allocate on every node without an extended-resource claim
 }
 
 func (c *Cluster) prepare(snap *allocator.Snapshot, pod *v1.Pod) (*request, error) {
@@ -115,6 +116,7 @@ func (c *Cluster) prepare(snap *allocator.Snapshot, pod *v1.Pod) (*request, erro
 		}
 		r.allocated = append(r.allocated, pc.Claim)
 	}
+	r.plain = &nodeClaims{claims: r.pending}
 	if r.ext != nil && r.ext.existing != nil && (len(r.ext.existing.Spec.Devices.Requests) > 0 || r.ext.existing.Status.Allocation != nil) {
 		// As the scheduler: a special claim left from an earlier cycle is stale; it is deleted and the
 		// pod retried.
@@ -185,16 +187,17 @@ func (c *Cluster) check(r *request, node *v1.Node, extName string) (*nodeClaims,
 			return nil, fmt.Sprintf("allocated ResourceClaim %s/%s is not available on the node", claim.Namespace, claim.Name), nil
 		}
 	}
+	if r.ext == nil {
+		return r.plain, "", nil // shared: read only
+	}
+	need, err := r.ext.forNode(node)
+	if err != nil {
+		return nil, err.Error(), nil
+	}
 	nc := &nodeClaims{claims: r.pending}
-	if r.ext != nil {
-		need, err := r.ext.forNode(node)
-		if err != nil {
-			return nil, err.Error(), nil
-		}
-		if need != nil {
-			nc.ext, nc.mappings = c.extendedClaim(r.pod, r.ext, need, extName)
-			nc.claims = append(slices.Clip(nc.claims), nc.ext)
-		}
+	if need != nil {
+		nc.ext, nc.mappings = c.extendedClaim(r.pod, r.ext, need, extName)
+		nc.claims = append(slices.Clip(nc.claims), nc.ext)
 	}
 	return nc, "", nil
 }
@@ -452,7 +455,7 @@ type classVerdict struct {
 	err  error
 
 	allocOnce sync.Once
-	results   []resourceapi.AllocationResult
+	alloc     *allocVerdict // for the nodes of the class other than the one that asked
 	allocErr  error
 }
 
@@ -501,9 +504,8 @@ func (v *classVerdicts) fits(ctx context.Context, snap *allocator.Snapshot, clas
 // asked once per class as fits is (the nodes of a class get the same allocation up to names, and so
 // the same fill), the node's own when it is the one that asked. An error is not shared.
 func (v *classVerdicts) allocate(ctx context.Context, snap *allocator.Snapshot, classes *allocator.NodeClasses, node *v1.Node, nc *nodeClaims) (verdict, *allocVerdict) {
-	a := &allocVerdict{nc: nc, own: true}
 	if len(nc.claims) == 0 {
-		return verdict{fits: true}, a
+		return verdict{fits: true}, &allocVerdict{nc: nc, own: true}
 	}
 	cv, err := v.class(classes, node, nc)
 	if err != nil {
@@ -513,14 +515,17 @@ func (v *classVerdicts) allocate(ctx context.Context, snap *allocator.Snapshot, 
 		asked := false
 		cv.allocOnce.Do(func() {
 			asked = true
-			cv.results, cv.allocErr = snap.Allocate(ctx, node, nc.claims)
+			results, err := snap.Allocate(ctx, node, nc.claims)
+			cv.alloc, cv.allocErr = &allocVerdict{nc: nc, results: results, class: cv}, err
 		})
 		if cv.allocErr == nil {
-			a.results, a.class, a.own = cv.results, cv, asked
-			return verdict{fits: true}, a
+			if asked {
+				return verdict{fits: true}, &allocVerdict{nc: nc, results: cv.alloc.results, class: cv, own: true}
+			}
+			return verdict{fits: true}, cv.alloc // the class's, not the node's own
 		}
 	}
-	a.results, err = snap.Allocate(ctx, node, nc.claims)
+	results, err := snap.Allocate(ctx, node, nc.claims)
 	if errors.Is(err, allocator.ErrUnsatisfiable) {
 		// Fits said yes; a search that runs as Allocate's does not say otherwise, but if it did the
 		// node is one where the claims do not fit.
@@ -529,7 +534,7 @@ func (v *classVerdicts) allocate(ctx context.Context, snap *allocator.Snapshot, 
 	if err != nil {
 		return verdict{err: err}, nil
 	}
-	return verdict{fits: true}, a
+	return verdict{fits: true}, &allocVerdict{nc: nc, results: results, own: true}
 }
 
 // allocateOn allocates the pod's claims on the node and builds the placement.

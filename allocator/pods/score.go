@@ -136,7 +136,7 @@ type setKey struct {
 
 // counterSet is one counter set: the capacity of its counters and what the allocated devices consume.
 type counterSet struct {
-	capacity map[string]resource.Quantity // counters with a capacity above zero
+	capacity map[string]*big.Rat // counters with a capacity above zero
 	consumed map[string]resource.Quantity
 	share    *big.Rat // the mean of consumed ÷ capacity; nil until asked for after a change
 }
@@ -144,7 +144,8 @@ type counterSet struct {
 // fillState is what the fill of an allocation is computed from: the snapshot's counter sets and the
 // devices its claims hold.
 type fillState struct {
-	sets map[setKey]*counterSet
+	all  map[allocator.PoolID][]resourceapi.CounterSet // Snapshot.CounterSets
+	sets map[setKey]*counterSet                        // built from all when first drawn on; nil: no such set
 	// devices counts, per device, the allocation results naming it; a device consumes its counters
 	// once however many shares of it are allocated, as the allocator counts them.
 	devices map[allocator.DeviceID]int
@@ -157,22 +158,34 @@ func newFill(snap *allocator.Snapshot, claims []*resourceapi.ResourceClaim) *fil
 	if len(all) == 0 {
 		return nil
 	}
-	f := &fillState{sets: map[setKey]*counterSet{}, devices: map[allocator.DeviceID]int{}}
-	for pool, sets := range all {
-		for _, cs := range sets {
-			set := &counterSet{capacity: map[string]resource.Quantity{}, consumed: map[string]resource.Quantity{}}
-			for name, c := range cs.Counters {
-				if c.Value.Sign() > 0 {
-					set.capacity[name] = c.Value
-				}
-			}
-			f.sets[setKey{pool, cs.Name}] = set
-		}
-	}
+	f := &fillState{all: all, sets: map[setKey]*counterSet{}, devices: map[allocator.DeviceID]int{}}
 	for _, claim := range claims {
 		f.claim(snap, claim, 1)
 	}
 	return f
+}
+
+// set is the counter set, built when first drawn on, so that a recount costs what is allocated rather
+// than the fleet's counter sets; nil for a set the pool does not publish.
+func (f *fillState) set(key setKey) *counterSet {
+	if set, ok := f.sets[key]; ok {
+		return set
+	}
+	var set *counterSet
+	for _, cs := range f.all[key.pool] {
+		if cs.Name != key.name {
+			continue
+		}
+		set = &counterSet{capacity: map[string]*big.Rat{}, consumed: map[string]resource.Quantity{}}
+		for name, c := range cs.Counters {
+			if c.Value.Sign() > 0 {
+				set.capacity[name] = ratOf(c.Value)
+			}
+		}
+		break
+	}
+	f.sets[key] = set
+	return set
 }
 
 // claim adds (sign 1) or takes away (sign -1) what the devices of the claim's allocation consume.
@@ -201,7 +214,7 @@ func (f *fillState) consume(snap *allocator.Snapshot, id allocator.DeviceID, sig
 	}
 	pool := allocator.PoolID{Driver: id.Driver, Pool: id.Pool}
 	for _, cc := range d.ConsumesCounters {
-		set := f.sets[setKey{pool, cc.CounterSet}]
+		set := f.set(setKey{pool, cc.CounterSet})
 		if set == nil {
 			continue
 		}
@@ -242,7 +255,7 @@ func (f *fillState) fill(snap *allocator.Snapshot, results []resourceapi.Allocat
 			}
 			pool := allocator.PoolID{Driver: r.Driver, Pool: r.Pool}
 			for _, cc := range d.ConsumesCounters {
-				if set := f.sets[setKey{pool, cc.CounterSet}]; set != nil {
+				if set := f.set(setKey{pool, cc.CounterSet}); set != nil {
 					sum.Add(sum, set.shareOf())
 				}
 			}
@@ -259,7 +272,7 @@ func (s *counterSet) shareOf() *big.Rat {
 	share := new(big.Rat)
 	for name, capacity := range s.capacity {
 		if used, ok := s.consumed[name]; ok && used.Sign() != 0 {
-			share.Add(share, new(big.Rat).Quo(ratOf(used), ratOf(capacity)))
+			share.Add(share, new(big.Rat).Quo(ratOf(used), capacity))
 		}
 	}
 	if len(s.capacity) > 0 {
