@@ -269,10 +269,10 @@ func (s *counterSet) shareOf() *big.Rat {
 	if s.share != nil {
 		return s.share
 	}
-	share := new(big.Rat)
+	share, part := new(big.Rat), new(big.Rat)
 	for name, capacity := range s.capacity {
 		if used, ok := s.consumed[name]; ok && used.Sign() != 0 {
-			share.Add(share, new(big.Rat).Quo(ratOf(used), capacity))
+			share.Add(share, part.Quo(setRat(part, used), capacity))
 		}
 	}
 	if len(s.capacity) > 0 {
@@ -283,9 +283,15 @@ func (s *counterSet) shareOf() *big.Rat {
 }
 
 // ratOf is the exact value of a quantity.
-func ratOf(q resource.Quantity) *big.Rat {
+func ratOf(q resource.Quantity) *big.Rat { return setRat(new(big.Rat), q) }
+
+// setRat sets r to the exact value of a quantity and returns it.
+func setRat(r *big.Rat, q resource.Quantity) *big.Rat {
+	if v, ok := q.AsInt64(); ok {
+		return r.SetInt64(v)
+	}
 	d := q.AsDec() // of the copy: the caller's quantity keeps its form
-	r := new(big.Rat).SetInt(d.UnscaledBig())
+	r.SetInt(d.UnscaledBig())
 	if scale := int64(d.Scale()); scale != 0 {
 		p := new(big.Int).Exp(big.NewInt(10), big.NewInt(abs(scale)), nil)
 		if scale > 0 {
