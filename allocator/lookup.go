@@ -148,6 +148,49 @@ func (s *Snapshot) Device(id DeviceID) (*resourceapi.Device, bool) {
 	return nil, false
 }
 
+// CounterSets returns, per pool, the shared counter sets its newest generation publishes
+// (spec.sharedCounters of its slices, in the order the slices were added): the capacity that devices'
+// consumesCounters draw on, which code built on the snapshot needs to say how full a counter set is.
+// Pools without counter sets are left out; the map is new, the counter sets are the snapshot's own. The
+// call costs a look at each pool with counter sets and each slice without a node name, so a fleet
+// without shared counters answers an empty map at once.
+func (s *Snapshot) CounterSets() map[PoolID][]resourceapi.CounterSet {
+	s.ready()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := map[PoolID][]resourceapi.CounterSet{}
+	add := func(id PoolID) {
+		if _, done := out[id]; done {
+			return
+		}
+		entries := s.st.poolSlices[id]
+		var newest int64
+		for i, e := range entries {
+			if i == 0 || e.generation() > newest {
+				newest = e.generation()
+			}
+		}
+		var sets []resourceapi.CounterSet
+		for _, e := range entries {
+			if e.generation() == newest {
+				sets = append(sets, e.obj.Spec.SharedCounters...)
+			}
+		}
+		if len(sets) > 0 {
+			out[id] = sets
+		}
+	}
+	for id := range s.st.counterPools {
+		add(id)
+	}
+	for _, e := range s.st.sharedSlices {
+		if len(e.obj.Spec.SharedCounters) > 0 {
+			add(e.pool)
+		}
+	}
+	return out
+}
+
 // Nodes returns the Nodes added with [Snapshot.AddOrUpdateNode], sorted by name. The list is kept
 // sorted as nodes change, so the call costs one copy.
 func (s *Snapshot) Nodes() []*v1.Node {

@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -252,4 +253,76 @@ func ExampleSnapshot_Device() {
 	d, ok := snap.Device(allocator.DeviceID{Driver: "gpu.example.com", Pool: "node-a", Device: "gpu-1"})
 	fmt.Println(ok, d.Name, *d.Attributes["model"].StringValue)
 	// Output: true gpu-1 H100
+}
+
+// A pool's counter sets, as a placement across nodes reads them to say how full a GPU partitioned by
+// dynamic MIG already is.
+func ExampleSnapshot_CounterSets() {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	counters := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-a-counters"},
+		Spec: resourceapi.ResourceSliceSpec{
+			Driver: "gpu.example.com", NodeName: ptr("node-a"),
+			Pool: resourceapi.ResourcePool{Name: "node-a", Generation: 1, ResourceSliceCount: 1},
+			SharedCounters: []resourceapi.CounterSet{{Name: "gpu-0", Counters: map[string]resourceapi.Counter{
+				"memory-slices": {Value: resource.MustParse("7")},
+			}}},
+		},
+	}
+	_ = snap.AddOrUpdateSlice(counters)
+	_ = snap.AddOrUpdateSlice(gpuSlice("node-b", "H100", 2)) // no counters
+	sets := snap.CounterSets()
+	c := sets[allocator.PoolID{Driver: "gpu.example.com", Pool: "node-a"}][0].Counters["memory-slices"]
+	fmt.Println(len(sets), c.Value.String())
+	// Output: 1 7
+}
+
+// TestCounterSets: the counter sets of the newest generation of each pool, node-local or not; a pool
+// that no longer publishes any is left out.
+func TestCounterSets(t *testing.T) {
+	set := func(name string) resourceapi.CounterSet {
+		return resourceapi.CounterSet{Name: name, Counters: map[string]resourceapi.Counter{"c": {Value: resource.MustParse("1")}}}
+	}
+	slice := func(name, pool string, node *string, gen int64, sets ...resourceapi.CounterSet) *resourceapi.ResourceSlice {
+		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: "d", NodeName: node, Pool: resourceapi.ResourcePool{Name: pool, Generation: gen, ResourceSliceCount: 1}, SharedCounters: sets,
+		}}
+		if node == nil {
+			s.Spec.AllNodes = ptr(true)
+		}
+		return s
+	}
+	names := func(snap *allocator.Snapshot) map[string][]string {
+		out := map[string][]string{}
+		for id, sets := range snap.CounterSets() {
+			for _, cs := range sets {
+				out[id.Pool] = append(out[id.Pool], cs.Name)
+			}
+		}
+		return out
+	}
+	snap := allocator.NewSnapshot(allocator.Options{})
+	if got := names(snap); len(got) != 0 {
+		t.Fatalf("empty snapshot: %v", got)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(snap.AddOrUpdateSlice(slice("a-1", "a", ptr("n1"), 1, set("old"))))
+	must(snap.AddOrUpdateSlice(slice("a-2", "a", ptr("n1"), 2, set("x"), set("y"))))
+	must(snap.AddOrUpdateSlice(slice("shared", "net", nil, 1, set("z"))))
+	must(snap.AddOrUpdateSlice(slice("b", "b", ptr("n2"), 1)))
+	want := map[string][]string{"a": {"x", "y"}, "net": {"z"}}
+	if got := names(snap); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	must(snap.DeleteSlice("a-2"))
+	must(snap.DeleteSlice("shared"))
+	want = map[string][]string{"a": {"old"}}
+	if got := names(snap); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("after deletions: got %v, want %v", got, want)
+	}
 }

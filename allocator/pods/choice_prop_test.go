@@ -30,7 +30,8 @@ func pinnedLoad(c *pods.Cluster) map[string]int {
 }
 
 // TestPropChoiceByScore: through a stream of placements, assumptions and removals on fleets of nodes of
-// a few sizes, BestFit and Spread choose the node a comparison of every node would choose: among the nodes
+// a few sizes (whole GPUs without counter sets, where every fill is 0: TestPropBestFitByFill covers
+// partitionable ones), BestFit and Spread choose the node a comparison of every node would choose: among the nodes
 // where the pod fits (Fits on each), the highest (BestFit) or lowest (Spread) count of devices pinned to
 // it, counted afresh from the snapshot's claims, the first by name on ties. Every placement verifies.
 func TestPropChoiceByScore(t *testing.T) {

@@ -39,8 +39,12 @@ type Choice int
 const (
 	// FirstFit takes the first node, in order of node name, where the pod fits.
 	FirstFit Choice = iota
-	// BestFit takes the node with the most devices already allocated to claims pinned to it (the fullest
-	// node), which keeps empty nodes empty; ties go to the first by name.
+	// BestFit packs. Its first key is the fill of the pod's allocation on each node: how full the
+	// shared counter sets are that the allocation's devices draw on (see the package's Node choice),
+	// which sends a MIG partition to the GPU already fullest and keeps other GPUs whole. Then the node
+	// with the most devices already allocated to claims pinned to it (the fullest node), which keeps
+	// empty nodes empty; then the first by name. Without shared counters in the snapshot only the
+	// second and third keys remain.
 	BestFit
 	// Spread takes the node with the fewest devices allocated to claims pinned to it; ties go to the first
 	// by name.

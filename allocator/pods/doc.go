@@ -36,9 +36,17 @@
 //     largest policy-valid amount up to a preferred one; [Cluster.PlanHandBack] says which earlier
 //     shares must shrink, and by how much, for a pod that fits nowhere.
 //
-// Node choice: [FirstFit] takes the first node, by name, where the pod fits; [BestFit] and [Spread]
-// score the nodes where it fits by the number of devices allocated to claims pinned to each node (most,
-// respectively fewest, first; ties by name).
+// Node choice: [FirstFit] takes the first node, by name, where the pod fits. [Spread] takes the node
+// where it fits with the fewest devices allocated to claims pinned to it (its load; ties by name).
+// [BestFit] packs: on a snapshot with shared counter sets (partitionable devices, such as GPUs in
+// dynamic-MIG mode whose partitions draw on their GPU's set) it takes the node where the pod's
+// allocation draws on the fullest sets — its fill: over the devices of the allocation and the sets each
+// consumes, the share of the set's counters already consumed, each counter's consumed ÷ capacity
+// averaged over the set — then the most load, then the first by name. It filters every node and
+// allocates once per class of nodes (nodes of a class take the same devices up to names, so score
+// alike). Without counter sets every fill is 0, and BestFit takes the node with the most load where the
+// pod fits, filtering only the nodes before it in that order. Packing partitions onto the GPUs already
+// in use keeps the other GPUs whole for the pods that need a whole one.
 //
 // The scheduler's other plugins (CPU and memory fit, the amount of a device plugin's extended resource,
 // pod affinity, topology spread) are not reproduced: [Options.Predicate] is where a caller adds them.

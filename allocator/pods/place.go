@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
 	"slices"
 	"strings"
 	"sync"
@@ -91,6 +92,7 @@ type request struct {
 	pending   []*resourceapi.ResourceClaim // unique claims without allocation, in order
 	allocated []*resourceapi.ResourceClaim // unique claims with allocation, to be reused
 	ext       *extendedPlan
+	plain     *nodeClaims // the claims to allocate on every node without an extended-resource claim
 }
 
 func (c *Cluster) prepare(snap *allocator.Snapshot, pod *v1.Pod) (*request, error) {
@@ -114,6 +116,7 @@ func (c *Cluster) prepare(snap *allocator.Snapshot, pod *v1.Pod) (*request, erro
 		}
 		r.allocated = append(r.allocated, pc.Claim)
 	}
+	r.plain = &nodeClaims{claims: r.pending}
 	if r.ext != nil && r.ext.existing != nil && (len(r.ext.existing.Spec.Devices.Requests) > 0 || r.ext.existing.Status.Allocation != nil) {
 		// As the scheduler: a special claim left from an earlier cycle is stale; it is deleted and the
 		// pod retried.
@@ -184,16 +187,17 @@ func (c *Cluster) check(r *request, node *v1.Node, extName string) (*nodeClaims,
 			return nil, fmt.Sprintf("allocated ResourceClaim %s/%s is not available on the node", claim.Namespace, claim.Name), nil
 		}
 	}
+	if r.ext == nil {
+		return r.plain, "", nil // shared: read only
+	}
+	need, err := r.ext.forNode(node)
+	if err != nil {
+		return nil, err.Error(), nil
+	}
 	nc := &nodeClaims{claims: r.pending}
-	if r.ext != nil {
-		need, err := r.ext.forNode(node)
-		if err != nil {
-			return nil, err.Error(), nil
-		}
-		if need != nil {
-			nc.ext, nc.mappings = c.extendedClaim(r.pod, r.ext, need, extName)
-			nc.claims = append(slices.Clip(nc.claims), nc.ext)
-		}
+	if need != nil {
+		nc.ext, nc.mappings = c.extendedClaim(r.pod, r.ext, need, extName)
+		nc.claims = append(slices.Clip(nc.claims), nc.ext)
 	}
 	return nc, "", nil
 }
@@ -249,6 +253,9 @@ func usableOn(claim *resourceapi.ResourceClaim, node *v1.Node) (bool, error) {
 // class of nodes the claims cannot tell apart ([allocator.Snapshot.NodeClasses]). Options.Choice orders
 // the nodes (by name for FirstFit, by their load for BestFit and Spread) and the first node in that
 // order where the pod fits is chosen; nodes after it are not filtered, so an error there is not met.
+// BestFit on a snapshot with shared counter sets filters every node instead, allocates the claims once
+// per class where they fit, and takes the node whose allocation draws on the fullest counter sets
+// (ties: the first in the load order); an error on any node is then returned.
 //
 // When the pod fits nowhere the error is a *[NoNodeError] (wrapping [ErrNoNode]); claims that cannot be
 // resolved give [ErrClaimNotFound], [ErrTemplateNotFound], [ErrPodGroupNotFound] or [ErrClaimNotUsable];
@@ -290,10 +297,15 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 			return nil, fmt.Errorf("%s: %w", podName(r.pod), err)
 		}
 	}
-	order := c.order(snap, nodes)
+	order, scored := c.order(snap, nodes)
+	var allocs []*allocVerdict // for a scored BestFit, by node
+	if scored {
+		allocs = make([]*allocVerdict, len(nodes))
+	}
 	var shared classVerdicts
 	var next atomic.Int64
-	// best is the first position in order where the pod fits so far; later positions need no check.
+	// best is the first position in order where the pod fits so far; later positions need no check
+	// unless the choice is scored.
 	best := atomic.Int64{}
 	best.Store(int64(len(nodes)))
 	var wg sync.WaitGroup
@@ -307,7 +319,7 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 				if k >= len(nodes) {
 					return
 				}
-				if int64(k) > best.Load() {
+				if !scored && int64(k) > best.Load() {
 					continue
 				}
 				i := k
@@ -331,7 +343,10 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 				if !fits && err == nil {
 					verdicts[i].reason = "cannot allocate all claims"
 				}
-				if fits && err == nil {
+				if scored && fits && err == nil {
+					verdicts[i], allocs[i] = shared.allocate(ctx, snap, classes, nodes[i], nc)
+				}
+				if !scored && fits && err == nil {
 					for {
 						b := best.Load()
 						if int64(k) >= b || best.CompareAndSwap(b, int64(k)) {
@@ -344,18 +359,25 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 	}
 	wg.Wait()
 
-	// The first node in order that fits, unless a node before it failed.
 	chosen := -1
-	for k := 0; k < len(nodes) && int64(k) <= best.Load(); k++ {
-		i := k
-		if order != nil {
-			i = order[k]
+	if scored {
+		var err error
+		if chosen, err = c.bestFill(snap, r, nodes, order, verdicts, allocs); err != nil {
+			return nil, err
 		}
-		if v := verdicts[i]; v.err != nil {
-			return nil, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[i].Name, v.err)
-		} else if v.fits {
-			chosen = i
-			break
+	} else {
+		// The first node in order that fits, unless a node before it failed.
+		for k := 0; k < len(nodes) && int64(k) <= best.Load(); k++ {
+			i := k
+			if order != nil {
+				i = order[k]
+			}
+			if v := verdicts[i]; v.err != nil {
+				return nil, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[i].Name, v.err)
+			} else if v.fits {
+				chosen = i
+				break
+			}
 		}
 	}
 	if chosen < 0 {
@@ -365,7 +387,43 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 		}
 		return nil, e
 	}
+	if a := allocs; a != nil && a[chosen] != nil && a[chosen].own {
+		return c.build(r, nodes[chosen].Name, a[chosen].nc, a[chosen].results), nil
+	}
 	return c.allocateOn(ctx, snap, r, nodes[chosen], extName)
+}
+
+// bestFill chooses, for a scored BestFit, the node where the pod fits whose allocation has the highest
+// fill (score.go), the first in order (most load, then name) on ties; -1 when it fits nowhere. Every
+// node was filtered, so an error on any is returned, the first in order.
+func (c *Cluster) bestFill(snap *allocator.Snapshot, r *request, nodes []*v1.Node, order []int, verdicts []verdict, allocs []*allocVerdict) (int, error) {
+	for _, i := range order {
+		if err := verdicts[i].err; err != nil {
+			return -1, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[i].Name, err)
+		}
+	}
+	chosen := -1
+	var best *big.Rat
+	c.withScores(snap, func(_ map[string]int, fill *fillState) {
+		byClass := map[*classVerdict]*big.Rat{} // nodes of a class draw on sets alike (NodeClasses)
+		for _, i := range order {
+			v := allocs[i]
+			if !verdicts[i].fits || v == nil {
+				continue
+			}
+			f := byClass[v.class]
+			if f == nil || v.class == nil {
+				f = fill.fill(snap, v.results)
+				if v.class != nil {
+					byClass[v.class] = f
+				}
+			}
+			if chosen < 0 || f.Cmp(best) > 0 {
+				chosen, best = i, f
+			}
+		}
+	})
+	return chosen, nil
 }
 
 // verdict is what filtering found on one node.
@@ -375,71 +433,17 @@ type verdict struct {
 	err    error
 }
 
-// order is the order in which Options.Choice takes the nodes, as indexes into nodes; nil for FirstFit
-// (the nodes' own order). BestFit takes the nodes with the most devices allocated to claims pinned to
-// them first, Spread those with the fewest; ties keep the nodes' order. Taking the first node in this
-// order where the pod fits chooses what comparing the scores of every node that fits would choose, and
-// needs to filter only the nodes before it.
-func (c *Cluster) order(snap *allocator.Snapshot, nodes []*v1.Node) []int {
-	if c.opts.Choice == FirstFit {
-		return nil
-	}
-	var loaded []int // nodes with a load, found from the load's names
-	var score []int  // by position in loaded
-	c.withLoad(snap, func(load map[string]int) {
-		byName := slices.IsSortedFunc(nodes, func(x, y *v1.Node) int { return strings.Compare(x.Name, y.Name) })
-		var index map[string]int
-		if !byName || len(load) > len(nodes)/8 {
-			index = make(map[string]int, len(nodes))
-			for i, n := range nodes {
-				index[n.Name] = i
-			}
-		}
-		for name, n := range load {
-			if n == 0 {
-				continue
-			}
-			i, ok := -1, false
-			if index != nil {
-				i, ok = index[name]
-			} else {
-				i, ok = slices.BinarySearchFunc(nodes, name, func(x *v1.Node, name string) int { return strings.Compare(x.Name, name) })
-			}
-			if ok {
-				loaded = append(loaded, i)
-				score = append(score, n)
-			}
-		}
-	})
-	scoreOf := make(map[int]int, len(loaded))
-	for k, i := range loaded {
-		scoreOf[i] = score[k]
-	}
-	slices.SortFunc(loaded, func(x, y int) int {
-		if sx, sy := scoreOf[x], scoreOf[y]; sx != sy {
-			if c.opts.Choice == BestFit {
-				return sy - sx
-			}
-			return sx - sy
-		}
-		return x - y
-	})
-	order := make([]int, 0, len(nodes))
-	if c.opts.Choice == BestFit {
-		order = append(order, loaded...)
-	}
-	for i := range nodes {
-		if _, ok := scoreOf[i]; !ok {
-			order = append(order, i)
-		}
-	}
-	if c.opts.Choice != BestFit {
-		order = append(order, loaded...)
-	}
-	return order
+// allocVerdict is, for a scored BestFit, the allocation of a node's claims (nc) where they fit: results on
+// the node itself when own, else on another node of its class.
+type allocVerdict struct {
+	nc      *nodeClaims
+	results []resourceapi.AllocationResult
+	class   *classVerdict // the class whose allocation results are; nil for the node's own
+	own     bool
 }
 
-// classVerdicts are the answers of Fits per node class in one placement.
+// classVerdicts are the answers of Fits, and for a scored BestFit of Allocate, per node class in one
+// placement.
 type classVerdicts struct {
 	mu sync.Mutex
 	m  map[int]*classVerdict
@@ -449,20 +453,24 @@ type classVerdict struct {
 	once sync.Once
 	fits bool
 	err  error
+
+	allocOnce sync.Once
+	alloc     *allocVerdict // for the nodes of the class other than the one that asked
+	allocErr  error
 }
 
-// fits is Fits for the node's claims, asked once per class of nodes when the claims are the pod's own
-// (an extended-resource claim is made per node). An error is not shared: the node asks again, so that
-// what it reports names its own devices.
-func (v *classVerdicts) fits(ctx context.Context, snap *allocator.Snapshot, classes *allocator.NodeClasses, node *v1.Node, nc *nodeClaims) (bool, error) {
+// class is the node's class verdict; nil when the node is asked on its own (no classes, or an
+// extended-resource claim, which is made per node).
+func (v *classVerdicts) class(classes *allocator.NodeClasses, node *v1.Node, nc *nodeClaims) (*classVerdict, error) {
 	if classes == nil || nc.ext != nil {
-		return snap.Fits(ctx, node, nc.claims)
+		return nil, nil
 	}
 	class, err := classes.Class(node)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	v.mu.Lock()
+	defer v.mu.Unlock()
 	if v.m == nil {
 		v.m = map[int]*classVerdict{}
 	}
@@ -471,12 +479,62 @@ func (v *classVerdicts) fits(ctx context.Context, snap *allocator.Snapshot, clas
 		cv = &classVerdict{}
 		v.m[class] = cv
 	}
-	v.mu.Unlock()
+	return cv, nil
+}
+
+// fits is Fits for the node's claims, asked once per class of nodes when the claims are the pod's own
+// (an extended-resource claim is made per node). An error is not shared: the node asks again, so that
+// what it reports names its own devices.
+func (v *classVerdicts) fits(ctx context.Context, snap *allocator.Snapshot, classes *allocator.NodeClasses, node *v1.Node, nc *nodeClaims) (bool, error) {
+	cv, err := v.class(classes, node, nc)
+	if err != nil || cv == nil {
+		if err != nil {
+			return false, err
+		}
+		return snap.Fits(ctx, node, nc.claims)
+	}
 	cv.once.Do(func() { cv.fits, cv.err = snap.Fits(ctx, node, nc.claims) })
 	if cv.err != nil {
 		return snap.Fits(ctx, node, nc.claims)
 	}
 	return cv.fits, nil
+}
+
+// allocate is the verdict of a node where the claims fit, for a scored BestFit: their allocation,
+// asked once per class as fits is (the nodes of a class get the same allocation up to names, and so
+// the same fill), the node's own when it is the one that asked. An error is not shared.
+func (v *classVerdicts) allocate(ctx context.Context, snap *allocator.Snapshot, classes *allocator.NodeClasses, node *v1.Node, nc *nodeClaims) (verdict, *allocVerdict) {
+	if len(nc.claims) == 0 {
+		return verdict{fits: true}, &allocVerdict{nc: nc, own: true}
+	}
+	cv, err := v.class(classes, node, nc)
+	if err != nil {
+		return verdict{err: err}, nil
+	}
+	if cv != nil {
+		asked := false
+		cv.allocOnce.Do(func() {
+			asked = true
+			results, err := snap.Allocate(ctx, node, nc.claims)
+			cv.alloc, cv.allocErr = &allocVerdict{nc: nc, results: results, class: cv}, err
+		})
+		if cv.allocErr == nil {
+			if asked {
+				return verdict{fits: true}, &allocVerdict{nc: nc, results: cv.alloc.results, class: cv, own: true}
+			}
+			return verdict{fits: true}, cv.alloc // the class's, not the node's own
+		}
+	}
+	results, err := snap.Allocate(ctx, node, nc.claims)
+	if errors.Is(err, allocator.ErrUnsatisfiable) {
+		// Fits said yes; a search that runs as Allocate's does not say otherwise, but if it did the
+		// node is one where the claims do not fit.
+		return verdict{reason: "cannot allocate all claims"}, nil
+	}
+	if err != nil {
+		return verdict{err: err}, nil
+	}
+	return verdict{fits: true}, &allocVerdict{nc: nc, results: results, own: true}
 }
 
 // allocateOn allocates the pod's claims on the node and builds the placement.
@@ -561,64 +619,6 @@ func reserve(claim *resourceapi.ResourceClaim, cons resourceapi.ResourceClaimCon
 	}
 }
 
-// nodeLoad counts, per node, the devices allocated to claims whose allocation is pinned to that node
-// (see pinned).
-func nodeLoad(snap *allocator.Snapshot) map[string]int {
-	load := map[string]int{}
-	for _, claim := range snap.Claims("") {
-		if node, n := pinned(claim); n > 0 {
-			load[node] += n
-		}
-	}
-	return load
-}
-
-// pinned returns the node a claim's allocation is pinned to (a node selector with the single field
-// requirement metadata.name in [node], as allocations of node-local devices are written) and how many
-// devices it holds there; 0 devices for a claim without such an allocation.
-func pinned(claim *resourceapi.ResourceClaim) (string, int) {
-	a := claim.Status.Allocation
-	if a == nil || a.NodeSelector == nil || len(a.NodeSelector.NodeSelectorTerms) != 1 {
-		return "", 0
-	}
-	t := a.NodeSelector.NodeSelectorTerms[0]
-	if len(t.MatchExpressions) != 0 || len(t.MatchFields) != 1 {
-		return "", 0
-	}
-	f := t.MatchFields[0]
-	if f.Key == "metadata.name" && f.Operator == v1.NodeSelectorOpIn && len(f.Values) == 1 {
-		return f.Values[0], len(a.Devices.Results)
-	}
-	return "", 0
-}
-
-// loadCache keeps nodeLoad of the cluster's snapshot for one revision of it. Placements the Cluster
-// assumes update it in place, when the snapshot made no other change meanwhile; any other change makes
-// the next placement count again.
-type loadCache struct {
-	mu   sync.Mutex
-	ok   bool
-	rev  allocator.Revision
-	load map[string]int
-}
-
-// withLoad calls fn with nodeLoad of snap, from the cache when it holds snap's revision.
-func (c *Cluster) withLoad(snap *allocator.Snapshot, fn func(map[string]int)) {
-	if snap != c.snap {
-		fn(nodeLoad(snap))
-		return
-	}
-	lc := &c.load
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
-	if rev := snap.Revision(); !lc.ok || lc.rev != rev {
-		// A change between reading the revision and the claims leaves a count newer than its
-		// revision, which no later call meets: revisions only grow.
-		lc.load, lc.rev, lc.ok = nodeLoad(snap), rev, true
-	}
-	fn(lc.load)
-}
-
 // Assume writes a placement into the snapshot, as the scheduler's assume cache holds it until the
 // informers catch up: every claim with its allocation and reservation (generated claims are added), so
 // that the next placement sees the devices in use. The placement must come from the current snapshot.
@@ -626,43 +626,14 @@ func (c *Cluster) Assume(p *Placement) error {
 	if p == nil {
 		return &allocator.InputError{Object: "Placement", Err: errors.New("nil object")}
 	}
-	type delta struct {
-		node string
-		n    int
-	}
 	before := c.snap.Revision()
-	deltas := make([]delta, 0, 2*len(p.Claims))
-	for _, pc := range p.Claims {
-		if old, ok := c.snap.Claim(pc.Claim.Namespace, pc.Claim.Name); ok {
-			if node, n := pinned(old); n > 0 {
-				deltas = append(deltas, delta{node, -n})
-			}
-		}
-		if node, n := pinned(pc.Claim); n > 0 {
-			deltas = append(deltas, delta{node, n})
-		}
+	olds := make([]*resourceapi.ResourceClaim, len(p.Claims))
+	for i, pc := range p.Claims {
+		olds[i], _ = c.snap.Claim(pc.Claim.Namespace, pc.Claim.Name)
 	}
 	err := assumeInto(c.snap, p)
-	after := c.snap.Revision()
-	lc := &c.load
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
-	if err != nil || !lc.ok || lc.rev != before || !sameLineage(before, after, len(p.Claims)) {
-		lc.ok = false
-		return err
-	}
-	for _, d := range deltas {
-		lc.load[d.node] += d.n
-	}
-	lc.rev = after
-	return nil
-}
-
-// sameLineage: after is before followed by exactly n changes, all made by the caller.
-func sameLineage(before, after allocator.Revision, n int) bool {
-	b := before
-	b.Changes += uint64(n)
-	return b == after
+	c.assumed(p, olds, before, c.snap.Revision(), err)
+	return err
 }
 
 func assumeInto(snap *allocator.Snapshot, p *Placement) error {

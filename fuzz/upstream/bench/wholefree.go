@@ -203,8 +203,15 @@ func liveSizes(alive []live) []int {
 
 // place allocates the claim on the first node where it fits or, with packNodes, on the node where its
 // allocation draws on the GPU with the most memory slices in use (used: per GPU) and records it, adding
-// its partitions to used. placed is false when it fits nowhere.
+// its partitions to used; a NodeChooser chooses the node itself. placed is false when it fits nowhere.
 func place(ctx context.Context, c Cluster, p Placer, claim *resourceapi.ResourceClaim, used map[gpuKey]int, packNodes bool) (l live, placed bool, err error) {
+	if nc, ok := p.(NodeChooser); ok {
+		allocated, err := nc.Place(ctx, claim)
+		if err != nil || allocated == nil {
+			return l, false, err
+		}
+		return recorded(allocated, used)
+	}
 	var chosen []resourceapi.AllocationResult
 	bestFill := -1
 	for _, node := range c.Nodes {
@@ -239,11 +246,16 @@ func place(ctx context.Context, c Cluster, p Placer, claim *resourceapi.Resource
 	if err := p.Record(ctx, allocated); err != nil {
 		return l, false, err
 	}
+	return recorded(allocated, used)
+}
+
+// recorded is the live claim of an allocated claim, its partitions added to used.
+func recorded(allocated *resourceapi.ResourceClaim, used map[gpuKey]int) (l live, placed bool, err error) {
 	l.claim = allocated
-	for _, d := range chosen[0].Devices.Results {
+	for _, d := range allocated.Status.Allocation.Devices.Results {
 		var g, slices, start int
 		if _, err := fmt.Sscanf(d.Device, "gpu-%d-part-%d-%d", &g, &slices, &start); err != nil {
-			return l, false, fmt.Errorf("claim %s: device %s: %w", claim.Name, d.Device, err)
+			return l, false, fmt.Errorf("claim %s: device %s: %w", allocated.Name, d.Device, err)
 		}
 		k := gpuKey{d.Pool, g}
 		used[k] += slices

@@ -74,7 +74,8 @@ func (s steady) first(at []int) int {
 }
 
 // WholeGPUsSteady feeds the whole claim stream to the placer, each claim to the first node where it fits
-// (or, with opts.PackNodes, the node WholeGPUsFree's packing picks), with departures that keep the fleet
+// (or, with opts.PackNodes, the node WholeGPUsFree's packing picks; a NodeChooser picks the node itself,
+// as PodsPlacer does through allocator/pods), with departures that keep the fleet
 // near opts.Load: the fleet fills, then each arrival is followed by the departures that bring the memory
 // slices in use back under the load (steady's rule). Claims that fit nowhere are dropped. For each claim
 // for a whole GPU after opts.WarmUp claims it counts the GPUs left whole and whether it was served, the

@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/allocator/pods"
 )
 
 // steadyLength and steadyWarmUp are the horizon of the steady-state measure: the fleets of
@@ -32,20 +34,24 @@ var steadyStreams = []struct {
 	{"5 nodes × 8 GPUs at 85 %, another stream", 5, 8, 9, 7, 85},
 }
 
-// steadyRun is one placer of the steady-state measure: a strategy, with or without packing across nodes.
+// steadyRun is one placer of the steady-state measure: a strategy, with or without packing across nodes,
+// or placing through allocator/pods with a choice across nodes.
 type steadyRun struct {
 	name     string
 	strategy allocator.Strategy
 	pack     bool
+	pods     *pods.Choice // nil: the measure asks the nodes itself
 }
 
 // steadyRuns are the placers the steady-state measure compares.
 var steadyRuns = []steadyRun{
-	{"FirstFit", allocator.FirstFit, false},
-	{"BestFit", allocator.BestFit, false},
-	{"Spread", allocator.Spread, false},
-	{"BestFit packing nodes", allocator.BestFit, true},
-	{"FirstFit packing nodes", allocator.FirstFit, true},
+	{"FirstFit", allocator.FirstFit, false, nil},
+	{"BestFit", allocator.BestFit, false, nil},
+	{"Spread", allocator.Spread, false, nil},
+	{"BestFit packing nodes", allocator.BestFit, true, nil},
+	{"FirstFit packing nodes", allocator.FirstFit, true, nil},
+	{"pods FirstFit", allocator.BestFit, false, ptr.To(pods.FirstFit)},
+	{"pods BestFit", allocator.BestFit, false, ptr.To(pods.BestFit)},
 }
 
 // steadyOn runs the steady-state measure on a fresh snapshot with the run's strategy, every allocation
@@ -53,13 +59,25 @@ var steadyRuns = []steadyRun{
 // bound.
 func steadyOn(t *testing.T, cluster Cluster, r steadyRun, stream []*resourceapi.ResourceClaim, opts WholeOptions, verified bool) SteadyFree {
 	t.Helper()
-	s, err := NewSnapshot(cluster, allocator.Options{Strategy: r.strategy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p Releaser = SnapshotPlacer{s}
-	if verified {
-		p = &verifyingReleaser{verifyingPlacer: verifyingPlacer{SnapshotPlacer: SnapshotPlacer{s}, cluster: cluster}}
+	var p Releaser
+	if r.pods != nil {
+		pp, err := NewPodsPlacer(cluster, r.strategy, *r.pods)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p = pp
+		if verified {
+			p = &verifyingPods{PodsPlacer: pp, cluster: cluster}
+		}
+	} else {
+		s, err := NewSnapshot(cluster, allocator.Options{Strategy: r.strategy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p = SnapshotPlacer{s}
+		if verified {
+			p = &verifyingReleaser{verifyingPlacer: verifyingPlacer{SnapshotPlacer: SnapshotPlacer{s}, cluster: cluster}}
+		}
 	}
 	opts.PackNodes = r.pack
 	res, err := WholeGPUsSteady(context.Background(), cluster, p, stream, opts)
@@ -101,7 +119,9 @@ func checkSteady(t *testing.T, name string, res SteadyFree, cluster Cluster, loa
 // TestWholeGPUsSteadyUpstream: on a small fleet kept at 70 % of its slices (whole GPUs free at times), the upstream allocator and
 // FirstFit go through the steady-state measure alike (first-fit picks upstream's devices, so both hold
 // the same claims and see the same departures): the same whole GPUs free, bound and slices in use at
-// every claim for a whole GPU, the same served. Every strategy's allocations are verified on it.
+// every claim for a whole GPU, the same served. Every placer's allocations are verified on it, those
+// allocator/pods places included; pods FirstFit with BestFit in the node places as BestFit asking each
+// node in turn does.
 func TestWholeGPUsSteadyUpstream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("rebuilds the upstream allocator after every allocation and departure")
@@ -120,9 +140,14 @@ func TestWholeGPUsSteadyUpstream(t *testing.T) {
 	}
 	checkSteady(t, "upstream", up, cluster, opts.Load)
 	t.Logf("upstream: %.2f whole GPUs free on average at %d whole-GPU claims, %d served", Mean(up.FreeAtWhole), len(up.FreeAtWhole), up.Served)
+	got := map[string]SteadyFree{}
 	for _, r := range steadyRuns {
 		res := steadyOn(t, cluster, r, stream, opts, true)
+		got[r.name] = res
 		t.Logf("%s: %.2f whole GPUs free on average, %d served", r.name, Mean(res.FreeAtWhole), res.Served)
+		if r.name == "pods FirstFit" {
+			samePlacements(t, r.name, res, "BestFit", got["BestFit"])
+		}
 		if r.name != "FirstFit" {
 			continue
 		}
@@ -134,11 +159,14 @@ func TestWholeGPUsSteadyUpstream(t *testing.T) {
 
 // TestWholeGPUsSteadyStrategies: the steady-state measure of each placer on each of steadyStreams over
 // steadyLength claims, and the perfect packer's (WholeGPUsSteadyIdeal) for reference. The runs are too
-// long to verify every allocation (TestWholeGPUsSteadyUpstream verifies every strategy's on a small
+// long to verify every allocation (TestWholeGPUsSteadyUpstream verifies every placer's on a small
 // fleet); each is checked against its bound. Asserted, as measured on every pair with margin: BestFit
-// packing nodes keeps at least 20 % more whole GPUs free than FirstFit and serves more claims for a
-// whole GPU, and the perfect packer keeps more than any placer. BestFit within a node, Spread and
-// FirstFit packing nodes are logged: their order against FirstFit changes from pair to pair.
+// packing nodes, and allocator/pods' BestFit (which packs across nodes by the fill of the GPUs' counter
+// sets, not by device names), keep at least 20 % more whole GPUs free than FirstFit (upstream's
+// placements, TestWholeGPUsSteadyUpstream) and serve more claims for a whole GPU; pods FirstFit places
+// exactly as BestFit asking each node in turn; the perfect packer keeps more than any placer. BestFit
+// within a node, Spread and FirstFit packing nodes are logged: their order against FirstFit changes
+// from pair to pair.
 func TestWholeGPUsSteadyStrategies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs tens of thousands of allocations")
@@ -166,10 +194,22 @@ func TestWholeGPUsSteadyStrategies(t *testing.T) {
 					t.Errorf("%s keeps %.2f whole GPUs free, the perfect packer %.2f", r.name, Mean(res.FreeAtWhole), Mean(ideal.FreeAtWhole))
 				}
 			}
-			if bfp := got["BestFit packing nodes"]; Mean(bfp.FreeAtWhole) < 1.2*ff || bfp.Served <= got["FirstFit"].Served {
-				t.Errorf("BestFit packing nodes keeps %.2f whole GPUs free and serves %d whole-GPU claims, FirstFit %.2f and %d", Mean(bfp.FreeAtWhole), bfp.Served, ff, got["FirstFit"].Served)
+			for _, name := range []string{"BestFit packing nodes", "pods BestFit"} {
+				if bfp := got[name]; Mean(bfp.FreeAtWhole) < 1.2*ff || bfp.Served <= got["FirstFit"].Served {
+					t.Errorf("%s keeps %.2f whole GPUs free and serves %d whole-GPU claims, FirstFit %.2f and %d", name, Mean(bfp.FreeAtWhole), bfp.Served, ff, got["FirstFit"].Served)
+				}
 			}
+			samePlacements(t, "pods FirstFit", got["pods FirstFit"], "BestFit", got["BestFit"])
 		})
+	}
+}
+
+// samePlacements: two runs of the steady-state measure found the same whole GPUs free, bound and slices
+// in use at every claim for a whole GPU, and served as many.
+func samePlacements(t *testing.T, name string, res SteadyFree, otherName string, other SteadyFree) {
+	t.Helper()
+	if !slices.Equal(res.FreeAtWhole, other.FreeAtWhole) || !slices.Equal(res.BoundAtWhole, other.BoundAtWhole) || !slices.Equal(res.InUse, other.InUse) || res.Served != other.Served {
+		t.Errorf("%s: %.2f whole GPUs free on average, %d served; %s differs: %.2f, %d", name, Mean(res.FreeAtWhole), res.Served, otherName, Mean(other.FreeAtWhole), other.Served)
 	}
 }
 
