@@ -3,6 +3,7 @@ package allocator
 import (
 	"encoding/binary"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"sync"
 
@@ -12,9 +13,9 @@ import (
 
 // The content of a device as node classes compare it (classCache.content): everything but its name
 // and attributes. Capacities and counter consumption, which partitionable devices publish by the
-// dozen, are written field by field, maps in key order; the rest of the device goes through JSON,
-// which also covers any field a later API adds (an added field of the two written by hand fails
-// TestDeviceContentKnowsTheFields).
+// dozen, are written field by field, maps in key order; the rest of the device goes through JSON when
+// anything of it is set, which also covers any field a later API adds (a field added to the types
+// written by hand fails TestDeviceContentKnowsTheFields).
 
 // contentScratch is the working memory of writing contents: the bytes and a key buffer for sorting
 // a map's keys, reused across slices.
@@ -56,9 +57,15 @@ func (c *contentScratch) appendDeviceContent(d *resourceapi.Device) bool {
 func appendDeviceContent(b []byte, d *resourceapi.Device, c *contentScratch) ([]byte, bool) {
 	rest := *d
 	rest.Name, rest.Attributes, rest.Capacity, rest.ConsumesCounters = "", nil, nil, nil
-	b, ok := appendJSON(b, rest)
-	if !ok {
-		return b, false
+	// Most devices set nothing else: a zero rest is written as one byte, without JSON.
+	ok := true
+	if reflect.ValueOf(&rest).Elem().IsZero() {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		if b, ok = appendJSON(b, rest); !ok {
+			return b, false
+		}
 	}
 	b = appendLen(b, len(d.Capacity), d.Capacity == nil)
 	for _, name := range c.sortedNames(d.Capacity) {

@@ -31,7 +31,8 @@
 //     but for names and attributes nothing reads), so that a filter pass asks Fits once per class;
 //     the snapshot remembers each node's class until something it depends on changes, so a pass over
 //     a fleet that did not change ([NodeClasses.AppendClasses] for all its nodes at once) costs a
-//     lookup per node.
+//     lookup per node. The first pass evaluates the selectors once per kind of device, where they
+//     read attributes by constant names (celenv's Selector.Reads), not on every device.
 //
 // The default strategy, [FirstFit], visits pools, slices and devices in the order the Kubernetes
 // allocator (k8s.io/dynamic-resource-allocation/structured) visits them and therefore picks the same

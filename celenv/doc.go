@@ -32,7 +32,10 @@
 // every quantity function: Kubernetes takes minutes on them.
 //
 // Lint explains an expression against a set of devices: names no device
-// publishes, type mismatches, and the outcome per device.
+// publishes, type mismatches, and the outcome per device. Selector.Reads
+// says which attributes and capacities an expression can read, when it
+// reads them by constant names: devices that agree on those get the same
+// verdict, which lets a caller evaluate once per kind of device.
 //
 // Errors: compile errors are *CompileError (errors.Is ErrCompile, with the
 // position); evaluation errors are *EvalError wrapping ErrCostLimit or
