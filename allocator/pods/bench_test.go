@@ -73,8 +73,12 @@ func dgxFleet(b *testing.B, choice pods.Choice, nodes int) *pods.Cluster {
 	must(b, err)
 	_, err = classes.AppendClasses(nil, snap.Nodes())
 	must(b, err)
+	// Explain evaluates the selectors on every device of a node, which builds each device's CEL view
+	// (the class pass evaluates them once per kind of device, and Fits stops at the first that fits).
 	for _, n := range snap.Nodes() {
 		_, err := snap.Fits(ctx, n, probe)
+		must(b, err)
+		_, err = snap.Explain(ctx, n, probe)
 		must(b, err)
 	}
 	c := pods.New(snap, pods.Options{Choice: choice, NameSuffix: fixedSuffixes()})

@@ -188,7 +188,8 @@ func BenchmarkBuildAndFilter(b *testing.B) {
 	buildAndFleetFilter(b, "nodes=1000/", cluster, claims)
 }
 
-// buildAndFleetFilter runs, under prefix, a build of the snapshot (copying, and NoCopy) followed by
+// buildAndFleetFilter runs, under prefix, a build of the snapshot (copying, NoCopy, and NoCopy with
+// TrustAPIServer) followed by
 // one whole-fleet filter pass through node classes (FleetFilter), as allocator/pods places a pod: what
 // a caller that builds a snapshot to place once pays. Every node must fit.
 func buildAndFleetFilter(b *testing.B, prefix string, cluster Cluster, claims []*resourceapi.ResourceClaim) {
@@ -196,7 +197,7 @@ func buildAndFleetFilter(b *testing.B, prefix string, cluster Cluster, claims []
 	for _, v := range []struct {
 		name string
 		opts allocator.Options
-	}{{"dralloc-classes", allocator.Options{}}, {"dralloc-nocopy-classes", allocator.Options{NoCopy: true}}} {
+	}{{"dralloc-classes", allocator.Options{}}, {"dralloc-nocopy-classes", allocator.Options{NoCopy: true}}, {"dralloc-informer-classes", allocator.Options{NoCopy: true, TrustAPIServer: true}}} {
 		b.Run(prefix+v.name, func(b *testing.B) {
 			out := make([]Outcome, len(cluster.Nodes))
 			b.ReportAllocs()
@@ -378,6 +379,11 @@ func buildImpls() []Impl {
 		if impl.Name == "dralloc" {
 			out = append(out, Impl{Name: "dralloc-nocopy", New: func(_ context.Context, c Cluster) (Filter, error) {
 				s, err := NewSnapshot(c, allocator.Options{NoCopy: true})
+				return drallocFits{s}, err
+			}}, Impl{Name: "dralloc-informer", New: func(_ context.Context, c Cluster) (Filter, error) {
+				// What a scheduler fed by informers runs: their objects are never modified and the API
+				// server validated them.
+				s, err := NewSnapshot(c, allocator.Options{NoCopy: true, TrustAPIServer: true})
 				return drallocFits{s}, err
 			}})
 		}
