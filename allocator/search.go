@@ -405,6 +405,11 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 			if must {
 				return false, u, nodeInputError(cs.name(), r.path(), fmt.Errorf("cannot add device %s because a claim constraint would not be satisfied", d.id))
 			}
+			if a.greedy {
+				// The first descent is for devices that agree as they come; past a disagreement,
+				// counting (failFast's bounds) decides faster than scanning on.
+				return false, u, errStepBack
+			}
 			return false, u, nil
 		}
 		u.constraints++
@@ -486,17 +491,18 @@ func nodeDeclares(features []string, name string) bool {
 var errStepBack = errors.New("the first descent failed")
 
 // greedyApplies: the call is one request (plain or with alternatives, none for all devices) of one
-// claim without constraints, searched first-fit. Its first descent then takes the first devices of the
-// first alternative that has enough, which failFast's count visits too (with a limit at the count), so
-// trying that descent first saves the count whenever it succeeds. An alternative of which no device can
-// be taken is passed over without stepping back, as in the full search; one that takes some devices and
+// claim, searched first-fit. Its first descent then takes the first devices of the first alternative
+// that has enough (and, under the claim's constraints, that agree with the devices taken before them):
+// one pass over the candidates, which failFast's count visits too, so trying that descent first saves
+// the count, and the constraints' bounds, whenever it succeeds. An alternative of which no device can be
+// taken is passed over without stepping back, as in the full search; one that takes some devices and
 // then runs out steps back.
 func (a *allocation) greedyApplies() bool {
 	if a.s.opts.Strategy != FirstFit || len(a.perClaim) != 1 {
 		return false
 	}
 	cs := &a.perClaim[0]
-	if len(cs.slots) != 1 || len(cs.constraints) > 0 {
+	if len(cs.slots) != 1 {
 		return false
 	}
 	for _, r := range cs.slots[0].alts {
