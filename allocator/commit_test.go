@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -425,6 +426,10 @@ func TestPropForkCommitsOfGeneratedClusters(t *testing.T) {
 			forks[i] = s.Fork()
 		}
 		errs := make([]error, len(todo))
+		// The committed claims in the order of their commits (commitMu keeps the order exact; the forks
+		// still allocate concurrently, from states made before any commit).
+		var commitMu sync.Mutex
+		var committed []*resourceapi.ResourceClaim
 		var wg sync.WaitGroup
 		for i, claim := range todo {
 			wg.Add(1)
@@ -441,7 +446,11 @@ func TestPropForkCommitsOfGeneratedClusters(t *testing.T) {
 					placed := claim.DeepCopy()
 					placed.Status.Allocation = &r[0]
 					if err = f.AddOrUpdateClaim(placed); err == nil {
-						err = f.Commit()
+						commitMu.Lock()
+						if err = f.Commit(); err == nil {
+							committed = append(committed, placed)
+						}
+						commitMu.Unlock()
 					}
 					if !errors.Is(err, allocator.ErrConflict) {
 						errs[i] = err
@@ -463,22 +472,24 @@ func TestPropForkCommitsOfGeneratedClusters(t *testing.T) {
 			}
 		}
 		// Each committed claim was allocated by a call of its own, so each is checked on its own against
-		// the root's final state, the other claims allocated: checked together, the verifier would hold
-		// them to the rules of one call, where shares with admin access count against a device's
-		// capacity too (kube-scheduler's allocated state leaves admin access out).
+		// the state its commit entered: the cluster's allocated claims and those committed before it.
+		// Checked together, the verifier would hold them to the rules of one call, where shares with
+		// admin access count against a device's capacity too; and against the final state, a claim's
+		// own admin-access share would be counted with shares committed after it, which did not see it
+		// (kube-scheduler's allocated state leaves admin access out).
 		_, _, _, claims := allocator.SnapshotObjects(s)
+		if len(claims) != len(c.Allocated)+len(committed) {
+			t.Fatalf("root holds %d claims, %d allocated and %d committed", len(claims), len(c.Allocated), len(committed))
+		}
 		in := c.Input()
-		in.Claims = claims
-		for _, held := range claims {
-			if !strings.Contains(held.Name, "-copy-") {
-				continue
-			}
+		for k, held := range committed {
+			in.Claims = append(slices.Clone(c.Allocated), committed[:k]...)
 			violations, err := verify.Check(ctx, in, []*resourceapi.ResourceClaim{held}, []resourceapi.AllocationResult{*held.Status.Allocation})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(violations) > 0 {
-				t.Fatalf("committed claim %s breaks the rules: %v", held.Name, violations)
+				t.Fatalf("committed claim %s (commit %d) breaks the rules: %v", held.Name, k, violations)
 			}
 		}
 	})
