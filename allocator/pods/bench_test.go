@@ -133,31 +133,7 @@ func placeLoop(b *testing.B, fresh func() *pods.Cluster, claim string) {
 func BenchmarkPlace(b *testing.B) {
 	for _, choice := range []pods.Choice{pods.FirstFit, pods.BestFit} {
 		b.Run(choice.String(), func(b *testing.B) {
-			ctx := context.Background()
-			c := fleet(b, choice)
-			placed := 0
-			ps := make([]*v1.Pod, 1000)
-			for i := range ps {
-				ps[i] = pod(fmt.Sprintf("pod-%04d", i), "gpu=template:one-gpu")
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				if placed == len(ps) {
-					b.StopTimer()
-					c = fleet(b, choice)
-					placed = 0
-					b.StartTimer()
-				}
-				p, err := c.Place(ctx, ps[placed])
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := c.Assume(p); err != nil {
-					b.Fatal(err)
-				}
-				placed++
-			}
+			placeLoop(b, func() *pods.Cluster { return fleet(b, choice) }, "gpu=template:one-gpu")
 		})
 	}
 }

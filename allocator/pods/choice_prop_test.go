@@ -90,21 +90,32 @@ func TestPropChoiceByScore(t *testing.T) {
 			if pl.Node != want {
 				rt.Fatalf("%s placed on %s (load %v), want %s", p.Name, pl.Node, load, want)
 			}
-			var n *v1.Node
-			for _, nd := range nodes {
-				if nd.Name == pl.Node {
-					n = nd
-				}
-			}
-			in := verify.Input{Slices: published, Classes: snap.Classes(), Claims: snap.Claims(""), Node: n}
-			claims := []*resourceapi.ResourceClaim{pl.Claims[0].Claim}
-			vs, err := verify.Check(ctx, in, claims, []resourceapi.AllocationResult{*pl.Claims[0].Claim.Status.Allocation})
-			must(t, err)
-			if len(vs) > 0 {
-				rt.Fatalf("%s on %s does not verify: %v", p.Name, pl.Node, vs)
-			}
-			must(t, c.Assume(pl))
+			verifyAndAssume(rt, c, published, nodes, p, pl)
 			placed = append(placed, p)
 		}
 	})
+}
+
+// verifyAndAssume checks a placement's first claim with allocator/verify against the published slices
+// and the snapshot's claims on the node chosen, and assumes the placement.
+func verifyAndAssume(rt *rapid.T, c *pods.Cluster, published []*resourceapi.ResourceSlice, nodes []*v1.Node, p *v1.Pod, pl *pods.Placement) {
+	snap := c.Snapshot()
+	var n *v1.Node
+	for _, nd := range nodes {
+		if nd.Name == pl.Node {
+			n = nd
+		}
+	}
+	in := verify.Input{Slices: published, Classes: snap.Classes(), Claims: snap.Claims(""), Node: n}
+	claims := []*resourceapi.ResourceClaim{pl.Claims[0].Claim}
+	vs, err := verify.Check(context.Background(), in, claims, []resourceapi.AllocationResult{*pl.Claims[0].Claim.Status.Allocation})
+	if err != nil {
+		rt.Fatal(err)
+	}
+	if len(vs) > 0 {
+		rt.Fatalf("%s on %s does not verify: %v", p.Name, pl.Node, vs)
+	}
+	if err := c.Assume(pl); err != nil {
+		rt.Fatal(err)
+	}
 }

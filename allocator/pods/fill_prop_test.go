@@ -15,7 +15,6 @@ import (
 
 	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/pods"
-	"github.com/dralloc/dralloc/allocator/verify"
 )
 
 const migDriver = "mig.example.com"
@@ -225,20 +224,7 @@ func TestPropBestFitByFill(t *testing.T) {
 			if pl.Node != want {
 				rt.Fatalf("%s (%s) placed on %s, want %s with fill %s (load %v)", p.Name, kd.template, pl.Node, want, wantFill.RatString(), load)
 			}
-			var n *v1.Node
-			for _, nd := range nodes {
-				if nd.Name == pl.Node {
-					n = nd
-				}
-			}
-			in := verify.Input{Slices: published, Classes: snap.Classes(), Claims: snap.Claims(""), Node: n}
-			claims := []*resourceapi.ResourceClaim{pl.Claims[0].Claim}
-			vs, err := verify.Check(ctx, in, claims, []resourceapi.AllocationResult{*pl.Claims[0].Claim.Status.Allocation})
-			must(t, err)
-			if len(vs) > 0 {
-				rt.Fatalf("%s on %s does not verify: %v", p.Name, pl.Node, vs)
-			}
-			must(t, c.Assume(pl))
+			verifyAndAssume(rt, c, published, nodes, p, pl)
 			placed = append(placed, p)
 		}
 	})
