@@ -26,31 +26,14 @@ type contentScratch struct {
 
 var contentScratches = sync.Pool{New: func() any { return new(contentScratch) }}
 
-// sortedKeys returns m's keys in order, in the scratch's key buffer (valid until the next call).
-func (c *contentScratch) sortedKeys(m map[string]resourceapi.Counter) []string {
-	c.keys = c.keys[:0]
-	for k := range m {
-		c.keys = append(c.keys, k)
-	}
-	slices.Sort(c.keys)
-	return c.keys
-}
-
-// sortedNames is sortedKeys for a capacity map.
-func (c *contentScratch) sortedNames(m map[resourceapi.QualifiedName]resourceapi.DeviceCapacity) []string {
+// scratchSortedKeys returns m's keys in order, in the scratch's key buffer (valid until the next call).
+func scratchSortedKeys[K ~string, V any](c *contentScratch, m map[K]V) []string {
 	c.keys = c.keys[:0]
 	for k := range m {
 		c.keys = append(c.keys, string(k))
 	}
 	slices.Sort(c.keys)
 	return c.keys
-}
-
-// appendDeviceContent appends d's content to c.b; false when a value cannot be written.
-func (c *contentScratch) appendDeviceContent(d *resourceapi.Device) bool {
-	var ok bool
-	c.b, ok = appendDeviceContent(c.b, d, c)
-	return ok
 }
 
 // appendDeviceContent appends d's content; false when a value cannot be written.
@@ -68,7 +51,7 @@ func appendDeviceContent(b []byte, d *resourceapi.Device, c *contentScratch) ([]
 		}
 	}
 	b = appendLen(b, len(d.Capacity), d.Capacity == nil)
-	for _, name := range c.sortedNames(d.Capacity) {
+	for _, name := range scratchSortedKeys(c, d.Capacity) {
 		dc := d.Capacity[resourceapi.QualifiedName(name)]
 		b = appendString(b, name)
 		if b, ok = appendCapacity(b, &dc); !ok {
@@ -80,7 +63,7 @@ func appendDeviceContent(b []byte, d *resourceapi.Device, c *contentScratch) ([]
 		cc := &d.ConsumesCounters[i]
 		b = appendString(b, cc.CounterSet)
 		b = appendLen(b, len(cc.Counters), cc.Counters == nil)
-		for _, name := range c.sortedKeys(cc.Counters) {
+		for _, name := range scratchSortedKeys(c, cc.Counters) {
 			b = appendString(b, name)
 			if b, ok = appendQuantity(b, cc.Counters[name].Value); !ok {
 				return b, false
@@ -173,4 +156,43 @@ func appendCapacity(b []byte, c *resourceapi.DeviceCapacity) ([]byte, bool) {
 		return appendJSON(b, c.RequestPolicy)
 	}
 	return b, true
+}
+
+// readKey appends to b what the call's selectors read of d (see classSig.reads): its driver, flags and
+// the values read, each present or not, under both names a driver may publish it under.
+func readKey(b []byte, reads []valueRead, d *deviceEntry) ([]byte, bool) {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(d.id.Driver)))
+	b = append(b, d.id.Driver...)
+	b = append(b, boolByte(d.multi), boolByte(d.binding))
+	for _, r := range reads {
+		for _, name := range [2]resourceapi.QualifiedName{r.qualified, r.bare} {
+			if r.capacity {
+				c, found := d.api.Capacity[name]
+				b = append(b, boolByte(found))
+				if found {
+					var ok bool
+					if b, ok = appendCapacity(b, &c); !ok {
+						return b, false
+					}
+				}
+			} else {
+				a, found := d.api.Attributes[name]
+				b = append(b, boolByte(found))
+				if found {
+					b = appendAttribute(b, &a)
+				}
+			}
+			if r.domain != d.id.Driver {
+				break // a name without a domain is the driver's
+			}
+		}
+	}
+	return b, true
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
 }

@@ -470,45 +470,6 @@ func (a *allocation) selectorReads() ([]valueRead, bool) {
 	return reads, true
 }
 
-// readKey appends to b what the call's selectors read of d (see classSig.reads): its driver, flags and
-// the values read, each present or not, under both names a driver may publish it under.
-func readKey(b []byte, reads []valueRead, d *deviceEntry) ([]byte, bool) {
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(d.id.Driver)))
-	b = append(b, d.id.Driver...)
-	b = append(b, boolByte(d.multi), boolByte(d.binding))
-	for _, r := range reads {
-		for _, name := range [2]resourceapi.QualifiedName{r.qualified, r.bare} {
-			if r.capacity {
-				c, found := d.api.Capacity[name]
-				b = append(b, boolByte(found))
-				if found {
-					var ok bool
-					if b, ok = appendCapacity(b, &c); !ok {
-						return b, false
-					}
-				}
-			} else {
-				a, found := d.api.Attributes[name]
-				b = append(b, boolByte(found))
-				if found {
-					b = appendAttribute(b, &a)
-				}
-			}
-			if r.domain != d.id.Driver {
-				break // a name without a domain is the driver's
-			}
-		}
-	}
-	return b, true
-}
-
-func boolByte(v bool) byte {
-	if v {
-		return 1
-	}
-	return 0
-}
-
 // classCache keeps the signatures of the last few calls and the pool classes found under each, and the
 // content of slices as classes compare it.
 type classCache struct {
@@ -552,7 +513,8 @@ func (c *classCache) content(e *sliceEntry) (uint64, bool) {
 	devs := e.devices()
 	w.b = binary.LittleEndian.AppendUint32(w.b, uint32(len(devs)))
 	for _, d := range devs {
-		if !w.appendDeviceContent(d.api) || !enc(d.taints) {
+		var ok bool
+		if w.b, ok = appendDeviceContent(w.b, d.api, w); !ok || !enc(d.taints) {
 			return 0, false
 		}
 	}
@@ -715,17 +677,7 @@ func (a *allocation) deviceVerdicts(sig *classSig, d *deviceEntry) (string, bool
 // published content but for names and attributes, the effective taints, the selector verdicts of every
 // request of the call and the attributes its constraints compare.
 func (a *allocation) poolKey(sig *classSig, p *pool) (string, bool) {
-	var b []byte
-	flag := func(v bool) {
-		if v {
-			b = append(b, 1)
-		} else {
-			b = append(b, 0)
-		}
-	}
-	flag(p.incomplete)
-	flag(p.invalid)
-	flag(p.binding)
+	b := []byte{boolByte(p.incomplete), boolByte(p.invalid), boolByte(p.binding)}
 	if j, err := json.Marshal(p.counterSets); err != nil {
 		return "", false
 	} else {
@@ -746,14 +698,9 @@ func (a *allocation) poolKey(sig *classSig, p *pool) (string, bool) {
 			b = append(b, verdicts...)
 			for _, name := range sig.attrs {
 				attr, ok := staticAttribute(d, name)
-				flag(ok)
+				b = append(b, boolByte(ok))
 				if ok {
-					j, err := json.Marshal(attr)
-					if err != nil {
-						return "", false
-					}
-					b = binary.LittleEndian.AppendUint32(b, uint32(len(j)))
-					b = append(b, j...)
+					b = appendAttribute(b, &attr)
 				}
 			}
 		}
