@@ -16,7 +16,7 @@ var stateIDs atomic.Uint64
 // visits them. It is immutable once built.
 type counterBase struct {
 	mark   useMark
-	layout *counterLayout // of the pool; kept from one revision to the next
+	layout *counterLayout // the pool's
 	state  tallyState     // when layout.dense
 	admits []bool
 }
@@ -39,12 +39,7 @@ func (a *allocation) baseCounters(p *pool) *counterBase {
 		p.base.Store(&noted)
 		return &noted
 	}
-	b := &counterBase{mark: mark}
-	if old != nil {
-		b.layout = old.layout
-	} else {
-		b.layout = newCounterLayout(p)
-	}
+	b := &counterBase{mark: mark, layout: p.layout}
 	var fits func(d *deviceEntry) bool
 	if b.layout.dense {
 		b.state = b.layout.emptyState()

@@ -30,6 +30,8 @@ type pool struct {
 	others      []*sliceEntry
 	counterSets []resourceapi.CounterSet
 	counterIdx  map[string]int // counter set name → index in counterSets
+	// layout is the pool's counters compiled (with DRAPartitionableDevices; see tally.go).
+	layout *counterLayout
 	// binding: a device for this node lists binding conditions; such pools are visited last.
 	binding bool
 	// base is the pool's shared counters as the allocated state leaves them (see baseCounters).
@@ -286,38 +288,12 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 			p.counterSets = append(p.counterSets, cs)
 		}
 	}
-	for _, list := range [][]*sliceEntry{p.slices, p.others} {
-		for _, e := range list {
-			for _, d := range e.devices() {
-				for _, c := range d.api.ConsumesCounters {
-					i, ok := p.counterIdx[c.CounterSet]
-					if !ok {
-						return p.markInvalid(fmt.Sprintf("counter set %s not found", c.CounterSet))
-					}
-					if name, missing := missingCounter(c.Counters, p.counterSets[i].Counters); missing {
-						return p.markInvalid(fmt.Sprintf("counter %s not found in counter set %s", name, c.CounterSet))
-					}
-				}
-			}
-		}
+	l, reason, ok := newCounterLayout(p)
+	if !ok {
+		return p.markInvalid(reason)
 	}
+	p.layout = l
 	return p
-}
-
-// missingCounter returns the first counter, in name order (so that the reason is the same on every call),
-// that a device consumes and its counter set does not define. The names are sorted only when one is
-// missing: this runs for every device of every pool built.
-func missingCounter(consumed, defined map[string]resourceapi.Counter) (string, bool) {
-	for name := range consumed {
-		if _, ok := defined[name]; !ok {
-			for _, name := range slices.Sorted(maps.Keys(consumed)) {
-				if _, ok := defined[name]; !ok {
-					return name, true
-				}
-			}
-		}
-	}
-	return "", false
 }
 
 func (p *pool) markInvalid(reason string) *pool {

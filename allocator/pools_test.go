@@ -136,6 +136,45 @@ func TestInvalidPoolReasonIsDeterministic(t *testing.T) {
 	}
 }
 
+// An invalid pool's reason names the first consumption, in device order and then the order a device
+// lists them, that draws on an undefined counter set or counter, whichever kind of fault comes first.
+// The pool is checked as its counters are compiled, in one pass over the consumptions.
+func TestInvalidPoolReasonIsTheFirstFault(t *testing.T) {
+	memory := map[string]resourceapi.Counter{"memory": {Value: quantity("1Gi")}}
+	unknownSet := resourceapi.DeviceCounterConsumption{CounterSet: "gpu-9", Counters: memory}
+	unknownCounter := resourceapi.DeviceCounterConsumption{CounterSet: "gpu-0", Counters: map[string]resourceapi.Counter{"memory": {Value: quantity("1Gi")}, "engines": {Value: quantity("1")}}}
+	fine := resourceapi.DeviceCounterConsumption{CounterSet: "gpu-0", Counters: memory}
+	for _, tc := range []struct {
+		name  string
+		draws [][]resourceapi.DeviceCounterConsumption // per device, in order
+		want  string
+	}{
+		{"an unknown set first", [][]resourceapi.DeviceCounterConsumption{{fine}, {unknownSet}, {unknownCounter}}, "counter set gpu-9 not found"},
+		{"an unknown counter first", [][]resourceapi.DeviceCounterConsumption{{fine}, {unknownCounter}, {unknownSet}}, "counter engines not found in counter set gpu-0"},
+		{"an unknown counter first within a device", [][]resourceapi.DeviceCounterConsumption{{fine}, {unknownCounter, unknownSet}}, "counter engines not found in counter set gpu-0"},
+		{"an unknown set first within a device", [][]resourceapi.DeviceCounterConsumption{{fine}, {unknownSet, unknownCounter}}, "counter set gpu-9 not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var devs []resourceapi.Device
+			for i, draws := range tc.draws {
+				d := device(fmt.Sprintf("p-%d", i), nil)
+				d.ConsumesCounters = draws
+				devs = append(devs, d)
+			}
+			s := allocator.NewSnapshot(allocator.Options{})
+			for _, sl := range partitionedPool(devs...) {
+				must(t, s.AddOrUpdateSlice(sl))
+			}
+			must(t, s.AddOrUpdateClass(anyClass))
+			_, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 1))})
+			var ue *allocator.UnsatisfiableError
+			if !errors.As(err, &ue) || len(ue.Reasons) == 0 || !strings.HasSuffix(ue.Reasons[len(ue.Reasons)-1], tc.want) {
+				t.Fatalf("got %v, want a last reason ending in %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // The pools a node sees are cached across calls, and with network-attached slices that select nodes by
 // label the answer depends on the node's labels: a caller that relabels its Node object and passes the same
 // object again must be answered for the new labels.

@@ -1,7 +1,10 @@
 package allocator
 
 import (
+	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -99,8 +102,11 @@ func (t *tallyState) copyFrom(o *tallyState) {
 	t.overdrawn = o.overdrawn
 }
 
-// newCounterLayout compiles the counters of p. It visits p's node slices and then its other slices.
-func newCounterLayout(p *pool) *counterLayout {
+// newCounterLayout compiles the counters of p. It visits p's node slices and then its other slices, and
+// reports the first consumption, in that order, that names a counter set or a counter p does not define
+// (ok false), with the reason that makes the pool invalid; buildPool compiles the layout as it checks the
+// pool, so that each consumption is read once.
+func newCounterLayout(p *pool) (l *counterLayout, reason string, ok bool) {
 	var devs []*deviceEntry
 	var cons [][]resourceapi.DeviceCounterConsumption
 	for _, list := range [][]*sliceEntry{p.slices, p.others} {
@@ -113,21 +119,50 @@ func newCounterLayout(p *pool) *counterLayout {
 			}
 		}
 	}
-	l, compiled := compileCounters(p.counterSets, cons)
+	l, compiled, bad := compileCounters(p.counterSets, cons)
+	if bad.found {
+		c := &cons[bad.dev][bad.cons]
+		i, defined := p.counterIdx[c.CounterSet]
+		if !defined {
+			return nil, fmt.Sprintf("counter set %s not found", c.CounterSet), false
+		}
+		return nil, fmt.Sprintf("counter %s not found in counter set %s", firstUndefined(c.Counters, p.counterSets[i].Counters), c.CounterSet), false
+	}
 	if l.dense {
 		l.devs = make(map[*deviceEntry]*devCounters, len(devs))
 		for i, d := range devs {
 			l.devs[d] = compiled[i]
 		}
 	}
-	return l
+	return l, "", true
+}
+
+// undefinedRef is the first consumption (device dev's entry cons) that names a counter set or a counter
+// the sets do not define.
+type undefinedRef struct {
+	found     bool
+	dev, cons int
+}
+
+// firstUndefined is the first counter, in name order (so that the reason is the same on every call),
+// that consumed names and defined lacks. It runs only for a pool found invalid.
+func firstUndefined(consumed, defined map[string]resourceapi.Counter) string {
+	for _, name := range slices.Sorted(maps.Keys(consumed)) {
+		if _, ok := defined[name]; !ok {
+			return name
+		}
+	}
+	return ""
 }
 
 // compileCounters numbers the counters of sets and compiles each consumption list; the layout is dense
 // when every quantity is an exact int64 that passes capacity.ValidateQuantity and no sum can overflow.
 // The compiled lists lie in a few blocks sized by a first count, rather than several allocations per
 // device: a DGX node in dynamic MIG has over two hundred devices drawing on its counters.
-func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceCounterConsumption) (*counterLayout, []*devCounters) {
+//
+// bad is the first consumption that names a counter set or a counter that sets do not define; its
+// undefined counters are left out of the compiled list.
+func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceCounterConsumption) (l *counterLayout, compiled []*devCounters, bad undefinedRef) {
 	nCounters := 0
 	for _, s := range sets {
 		nCounters += len(s.Counters)
@@ -140,7 +175,7 @@ func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceC
 			nGroups += len(c.CompatibilityGroups)
 		}
 	}
-	l := &counterLayout{sets: make(map[string]*setLayout, len(sets)), capacity: make([]int64, 0, nCounters)}
+	l = &counterLayout{sets: make(map[string]*setLayout, len(sets)), capacity: make([]int64, 0, nCounters)}
 	setBlock := make([]setLayout, 0, len(sets))
 	internSet := func(name string) *setLayout {
 		sl := l.sets[name]
@@ -182,11 +217,6 @@ func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceC
 	for _, s := range sets {
 		sl := internSet(s.Name)
 		for name, c := range s.Counters {
-			v, ok := exact(c.Value)
-			if !ok {
-				dense = false
-				continue
-			}
 			if sl.counters == nil {
 				sl.counters = make(map[string]int32, len(s.Counters))
 			}
@@ -196,10 +226,16 @@ func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceC
 				sl.counters[name] = i
 				l.capacity = append(l.capacity, 0)
 			}
+			v, ok := exact(c.Value)
+			if !ok {
+				dense = false
+				continue
+			}
 			l.capacity[i] = v
 		}
 	}
-	compiled := make([]*devCounters, len(cons))
+	definedSets := int32(l.nsets)
+	compiled = make([]*devCounters, len(cons))
 	dcs := make([]devCounters, len(cons))
 	draws := make([]setDraw, nDraws)
 	amounts := make([]counterAmount, 0, nAmounts)
@@ -236,15 +272,23 @@ func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceC
 				sd.uniq = groups[at:len(groups):len(groups)]
 			}
 			dc.sets[i] = sd
+			if sl.idx >= definedSets && !bad.found {
+				bad = undefinedRef{found: true, dev: di, cons: i}
+			}
 			for name, v := range c.Counters {
+				ci, defined := sl.counters[name]
+				if !defined {
+					if !bad.found {
+						bad = undefinedRef{found: true, dev: di, cons: i}
+					}
+					continue
+				}
 				amount, ok := exact(v.Value)
 				if !ok {
 					dense = false
 					continue
 				}
-				if ci, ok := sl.counters[name]; ok {
-					amounts = append(amounts, counterAmount{idx: ci, v: amount})
-				}
+				amounts = append(amounts, counterAmount{idx: ci, v: amount})
 			}
 		}
 		if len(amounts) > first {
@@ -253,7 +297,7 @@ func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceC
 		compiled[di] = dc
 	}
 	l.dense = dense
-	return l, compiled
+	return l, compiled, bad
 }
 
 func containsInt32(s []int32, x int32) bool {
