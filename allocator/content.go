@@ -77,6 +77,24 @@ func appendDeviceContent(b []byte, d *resourceapi.Device, c *contentScratch) ([]
 	return b, true
 }
 
+// appendCounterSets writes a pool's counter sets in order (their order is the pool's): each set's name
+// and its counters in name order; false when a value cannot be written.
+func appendCounterSets(b []byte, sets []resourceapi.CounterSet, c *contentScratch) ([]byte, bool) {
+	b = appendLen(b, len(sets), sets == nil)
+	ok := true
+	for i := range sets {
+		b = appendString(b, sets[i].Name)
+		b = appendLen(b, len(sets[i].Counters), sets[i].Counters == nil)
+		for _, name := range scratchSortedKeys(c, sets[i].Counters) {
+			b = appendString(b, name)
+			if b, ok = appendQuantity(b, sets[i].Counters[name].Value); !ok {
+				return b, false
+			}
+		}
+	}
+	return b, true
+}
+
 // appendQuantity writes q so that two quantities are written alike exactly when they print alike:
 // its format and, when it is an int64, that value (String canonicalizes both), else its JSON. q is
 // read, never modified (String would cache its text in it).

@@ -128,3 +128,66 @@ func TestAttributeEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestCounterSetsContent: a pool's counter sets are written alike when they are equal, whatever the
+// order their maps were filled in, and apart when anything a counter check reads differs.
+func TestCounterSetsContent(t *testing.T) {
+	base := func() []resourceapi.CounterSet {
+		return []resourceapi.CounterSet{
+			{Name: "gpu-0", Counters: map[string]resourceapi.Counter{"memory": {Value: resource.MustParse("80Gi")}, "slice-0": {Value: resource.MustParse("1")}}},
+			{Name: "gpu-1", Counters: map[string]resourceapi.Counter{"memory": {Value: resource.MustParse("80Gi")}}},
+		}
+	}
+	content := func(sets []resourceapi.CounterSet) string {
+		var before []resourceapi.CounterSet
+		for i := range sets {
+			before = append(before, *sets[i].DeepCopy())
+		}
+		b, ok := appendCounterSets(nil, sets, new(contentScratch))
+		if !ok {
+			t.Fatal("not written")
+		}
+		if len(sets) > 0 && !reflect.DeepEqual(before, sets) {
+			t.Fatal("sets modified")
+		}
+		return string(b)
+	}
+	want := content(base())
+	refilled := base()
+	refilled[0].Counters = map[string]resourceapi.Counter{"slice-0": {Value: resource.MustParse("1")}}
+	refilled[0].Counters["memory"] = resourceapi.Counter{Value: resource.MustParse("80Gi")}
+	if got := content(refilled); got != want {
+		t.Error("the order a map was filled in changed the content")
+	}
+	for name, change := range map[string]func(s []resourceapi.CounterSet) []resourceapi.CounterSet{
+		"a set's name": func(s []resourceapi.CounterSet) []resourceapi.CounterSet { s[1].Name = "gpu-2"; return s },
+		"a counter's value": func(s []resourceapi.CounterSet) []resourceapi.CounterSet {
+			s[0].Counters["slice-0"] = resourceapi.Counter{Value: resource.MustParse("2")}
+			return s
+		},
+		"a counter's format": func(s []resourceapi.CounterSet) []resourceapi.CounterSet {
+			s[0].Counters["slice-0"] = resourceapi.Counter{Value: *resource.NewQuantity(1, resource.BinarySI)}
+			return s
+		},
+		"a counter's name": func(s []resourceapi.CounterSet) []resourceapi.CounterSet {
+			s[1].Counters = map[string]resourceapi.Counter{"memory-0": {Value: resource.MustParse("80Gi")}}
+			return s
+		},
+		"a counter moved to the other set": func(s []resourceapi.CounterSet) []resourceapi.CounterSet {
+			delete(s[0].Counters, "slice-0")
+			s[1].Counters["slice-0"] = resourceapi.Counter{Value: resource.MustParse("1")}
+			return s
+		},
+		"the sets' order": func(s []resourceapi.CounterSet) []resourceapi.CounterSet { s[0], s[1] = s[1], s[0]; return s },
+		"a set less":      func(s []resourceapi.CounterSet) []resourceapi.CounterSet { return s[:1] },
+		"no sets":         func(s []resourceapi.CounterSet) []resourceapi.CounterSet { return nil },
+		"a counter less": func(s []resourceapi.CounterSet) []resourceapi.CounterSet {
+			delete(s[0].Counters, "slice-0")
+			return s
+		},
+	} {
+		if content(change(base())) == want {
+			t.Errorf("%s: same content", name)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
@@ -678,11 +677,11 @@ func (a *allocation) deviceVerdicts(sig *classSig, d *deviceEntry) (string, bool
 // request of the call and the attributes its constraints compare.
 func (a *allocation) poolKey(sig *classSig, p *pool) (string, bool) {
 	b := []byte{boolByte(p.incomplete), boolByte(p.invalid), boolByte(p.binding)}
-	if j, err := json.Marshal(p.counterSets); err != nil {
+	c := contentScratches.Get().(*contentScratch)
+	b, ok := appendCounterSets(b, p.counterSets, c)
+	contentScratches.Put(c)
+	if !ok {
 		return "", false
-	} else {
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(j)))
-		b = append(b, j...)
 	}
 	for _, e := range p.slices {
 		content, ok := a.s.classes.content(e)

@@ -145,6 +145,7 @@ func BenchmarkBuild(b *testing.B) {
 			}
 		}
 	})
+	b.Run("nodes=1000/read-every-device", func(b *testing.B) { readEveryDeviceLoop(b, cluster) })
 	b.Run("update-one-slice/dralloc", func(b *testing.B) {
 		s, err := NewSnapshot(cluster, allocator.Options{})
 		if err != nil {
@@ -259,6 +260,7 @@ func BenchmarkBuildDGX(b *testing.B) {
 			}
 		})
 	}
+	b.Run(fmt.Sprintf("nodes=%d/build/read-every-device", nodes), func(b *testing.B) { readEveryDeviceLoop(b, cluster) })
 	buildAndFleetFilter(b, fmt.Sprintf("nodes=%d/build-and-filter/", nodes), cluster, claims)
 	b.Run(fmt.Sprintf("nodes=%d/update-one-slice/dralloc", nodes), func(b *testing.B) {
 		s, err := NewSnapshot(cluster, allocator.Options{})
@@ -389,6 +391,60 @@ func buildImpls() []Impl {
 		}
 	}
 	return out
+}
+
+// readEveryDeviceLoop times readEveryDevice on the cluster: the least a build that copies or validates
+// every device pays (the default snapshot does both, NoCopy validates), against which to read the
+// builds' times. Upstream reads a device only when a search reaches it.
+func readEveryDeviceLoop(b *testing.B, c Cluster) {
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		n += readEveryDevice(c)
+	}
+	if n == 0 {
+		b.Fatal("read nothing")
+	}
+}
+
+// readEveryDevice reads what any copy of the cluster's slices must read, and nothing more: every entry
+// of every device's attribute, capacity and counter maps and the value each attribute points to (not
+// the bytes of strings, which a copy shares). It allocates and writes nothing.
+func readEveryDevice(c Cluster) int {
+	n := 0
+	for _, s := range c.Slices {
+		for i := range s.Spec.Devices {
+			d := &s.Spec.Devices[i]
+			for name, a := range d.Attributes {
+				n += len(name)
+				switch {
+				case a.StringValue != nil:
+					n += len(*a.StringValue)
+				case a.VersionValue != nil:
+					n += len(*a.VersionValue)
+				case a.IntValue != nil:
+					n += int(*a.IntValue & 1)
+				case a.BoolValue != nil && *a.BoolValue:
+					n++
+				}
+				n += len(a.StringValues) + len(a.IntValues) + len(a.BoolValues) + len(a.VersionValues)
+			}
+			for name, c := range d.Capacity {
+				n += len(name) + len(c.Value.Format)
+			}
+			for j := range d.ConsumesCounters {
+				for name, c := range d.ConsumesCounters[j].Counters {
+					n += len(name) + len(c.Value.Format)
+				}
+			}
+		}
+		for _, cs := range s.Spec.SharedCounters {
+			for name := range cs.Counters {
+				n += len(name)
+			}
+		}
+	}
+	return n
 }
 
 // BenchmarkParallelFilter is scenario 5: scenario 1 (1000 nodes, two GPUs) with nodes filtered in parallel;
