@@ -30,7 +30,8 @@ type pool struct {
 	others      []*sliceEntry
 	counterSets []resourceapi.CounterSet
 	counterIdx  map[string]int // counter set name → index in counterSets
-	// layout is the pool's counters compiled (with DRAPartitionableDevices; see tally.go).
+	// layout is the pool's counters compiled (with DRAPartitionableDevices, and devices drawing on
+	// counters; see tally.go).
 	layout *counterLayout
 	// binding: a device for this node lists binding conditions; such pools are visited last.
 	binding bool

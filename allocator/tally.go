@@ -105,7 +105,7 @@ func (t *tallyState) copyFrom(o *tallyState) {
 // newCounterLayout compiles the counters of p. It visits p's node slices and then its other slices, and
 // reports the first consumption, in that order, that names a counter set or a counter p does not define
 // (ok false), with the reason that makes the pool invalid; buildPool compiles the layout as it checks the
-// pool, so that each consumption is read once.
+// pool, so that each consumption is read once. A pool without consumption has none (nil).
 func newCounterLayout(p *pool) (l *counterLayout, reason string, ok bool) {
 	var devs []*deviceEntry
 	var cons [][]resourceapi.DeviceCounterConsumption
@@ -118,6 +118,9 @@ func newCounterLayout(p *pool) (l *counterLayout, reason string, ok bool) {
 				}
 			}
 		}
+	}
+	if len(cons) == 0 {
+		return nil, "", true // nothing draws on counters: no call asks for the layout (whole GPUs)
 	}
 	l, compiled, bad := compileCounters(p.counterSets, cons)
 	if bad.found {
