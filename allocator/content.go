@@ -17,23 +17,38 @@ import (
 // anything of it is set, which also covers any field a later API adds (a field added to the types
 // written by hand fails TestDeviceContentKnowsTheFields).
 
-// contentScratch is the working memory of writing contents: the bytes and a key buffer for sorting
-// a map's keys, reused across slices.
+// contentScratch is the working memory of writing contents: the bytes and, per kind of map, the keys
+// last sorted, reused across devices and slices.
 type contentScratch struct {
-	b    []byte
-	keys []string
+	b                                  []byte
+	capacityKeys, counterKeys, setKeys []string
 }
 
 var contentScratches = sync.Pool{New: func() any { return new(contentScratch) }}
 
-// scratchSortedKeys returns m's keys in order, in the scratch's key buffer (valid until the next call).
-func scratchSortedKeys[K ~string, V any](c *contentScratch, m map[K]V) []string {
-	c.keys = c.keys[:0]
-	for k := range m {
-		c.keys = append(c.keys, string(k))
+// scratchSortedKeys returns m's keys in order, in the key buffer keys (valid until the next call with it).
+// The devices of a slice repeat the same names, partitions their counters above all (NVIDIA's driver
+// lists every counter of the set, zeros included), so when keys already holds exactly m's names (as
+// many, each in m) they are returned as they are, without collecting and sorting them again.
+func scratchSortedKeys[K ~string, V any](keys *[]string, m map[K]V) []string {
+	if len(*keys) == len(m) {
+		same := true
+		for _, k := range *keys {
+			if _, ok := m[K(k)]; !ok {
+				same = false
+				break
+			}
+		}
+		if same {
+			return *keys
+		}
 	}
-	slices.Sort(c.keys)
-	return c.keys
+	*keys = (*keys)[:0]
+	for k := range m {
+		*keys = append(*keys, string(k))
+	}
+	slices.Sort(*keys)
+	return *keys
 }
 
 // appendDeviceContent appends d's content; false when a value cannot be written.
@@ -51,7 +66,7 @@ func appendDeviceContent(b []byte, d *resourceapi.Device, c *contentScratch) ([]
 		}
 	}
 	b = appendLen(b, len(d.Capacity), d.Capacity == nil)
-	for _, name := range scratchSortedKeys(c, d.Capacity) {
+	for _, name := range scratchSortedKeys(&c.capacityKeys, d.Capacity) {
 		dc := d.Capacity[resourceapi.QualifiedName(name)]
 		b = appendString(b, name)
 		if b, ok = appendCapacity(b, &dc); !ok {
@@ -63,7 +78,7 @@ func appendDeviceContent(b []byte, d *resourceapi.Device, c *contentScratch) ([]
 		cc := &d.ConsumesCounters[i]
 		b = appendString(b, cc.CounterSet)
 		b = appendLen(b, len(cc.Counters), cc.Counters == nil)
-		for _, name := range scratchSortedKeys(c, cc.Counters) {
+		for _, name := range scratchSortedKeys(&c.counterKeys, cc.Counters) {
 			b = appendString(b, name)
 			if b, ok = appendQuantity(b, cc.Counters[name].Value); !ok {
 				return b, false
@@ -85,7 +100,7 @@ func appendCounterSets(b []byte, sets []resourceapi.CounterSet, c *contentScratc
 	for i := range sets {
 		b = appendString(b, sets[i].Name)
 		b = appendLen(b, len(sets[i].Counters), sets[i].Counters == nil)
-		for _, name := range scratchSortedKeys(c, sets[i].Counters) {
+		for _, name := range scratchSortedKeys(&c.setKeys, sets[i].Counters) {
 			b = appendString(b, name)
 			if b, ok = appendQuantity(b, sets[i].Counters[name].Value); !ok {
 				return b, false

@@ -1,12 +1,14 @@
 package allocator
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"pgregory.net/rapid"
 )
 
 // TestDeviceContentKnowsTheFields: appendDeviceContent and appendAttribute write the fields of
@@ -190,4 +192,25 @@ func TestCounterSetsContent(t *testing.T) {
 			t.Errorf("%s: same content", name)
 		}
 	}
+}
+
+// TestPropScratchSortedKeys: whatever the maps before it, a map's keys come back in order, whether the
+// buffer already held its names (reused) or not (sorted again).
+func TestPropScratchSortedKeys(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var buf []string
+		names := []string{"memory", "memory-slice-0", "memory-slice-1", "multiprocessors", "copy-engines", ""}
+		for range rapid.IntRange(1, 8).Draw(t, "maps") {
+			m := map[string]int{}
+			for _, n := range names {
+				if rapid.Bool().Draw(t, "has "+n) {
+					m[n] = 1
+				}
+			}
+			want := slices.Sorted(maps.Keys(m))
+			if got := scratchSortedKeys(&buf, m); !slices.Equal(got, want) {
+				t.Fatalf("keys of %v: got %q, want %q", m, got, want)
+			}
+		}
+	})
 }
