@@ -27,9 +27,9 @@ type contentScratch struct {
 var contentScratches = sync.Pool{New: func() any { return new(contentScratch) }}
 
 // scratchSortedKeys returns m's keys in order, in the key buffer keys (valid until the next call with it).
-// The devices of a slice repeat the same names, partitions their counters above all (NVIDIA's driver
-// lists every counter of the set, zeros included), so when keys already holds exactly m's names (as
-// many, each in m) they are returned as they are, without collecting and sorting them again.
+// A device often repeats the names of the device before it (the capacities of every partition of a GPU,
+// the counters of partitions on the same memory slices), so when keys already holds exactly m's names
+// (as many, each in m) they are returned as they are, without collecting and sorting them again.
 func scratchSortedKeys[K ~string, V any](keys *[]string, m map[K]V) []string {
 	if len(*keys) == len(m) {
 		same := true
