@@ -265,11 +265,44 @@ func (c *versionCache) ok(v string) bool {
 			return true
 		}
 	}
-	if len(v) > resourceapi.DeviceAttributeMaxValueLength || !semverPattern.MatchString(v) {
+	if len(v) > resourceapi.DeviceAttributeMaxValueLength || !knownVersions.has(v) && !knownVersions.check(v) {
 		return false
 	}
 	c.valid[c.next] = v
 	c.next = (c.next + 1) % len(c.valid)
+	return true
+}
+
+// knownVersions remembers, across calls, the version strings found valid; whether one is valid depends
+// on the string alone, and a fleet's slices repeat a few driver and CUDA versions, which then meet the
+// regular expression once rather than once per slice. It forgets them all past maxKnownVersions.
+var knownVersions versionMemo
+
+const maxKnownVersions = 256
+
+type versionMemo struct {
+	mu sync.Mutex
+	ok map[string]struct{}
+}
+
+func (m *versionMemo) has(v string) bool {
+	m.mu.Lock()
+	_, ok := m.ok[v]
+	m.mu.Unlock()
+	return ok
+}
+
+// check matches v against the semantic version pattern and remembers it when it is valid.
+func (m *versionMemo) check(v string) bool {
+	if !semverPattern.MatchString(v) {
+		return false
+	}
+	m.mu.Lock()
+	if m.ok == nil || len(m.ok) >= maxKnownVersions {
+		m.ok = map[string]struct{}{}
+	}
+	m.ok[strings.Clone(v)] = struct{}{} // not the caller's string, which may share a larger buffer
+	m.mu.Unlock()
 	return true
 }
 

@@ -2,12 +2,14 @@ package validation
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -30,6 +32,11 @@ func TestPropFastChecksAgreeWithApimachinery(t *testing.T) {
 		}
 		if got, want := isDNSSubdomain(s), len(validation.IsDNS1123Subdomain(s)) == 0; got != want {
 			rt.Errorf("isDNSSubdomain(%q) = %v, apimachinery %v", s, got, want)
+		}
+		for _, prefix := range []bool{false, true} {
+			if got, want := nameIsDNSSubdomain(s, prefix), apivalidation.NameIsDNSSubdomain(s, prefix); !slices.Equal(got, want) {
+				rt.Errorf("nameIsDNSSubdomain(%q, %v) = %q, apimachinery %q", s, prefix, got, want)
+			}
 		}
 	})
 }
@@ -302,4 +309,25 @@ func TestPropMemoChangesNoVerdict(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A versionMemo remembers valid versions only, and no more than maxKnownVersions of them.
+func TestVersionMemo(t *testing.T) {
+	var m versionMemo
+	if !m.check("1.2.3") || !m.has("1.2.3") {
+		t.Error("a valid version is not remembered")
+	}
+	for _, v := range []string{"01.2.3", "1.2", "v1.2.3", ""} {
+		if m.check(v) || m.has(v) {
+			t.Errorf("invalid version %q accepted", v)
+		}
+	}
+	for i := range 3 * maxKnownVersions {
+		if !m.check(fmt.Sprintf("1.0.%d", i)) {
+			t.Fatalf("1.0.%d refused", i)
+		}
+		if len(m.ok) > maxKnownVersions {
+			t.Fatalf("%d versions remembered, at most %d", len(m.ok), maxKnownVersions)
+		}
+	}
 }

@@ -21,7 +21,17 @@ import (
 // objectMeta is corevalidation.ValidateObjectMeta: name (or generateName) set and of the kind's format,
 // namespace a DNS label for namespaced kinds, labels and annotations well formed.
 func objectMeta(meta *metav1.ObjectMeta, namespaced bool) field.ErrorList {
-	return apivalidation.ValidateObjectMeta(meta, namespaced, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	return apivalidation.ValidateObjectMeta(meta, namespaced, nameIsDNSSubdomain, field.NewPath("metadata"))
+}
+
+// nameIsDNSSubdomain is apivalidation.NameIsDNSSubdomain with the fast check in front: a valid name, what
+// nearly every object has, is accepted without the regular expression (isDNSSubdomain accepts exactly
+// what IsDNS1123Subdomain does), and anything else gets apimachinery's verdict and messages.
+func nameIsDNSSubdomain(name string, prefix bool) []string {
+	if !prefix && isDNSSubdomain(name) {
+		return nil
+	}
+	return apivalidation.NameIsDNSSubdomain(name, prefix)
 }
 
 // labelsAndAnnotations is the API server's check of a template's metadata (ValidateTemplateObjectMeta).
