@@ -66,9 +66,6 @@ func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.
 		return ErrClosed
 	}
 	// A node is what its name and labels select; a nameless one would see no node-local slice.
-	if node == nil {
-		return inputError("Node", "", errors.New("nil object"))
-	}
 	if node.Name == "" {
 		return inputError("Node", "metadata.name", errors.New("must not be empty"))
 	}
