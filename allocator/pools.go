@@ -289,9 +289,9 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 			p.counterSets = append(p.counterSets, cs)
 		}
 	}
-	l, reason, ok := newCounterLayout(p)
-	if !ok {
-		return p.markInvalid(reason)
+	l, invalid := newCounterLayout(p)
+	if invalid != "" {
+		return p.markInvalid(invalid)
 	}
 	p.layout = l
 	return p

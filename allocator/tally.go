@@ -102,11 +102,12 @@ func (t *tallyState) copyFrom(o *tallyState) {
 	t.overdrawn = o.overdrawn
 }
 
-// newCounterLayout compiles the counters of p. It visits p's node slices and then its other slices, and
-// reports the first consumption, in that order, that names a counter set or a counter p does not define
-// (ok false), with the reason that makes the pool invalid; buildPool compiles the layout as it checks the
-// pool, so that each consumption is read once. A pool without consumption has none (nil).
-func newCounterLayout(p *pool) (l *counterLayout, reason string, ok bool) {
+// newCounterLayout compiles the counters of p. It visits p's node slices and then its other slices;
+// invalid is, for the first consumption in that order that names a counter set or a counter p does not
+// define, the reason that makes the pool invalid (empty when there is none). buildPool compiles the
+// layout as it checks the pool, so that each consumption is read once. A pool without consumption has
+// no layout (nil).
+func newCounterLayout(p *pool) (l *counterLayout, invalid string) {
 	var devs []*deviceEntry
 	var cons [][]resourceapi.DeviceCounterConsumption
 	for _, list := range [][]*sliceEntry{p.slices, p.others} {
@@ -120,16 +121,16 @@ func newCounterLayout(p *pool) (l *counterLayout, reason string, ok bool) {
 		}
 	}
 	if len(cons) == 0 {
-		return nil, "", true // nothing draws on counters: no call asks for the layout (whole GPUs)
+		return nil, "" // nothing draws on counters: no call asks for the layout (whole GPUs)
 	}
 	l, compiled, bad := compileCounters(p.counterSets, cons)
 	if bad.found {
 		c := &cons[bad.dev][bad.cons]
 		i, defined := p.counterIdx[c.CounterSet]
 		if !defined {
-			return nil, fmt.Sprintf("counter set %s not found", c.CounterSet), false
+			return nil, fmt.Sprintf("counter set %s not found", c.CounterSet)
 		}
-		return nil, fmt.Sprintf("counter %s not found in counter set %s", firstUndefined(c.Counters, p.counterSets[i].Counters), c.CounterSet), false
+		return nil, fmt.Sprintf("counter %s not found in counter set %s", firstUndefined(c.Counters, p.counterSets[i].Counters), c.CounterSet)
 	}
 	if l.dense {
 		l.devs = make(map[*deviceEntry]*devCounters, len(devs))
@@ -137,7 +138,7 @@ func newCounterLayout(p *pool) (l *counterLayout, reason string, ok bool) {
 			l.devs[d] = compiled[i]
 		}
 	}
-	return l, "", true
+	return l, ""
 }
 
 // undefinedRef is the first consumption (device dev's entry cons) that names a counter set or a counter

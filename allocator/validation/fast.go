@@ -265,7 +265,7 @@ func (c *versionCache) ok(v string) bool {
 			return true
 		}
 	}
-	if len(v) > resourceapi.DeviceAttributeMaxValueLength || !knownVersions.has(v) && !knownVersions.check(v) {
+	if len(v) > resourceapi.DeviceAttributeMaxValueLength || !knownVersions.valid(v) {
 		return false
 	}
 	c.valid[c.next] = v
@@ -285,24 +285,21 @@ type versionMemo struct {
 	ok map[string]struct{}
 }
 
-func (m *versionMemo) has(v string) bool {
+// valid reports whether v is a semantic version, from memory or by the pattern, and remembers it when it
+// is one.
+func (m *versionMemo) valid(v string) bool {
 	m.mu.Lock()
-	_, ok := m.ok[v]
-	m.mu.Unlock()
-	return ok
-}
-
-// check matches v against the semantic version pattern and remembers it when it is valid.
-func (m *versionMemo) check(v string) bool {
+	defer m.mu.Unlock()
+	if _, ok := m.ok[v]; ok {
+		return true
+	}
 	if !semverPattern.MatchString(v) {
 		return false
 	}
-	m.mu.Lock()
 	if m.ok == nil || len(m.ok) >= maxKnownVersions {
 		m.ok = map[string]struct{}{}
 	}
 	m.ok[strings.Clone(v)] = struct{}{} // not the caller's string, which may share a larger buffer
-	m.mu.Unlock()
 	return true
 }
 

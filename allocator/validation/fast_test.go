@@ -314,16 +314,22 @@ func TestPropMemoChangesNoVerdict(t *testing.T) {
 // A versionMemo remembers valid versions only, and no more than maxKnownVersions of them.
 func TestVersionMemo(t *testing.T) {
 	var m versionMemo
-	if !m.check("1.2.3") || !m.has("1.2.3") {
+	if !m.valid("1.2.3") {
+		t.Error("a valid version refused")
+	}
+	if _, ok := m.ok["1.2.3"]; !ok {
 		t.Error("a valid version is not remembered")
 	}
 	for _, v := range []string{"01.2.3", "1.2", "v1.2.3", ""} {
-		if m.check(v) || m.has(v) {
+		if m.valid(v) || m.valid(v) {
 			t.Errorf("invalid version %q accepted", v)
+		}
+		if _, ok := m.ok[v]; ok {
+			t.Errorf("invalid version %q remembered", v)
 		}
 	}
 	for i := range 3 * maxKnownVersions {
-		if !m.check(fmt.Sprintf("1.0.%d", i)) {
+		if !m.valid(fmt.Sprintf("1.0.%d", i)) {
 			t.Fatalf("1.0.%d refused", i)
 		}
 		if len(m.ok) > maxKnownVersions {
