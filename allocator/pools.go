@@ -267,7 +267,11 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 			}
 		}
 	}
-	names := map[string]bool{}
+	devices := 0
+	for _, e := range p.slices {
+		devices += len(e.obj.Spec.Devices)
+	}
+	names := make(map[string]bool, devices) // sized once: a DGX pool has hundreds of devices
 	for _, e := range p.slices {
 		for _, d := range e.devices() {
 			if names[d.id.Device] {
