@@ -267,11 +267,7 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 			}
 		}
 	}
-	devices := 0
-	for _, e := range p.slices {
-		devices += len(e.obj.Spec.Devices)
-	}
-	names := make(map[string]bool, devices) // sized once: a DGX pool has hundreds of devices
+	names := make(map[string]bool, countDevices(p.slices)) // sized once: a DGX pool has hundreds of devices
 	for _, e := range p.slices {
 		for _, d := range e.devices() {
 			if names[d.id.Device] {
@@ -299,6 +295,15 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 	}
 	p.layout = l
 	return p
+}
+
+// countDevices is the number of devices the slices publish.
+func countDevices(slices []*sliceEntry) int {
+	n := 0
+	for _, e := range slices {
+		n += len(e.obj.Spec.Devices)
+	}
+	return n
 }
 
 func (p *pool) markInvalid(reason string) *pool {

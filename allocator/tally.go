@@ -108,12 +108,6 @@ func (t *tallyState) copyFrom(o *tallyState) {
 // layout as it checks the pool, so that each consumption is read once. A pool without consumption has
 // no layout (nil).
 func newCounterLayout(p *pool) (l *counterLayout, invalid string) {
-	n := 0
-	for _, list := range [][]*sliceEntry{p.slices, p.others} {
-		for _, e := range list {
-			n += len(e.obj.Spec.Devices)
-		}
-	}
 	var devs []*deviceEntry
 	var cons [][]resourceapi.DeviceCounterConsumption
 	for _, list := range [][]*sliceEntry{p.slices, p.others} {
@@ -121,6 +115,7 @@ func newCounterLayout(p *pool) (l *counterLayout, invalid string) {
 			for _, d := range e.devices() {
 				if len(d.api.ConsumesCounters) > 0 {
 					if devs == nil { // room for every device, once: in a partitionable pool most consume
+						n := countDevices(p.slices) + countDevices(p.others)
 						devs, cons = make([]*deviceEntry, 0, n), make([][]resourceapi.DeviceCounterConsumption, 0, n)
 					}
 					devs = append(devs, d)
