@@ -31,17 +31,8 @@ var contentScratches = sync.Pool{New: func() any { return new(contentScratch) }}
 // the counters of partitions on the same memory slices), so when keys already holds exactly m's names
 // (as many, each in m) they are returned as they are, without collecting and sorting them again.
 func scratchSortedKeys[K ~string, V any](keys *[]string, m map[K]V) []string {
-	if len(*keys) == len(m) {
-		same := true
-		for _, k := range *keys {
-			if _, ok := m[K(k)]; !ok {
-				same = false
-				break
-			}
-		}
-		if same {
-			return *keys
-		}
+	if holdsExactly(*keys, m) {
+		return *keys
 	}
 	*keys = (*keys)[:0]
 	for k := range m {
@@ -49,6 +40,19 @@ func scratchSortedKeys[K ~string, V any](keys *[]string, m map[K]V) []string {
 	}
 	slices.Sort(*keys)
 	return *keys
+}
+
+// holdsExactly: keys are m's names, as many and each in m (keys has no duplicates).
+func holdsExactly[K ~string, V any](keys []string, m map[K]V) bool {
+	if len(keys) != len(m) {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := m[K(k)]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // appendDeviceContent appends d's content; false when a value cannot be written.

@@ -286,16 +286,20 @@ type versionMemo struct {
 }
 
 // valid reports whether v is a semantic version, from memory or by the pattern, and remembers it when it
-// is one.
+// is one. The pattern runs outside the lock: a version met for the first time does not hold up the
+// validations of other goroutines.
 func (m *versionMemo) valid(v string) bool {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.ok[v]; ok {
+	_, known := m.ok[v]
+	m.mu.Unlock()
+	if known {
 		return true
 	}
 	if !semverPattern.MatchString(v) {
 		return false
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.ok == nil || len(m.ok) >= maxKnownVersions {
 		m.ok = map[string]struct{}{}
 	}
