@@ -140,6 +140,7 @@ type allocation struct {
 	pigeon  pigeonhole // scratch of pigeonholeShort
 	// symmetry: devices may be compared by verdicts (1) or only as twins (2); 0 is undecided.
 	symmetry int8
+	lastAll  position // the slot of the last request for all devices, claim -1 for none (see decideSymmetry)
 	// greedy: the search is the first descent of greedyDescent, which stops at the first step back.
 	greedy bool
 

@@ -123,7 +123,7 @@ func (a *allocation) allocateStep(pos position, allocSub bool, start location) (
 	// Devices that failed here: an interchangeable one would fail the same way (symmetry), so the
 	// search never tries permutations of equivalent devices. Upstream tries them and fails too, so the
 	// answer is the same.
-	var failed failures
+	failed := a.failuresAt(pos)
 	for pi := start.pool; pi < len(a.pools); pi++ {
 		p := a.pools[pi]
 		if p.incomplete || p.invalid {

@@ -261,7 +261,7 @@ func (a *allocation) allocateRanked(pos position, allocSub bool, r *request, nex
 	// As in allocateOne: a device interchangeable with one that failed here fails too. Exploring in
 	// another order does not change whether the rest can be satisfied, so the argument holds for any
 	// ranking.
-	var failed failures
+	failed := a.failuresAt(pos)
 	for k := start.rank; k < len(order); k++ {
 		at := order[k]
 		p := a.pools[at.pool]

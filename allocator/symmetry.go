@@ -65,6 +65,20 @@ func (a *allocation) interchangeable(x, y *deviceEntry) bool {
 type failures struct {
 	devs [8]*deviceEntry
 	n    int
+	off  bool // no device is skipped at this position (see failuresAt)
+}
+
+// failuresAt starts the record of failures of a device scan at pos. It stays empty, so that no device is
+// skipped, where a request for all devices comes later in the search: that request takes its devices in
+// a fixed order and stops at the first it cannot add, silently when the device is in use, with an error
+// when it breaks a constraint (or fails a capacity or derived attribute check). Taking x rather than its
+// twin y here decides which of the two it finds in use, so it can meet an error after one and not after
+// the other; Kubernetes tries both and reports the error (allocateOne and allocateDevice in
+// k8s.io/dynamic-resource-allocation/structured/internal/experimental, v0.37.2).
+func (a *allocation) failuresAt(pos position) failures {
+	a.decideSymmetry()
+	l := a.lastAll
+	return failures{off: pos.claim < l.claim || pos.claim == l.claim && pos.req < l.req}
 }
 
 // cover: d is interchangeable with a device that failed at this position.
@@ -80,28 +94,40 @@ func (f *failures) cover(a *allocation, d *deviceEntry) bool {
 // add records that the search failed after taking d, when some other device may be interchangeable
 // with it.
 func (f *failures) add(a *allocation, d *deviceEntry) {
-	if f.n < len(f.devs) && !a.taken.has(d) && (d.hasTwins() || a.symmetryByVerdicts() && plainDevice(d)) {
+	if !f.off && f.n < len(f.devs) && !a.taken.has(d) && (d.hasTwins() || a.symmetryByVerdicts() && plainDevice(d)) {
 		f.devs[f.n] = d
 		f.n++
 	}
 }
 
 // symmetryByVerdicts: the call has neither derived attributes nor requests for all devices, so devices
-// may be compared by verdicts. Decided once per call.
+// may be compared by verdicts.
 func (a *allocation) symmetryByVerdicts() bool {
-	if a.symmetry == 0 {
-		a.symmetry = 1
-		for ci := range a.perClaim {
-			for si := range a.perClaim[ci].slots {
-				for _, r := range a.perClaim[ci].slots[si].alts {
-					if len(r.derived) > 0 || r.mode == resourceapi.DeviceAllocationModeAll {
-						a.symmetry = 2
-					}
+	a.decideSymmetry()
+	return a.symmetry == 1
+}
+
+// decideSymmetry sets, once per call, a.symmetry and a.lastAll (the slot of the last request for all
+// devices, claim -1 for none).
+func (a *allocation) decideSymmetry() {
+	if a.symmetry != 0 {
+		return
+	}
+	a.symmetry = 1
+	a.lastAll = position{claim: -1}
+	for ci := range a.perClaim {
+		for si := range a.perClaim[ci].slots {
+			for _, r := range a.perClaim[ci].slots[si].alts {
+				if len(r.derived) > 0 {
+					a.symmetry = 2
+				}
+				if r.mode == resourceapi.DeviceAllocationModeAll {
+					a.symmetry = 2
+					a.lastAll = position{claim: ci, req: si}
 				}
 			}
 		}
 	}
-	return a.symmetry == 1
 }
 
 // plainDevice: nothing but its attributes, capacities and shares ties the device to the search's state.

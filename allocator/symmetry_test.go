@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -142,4 +143,24 @@ func TestSymmetryTellsAllocatedStateApart(t *testing.T) {
 		},
 		want: [][]string{{"req=pool-1/dev-2"}, {"req=pool-1/dev-2"}, {"req=pool-1/dev-1"}},
 	}})
+}
+
+// Twins are not interchangeable for a choice that a request for all devices follows: that request takes
+// its devices in a fixed order and stops at the first it cannot add, silently when it is in use, with an
+// error when it breaks a constraint. Claim a takes one of two identical devices; claim b asks for all of
+// them under a distinctAttribute constraint on an attribute they lack. With dev-1 taken, b stops at dev-1
+// in use; with dev-2 taken, it reaches dev-1 and breaks the constraint. Kubernetes tries both and
+// reports the broken constraint, so the answer is that error, not "does not fit", with every strategy.
+func TestSymmetryBeforeAnAllRequest(t *testing.T) {
+	for _, strategy := range []allocator.Strategy{allocator.FirstFit, allocator.BestFit, allocator.Spread} {
+		s := allocator.NewSnapshot(allocator.Options{Strategy: strategy})
+		must(t, s.AddOrUpdateSlice(attrSlice(devices("dev-1", "dev-2")...)[0]))
+		must(t, s.AddOrUpdateClass(anyClass))
+		b := withConstraints(claim("b", allOf("req", "any")), distinctAttr(driverA+"/numa"))
+		_, err := s.Allocate(context.Background(), node(node1, nil), []*resourceapi.ResourceClaim{claim("a", exact("req", "any", 1)), b})
+		var in *allocator.InputError
+		if !errors.As(err, &in) || errors.Is(err, allocator.ErrUnsatisfiable) || !strings.Contains(err.Error(), "constraint would not be satisfied") {
+			t.Fatalf("%s: got %v, want the input error of the broken constraint", strategy, err)
+		}
+	}
 }

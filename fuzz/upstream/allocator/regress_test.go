@@ -104,6 +104,24 @@ func celErrorInLaterAlternative(laterClaim bool) *fuzz.Cluster {
 	return c
 }
 
+// twinsBeforeAll: a claim takes one of two identical NICs, a later claim asks for all NICs under a
+// distinctAttribute constraint that NICs, lacking the attribute, break. With the first NIC taken the All
+// request stops, silently, at that NIC in use; with the second taken it reaches the first and breaks the
+// constraint, a fatal error. So the two NICs are not interchangeable for the first claim: upstream tries
+// the second and stops with the error.
+func twinsBeforeAll() *fuzz.Cluster {
+	c := nicCluster(verify.AllFeatures())
+	c.Allocated = nil
+	c.Slices[0].Spec.Devices = []resourceapi.Device{{Name: "nic-0"}, {Name: "nic-1"}}
+	all := &resourceapi.ResourceClaim{}
+	all.Name, all.Namespace = "claim-1", "default"
+	all.Spec.Devices.Requests = []resourceapi.DeviceRequest{{Name: "req-0", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: fuzz.ClassNIC, AllocationMode: resourceapi.DeviceAllocationModeAll}}}
+	numa := resourceapi.FullyQualifiedName("gpu.example.com/numa")
+	all.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{DistinctAttribute: &numa}}
+	c.Claims = append(c.Claims, all)
+	return c
+}
+
 func TestDifferentialRegressions(t *testing.T) {
 	gateOff := verify.AllFeatures()
 	gateOff.DRAConsumableCapacity = false
@@ -123,6 +141,8 @@ func TestDifferentialRegressions(t *testing.T) {
 		// Counting the last request's alternatives stops at the first one with enough candidates.
 		{"a CEL runtime error in an alternative after one that serves is not reached", celErrorInLaterAlternative(false), allocated},
 		{"a CEL runtime error in an alternative is reached when a later claim cannot fit", celErrorInLaterAlternative(true), fatal},
+		// D3: twins are not interchangeable for a choice before an All request (found in CI, 2026-12-02).
+		{"a device taken before an All request is not skipped as a twin of one that failed", twinsBeforeAll(), fatal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got, _ := compare(t, tc.cluster); tc.want != "" && got != tc.want {
