@@ -215,6 +215,7 @@ func configs() map[string]fuzz.Options {
 		"bindingConditions":  {BindingConditions: true, NetworkAttached: true},
 		"firstAvailable":     {FirstAvailable: true, Constraints: true, Config: true, MaxRequests: 3},
 		"allMode":            {AllMode: true, IncompletePools: true, Partitionable: true},
+		"allModeConstraints": {AllMode: true, Constraints: true, NetworkAttached: true, MaxDevices: 4, MaxClaims: 3},
 		"constraints":        {Constraints: true, ListAttributes: true, Partitionable: true, MaxDevices: 5},
 		"adminAccess":        {AdminAccess: true, Allocated: true, Partitionable: true, MaxDevices: 5, MaxClaims: 4},
 		"config":             {Config: true, FirstAvailable: true},
