@@ -140,7 +140,9 @@ type allocation struct {
 	pigeon  pigeonhole // scratch of pigeonholeShort
 	// symmetry: devices may be compared by verdicts (1) or only as twins (2); 0 is undecided.
 	symmetry int8
-	lastAll  position // the slot of the last request for all devices, claim -1 for none (see decideSymmetry)
+	// lastAll: the slot of the last request for all devices (see failuresAt); the zero value, the first
+	// slot, has no slot before it, so it stands for none as well.
+	lastAll position
 	// greedy: the search is the first descent of greedyDescent, which stops at the first step back.
 	greedy bool
 
@@ -506,6 +508,7 @@ func (a *allocation) prepareRequest(ci int, r *request, className string, count 
 		}
 		r.numDevices = n
 	case resourceapi.DeviceAllocationModeAll:
+		a.lastAll = position{claim: ci, req: r.reqIdx} // requests are prepared in the search's order
 		// As Kubernetes: an incomplete or invalid pool makes "all" unknowable, so the allocation stops.
 		r.allDevices = make([]candidate, 0, resourceapi.AllocationResultsMaxSize)
 		for _, p := range a.pools {

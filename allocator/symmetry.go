@@ -76,7 +76,6 @@ type failures struct {
 // the other; Kubernetes tries both and reports the error (allocateOne and allocateDevice in
 // k8s.io/dynamic-resource-allocation/structured/internal/experimental, v0.37.2).
 func (a *allocation) failuresAt(pos position) failures {
-	a.decideSymmetry()
 	l := a.lastAll
 	return failures{off: pos.claim < l.claim || pos.claim == l.claim && pos.req < l.req}
 }
@@ -101,33 +100,21 @@ func (f *failures) add(a *allocation, d *deviceEntry) {
 }
 
 // symmetryByVerdicts: the call has neither derived attributes nor requests for all devices, so devices
-// may be compared by verdicts.
+// may be compared by verdicts. Decided once per call.
 func (a *allocation) symmetryByVerdicts() bool {
-	a.decideSymmetry()
-	return a.symmetry == 1
-}
-
-// decideSymmetry sets, once per call, a.symmetry and a.lastAll (the slot of the last request for all
-// devices, claim -1 for none).
-func (a *allocation) decideSymmetry() {
-	if a.symmetry != 0 {
-		return
-	}
-	a.symmetry = 1
-	a.lastAll = position{claim: -1}
-	for ci := range a.perClaim {
-		for si := range a.perClaim[ci].slots {
-			for _, r := range a.perClaim[ci].slots[si].alts {
-				if len(r.derived) > 0 {
-					a.symmetry = 2
-				}
-				if r.mode == resourceapi.DeviceAllocationModeAll {
-					a.symmetry = 2
-					a.lastAll = position{claim: ci, req: si}
+	if a.symmetry == 0 {
+		a.symmetry = 1
+		for ci := range a.perClaim {
+			for si := range a.perClaim[ci].slots {
+				for _, r := range a.perClaim[ci].slots[si].alts {
+					if len(r.derived) > 0 || r.mode == resourceapi.DeviceAllocationModeAll {
+						a.symmetry = 2
+					}
 				}
 			}
 		}
 	}
+	return a.symmetry == 1
 }
 
 // plainDevice: nothing but its attributes, capacities and shares ties the device to the search's state.
