@@ -122,6 +122,64 @@ func twinsBeforeAll() *fuzz.Cluster {
 	return c
 }
 
+// stableOrderDependent: only the GA gates (Kubernetes' stable variant, which visits pools in Go map
+// order) and a request for all devices of two pools under matchAttribute: the device of pool a is held
+// by another claim, the device of pool b lacks the attribute. Visiting a first, the request stops at the
+// held device (does not fit); visiting b first, it breaks the constraint (a fatal error).
+func stableOrderDependent() *fuzz.Cluster {
+	gates := verify.Features{DRAAdminAccess: true, DRAPrioritizedList: true, DRADeviceTaints: true, DRAPartitionableDevices: true}
+	n := &v1.Node{}
+	n.Name = "node-0"
+	pool := func(name string, dev resourceapi.Device) *resourceapi.ResourceSlice {
+		s := &resourceapi.ResourceSlice{}
+		s.Name = name
+		s.Spec = resourceapi.ResourceSliceSpec{Driver: fuzz.GPUDriver, NodeName: ptr.To("node-0"),
+			Pool: resourceapi.ResourcePool{Name: name, Generation: 1, ResourceSliceCount: 1}, Devices: []resourceapi.Device{dev}}
+		return s
+	}
+	model := "a100"
+	a := pool("a", resourceapi.Device{Name: "gpu-0", Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"model": {StringValue: &model}}})
+	b := pool("b", resourceapi.Device{Name: "gpu-0"})
+	anyClass := &resourceapi.DeviceClass{}
+	anyClass.Name = fuzz.ClassAny
+	held := &resourceapi.ResourceClaim{}
+	held.Name, held.Namespace = "allocated-0", "default"
+	held.Spec.Devices.Requests = []resourceapi.DeviceRequest{{Name: "req-0", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: fuzz.ClassAny, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}
+	held.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+		Request: "req-0", Driver: fuzz.GPUDriver, Pool: "a", Device: "gpu-0"}}}}
+	all := &resourceapi.ResourceClaim{}
+	all.Name, all.Namespace = "claim-0", "default"
+	all.Spec.Devices.Requests = []resourceapi.DeviceRequest{{Name: "req-0", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: fuzz.ClassAny, AllocationMode: resourceapi.DeviceAllocationModeAll}}}
+	attr := resourceapi.FullyQualifiedName(fuzz.GPUDriver + "/model")
+	all.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: &attr}}
+	return &fuzz.Cluster{Nodes: []*v1.Node{n}, Node: n, Slices: []*resourceapi.ResourceSlice{a, b}, Classes: []*resourceapi.DeviceClass{anyClass},
+		Allocated: []*resourceapi.ResourceClaim{held}, Claims: []*resourceapi.ResourceClaim{all}, Features: &gates}
+}
+
+// TestStableVariantOutcomeDependsOnPoolOrder: why compare looks for another answer of the stable variant
+// (stableAnswer) before it reports a disagreement. Upstream answers both "does not fit" and a fatal
+// error on the same objects, depending on the order of its slices; dralloc always answers as for pools
+// in sorted order, which visits pool a first: does not fit.
+func TestStableVariantOutcomeDependsOnPoolOrder(t *testing.T) {
+	c := stableOrderDependent()
+	if !stableVariant(c.Gates()) {
+		t.Fatal("the gates do not select the stable variant")
+	}
+	ctx := t.Context()
+	for _, want := range []outcome{doesNotFit, fatal} {
+		if _, ok := stableAnswer(ctx, c, want); !ok {
+			t.Errorf("upstream never answers %s", want)
+		}
+	}
+	if got := runDralloc(ctx, c); got.outcome != doesNotFit {
+		t.Errorf("dralloc: %s (%v), want does not fit", got.outcome, got.err)
+	}
+	// Whichever order upstream's first run visits, the comparison finds dralloc's outcome among its answers.
+	for range 20 {
+		compare(t, c)
+	}
+}
+
 func TestDifferentialRegressions(t *testing.T) {
 	gateOff := verify.AllFeatures()
 	gateOff.DRAConsumableCapacity = false
