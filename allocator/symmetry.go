@@ -22,7 +22,8 @@ import (
 // the shares' ledger: sameUse), skipNodeOperations, shared counters and taints (plainDevice),
 // constraints (attributes), allowMultipleAllocations (sameShareState).
 //
-// Calls with derived attributes or requests for all devices keep to twins. A device whose selectors
+// Calls with derived attributes or requests for all devices keep to twins, and before the last request
+// for all devices nothing is skipped (see failuresAt). A device whose selectors
 // cannot be evaluated is interchangeable with none (the error stays for the search to report).
 func (a *allocation) interchangeable(x, y *deviceEntry) bool {
 	if !a.sameUse(x, y) {
