@@ -138,8 +138,9 @@ type allocation struct {
 	sides   [2]sideOf  // what the requests before and after a slot can take (see independent)
 	bounds  bounds     // scratch of constraintShort
 	pigeon  pigeonhole // scratch of pigeonholeShort
-	// symmetry: devices may be compared by verdicts (1) or only as twins (2); 0 is undecided.
-	symmetry int8
+	// twinsOnly: a request has derived attributes or asks for all devices, so devices are interchangeable
+	// only as twins, not by verdicts (see interchangeable). Set while preparing requests.
+	twinsOnly bool
 	// lastAll: the slot of the last request for all devices (see failuresAt); the zero value, the first
 	// slot, has no slot before it, so it stands for none as well.
 	lastAll position
@@ -474,6 +475,7 @@ func (e *limitExceeded) Error() string {
 func (a *allocation) prepareRequest(ci int, r *request, className string, count int64, derived []resourceapi.DeviceDerivedAttribute, hasAdminAccess bool) error {
 	object := a.perClaim[ci].name
 	if len(derived) > 0 {
+		a.twinsOnly = true
 		if !a.f.DRADerivedAttributes {
 			return inputError(object(), r.path()+".derivedAttributes", errors.New("cannot handle request with derived attributes, the DRADerivedAttributes feature is disabled"))
 		}
@@ -509,6 +511,7 @@ func (a *allocation) prepareRequest(ci int, r *request, className string, count 
 		r.numDevices = n
 	case resourceapi.DeviceAllocationModeAll:
 		a.lastAll = position{claim: ci, req: r.reqIdx} // requests are prepared in the search's order
+		a.twinsOnly = true
 		// As Kubernetes: an incomplete or invalid pool makes "all" unknowable, so the allocation stops.
 		r.allDevices = make([]candidate, 0, resourceapi.AllocationResultsMaxSize)
 		for _, p := range a.pools {

@@ -1,9 +1,5 @@
 package allocator
 
-import (
-	resourceapi "k8s.io/api/resource/v1"
-)
-
 // interchangeable reports whether the search, having failed after taking x at some position, can skip y
 // at that position: every choice after taking y maps onto one after taking x by swapping the two, so it
 // fails too. Both must first be in the same state of use (see sameUse): the published device is only half
@@ -101,22 +97,8 @@ func (f *failures) add(a *allocation, d *deviceEntry) {
 }
 
 // symmetryByVerdicts: the call has neither derived attributes nor requests for all devices, so devices
-// may be compared by verdicts. Decided once per call.
-func (a *allocation) symmetryByVerdicts() bool {
-	if a.symmetry == 0 {
-		a.symmetry = 1
-		for ci := range a.perClaim {
-			for si := range a.perClaim[ci].slots {
-				for _, r := range a.perClaim[ci].slots[si].alts {
-					if len(r.derived) > 0 || r.mode == resourceapi.DeviceAllocationModeAll {
-						a.symmetry = 2
-					}
-				}
-			}
-		}
-	}
-	return a.symmetry == 1
-}
+// may be compared by verdicts.
+func (a *allocation) symmetryByVerdicts() bool { return !a.twinsOnly }
 
 // plainDevice: nothing but its attributes, capacities and shares ties the device to the search's state.
 func plainDevice(d *deviceEntry) bool {
