@@ -217,6 +217,15 @@ func (r *request) fullName() string {
 	return r.name
 }
 
+// resultName is r.fullName() for the results, which name the request on every node where the claims fit:
+// a subrequest's name is joined once and remembered across calls (see recentNames).
+func (a *allocation) resultName(r *request) string {
+	if r.parent != "" {
+		return a.names.join(r.parent, r.name)
+	}
+	return r.name
+}
+
 func (r *request) capacityRequests() map[resourceapi.QualifiedName]resource.Quantity {
 	if r.capacity == nil {
 		return nil

@@ -33,7 +33,7 @@ func (a *allocation) results() ([]resourceapi.AllocationResult, error) {
 			d := dr.dev
 			r := &res.Devices.Results[i]
 			*r = resourceapi.DeviceRequestAllocationResult{
-				Request:     dr.req.fullName(),
+				Request:     a.resultName(dr.req),
 				Driver:      d.id.Driver,
 				Pool:        d.id.Pool,
 				Device:      d.id.Device,
@@ -151,7 +151,7 @@ requests:
 		for _, sp := range byClass {
 			if sp.class == r.class.Name {
 				for i := sp.start; i < sp.end; i++ {
-					out[i].Requests = append(out[i].Requests, r.fullName())
+					out[i].Requests = append(out[i].Requests, a.resultName(r))
 				}
 				continue requests
 			}
@@ -160,7 +160,7 @@ requests:
 		for _, c := range r.class.Spec.Config {
 			out = append(out, resourceapi.DeviceAllocationConfiguration{
 				Source:              resourceapi.AllocationConfigSourceClass,
-				Requests:            []string{r.fullName()},
+				Requests:            []string{a.resultName(r)},
 				DeviceConfiguration: *c.DeviceConfiguration.DeepCopy(),
 			})
 		}

@@ -26,6 +26,7 @@ type scratch struct {
 	readBuf  []byte // deviceVerdicts' key
 	spans    []classSpan
 	recent   recentSelectors
+	names    recentNames
 }
 
 // recentSelectors remembers the request selectors this scratch compiled last. A filter pass asks
@@ -59,6 +60,33 @@ func (r *recentSelectors) compile(env *celenv.Env, expression string) (*celenv.S
 	r.entries[r.next] = recentSelector{env: env, expression: expression, sel: s}
 	r.next = (r.next + 1) % len(r.entries)
 	return s, nil
+}
+
+// recentNames remembers the "request/subrequest" names this scratch built last. A filter pass asks
+// every node with the same claims, and a claim with subrequests names its chosen subrequest in the result
+// of every node where it fits: comparing the two names with remembered ones (their strings' pointers
+// first) costs less than building and collecting the joined name on every node. It keeps only the names'
+// strings, never a claim, until the scratch is dropped from the pool.
+type recentNames struct {
+	entries [4]recentName
+	next    int
+}
+
+type recentName struct {
+	parent, name, full string
+}
+
+// join is parent + "/" + name, from the remembered names when it is one of them.
+func (r *recentNames) join(parent, name string) string {
+	for i := range r.entries {
+		if e := &r.entries[i]; e.full != "" && e.parent == parent && e.name == name {
+			return e.full
+		}
+	}
+	full := parent + "/" + name
+	r.entries[r.next] = recentName{parent: parent, name: name, full: full}
+	r.next = (r.next + 1) % len(r.entries)
+	return full
 }
 
 // classSpan is where the configuration of one class lies in a result's config list.
