@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -419,7 +418,7 @@ func (a *allocation) prepareClaim(ci int) error {
 			minForRequest = r.numDevices
 		}
 		if minForRequest > resourceapi.AllocationResultsMaxSize-minDevices {
-			return claimLimitError(claim, ri, minForRequest, minDevices)
+			return a.claimLimitError(claim, ri, minForRequest, minDevices)
 		}
 		minDevices += minForRequest
 	}
@@ -459,17 +458,16 @@ func requestPath(ri int) string { return fmt.Sprintf("spec.devices.requests[%d]"
 
 // claimLimitError is the input error of a claim whose request ri takes the claim past
 // AllocationResultsMaxSize devices. Kubernetes refuses such a claim before it looks at a device, and
-// so does a filter pass on every node: the error, its object and its field take two allocations, the
-// message is written when it is read.
-func claimLimitError(claim *resourceapi.ResourceClaim, ri, adding, already int) error {
+// so does a filter pass on every node: the error and its reason take one allocation, the object and
+// field are remembered from the last such error of this scratch when they name the same request (see
+// limitText), and the message is written when it is read.
+func (a *allocation) claimLimitError(claim *resourceapi.ResourceClaim, ri, adding, already int) error {
 	both := &struct {
 		e InputError
 		l limitExceeded
 	}{l: limitExceeded{adding: adding, already: already}}
-	const kind, path = "ResourceClaim ", "spec.devices.requests["
-	text := kind + claim.Namespace + "/" + claim.Name + path + strconv.Itoa(ri) + "]"
-	split := len(kind) + len(claim.Namespace) + 1 + len(claim.Name)
-	both.e = InputError{Object: text[:split], Field: text[split:], Err: &both.l}
+	object, field := a.limit.of(claim, ri)
+	both.e = InputError{Object: object, Field: field, Err: &both.l}
 	return &both.e
 }
 

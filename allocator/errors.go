@@ -67,8 +67,12 @@ func (e *UnsatisfiableError) Error() string {
 	return b.String()
 }
 
-// Unwrap makes errors.Is(err, ErrUnsatisfiable) true, and errors.Is(err, ErrPoolIncomplete) or
-// errors.Is(err, ErrPoolInvalid) for the pools.
+// Is makes errors.Is(err, ErrUnsatisfiable) true without unwrapping: a filter pass tests every node's
+// error for it, and Unwrap allocates.
+func (e *UnsatisfiableError) Is(target error) bool { return target == ErrUnsatisfiable }
+
+// Unwrap returns ErrUnsatisfiable and the pools' errors, so that errors.Is(err, ErrPoolIncomplete) or
+// errors.Is(err, ErrPoolInvalid) is true for the pools and errors.As finds a *PoolError.
 func (e *UnsatisfiableError) Unwrap() []error {
 	out := make([]error, 0, 1+len(e.Pools))
 	out = append(out, ErrUnsatisfiable)
@@ -111,8 +115,12 @@ func (e *InputError) Error() string {
 	return b.String()
 }
 
-// Unwrap makes errors.Is(err, ErrInvalidInput) true and exposes the cause.
-func (e *InputError) Unwrap() []error { return []error{ErrInvalidInput, e.Err} }
+// Is makes errors.Is(err, ErrInvalidInput) true.
+func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
+
+// Unwrap returns the cause. (ErrInvalidInput is matched by Is, so that testing an input error for
+// another sentinel, as a filter pass does on every node, allocates nothing.)
+func (e *InputError) Unwrap() error { return e.Err }
 
 func inputError(object, field string, err error) error {
 	return &InputError{Object: object, Field: field, Err: err}

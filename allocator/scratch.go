@@ -1,7 +1,10 @@
 package allocator
 
 import (
+	"strconv"
 	"sync"
+
+	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/dralloc/dralloc/celenv"
 )
@@ -27,6 +30,7 @@ type scratch struct {
 	spans    []classSpan
 	recent   recentSelectors
 	names    recentNames
+	limit    limitText
 }
 
 // recentSelectors remembers the request selectors this scratch compiled last. A filter pass asks
@@ -87,6 +91,27 @@ func (r *recentNames) join(parent, name string) string {
 	r.entries[r.next] = recentName{parent: parent, name: name, full: full}
 	r.next = (r.next + 1) % len(r.entries)
 	return full
+}
+
+// limitText is the object and field of the last claim-limit error this scratch made (see
+// claimLimitError): a filter pass refuses the same claim on every node, and comparing its names with these
+// (their strings' pointers first) costs less than joining them again. It keeps only the strings.
+type limitText struct {
+	namespace, name string
+	ri              int
+	object, field   string
+}
+
+// of returns the object ("ResourceClaim namespace/name") and the field ("spec.devices.requests[ri]") of
+// the claim's request ri.
+func (l *limitText) of(claim *resourceapi.ResourceClaim, ri int) (object, field string) {
+	if l.object == "" || l.namespace != claim.Namespace || l.name != claim.Name || l.ri != ri {
+		const kind, path = "ResourceClaim ", "spec.devices.requests["
+		text := kind + claim.Namespace + "/" + claim.Name + path + strconv.Itoa(ri) + "]"
+		split := len(kind) + len(claim.Namespace) + 1 + len(claim.Name)
+		*l = limitText{namespace: claim.Namespace, name: claim.Name, ri: ri, object: text[:split], field: text[split:]}
+	}
+	return l.object, l.field
 }
 
 // classSpan is where the configuration of one class lies in a result's config list.

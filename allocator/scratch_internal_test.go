@@ -3,6 +3,9 @@ package allocator
 import (
 	"fmt"
 	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestRecentNamesJoin: join answers parent + "/" + name whether the pair is remembered, evicted or new,
@@ -28,5 +31,33 @@ func TestRecentNamesJoin(t *testing.T) {
 	}
 	if got := r.join("", ""); got != "/" {
 		t.Fatalf(`join("", "") = %q, want "/"`, got)
+	}
+}
+
+// TestLimitTextNamesTheRequestAskedFor: the remembered object and field are those of the claim and
+// request asked for, whichever was asked before, equal names in fresh strings included.
+func TestLimitTextNamesTheRequestAskedFor(t *testing.T) {
+	claim := func(ns, name string) *resourceapi.ResourceClaim {
+		return &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	var l limitText
+	for _, tc := range []struct {
+		claim         *resourceapi.ResourceClaim
+		ri            int
+		object, field string
+	}{
+		{claim("default", "train"), 0, "ResourceClaim default/train", "spec.devices.requests[0]"},
+		{claim("default", "train"), 0, "ResourceClaim default/train", "spec.devices.requests[0]"},
+		{claim("default", "train"), 12, "ResourceClaim default/train", "spec.devices.requests[12]"},
+		{claim(fmt.Sprint("default"), fmt.Sprint("train")), 12, "ResourceClaim default/train", "spec.devices.requests[12]"},
+		{claim("other", "train"), 12, "ResourceClaim other/train", "spec.devices.requests[12]"},
+		{claim("other", "serve"), 12, "ResourceClaim other/serve", "spec.devices.requests[12]"},
+		{claim("default", "train"), 0, "ResourceClaim default/train", "spec.devices.requests[0]"},
+		{claim("", ""), 1, "ResourceClaim /", "spec.devices.requests[1]"},
+	} {
+		object, field := l.of(tc.claim, tc.ri)
+		if object != tc.object || field != tc.field {
+			t.Errorf("of(%s/%s, %d) = %q, %q, want %q, %q", tc.claim.Namespace, tc.claim.Name, tc.ri, object, field, tc.object, tc.field)
+		}
 	}
 }

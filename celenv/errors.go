@@ -85,15 +85,16 @@ func (e *EvalError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the classification sentinels and the cause, so errors.Is
-// works for ErrRuntime, ErrCostLimit and ErrMissingAttribute as well as for
-// a context cause such as context.Canceled.
-func (e *EvalError) Unwrap() []error {
-	if e.MissingKey {
-		return []error{e.Kind, ErrMissingAttribute, e.Err}
-	}
-	return []error{e.Kind, e.Err}
+// Is makes errors.Is true for the classification sentinels: ErrRuntime or ErrCostLimit (Kind), and
+// ErrMissingAttribute when MissingKey is set. It allocates nothing, so that testing an error for a
+// sentinel on every device or node is free.
+func (e *EvalError) Is(target error) bool {
+	return e.Kind != nil && errors.Is(e.Kind, target) || e.MissingKey && target == ErrMissingAttribute
 }
+
+// Unwrap returns the cause, so that errors.Is and errors.As also find a context cause such as
+// context.Canceled, or the CEL error.
+func (e *EvalError) Unwrap() error { return e.Err }
 
 // quoteExpression shortens long expressions so that error messages stay
 // readable; the full text is available in the Expression field.
