@@ -64,7 +64,11 @@
 //
 //   - With only the GA gates on, Kubernetes visits pools in Go map order (its choice among pools is
 //     random) and the slices of a pool in listing order; dralloc visits both sorted. Whether claims fit
-//     is the same.
+//     is the same, but for one case: where a request for all devices may stop at a device in use
+//     (silently) or at one that breaks a constraint (an error), the pool Kubernetes meets first decides
+//     which, so its outcome varies from run to run; dralloc's is the one for its order, which Kubernetes
+//     gives when it meets the pools in that order (fuzz/upstream:
+//     TestStableVariantOutcomeDependsOnPoolOrder).
 //   - Kubernetes reports invalid pools on a node as a per-node error; dralloc reports them (and
 //     incomplete ones) in *UnsatisfiableError.Pools, each a [PoolError] with the pool and the reason,
 //     testable with errors.Is and [ErrPoolInvalid] or [ErrPoolIncomplete].
