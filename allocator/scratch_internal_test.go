@@ -1,7 +1,7 @@
 package allocator
 
 import (
-	"fmt"
+	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -16,7 +16,7 @@ func TestRecentNamesJoin(t *testing.T) {
 	for round := range 3 {
 		for i, p := range pairs {
 			// Fresh strings with the same bytes: a remembered pair must match by value, not only by pointer.
-			parent, name := fmt.Sprint(p[0]), fmt.Sprint(p[1])
+			parent, name := strings.Clone(p[0]), strings.Clone(p[1])
 			if round == 1 && i%2 == 0 {
 				parent, name = p[0], p[1]
 			}
@@ -49,7 +49,7 @@ func TestLimitTextNamesTheRequestAskedFor(t *testing.T) {
 		{claim("default", "train"), 0, "ResourceClaim default/train", "spec.devices.requests[0]"},
 		{claim("default", "train"), 0, "ResourceClaim default/train", "spec.devices.requests[0]"},
 		{claim("default", "train"), 12, "ResourceClaim default/train", "spec.devices.requests[12]"},
-		{claim(fmt.Sprint("default"), fmt.Sprint("train")), 12, "ResourceClaim default/train", "spec.devices.requests[12]"},
+		{claim(strings.Clone("default"), strings.Clone("train")), 12, "ResourceClaim default/train", "spec.devices.requests[12]"},
 		{claim("other", "train"), 12, "ResourceClaim other/train", "spec.devices.requests[12]"},
 		{claim("other", "serve"), 12, "ResourceClaim other/serve", "spec.devices.requests[12]"},
 		{claim("default", "train"), 0, "ResourceClaim default/train", "spec.devices.requests[0]"},
