@@ -418,7 +418,7 @@ func (a *allocation) prepareClaim(ci int) error {
 			minForRequest = r.numDevices
 		}
 		if minForRequest > resourceapi.AllocationResultsMaxSize-minDevices {
-			return a.claimLimitError(claim, ri, minForRequest, minDevices)
+			return a.claimLimitError(cs, ri, minForRequest, minDevices)
 		}
 		minDevices += minForRequest
 	}
@@ -459,14 +459,13 @@ func requestPath(ri int) string { return fmt.Sprintf("spec.devices.requests[%d]"
 // claimLimitError is the input error of a claim whose request ri takes the claim past
 // AllocationResultsMaxSize devices. Kubernetes refuses such a claim before it looks at a device, and
 // so does a filter pass on every node: the error and its reason take one allocation, the object and
-// field are remembered from the last such error of this scratch when they name the same request (see
-// limitText), and the message is written when it is read.
-func (a *allocation) claimLimitError(claim *resourceapi.ResourceClaim, ri, adding, already int) error {
+// field are remembered across calls (see limitText), and the message is written when it is read.
+func (a *allocation) claimLimitError(cs *claimState, ri, adding, already int) error {
 	both := &struct {
 		e InputError
 		l limitExceeded
 	}{l: limitExceeded{adding: adding, already: already}}
-	object, field := a.limit.of(claim, ri)
+	object, field := a.limit.of(cs, ri)
 	both.e = InputError{Object: object, Field: field, Err: &both.l}
 	return &both.e
 }

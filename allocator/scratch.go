@@ -1,10 +1,7 @@
 package allocator
 
 import (
-	"strconv"
 	"sync"
-
-	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/dralloc/dralloc/celenv"
 )
@@ -33,85 +30,100 @@ type scratch struct {
 	limit    limitText
 }
 
-// recentSelectors remembers the request selectors this scratch compiled last. A filter pass asks
-// every node with the same claims, and comparing an expression with one remembered here (the string's
-// pointer first, its bytes only when it was copied) is cheaper than the environment's cache, a
-// concurrent map keyed by an interface. It keeps the expressions' strings and the environments they
-// were compiled in, never a claim, until the scratch is dropped from the pool.
-type recentSelectors struct {
-	entries [4]recentSelector
-	next    int
+// recent remembers the last few values a scratch computed, by key. A filter pass asks every node with
+// the same claims, and comparing a key with the remembered ones (strings by their pointers first, their
+// bytes only when they were copied) costs less than computing the value again or looking it up in a
+// shared cache. It keeps the keys and values, never a claim, until the scratch is dropped from the pool.
+type recent[K comparable, V any] struct {
+	keys [4]K
+	vals [4]V
+	n    int // entries filled
+	next int // the entry put replaces
 }
 
-type recentSelector struct {
+// get returns the value remembered for k.
+func (r *recent[K, V]) get(k K) (V, bool) {
+	for i := range r.n {
+		if r.keys[i] == k {
+			return r.vals[i], true
+		}
+	}
+	var zero V
+	return zero, false
+}
+
+// put remembers v for k in place of the oldest entry.
+func (r *recent[K, V]) put(k K, v V) {
+	r.keys[r.next], r.vals[r.next] = k, v
+	r.next = (r.next + 1) % len(r.keys)
+	r.n = min(r.n+1, len(r.keys))
+}
+
+// recentSelectors are the request selectors a scratch compiled last: comparing an expression with a
+// remembered one is cheaper than the environment's cache, a concurrent map keyed by an interface.
+type recentSelectors struct {
+	recent[selectorKey, *celenv.Selector]
+}
+
+type selectorKey struct {
 	env        *celenv.Env
 	expression string
-	sel        *celenv.Selector
 }
 
 // compile is env.Compile of the expression, from the remembered ones when it is one of them. A failed
 // compilation is not remembered: its error is reported once per call, as before.
 func (r *recentSelectors) compile(env *celenv.Env, expression string) (*celenv.Selector, error) {
-	for i := range r.entries {
-		if e := &r.entries[i]; e.env == env && e.expression == expression && e.sel != nil {
-			return e.sel, nil
-		}
+	k := selectorKey{env: env, expression: expression}
+	if s, ok := r.get(k); ok {
+		return s, nil
 	}
 	s, err := env.Compile(expression)
 	if err != nil {
 		return nil, err
 	}
-	r.entries[r.next] = recentSelector{env: env, expression: expression, sel: s}
-	r.next = (r.next + 1) % len(r.entries)
+	r.put(k, s)
 	return s, nil
 }
 
-// recentNames remembers the "request/subrequest" names this scratch built last. A filter pass asks
-// every node with the same claims, and a claim with subrequests names its chosen subrequest in the result
-// of every node where it fits: comparing the two names with remembered ones (their strings' pointers
-// first) costs less than building and collecting the joined name on every node. It keeps only the names'
-// strings, never a claim, until the scratch is dropped from the pool.
+// recentNames are the "request/subrequest" names a scratch joined last: a claim with subrequests names
+// its chosen subrequest in the result of every node where it fits, and a remembered name is neither
+// joined nor collected again.
 type recentNames struct {
-	entries [4]recentName
-	next    int
-}
-
-type recentName struct {
-	parent, name, full string
+	recent[[2]string, string]
 }
 
 // join is parent + "/" + name, from the remembered names when it is one of them.
 func (r *recentNames) join(parent, name string) string {
-	for i := range r.entries {
-		if e := &r.entries[i]; e.full != "" && e.parent == parent && e.name == name {
-			return e.full
-		}
+	k := [2]string{parent, name}
+	if full, ok := r.get(k); ok {
+		return full
 	}
 	full := parent + "/" + name
-	r.entries[r.next] = recentName{parent: parent, name: name, full: full}
-	r.next = (r.next + 1) % len(r.entries)
+	r.put(k, full)
 	return full
 }
 
-// limitText is the object and field of the last claim-limit error this scratch made (see
-// claimLimitError): a filter pass refuses the same claim on every node, and comparing its names with these
-// (their strings' pointers first) costs less than joining them again. It keeps only the strings.
+// limitText is the object and field of the last claim-limit error a scratch made (see
+// claimLimitError): a filter pass refuses the same claim on every node.
 type limitText struct {
-	namespace, name string
-	ri              int
-	object, field   string
+	recent[limitKey, [2]string]
 }
 
-// of returns the object ("ResourceClaim namespace/name") and the field ("spec.devices.requests[ri]") of
-// the claim's request ri.
-func (l *limitText) of(claim *resourceapi.ResourceClaim, ri int) (object, field string) {
-	if l.object == "" || l.namespace != claim.Namespace || l.name != claim.Name || l.ri != ri {
-		const kind, path = "ResourceClaim ", "spec.devices.requests["
-		text := kind + claim.Namespace + "/" + claim.Name + path + strconv.Itoa(ri) + "]"
-		split := len(kind) + len(claim.Namespace) + 1 + len(claim.Name)
-		*l = limitText{namespace: claim.Namespace, name: claim.Name, ri: ri, object: text[:split], field: text[split:]}
+type limitKey struct {
+	namespace, name string
+	ri              int
+}
+
+// of returns the object and field that name request ri of the claim in errors (claimState.name and
+// requestPath).
+func (l *limitText) of(cs *claimState, ri int) (object, field string) {
+	k := limitKey{namespace: cs.claim.Namespace, name: cs.claim.Name, ri: ri}
+	text, ok := l.get(k)
+	if !ok {
+		text = [2]string{cs.name(), requestPath(ri)}
+		l.put(k, text)
 	}
-	return l.object, l.field
+	return text[0], text[1]
 }
 
 // classSpan is where the configuration of one class lies in a result's config list.

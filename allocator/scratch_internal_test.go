@@ -55,7 +55,7 @@ func TestLimitTextNamesTheRequestAskedFor(t *testing.T) {
 		{claim("default", "train"), 0, "ResourceClaim default/train", "spec.devices.requests[0]"},
 		{claim("", ""), 1, "ResourceClaim /", "spec.devices.requests[1]"},
 	} {
-		object, field := l.of(tc.claim, tc.ri)
+		object, field := l.of(&claimState{claim: tc.claim}, tc.ri)
 		if object != tc.object || field != tc.field {
 			t.Errorf("of(%s/%s, %d) = %q, %q, want %q, %q", tc.claim.Namespace, tc.claim.Name, tc.ri, object, field, tc.object, tc.field)
 		}

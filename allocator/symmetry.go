@@ -28,7 +28,7 @@ func (a *allocation) interchangeable(x, y *deviceEntry) bool {
 	if twinsOf(x, y) {
 		return true
 	}
-	if !a.symmetryByVerdicts() || !plainDevice(x) || !plainDevice(y) || x.skipNodeOps != y.skipNodeOps ||
+	if a.twinsOnly || !plainDevice(x) || !plainDevice(y) || x.skipNodeOps != y.skipNodeOps ||
 		!sameCapacity(x.api.Capacity, y.api.Capacity) || !a.sameShareState(x, y) {
 		return false
 	}
@@ -90,15 +90,11 @@ func (f *failures) cover(a *allocation, d *deviceEntry) bool {
 // add records that the search failed after taking d, when some other device may be interchangeable
 // with it.
 func (f *failures) add(a *allocation, d *deviceEntry) {
-	if !f.off && f.n < len(f.devs) && !a.taken.has(d) && (d.hasTwins() || a.symmetryByVerdicts() && plainDevice(d)) {
+	if !f.off && f.n < len(f.devs) && !a.taken.has(d) && (d.hasTwins() || !a.twinsOnly && plainDevice(d)) {
 		f.devs[f.n] = d
 		f.n++
 	}
 }
-
-// symmetryByVerdicts: the call has neither derived attributes nor requests for all devices, so devices
-// may be compared by verdicts.
-func (a *allocation) symmetryByVerdicts() bool { return !a.twinsOnly }
 
 // plainDevice: nothing but its attributes, capacities and shares ties the device to the search's state.
 func plainDevice(d *deviceEntry) bool {
