@@ -494,3 +494,137 @@ func TestPropForkCommitsOfGeneratedClusters(t *testing.T) {
 		}
 	})
 }
+
+// Forks of a generated cluster allocate copies of its pending claims and commit in an order rapid draws
+// (the concurrent property above leaves the order to the scheduler, so a failing interleaving could not be
+// replayed). Every step is one of: fork anew, allocate on the fork, commit it; a fork that conflicts starts
+// again from a new fork. After every commit the root's allocated claims, counted device by device by
+// fuzz.CheckUsage, overdraw nothing: no device with two exclusive users, no share or counter set overdrawn.
+//
+// Besides every feature, a run focuses on what forks contend for most: shareable devices with consumable
+// capacity (network-attached NICs among them), shares with admin access, shared counters, claims of
+// several requests.
+func TestPropForkCommitsInterleaved(t *testing.T) {
+	contended := fuzz.Options{MaxClaims: 3, MaxRequests: 3, NetworkAttached: true, ConsumableCapacity: true,
+		AdminAccess: true, Partitionable: true, Allocated: true}
+	t.Run("every feature", func(t *testing.T) { forkCommitsInterleaved(t, fuzz.AllOptions()) })
+	t.Run("contended", func(t *testing.T) { forkCommitsInterleaved(t, contended) })
+}
+
+func forkCommitsInterleaved(t *testing.T, opts fuzz.Options) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := fuzz.ClusterGen(opts).Draw(t, "cluster")
+		copies := rapid.IntRange(2, 6).Draw(t, "copies")
+		s, err := c.Snapshot(allocator.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		features := c.Gates()
+		if bad := fuzz.CheckUsage(c.Slices, c.Allocated, features); len(bad) > 0 {
+			t.Fatalf("generated allocated state overdrawn: %v", bad)
+		}
+		ctx := context.Background()
+		type agent struct {
+			claim  *resourceapi.ResourceClaim
+			fork   *allocator.Snapshot
+			placed bool
+			done   bool
+		}
+		var agents []*agent
+		for _, claim := range c.Claims {
+			for j := range copies {
+				cp := claim.DeepCopy()
+				cp.Name = fmt.Sprintf("%s-copy-%d", claim.Name, j)
+				a := &agent{claim: cp}
+				if rapid.Bool().Draw(t, "fork early") {
+					a.fork = s.Fork()
+				}
+				agents = append(agents, a)
+			}
+		}
+		for step := 0; step < 8*len(agents)*len(agents)+8; step++ {
+			var open []int
+			for i, a := range agents {
+				if !a.done {
+					open = append(open, i)
+				}
+			}
+			if len(open) == 0 {
+				break
+			}
+			a := agents[rapid.SampledFrom(open).Draw(t, "agent")]
+			switch {
+			case a.fork == nil:
+				a.fork = s.Fork()
+			case !a.placed:
+				r, err := a.fork.Allocate(ctx, c.Node, []*resourceapi.ResourceClaim{a.claim})
+				if err != nil {
+					a.done = true
+					if err := a.fork.Discard(); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				placed := a.claim.DeepCopy()
+				placed.Status.Allocation = &r[0]
+				if err := a.fork.AddOrUpdateClaim(placed); err != nil {
+					t.Fatal(err)
+				}
+				a.placed = true
+			default:
+				err := a.fork.Commit()
+				switch {
+				case err == nil:
+					a.done = true
+					// The claim must be one the allocator could have made on the state it entered.
+					_, _, _, claims := allocator.SnapshotObjects(s)
+					in := c.Input()
+					in.Claims = claims
+					placed, _ := s.Claim(a.claim.Namespace, a.claim.Name)
+					violations, err := verify.Check(ctx, in, []*resourceapi.ResourceClaim{placed}, []resourceapi.AllocationResult{*placed.Status.Allocation})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(violations) > 0 {
+						t.Fatalf("committed claim %s breaks the rules: %v", a.claim.Name, violations)
+					}
+				case errors.Is(err, allocator.ErrConflict):
+					if err := a.fork.Discard(); err != nil {
+						t.Fatal(err)
+					}
+					a.fork, a.placed = nil, false
+				default:
+					t.Fatal(err)
+				}
+				slicesNow, _, _, claims := allocator.SnapshotObjects(s)
+				if bad := fuzz.CheckUsage(slicesNow, claims, features); len(bad) > 0 {
+					t.Fatalf("after commit of %s: %v", a.claim.Name, bad)
+				}
+			}
+		}
+	})
+}
+
+// A share taken with admin access holds nothing once allocated, but in the call that allocates it, it
+// counts against the device's capacity next to the claim's other shares (as the verifier and the
+// Kubernetes allocator count a call's consumption). A fork's claim whose admin-access share fitted
+// only beside the shares the fork saw conflicts when the parent allocated more shares since the fork:
+// on the parent, the allocation could not have been made.
+func TestCommitCountsAdminAccessSharesOfTheForksClaims(t *testing.T) {
+	s := allocator.NewSnapshot(allocator.Options{})
+	must(t, s.AddOrUpdateClass(anyClass))
+	must(t, s.AddOrUpdateSlice(attrSlice(shareable("nic", "100Gi", nil))[0]))
+	admin := withCapacity(exact("watch", "any", 1), "60Gi")
+	admin.Exactly.AdminAccess = ptr(true)
+	f1 := s.Fork()
+	must(t, allocateIn(f1, claim("x", admin, withCapacity(exact("use", "any", 1), "40Gi"))))
+	f2 := s.Fork()
+	must(t, allocateIn(f2, claim("y", withCapacity(exact("use", "any", 1), "40Gi"))))
+	must(t, f2.Commit())
+	err := f1.Commit()
+	var ce *allocator.ConflictError
+	if !errors.As(err, &ce) || ce.Claim.Name != "x" {
+		t.Fatalf("commit of x after y: got %v, want a conflict for x (60Gi with admin access + 40Gi + y's 40Gi > 100Gi)", err)
+	}
+	intact(t, s)
+}

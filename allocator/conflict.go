@@ -56,6 +56,9 @@ func (s *Snapshot) conflictingClaim(p *Snapshot) error {
 type newUse struct {
 	claim types.NamespacedName
 	usage []deviceUsage
+	// admin are the shares the claim's new results take with admin access: they hold nothing once
+	// allocated, but counted against the device's capacity in the call that allocated them.
+	admin []deviceUsage
 }
 
 // allocatedByFork lists, by claim, what the fork's changes allocate.
@@ -70,18 +73,45 @@ func (s *Snapshot) allocatedByFork() []newUse {
 		// not allocated by the fork.
 		var held []deviceUsage
 		if b := s.base[key]; b != nil {
-			held = slices.Clone(b.usage)
+			held = b.usage
 		}
-		var fresh []deviceUsage
-		for _, u := range now.usage {
-			if i := slices.IndexFunc(held, func(h deviceUsage) bool { return sameUsage(h, u) }); i >= 0 {
-				held = slices.Delete(held, i, i+1)
-				continue
-			}
-			fresh = append(fresh, u)
+		fresh := notIn(now.usage, held)
+		var heldAdmin []deviceUsage
+		if b := s.base[key]; b != nil {
+			heldAdmin = adminSharesOf(b.obj, s.f)
 		}
-		if len(fresh) > 0 {
-			out = append(out, newUse{claim: key, usage: fresh})
+		admin := notIn(adminSharesOf(now.obj, s.f), heldAdmin)
+		if len(fresh) > 0 || len(admin) > 0 {
+			out = append(out, newUse{claim: key, usage: fresh, admin: admin})
+		}
+	}
+	return out
+}
+
+// notIn returns the units of now that held does not have, each unit of held matching one of now.
+func notIn(now, held []deviceUsage) []deviceUsage {
+	held = slices.Clone(held)
+	var out []deviceUsage
+	for _, u := range now {
+		if i := slices.IndexFunc(held, func(h deviceUsage) bool { return sameUsage(h, u) }); i >= 0 {
+			held = slices.Delete(held, i, i+1)
+			continue
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// adminSharesOf lists the shares an allocated claim takes with admin access (with consumable capacity):
+// usageOf leaves them out, since they hold nothing in the allocated state.
+func adminSharesOf(claim *resourceapi.ResourceClaim, f Features) []deviceUsage {
+	if claim == nil || claim.Status.Allocation == nil || !f.DRAConsumableCapacity {
+		return nil
+	}
+	var out []deviceUsage
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		if r.AdminAccess != nil && *r.AdminAccess && r.ShareID != nil && len(r.ConsumedCapacity) > 0 {
+			out = append(out, deviceUsage{id: DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}, shared: true, shareID: *r.ShareID, consumed: r.ConsumedCapacity})
 		}
 	}
 	return out
@@ -237,6 +267,37 @@ func findConflicts(st *state, fresh []newUse, f Features) []conflict {
 			c.Add(d.api.ConsumesCounters)
 		}
 	}
+	// A claim's shares with admin access hold nothing, but they counted against the capacity of their
+	// device in the call that allocated the claim, next to everything st holds (the fork's other shares
+	// included: the claim must still be one the allocator could make on the merged state).
+	for _, n := range fresh {
+		var ledgers map[DeviceID]*capacity.Ledger
+		for _, u := range n.admin {
+			key := conflictKey{claim: n.claim, device: u.id}
+			d := st.device(u.id)
+			if d == nil {
+				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s is no longer published in the parent snapshot", u.id)})
+				continue
+			}
+			l, ok := ledgers[u.id]
+			if !ok {
+				if ledgers == nil {
+					ledgers = map[DeviceID]*capacity.Ledger{}
+				}
+				l = capacity.NewLedger(d.api.Capacity)
+				l.Add(st.consumed[u.id])
+				ledgers[u.id] = l
+			}
+			if !l.Fits(u.consumed) {
+				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s has too little capacity left in the parent snapshot for the claim's shares with admin access", u.id)})
+				continue
+			}
+			l.Add(u.consumed)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b conflict) int {
+		return cmp.Or(cmp.Compare(a.key.claim.Namespace, b.key.claim.Namespace), cmp.Compare(a.key.claim.Name, b.key.claim.Name))
+	})
 	return out
 }
 

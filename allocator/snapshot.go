@@ -399,7 +399,9 @@ func (s *Snapshot) touchClaim(key types.NamespacedName) {
 //   - changed or deleted a claim the fork changed (as the API server refuses an update of a claim whose
 //     resourceVersion moved on),
 //   - allocated a device the fork allocated, or allocated shares of it whose capacity leaves too little
-//     for the fork's shares, or consumed the shared counters the fork's devices need,
+//     for the fork's shares (a claim's shares with admin access included: they hold nothing once
+//     allocated, but count in the call that allocates the claim, as in the Kubernetes allocator), or
+//     consumed the shared counters the fork's devices need,
 //   - stopped publishing a device the fork allocated (the slice was deleted or no longer lists it, or the
 //     device no longer allows multiple allocations while the fork took a share of it).
 //

@@ -12,7 +12,9 @@
 // [CheckAllocations] runs an allocator (an [AllocateFunc]: given a drawn cluster, allocate its pending claims on its
 // node) on generated clusters and fails the test when the cluster is mutated or a result does not pass
 // allocator/verify. Users' CI can call it with their own classes and drivers by mapping the drawn clusters
-// (rapid.Map) before the check. [Cluster.Verify] checks one proposed allocation; [Cluster.Input] gives the
+// (rapid.Map) before the check. [CheckUsage] counts every device's users over a whole cluster's allocated
+// claims (no device with two exclusive users, no share or counter set overdrawn), for properties of sequences
+// of operations. [Cluster.Verify] checks one proposed allocation; [Cluster.Input] gives the
 // verifier's view of a cluster; [Cluster.Snapshot] loads it into a dralloc allocator snapshot.
 //
 // # The generated schema
