@@ -27,10 +27,16 @@ type ConflictError struct {
 	CounterSets []string
 	// Reason says what conflicts, naming the devices and counter sets.
 	Reason string
+
+	op string // the operation refused: commit (the default) or update
 }
 
 func (e *ConflictError) Error() string {
-	return "commit: ResourceClaim " + e.Claim.Namespace + "/" + e.Claim.Name + ": " + e.Reason
+	op := e.op
+	if op == "" {
+		op = "commit"
+	}
+	return op + ": ResourceClaim " + e.Claim.Namespace + "/" + e.Claim.Name + ": " + e.Reason
 }
 
 // Unwrap makes errors.Is(err, ErrConflict) true.
@@ -139,12 +145,12 @@ func (s *Snapshot) conflictingUse(merged *state) error {
 	if len(fresh) == 0 {
 		return nil
 	}
-	found := findConflicts(merged, fresh, s.f)
+	found := findConflicts(merged, fresh, s.f, parentSnapshot)
 	if len(found) == 0 {
 		return nil
 	}
 	own := map[conflictKey]bool{}
-	for _, c := range findConflicts(s.st, fresh, s.f) {
+	for _, c := range findConflicts(s.st, fresh, s.f, parentSnapshot) {
 		own[c.key] = true
 	}
 	var first *ConflictError
@@ -157,24 +163,19 @@ func (s *Snapshot) conflictingUse(merged *state) error {
 		} else if first.Claim != c.key.claim {
 			break
 		}
-		if !slices.Contains(first.Devices, c.key.device) {
-			first.Devices = append(first.Devices, c.key.device)
-		}
-		for _, cs := range c.counterSets {
-			if !slices.Contains(first.CounterSets, cs) {
-				first.CounterSets = append(first.CounterSets, cs)
-			}
-		}
-		if first.Reason != "" {
-			first.Reason += "; "
-		}
-		first.Reason += c.reason
+		first.add(c)
 	}
 	if first == nil {
 		return nil
 	}
 	return first
 }
+
+// Where findConflicts finds what conflicts: for Commit, the parent; for UpdateClaims, the snapshot.
+const (
+	parentSnapshot = "in the parent snapshot"
+	theSnapshot    = "in the snapshot"
+)
 
 type conflictKey struct {
 	claim  types.NamespacedName
@@ -191,7 +192,7 @@ type conflict struct {
 // an exclusive device must be held by nothing else, a share by no exclusive holder and within the
 // device's capacity next to the other shares, and a device that draws on shared counters must fit what
 // the pool's other allocated devices leave. The conflicts come in claim order, then result order.
-func findConflicts(st *state, fresh []newUse, f Features) []conflict {
+func findConflicts(st *state, fresh []newUse, f Features, where string) []conflict {
 	// What the fork's allocations hold, to take them out of st's totals.
 	var excl, shares map[DeviceID]int
 	excl, shares = map[DeviceID]int{}, map[DeviceID]int{}
@@ -216,19 +217,22 @@ func findConflicts(st *state, fresh []newUse, f Features) []conflict {
 			key := conflictKey{claim: n.claim, device: u.id}
 			d := st.device(u.id)
 			if d == nil {
-				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s is no longer published in the parent snapshot", u.id)})
+				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s is no longer published %s", u.id, where)})
 				continue
 			}
 			ex, sh := othersHold(u.id)
 			switch {
 			case !u.shared && (ex > 0 || sh > 0):
-				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s is already allocated in the parent snapshot", u.id)})
+				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s is already allocated %s", u.id, where)})
+				continue
+			case !u.shared && (excl[u.id] > 1 || shares[u.id] > 0), u.shared && excl[u.id] > 0:
+				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s is allocated by more than one of the changes", u.id)})
 				continue
 			case u.shared && ex > 0:
-				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s is already allocated exclusively in the parent snapshot", u.id)})
+				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s is already allocated exclusively %s", u.id, where)})
 				continue
 			case u.shared && !d.multi:
-				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s no longer allows multiple allocations in the parent snapshot", u.id)})
+				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s no longer allows multiple allocations %s", u.id, where)})
 				continue
 			case u.shared:
 				l, ok := ledgers[u.id]
@@ -238,7 +242,7 @@ func findConflicts(st *state, fresh []newUse, f Features) []conflict {
 					ledgers[u.id] = l
 				}
 				if !l.Fits(u.consumed) {
-					out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s has too little capacity left in the parent snapshot", u.id)})
+					out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s has too little capacity left %s", u.id, where)})
 					continue
 				}
 				l.Add(u.consumed)
@@ -261,7 +265,7 @@ func findConflicts(st *state, fresh []newUse, f Features) []conflict {
 				for _, cc := range d.api.ConsumesCounters {
 					sets = append(sets, d.slice.pool.String()+"/"+cc.CounterSet)
 				}
-				out = append(out, conflict{key: key, counterSets: sets, reason: fmt.Sprintf("device %s needs more of counter sets %s than the parent snapshot has left", u.id, strings.Join(sets, ", "))})
+				out = append(out, conflict{key: key, counterSets: sets, reason: fmt.Sprintf("device %s needs more of counter sets %s than is left %s", u.id, strings.Join(sets, ", "), where)})
 				continue
 			}
 			c.Add(d.api.ConsumesCounters)
@@ -276,7 +280,7 @@ func findConflicts(st *state, fresh []newUse, f Features) []conflict {
 			key := conflictKey{claim: n.claim, device: u.id}
 			d := st.device(u.id)
 			if d == nil {
-				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s is no longer published in the parent snapshot", u.id)})
+				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s is no longer published %s", u.id, where)})
 				continue
 			}
 			l, ok := ledgers[u.id]
@@ -289,7 +293,7 @@ func findConflicts(st *state, fresh []newUse, f Features) []conflict {
 				ledgers[u.id] = l
 			}
 			if !l.Fits(u.consumed) {
-				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s has too little capacity left in the parent snapshot for the claim's shares with admin access", u.id)})
+				out = append(out, conflict{key: key, reason: fmt.Sprintf("device %s has too little capacity left %s for the claim's shares with admin access", u.id, where)})
 				continue
 			}
 			l.Add(u.consumed)

@@ -86,3 +86,28 @@ func ExampleSnapshot_DeleteNode() {
 	// 1 true <nil>
 	// 0 false Node node-a: not in the snapshot
 }
+
+// Two decisions made on one snapshot pick the same GPU; written with UpdateClaims, the second is
+// refused (nothing of it is written) and is decided again on the snapshot as it is now.
+func ExampleSnapshot_UpdateClaims() {
+	ctx := context.Background()
+	snap := allocator.NewSnapshot(allocator.Options{})
+	check(snap.AddOrUpdateSlice(gpuSlice("node-a", "H100", 2)))
+	check(snap.AddOrUpdateClass(&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}}))
+	decide := func(name string) allocator.ClaimUpdate {
+		claim := gpuClaim(name, 1)
+		r, err := snap.Allocate(ctx, node("node-a", nil), []*resourceapi.ResourceClaim{claim})
+		check(err)
+		claim.Status.Allocation = &r[0]
+		// IfUnchanged with no Base: the claim must not exist yet, as for a create.
+		return allocator.ClaimUpdate{Namespace: claim.Namespace, Name: name, Claim: claim, IfUnchanged: true}
+	}
+	first, second := decide("first"), decide("second")
+	fmt.Println("first:", snap.UpdateClaims([]allocator.ClaimUpdate{first}))
+	fmt.Println("second:", snap.UpdateClaims([]allocator.ClaimUpdate{second}))
+	fmt.Println("second again:", snap.UpdateClaims([]allocator.ClaimUpdate{decide("second")}))
+	// Output:
+	// first: <nil>
+	// second: update: ResourceClaim default/second: device gpu.example.com/node-a/gpu-0 is already allocated in the snapshot
+	// second again: <nil>
+}

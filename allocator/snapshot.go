@@ -376,7 +376,10 @@ func (s *Snapshot) Fork() *Snapshot {
 }
 
 // touchClaim records, on a fork, the entry a claim had before the fork first changed it.
-func (s *Snapshot) touchClaim(key types.NamespacedName) {
+func (s *Snapshot) touchClaim(key types.NamespacedName) { s.touchClaimWas(key, s.st.claims[key]) }
+
+// touchClaimWas is touchClaim after the change: the claim's entry before it was was.
+func (s *Snapshot) touchClaimWas(key types.NamespacedName, was *claimEntry) {
 	if s.parent == nil {
 		return
 	}
@@ -386,7 +389,7 @@ func (s *Snapshot) touchClaim(key types.NamespacedName) {
 	if s.base == nil {
 		s.base = map[types.NamespacedName]*claimEntry{}
 	}
-	s.base[key] = s.st.claims[key]
+	s.base[key] = was
 }
 
 // Commit applies the fork's changes to the snapshot it was forked from, all or nothing. When that

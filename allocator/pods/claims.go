@@ -50,10 +50,12 @@ type PodClaim struct {
 //
 // The extended-resource claim depends on the node and is not among them; see [Cluster.Place].
 func (c *Cluster) PodClaims(pod *v1.Pod) ([]PodClaim, error) {
-	return c.podClaims(c.snap, pod)
+	return c.podClaims(c.snap, pod, nil)
 }
 
-func (c *Cluster) podClaims(snap *allocator.Snapshot, pod *v1.Pod) ([]PodClaim, error) {
+// podClaims resolves the pod's claims; names it generates are added to taken (when not nil) and are
+// never names already in it.
+func (c *Cluster) podClaims(snap *allocator.Snapshot, pod *v1.Pod, taken map[string]bool) ([]PodClaim, error) {
 	if pod == nil {
 		return nil, &allocator.InputError{Object: "Pod", Err: errors.New("nil object")}
 	}
@@ -62,6 +64,9 @@ func (c *Cluster) podClaims(snap *allocator.Snapshot, pod *v1.Pod) ([]PodClaim, 
 		return nil, err
 	}
 	out := make([]PodClaim, 0, len(pod.Spec.ResourceClaims))
+	if taken == nil {
+		taken = map[string]bool{}
+	}
 	for i := range pod.Spec.ResourceClaims {
 		pc := &pod.Spec.ResourceClaims[i]
 		field := fmt.Sprintf("spec.resourceClaims[%d]", i)
@@ -70,7 +75,7 @@ func (c *Cluster) podClaims(snap *allocator.Snapshot, pod *v1.Pod) ([]PodClaim, 
 		}
 		if group != nil {
 			if gc := matchingGroupClaim(group, pc); gc != nil {
-				r, needed, err := c.groupClaim(snap, group, gc)
+				r, needed, err := c.groupClaim(snap, group, gc, taken)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %s: %w", podName(pod), field, err)
 				}
@@ -89,12 +94,15 @@ func (c *Cluster) podClaims(snap *allocator.Snapshot, pod *v1.Pod) ([]PodClaim, 
 			continue
 		}
 		owner := ownerOf{apiVersion: "v1", kind: "Pod", name: pod.Name, uid: uidOf(pod)}
-		r, needed, err := c.templateClaim(snap, pod.Namespace, pc.Name, *pc.ResourceClaimTemplateName, owner, pod.Status.ResourceClaimStatuses)
+		r, needed, err := c.templateClaim(snap, pod.Namespace, pc.Name, *pc.ResourceClaimTemplateName, owner, pod.Status.ResourceClaimStatuses, taken)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s.resourceClaimTemplateName: %w", podName(pod), field, err)
 		}
 		if needed {
 			out = append(out, r)
+			if r.Generated {
+				taken[r.Claim.Name] = true
+			}
 		}
 	}
 	return out, nil
@@ -134,7 +142,7 @@ func samePtr(x, y *string) bool {
 	return *x == *y
 }
 
-func (c *Cluster) groupClaim(snap *allocator.Snapshot, g *schedulingapi.PodGroup, gc *schedulingapi.PodGroupResourceClaim) (PodClaim, bool, error) {
+func (c *Cluster) groupClaim(snap *allocator.Snapshot, g *schedulingapi.PodGroup, gc *schedulingapi.PodGroupResourceClaim, taken map[string]bool) (PodClaim, bool, error) {
 	if gc.ResourceClaimName != nil {
 		claim, ok := snap.Claim(g.Namespace, *gc.ResourceClaimName)
 		if !ok {
@@ -147,7 +155,7 @@ func (c *Cluster) groupClaim(snap *allocator.Snapshot, g *schedulingapi.PodGroup
 		statuses[i] = v1.PodResourceClaimStatus{Name: s.Name, ResourceClaimName: s.ResourceClaimName}
 	}
 	owner := ownerOf{apiVersion: schedulingapi.SchemeGroupVersion.String(), kind: "PodGroup", name: g.Name, uid: uidOf(g)}
-	r, needed, err := c.templateClaim(snap, g.Namespace, gc.Name, *gc.ResourceClaimTemplateName, owner, statuses)
+	r, needed, err := c.templateClaim(snap, g.Namespace, gc.Name, *gc.ResourceClaimTemplateName, owner, statuses, taken)
 	r.PodGroup = g
 	return r, needed, err
 }
@@ -185,7 +193,7 @@ func apiGroup(apiVersion string) string {
 // templateClaim resolves an entry with a template as the resourceclaim controller does (handleClaim):
 // the status names the claim (an entry without a name: no claim needed), a claim generated earlier is
 // found, or a new one is generated.
-func (c *Cluster) templateClaim(snap *allocator.Snapshot, namespace, entry, templateName string, owner ownerOf, statuses []v1.PodResourceClaimStatus) (PodClaim, bool, error) {
+func (c *Cluster) templateClaim(snap *allocator.Snapshot, namespace, entry, templateName string, owner ownerOf, statuses []v1.PodResourceClaimStatus, taken map[string]bool) (PodClaim, bool, error) {
 	for _, s := range statuses {
 		if s.Name != entry {
 			continue
@@ -209,14 +217,18 @@ func (c *Cluster) templateClaim(snap *allocator.Snapshot, namespace, entry, temp
 	if !ok {
 		return PodClaim{}, false, fmt.Errorf("%w: %s/%s", ErrTemplateNotFound, namespace, templateName)
 	}
-	return PodClaim{Name: entry, Claim: c.fromTemplate(t, entry, owner), Generated: true}, true, nil
+	claim, err := c.fromTemplate(snap, t, entry, owner, taken)
+	if err != nil {
+		return PodClaim{}, false, err
+	}
+	return PodClaim{Name: entry, Claim: claim, Generated: true}, true, nil
 }
 
 // fromTemplate builds the claim the resourceclaim controller creates for an entry (handleClaim in
 // kubernetes pkg/controller/resourceclaim/controller.go, commit 003e86297d18): generateName
 // <owner>-<entry>-, both parts truncated in proportion to their length when that is longer than 57
 // characters (which leaves the trailing hyphen out), then the API server's name generation.
-func (c *Cluster) fromTemplate(t *resourceapi.ResourceClaimTemplate, entry string, owner ownerOf) *resourceapi.ResourceClaim {
+func (c *Cluster) fromTemplate(snap *allocator.Snapshot, t *resourceapi.ResourceClaimTemplate, entry string, owner ownerOf, taken map[string]bool) (*resourceapi.ResourceClaim, error) {
 	annotations := maps.Clone(t.Spec.ObjectMeta.Annotations)
 	if annotations == nil {
 		annotations = map[string]string{}
@@ -227,11 +239,15 @@ func (c *Cluster) fromTemplate(t *resourceapi.ResourceClaimTemplate, entry strin
 	if len(generateName) > maxBaseLen {
 		generateName = owner.name[:len(owner.name)*maxBaseLen/len(generateName)] + "-" + entry[:len(entry)*maxBaseLen/len(generateName)]
 	}
+	name, err := c.freeName(snap, t.Namespace, generateName, taken)
+	if err != nil {
+		return nil, err
+	}
 	yes := true
 	claim := &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:    t.Namespace,
-			Name:         generatedName(generateName, c.suffix()),
+			Name:         name,
 			GenerateName: generateName,
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion:         owner.apiVersion,
@@ -246,5 +262,5 @@ func (c *Cluster) fromTemplate(t *resourceapi.ResourceClaimTemplate, entry strin
 		},
 		Spec: *t.Spec.Spec.DeepCopy(),
 	}
-	return claim
+	return claim, nil
 }

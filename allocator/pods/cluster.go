@@ -208,6 +208,23 @@ func (c *Cluster) suffix() string {
 	return c.opts.NameSuffix()
 }
 
+// nameTries bounds how often a generated name is drawn again because it is taken.
+const nameTries = 16
+
+// freeName draws the name the API server would give a new claim with metadata.generateName base: one
+// that no claim of the namespace in snap has, nor any name in taken (generated earlier for the same
+// placement). The API server answers a taken name with AlreadyExists and the resourceclaim controller
+// tries again; a name is never reused, which would overwrite another pod's claim.
+func (c *Cluster) freeName(snap *allocator.Snapshot, namespace, base string, taken map[string]bool) (string, error) {
+	for range nameTries {
+		name := generatedName(base, c.suffix())
+		if _, exists := snap.Claim(namespace, name); !exists && !taken[name] {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("ResourceClaim %s/%s*: %w: every generated name drawn (%d) is taken", namespace, base, allocator.ErrConflict, nameTries)
+}
+
 // suffixAlphabet is the API server's alphabet for generated names (k8s.io/apimachinery/pkg/util/rand):
 // no vowels, no characters that look alike.
 const suffixAlphabet = "bcdfghjklmnpqrstvwxz2456789"

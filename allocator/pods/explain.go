@@ -63,7 +63,7 @@ const maxMessage = 1024
 // those of Place, except that fitting nowhere is no error.
 func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error) {
 	snap := c.snap
-	r, err := c.prepare(snap, pod)
+	r, err := c.prepare(snap, pod, nil)
 	if err != nil {
 		return nil, err
 	}

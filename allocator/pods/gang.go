@@ -66,12 +66,13 @@ func (c *Cluster) PlaceGroup(ctx context.Context, group *schedulingapi.PodGroup,
 	base := c.snap.Fork()
 	defer base.Discard()
 	s := &gangSearch{c: c, ctx: ctx, group: g, minCount: minCount, budget: c.opts.StepBudget}
+	taken := map[string]bool{} // names generated for the group's pods, which no pod may reuse
 	for i, pod := range pods {
 		if pod == nil || pod.Spec.SchedulingGroup == nil || pod.Spec.SchedulingGroup.PodGroupName == nil ||
 			*pod.Spec.SchedulingGroup.PodGroupName != g.Name || pod.Namespace != g.Namespace {
 			return nil, &allocator.InputError{Object: fmt.Sprintf("pods[%d]", i), Field: "spec.schedulingGroup.podGroupName", Err: fmt.Errorf("must name PodGroup %s/%s in its namespace", g.Namespace, g.Name)}
 		}
-		r, err := c.prepare(base, pod)
+		r, err := c.prepare(base, pod, taken)
 		if err != nil {
 			return nil, err
 		}
@@ -85,7 +86,10 @@ func (c *Cluster) PlaceGroup(ctx context.Context, group *schedulingapi.PodGroup,
 		s.reqs = append(s.reqs, r)
 		extName := ""
 		if r.ext != nil {
-			extName = generatedName(pod.Name+"-extended-resources-", c.suffix())
+			if extName, err = c.freeName(base, pod.Namespace, pod.Name+"-extended-resources-", taken); err != nil {
+				return nil, fmt.Errorf("%s: %w", podName(pod), err)
+			}
+			taken[extName] = true
 		}
 		s.extNames = append(s.extNames, extName)
 	}
@@ -383,14 +387,11 @@ func (s *gangSearch) result(f *allocator.Snapshot, domainValue string) *GroupPla
 }
 
 // AssumeGroup writes a group placement into the snapshot, as [Cluster.Assume] does for each pod.
+// Like Assume it writes every claim of every pod or none, and refuses a group placement that no longer
+// holds on the snapshot with an error wrapping allocator.ErrConflict.
 func (c *Cluster) AssumeGroup(gp *GroupPlacement) error {
-	for _, p := range gp.Pods {
-		if p == nil {
-			continue
-		}
-		if err := assumeInto(c.snap, p); err != nil {
-			return err
-		}
+	if gp == nil {
+		return &allocator.InputError{Object: "GroupPlacement", Err: errors.New("nil object")}
 	}
-	return nil
+	return c.assume(gp.Pods)
 }

@@ -95,8 +95,9 @@ type request struct {
 	plain     *nodeClaims // the claims to allocate on every node without an extended-resource claim
 }
 
-func (c *Cluster) prepare(snap *allocator.Snapshot, pod *v1.Pod) (*request, error) {
-	claims, err := c.podClaims(snap, pod)
+// prepare resolves the pod's claims (see podClaims for taken) and splits them.
+func (c *Cluster) prepare(snap *allocator.Snapshot, pod *v1.Pod, taken map[string]bool) (*request, error) {
+	claims, err := c.podClaims(snap, pod, taken)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +260,11 @@ func usableOn(claim *resourceapi.ResourceClaim, node *v1.Node) (bool, error) {
 //
 // When the pod fits nowhere the error is a *[NoNodeError] (wrapping [ErrNoNode]); claims that cannot be
 // resolved give [ErrClaimNotFound], [ErrTemplateNotFound], [ErrPodGroupNotFound] or [ErrClaimNotUsable];
-// the allocator's input, budget and context errors are returned as they are.
+// the allocator's input, budget and context errors are returned as they are. Place may run while Assume,
+// Remove or a commit change the snapshot: when the chosen node's devices are taken between filtering
+// and allocating, it decides again on the snapshot as it is then (up to 8 times; then an error
+// wrapping allocator.ErrConflict). The placement is a decision on the snapshot as it was; Assume
+// refuses it if it no longer holds.
 //
 // With Options.Preferred, new shares of devices with allowMultipleAllocations then record the largest
 // policy-valid amount up to the preferred one that fits next to the device's other shares; see
@@ -268,8 +273,27 @@ func (c *Cluster) Place(ctx context.Context, pod *v1.Pod) (*Placement, error) {
 	return c.placeOn(ctx, c.snap, pod, true)
 }
 
+// placeTries bounds how often Place starts again because the snapshot changed under it.
+const placeTries = 8
+
 func (c *Cluster) placeOn(ctx context.Context, snap *allocator.Snapshot, pod *v1.Pod, grow bool) (*Placement, error) {
-	r, err := c.prepare(snap, pod)
+	for try := 1; ; try++ {
+		rev := snap.Revision()
+		p, err := c.placeOnce(ctx, snap, pod, grow)
+		// The chosen node fitted when filtered, but its devices were taken before they were
+		// allocated (Assume or a commit ran meanwhile, as Place calls may run in parallel with
+		// them): decide again on the snapshot as it is now.
+		if !errors.Is(err, allocator.ErrUnsatisfiable) || errors.Is(err, ErrNoNode) || snap.Revision() == rev {
+			return p, err
+		}
+		if try == placeTries {
+			return nil, fmt.Errorf("%s: %w: the snapshot changed while the pod was placed, %d times", podName(pod), allocator.ErrConflict, placeTries)
+		}
+	}
+}
+
+func (c *Cluster) placeOnce(ctx context.Context, snap *allocator.Snapshot, pod *v1.Pod, grow bool) (*Placement, error) {
+	r, err := c.prepare(snap, pod, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +310,16 @@ func (c *Cluster) placeOn(ctx context.Context, snap *allocator.Snapshot, pod *v1
 func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *request, nodes []*v1.Node) (*Placement, error) {
 	extName := ""
 	if r.ext != nil {
-		extName = generatedName(r.pod.Name+"-extended-resources-", c.suffix())
+		taken := map[string]bool{}
+		for _, pc := range r.claims {
+			if pc.Generated {
+				taken[pc.Claim.Name] = true
+			}
+		}
+		var err error
+		if extName, err = c.freeName(snap, r.pod.Namespace, r.pod.Name+"-extended-resources-", taken); err != nil {
+			return nil, fmt.Errorf("%s: %w", podName(r.pod), err)
+		}
 	}
 	verdicts := make([]verdict, len(nodes))
 	// Nodes the claims cannot tell apart are asked once (see allocator.NodeClasses).
@@ -617,82 +650,4 @@ func reserve(claim *resourceapi.ResourceClaim, cons resourceapi.ResourceClaimCon
 	if !reservedFor(claim, cons) {
 		claim.Status.ReservedFor = append(claim.Status.ReservedFor, cons)
 	}
-}
-
-// Assume writes a placement into the snapshot, as the scheduler's assume cache holds it until the
-// informers catch up: every claim with its allocation and reservation (generated claims are added), so
-// that the next placement sees the devices in use. The placement must come from the current snapshot.
-func (c *Cluster) Assume(p *Placement) error {
-	if p == nil {
-		return &allocator.InputError{Object: "Placement", Err: errors.New("nil object")}
-	}
-	before := c.snap.Revision()
-	olds := make([]*resourceapi.ResourceClaim, len(p.Claims))
-	for i, pc := range p.Claims {
-		olds[i], _ = c.snap.Claim(pc.Claim.Namespace, pc.Claim.Name)
-	}
-	err := assumeInto(c.snap, p)
-	c.assumed(p, olds, before, c.snap.Revision(), err)
-	return err
-}
-
-func assumeInto(snap *allocator.Snapshot, p *Placement) error {
-	for _, pc := range p.Claims {
-		if err := snap.AddOrUpdateClaim(pc.Claim); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Remove undoes what placing the pod did, as the control plane does when a pod goes away: the pod is
-// removed from status.reservedFor of the namespace's claims; claims the pod owns (generated from
-// templates, and the extended-resource claim) are deleted, as the garbage collector deletes them; other
-// claims reserved by no one any more are deallocated, as the resourceclaim controller does (allocation
-// and finalizer removed), which frees their devices. PodGroup claims stay reserved for the group.
-func (c *Cluster) Remove(pod *v1.Pod) error {
-	if pod == nil {
-		return &allocator.InputError{Object: "Pod", Err: errors.New("nil object")}
-	}
-	return c.release(pod.Namespace, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: uidOf(pod)},
-		ownerOf{apiVersion: "v1", kind: "Pod", name: pod.Name, uid: uidOf(pod)})
-}
-
-// RemovePodGroup is Remove for a PodGroup: its reservations, and the claims it owns.
-func (c *Cluster) RemovePodGroup(g *schedulingapi.PodGroup) error {
-	if g == nil {
-		return &allocator.InputError{Object: "PodGroup", Err: errors.New("nil object")}
-	}
-	return c.release(g.Namespace, consumer(nil, g),
-		ownerOf{apiVersion: schedulingapi.SchemeGroupVersion.String(), kind: "PodGroup", name: g.Name, uid: uidOf(g)})
-}
-
-func (c *Cluster) release(namespace string, cons resourceapi.ResourceClaimConsumerReference, owner ownerOf) error {
-	for _, claim := range c.snap.Claims(namespace) {
-		owned := owner.owns(claim) || (claim.Annotations[resourceapi.ExtendedResourceClaimAnnotation] == "true" && owner.ownsByName(claim))
-		if owned {
-			if err := c.snap.DeleteClaim(claim.Namespace, claim.Name); err != nil {
-				return err
-			}
-			continue
-		}
-		if !reservedFor(claim, cons) {
-			continue
-		}
-		out := claim.DeepCopy()
-		out.Status.ReservedFor = slices.DeleteFunc(out.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool {
-			return sameConsumer(r, cons)
-		})
-		if len(out.Status.ReservedFor) == 0 {
-			out.Status.ReservedFor = nil
-			if i := slices.Index(out.Finalizers, resourceapi.Finalizer); i >= 0 {
-				out.Status.Allocation = nil
-				out.Finalizers = slices.Delete(out.Finalizers, i, i+1)
-			}
-		}
-		if err := c.snap.AddOrUpdateClaim(out); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -9,7 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dralloc/dralloc/allocator"
 )
@@ -348,26 +347,18 @@ func (c *Cluster) withScores(snap *allocator.Snapshot, fn func(load map[string]i
 	fn(lc.load, lc.fill)
 }
 
-// assumed updates the cache for a placement Assume wrote: olds are the claims it replaced (nil for
-// new ones), before and after the snapshot's revisions around the write.
-func (c *Cluster) assumed(p *Placement, olds []*resourceapi.ResourceClaim, before, after allocator.Revision, err error) {
+// assumed updates the cache for the claim updates Assume wrote: each update's Base is the claim it
+// replaced (nil for a new one), before and after the snapshot's revisions around the write (one change).
+func (c *Cluster) assumed(updates []allocator.ClaimUpdate, before, after allocator.Revision, err error) {
 	lc := &c.load
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	if err != nil || !lc.ok || lc.rev != before || !sameLineage(before, after, len(p.Claims)) {
+	if err != nil || !lc.ok || lc.rev != before || !sameLineage(before, after, 1) {
 		lc.ok = false
 		return
 	}
-	// A claim that two entries of the pod name is in p.Claims twice: it counts once, as written last.
-	last := make(map[types.NamespacedName]int, len(p.Claims))
-	for i, pc := range p.Claims {
-		last[types.NamespacedName{Namespace: pc.Claim.Namespace, Name: pc.Claim.Name}] = i
-	}
-	for i, pc := range p.Claims {
-		if last[types.NamespacedName{Namespace: pc.Claim.Namespace, Name: pc.Claim.Name}] != i {
-			continue
-		}
-		if old := olds[i]; old != nil {
+	for _, u := range updates {
+		if old := u.Base; old != nil {
 			if node, n := pinned(old); n > 0 {
 				lc.load[node] -= n
 			}
@@ -375,11 +366,14 @@ func (c *Cluster) assumed(p *Placement, olds []*resourceapi.ResourceClaim, befor
 				lc.fill.claim(c.snap, old, -1)
 			}
 		}
-		if node, n := pinned(pc.Claim); n > 0 {
+		if u.Claim == nil {
+			continue
+		}
+		if node, n := pinned(u.Claim); n > 0 {
 			lc.load[node] += n
 		}
 		if lc.fill != nil {
-			lc.fill.claim(c.snap, pc.Claim, 1)
+			lc.fill.claim(c.snap, u.Claim, 1)
 		}
 	}
 	lc.rev = after

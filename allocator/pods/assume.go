@@ -1,0 +1,191 @@
+package pods
+
+import (
+	"errors"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	schedulingapi "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dralloc/dralloc/allocator"
+)
+
+// Assume writes a placement into the snapshot, as the scheduler's assume cache holds it until the
+// informers catch up: every claim with its allocation and reservation (generated claims are added), so
+// that the next placement sees the devices in use. It writes all of the placement's claims or none.
+//
+// A placement is a decision made on the snapshot as it was; Place calls may run in parallel, and the
+// snapshot may change between Place and Assume. Assume refuses, with an error wrapping
+// allocator.ErrConflict (a *allocator.ConflictError naming the claim) and nothing written, a placement
+// that no longer holds: a claim it generates exists now (the API server answers AlreadyExists), a claim
+// it allocates was allocated or deleted meanwhile, a claim it only reserves was deallocated or allocated
+// anew, or the devices, shares or shared counters it allocates are no longer free next to everything
+// else the snapshot holds (as kube-scheduler's in-flight allocations keep two pods from one device).
+// Place the pod again. Reservations other pods made meanwhile on a claim it shares are kept.
+func (c *Cluster) Assume(p *Placement) error {
+	if p == nil {
+		return &allocator.InputError{Object: "Placement", Err: errors.New("nil object")}
+	}
+	return c.assume([]*Placement{p})
+}
+
+// assume writes the placements' claims in one update of the snapshot.
+func (c *Cluster) assume(ps []*Placement) error {
+	updates, err := c.assumeUpdates(ps)
+	if err != nil {
+		return err
+	}
+	before := c.snap.Revision()
+	err = c.snap.UpdateClaims(updates)
+	c.assumed(updates, before, c.snap.Revision(), err)
+	return err
+}
+
+// plannedClaim is what the placements write for one claim: the last version written (a later pod's
+// version of a claim builds on an earlier one's), and whether any placement generated or allocated it.
+type plannedClaim struct {
+	final                *resourceapi.ResourceClaim
+	generated, allocated bool
+}
+
+// assumeUpdates turns placements into conditional updates of the claims as the snapshot holds them now.
+func (c *Cluster) assumeUpdates(ps []*Placement) ([]allocator.ClaimUpdate, error) {
+	var order []types.NamespacedName
+	planned := map[types.NamespacedName]*plannedClaim{}
+	for _, p := range ps {
+		if p == nil {
+			continue
+		}
+		for _, pc := range p.Claims {
+			if pc.Claim == nil {
+				return nil, &allocator.InputError{Object: "Placement of Pod " + podKey(p.Pod), Field: "claims", Err: errors.New("nil claim")}
+			}
+			key := types.NamespacedName{Namespace: pc.Claim.Namespace, Name: pc.Claim.Name}
+			pl := planned[key]
+			if pl == nil {
+				pl = &plannedClaim{}
+				planned[key] = pl
+				order = append(order, key)
+			}
+			pl.final = pc.Claim
+			pl.generated = pl.generated || pc.Generated
+			pl.allocated = pl.allocated || pc.Allocated
+		}
+	}
+	updates := make([]allocator.ClaimUpdate, 0, len(order))
+	for _, key := range order {
+		pl := planned[key]
+		stored, ok := c.snap.Claim(key.Namespace, key.Name)
+		u := allocator.ClaimUpdate{Namespace: key.Namespace, Name: key.Name, IfUnchanged: true, Base: stored, Claim: pl.final}
+		conflict := func(reason string) error {
+			return &allocator.ConflictError{Claim: key, Reason: reason + " since the placement"}
+		}
+		switch {
+		case pl.generated && ok:
+			return nil, conflict("a claim of that name was created")
+		case pl.generated:
+		case !ok:
+			return nil, conflict("deleted")
+		case pl.allocated && stored.Status.Allocation != nil:
+			return nil, conflict("allocated")
+		case pl.allocated:
+		case stored.Status.Allocation == nil || !equality.Semantic.DeepEqual(stored.Status.Allocation, pl.final.Status.Allocation):
+			return nil, conflict("deallocated or allocated anew")
+		default:
+			// Only reserved: add the placement's consumers to the claim as it is now, keeping
+			// reservations made meanwhile, as the scheduler's PreBind patches status.reservedFor.
+			merged := stored.DeepCopy()
+			for _, r := range pl.final.Status.ReservedFor {
+				if !reservedFor(merged, r) {
+					merged.Status.ReservedFor = append(merged.Status.ReservedFor, r)
+				}
+			}
+			if len(merged.Status.ReservedFor) > resourceapi.ResourceClaimReservedForMaxSize {
+				return nil, conflict("reserved for the maximum of consumers")
+			}
+			if slices.Contains(pl.final.Finalizers, resourceapi.Finalizer) && !slices.Contains(merged.Finalizers, resourceapi.Finalizer) {
+				merged.Finalizers = append(merged.Finalizers, resourceapi.Finalizer)
+			}
+			u.Claim = merged
+		}
+		updates = append(updates, u)
+	}
+	return updates, nil
+}
+
+func podKey(pod *v1.Pod) string {
+	if pod == nil {
+		return "<nil>"
+	}
+	return pod.Namespace + "/" + pod.Name
+}
+
+// Remove undoes what placing the pod did, as the control plane does when a pod goes away: the pod is
+// removed from status.reservedFor of the namespace's claims; claims the pod owns (generated from
+// templates, and the extended-resource claim) are deleted, as the garbage collector deletes them; other
+// claims reserved by no one any more are deallocated, as the resourceclaim controller does (allocation
+// and finalizer removed, and with them the status.devices entries a driver wrote, which kube-apiserver
+// drops from a claim whose devices are no longer allocated), which frees their devices. PodGroup claims
+// stay reserved for the group. All of it is one change of the snapshot, or none.
+func (c *Cluster) Remove(pod *v1.Pod) error {
+	if pod == nil {
+		return &allocator.InputError{Object: "Pod", Err: errors.New("nil object")}
+	}
+	return c.release(pod.Namespace, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: uidOf(pod)},
+		ownerOf{apiVersion: "v1", kind: "Pod", name: pod.Name, uid: uidOf(pod)})
+}
+
+// RemovePodGroup is Remove for a PodGroup: its reservations, and the claims it owns.
+func (c *Cluster) RemovePodGroup(g *schedulingapi.PodGroup) error {
+	if g == nil {
+		return &allocator.InputError{Object: "PodGroup", Err: errors.New("nil object")}
+	}
+	return c.release(g.Namespace, consumer(nil, g),
+		ownerOf{apiVersion: schedulingapi.SchemeGroupVersion.String(), kind: "PodGroup", name: g.Name, uid: uidOf(g)})
+}
+
+// releaseTries bounds how often release reads the claims again when they changed while it wrote.
+const releaseTries = 8
+
+func (c *Cluster) release(namespace string, cons resourceapi.ResourceClaimConsumerReference, owner ownerOf) error {
+	for try := 1; ; try++ {
+		err := c.snap.UpdateClaims(c.releaseUpdates(namespace, cons, owner))
+		if err == nil || !errors.Is(err, allocator.ErrConflict) || try == releaseTries {
+			return err
+		}
+	}
+}
+
+// releaseUpdates are the changes release makes, conditional on the claims as read.
+func (c *Cluster) releaseUpdates(namespace string, cons resourceapi.ResourceClaimConsumerReference, owner ownerOf) []allocator.ClaimUpdate {
+	var updates []allocator.ClaimUpdate
+	for _, claim := range c.snap.Claims(namespace) {
+		u := allocator.ClaimUpdate{Namespace: claim.Namespace, Name: claim.Name, IfUnchanged: true, Base: claim}
+		owned := owner.owns(claim) || (claim.Annotations[resourceapi.ExtendedResourceClaimAnnotation] == "true" && owner.ownsByName(claim))
+		if owned {
+			updates = append(updates, u) // deleted
+			continue
+		}
+		if !reservedFor(claim, cons) {
+			continue
+		}
+		out := claim.DeepCopy()
+		out.Status.ReservedFor = slices.DeleteFunc(out.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool {
+			return sameConsumer(r, cons)
+		})
+		if len(out.Status.ReservedFor) == 0 {
+			out.Status.ReservedFor = nil
+			if i := slices.Index(out.Finalizers, resourceapi.Finalizer); i >= 0 {
+				out.Status.Allocation = nil
+				out.Status.Devices = nil
+				out.Finalizers = slices.Delete(out.Finalizers, i, i+1)
+			}
+		}
+		u.Claim = out
+		updates = append(updates, u)
+	}
+	return updates
+}
