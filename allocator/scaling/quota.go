@@ -131,8 +131,7 @@ func Charges(c *pods.Cluster, inv *capacity.Inventory, pending []*v1.Pod) (*Quot
 	opts := capacity.Options{Features: &features}
 	for i, pod := range pending {
 		// A pod is refused alone: one pod naming a template not created yet (or a claim it may not
-		// use) must not hide what every other namespace asks for, as a quota controller charges the
-		// objects it can and reports the others.
+		// use) must not hide what every other namespace asks for.
 		if pod == nil {
 			name := fmt.Sprintf("pending[%d]", i)
 			q.Refused = append(q.Refused, RefusedPod{Pod: name, Err: &allocator.InputError{Object: name, Err: errors.New("nil object")}})

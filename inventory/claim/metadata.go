@@ -237,7 +237,8 @@ func requestNameErrors(request string) []string {
 	return nameErrors(sub, validation.IsDNS1123Label)
 }
 
-// nameErrors is check's verdict, with nil for a name that is empty (reported as required).
+// nameErrors is check's verdict; an empty name, which the checks word as an invalid value, gets one
+// empty message, and nameError words it as required.
 func nameErrors(value string, check func(string) []string) []string {
 	if value == "" {
 		return []string{""}
