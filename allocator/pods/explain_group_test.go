@@ -87,3 +87,20 @@ func groupLines(gs []pods.ReasonGroup) string {
 	}
 	return b.String()
 }
+
+// TestExplainOfASearchThatGaveUp: under a step budget too small for the search, Explain says the search
+// gave up on the node (the claims' headline panicked on it).
+func TestExplainOfASearchThatGaveUp(t *testing.T) {
+	snap := allocator.NewSnapshot(allocator.Options{StepBudget: 2})
+	must(t, snap.AddOrUpdateClass(gpuClass("gpu", "")))
+	for _, n := range []string{"n-1", "n-2"} {
+		must(t, snap.AddOrUpdateNode(node(n, nil)))
+		must(t, snap.AddOrUpdateSlice(gpus(n, 8)))
+	}
+	must(t, snap.AddOrUpdateClaim(claim("big", 6)))
+	e, err := pods.New(snap, pods.Options{}).Explain(context.Background(), pod("train", "gpu=claim:big"))
+	must(t, err)
+	if got, want := e.String(), "2 nodes: search gave up"; got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+}
