@@ -424,13 +424,16 @@ func (e *Explanation) Headline() string {
 		}
 	}
 	if len(e.Obstacles) > 0 {
-		o := e.Obstacles[0]
-		if o.Reason == ReasonSearchGaveUp || o.Reason == ReasonNoCombination {
-			o.Steps = 0
+		// Without the search's steps, which differ from node to node.
+		switch o := e.Obstacles[0]; o.Reason {
+		case ReasonSearchGaveUp:
+			return "search gave up"
+		case ReasonNoCombination:
 			s := o.String()
 			return s[:strings.LastIndex(s, " (")]
+		default:
+			return o.String()
 		}
-		return o.String()
 	}
 	return "claims do not fit"
 }

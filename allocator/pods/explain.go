@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dralloc/dralloc/allocator"
 )
@@ -29,10 +30,16 @@ type Explanation struct {
 	Nodes []NodeExplanation `json:"nodes"`
 }
 
-// ReasonGroup is nodes that do not fit for the same main reason.
+// ReasonGroup is nodes that do not fit for the same main reason: the same predicate, or the same kind of
+// reason for the same request and blocking object (class, selector, constraint, taint rule, capacity,
+// counter), whatever the counts on each node.
 type ReasonGroup struct {
-	// Reason is the node's predicate reason ("node(s) didn't match Pod's node affinity/selector") or the
-	// claims' [allocator.Explanation.Headline].
+	// Reason is the nodes' predicate reason ("node(s) didn't match Pod's node affinity/selector"), or the
+	// claims' [allocator.Explanation.Headline] with what differs between the nodes summed up: counts as a
+	// range (`claim default/train, request "gpus": 2–8 of 8 matching devices allocated to …`), the
+	// objects of each node (the claims holding its devices, its slices and pools) as the first and how
+	// many others, free capacity or counters left as a range. For a group of one node it is that node's
+	// Reason.
 	Reason string `json:"reason"`
 	// Nodes is how many nodes; Examples names the first few, by name.
 	Nodes    int      `json:"nodes"`
@@ -58,7 +65,7 @@ const maxMessage = 1024
 
 // Explain says why the pod fits on which nodes and not on the others: for each node the reason Place
 // would see (its predicates, the claims allocated already, the extended resources, then the claims'
-// [allocator.Snapshot.Explain]), and the nodes grouped by that reason. It explains on the Cluster's
+// [allocator.Snapshot.Explain]), and the nodes grouped by that reason whatever its counts ([ReasonGroup]). It explains on the Cluster's
 // snapshot and changes nothing in it; like Place it may resolve a template's claim name. Errors are
 // those of Place, except that fitting nowhere is no error.
 func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error) {
@@ -96,23 +103,34 @@ func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error
 			return nil, fmt.Errorf("%s: node %s: %w", podName(pod), nodes[i].Name, err)
 		}
 	}
-	byReason := map[string]int{}
+	// Nodes are grouped by what their reason says, not by its counts: a headline names per-node counts
+	// and objects, and grouping by its text split 1,000 nodes failing one way into as many groups as
+	// there were counts.
+	byKey := map[string]int{}
+	var sums []*reasonSum
 	for _, n := range out.Nodes {
 		if n.Fits {
 			out.FitsOn = append(out.FitsOn, n.Node)
 			continue
 		}
-		gi, ok := byReason[n.Reason]
+		t := nodeReason(n)
+		key := t.key()
+		gi, ok := byKey[key]
 		if !ok {
 			gi = len(out.Groups)
-			byReason[n.Reason] = gi
-			out.Groups = append(out.Groups, ReasonGroup{Reason: n.Reason})
+			byKey[key] = gi
+			out.Groups = append(out.Groups, ReasonGroup{})
+			sums = append(sums, newReasonSum(t))
 		}
+		sums[gi].add(t)
 		g := &out.Groups[gi]
 		g.Nodes++
 		if len(g.Examples) < maxExamples {
 			g.Examples = append(g.Examples, n.Node)
 		}
+	}
+	for i := range out.Groups {
+		out.Groups[i].Reason = sums[i].String()
 	}
 	slices.SortStableFunc(out.Groups, func(x, y ReasonGroup) int {
 		if c := cmp.Compare(y.Nodes, x.Nodes); c != 0 {
@@ -178,4 +196,338 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// reasonTemplate is a node's reason split into what names the reason (the text between the slots: the
+// kind of reason, the request, the class, selector, constraint, taint rule, capacity or counter) and what
+// may differ between nodes failing for that reason (the slots: counts, the node's own objects, what is
+// free there).
+type reasonTemplate struct {
+	text  []string // len(slots)+1 pieces
+	slots []slot
+}
+
+type slotKind uint8
+
+const (
+	countSlot    slotKind = iota // a number; a group shows the range
+	nounSlot                     // a noun after a number: singular only when every node's number is 1
+	nameSlot                     // an object of the node: the first and how many others
+	quantitySlot                 // capacity free or a counter left: the range
+	detailSlot                   // a detail of the node (a pool's message, candidates by value): shown when all agree
+)
+
+type slot struct {
+	kind slotKind
+	n    int
+	s    string
+}
+
+func (t *reasonTemplate) lit(s string) {
+	if len(t.text) == 0 {
+		t.text = append(t.text, "")
+	}
+	t.text[len(t.text)-1] += s
+}
+
+func (t *reasonTemplate) add(k slotKind, n int, s string) {
+	if len(t.text) == 0 {
+		t.text = append(t.text, "")
+	}
+	t.slots = append(t.slots, slot{kind: k, n: n, s: s})
+	t.text = append(t.text, "")
+}
+
+// key identifies the reason: the text and the kinds of the slots (the noun of a noun slot included).
+func (t *reasonTemplate) key() string {
+	var b strings.Builder
+	for i, s := range t.text {
+		b.WriteString(strconv.Quote(s))
+		if i < len(t.slots) {
+			b.WriteByte(byte('0' + t.slots[i].kind))
+			if t.slots[i].kind == nounSlot {
+				b.WriteString(strconv.Quote(t.slots[i].s))
+			}
+		}
+	}
+	return b.String()
+}
+
+// nodeReason is the node's Reason as a template. The claims' reason is built as
+// [allocator.Explanation.Headline] words it (TestPropExplainAgreesWithPlace checks that a group of one
+// node reads as its node), marking the parts that differ from node to node.
+func nodeReason(n NodeExplanation) *reasonTemplate {
+	t := &reasonTemplate{}
+	e := n.Claims
+	if e == nil || e.Fits {
+		t.lit(n.Reason)
+		return t
+	}
+	for _, c := range e.Claims {
+		for i := range c.Requests {
+			if r := &c.Requests[i]; r.Short() {
+				t.lit(allocator.RequestRef{Claim: c.Claim, Request: r.Request}.String() + ": ")
+				t.request(r)
+				return t
+			}
+		}
+	}
+	if len(e.Obstacles) > 0 {
+		t.obstacle(&e.Obstacles[0])
+		return t
+	}
+	t.lit("claims do not fit")
+	return t
+}
+
+// request is the main reason a short request is short: what its selectors leave, or the largest cause
+// that removed matching devices.
+func (t *reasonTemplate) request(r *allocator.RequestExplanation) {
+	matching := r.Devices
+	var top, topStatic *allocator.Cause
+	var topReason, topStaticReason allocator.Reason
+	for fi := range r.Filters {
+		f := &r.Filters[fi]
+		st := staticFilter(f.Reason)
+		for ci := range f.Causes {
+			c := &f.Causes[ci]
+			switch {
+			case st && (topStatic == nil || c.Devices > topStatic.Devices):
+				topStatic, topStaticReason = c, f.Reason
+			case !st && (top == nil || c.Devices > top.Devices):
+				top, topReason = c, f.Reason
+			}
+		}
+		if st {
+			matching -= f.Removed
+		}
+	}
+	switch {
+	case r.Devices == 0:
+		t.lit("no device of the node's pools")
+	case matching == 0 && topStaticReason == allocator.ReasonClassSelector:
+		t.lit("class " + r.Class + " matched no device")
+	case matching == 0 && topStaticReason == allocator.ReasonRequestSelector:
+		t.lit("the request's selectors matched no device of class " + r.Class)
+	case matching == 0 && topStatic != nil:
+		t.lit("no device usable: ")
+		t.cause(topStatic, topStaticReason)
+	case top != nil:
+		t.add(countSlot, top.Devices, "")
+		t.lit(" of ")
+		t.add(countSlot, matching, "")
+		t.lit(" matching ")
+		t.add(nounSlot, matching, "device")
+		t.lit(" ")
+		t.cause(top, topReason)
+	default:
+		t.lit("needs ")
+		t.add(countSlot, r.Needs, "")
+		t.lit(" ")
+		t.add(nounSlot, r.Needs, "device")
+		t.lit(", ")
+		t.add(countSlot, matching, "")
+		t.lit(" match")
+	}
+}
+
+// staticFilter reports the filters that decide what a device is, before what the cluster does with it
+// (the allocator's split, for the main reason).
+func staticFilter(r allocator.Reason) bool {
+	switch r {
+	case allocator.ReasonPoolIncomplete, allocator.ReasonPoolInvalid, allocator.ReasonBindingConditions, allocator.ReasonClassSelector,
+		allocator.ReasonRequestSelector, allocator.ReasonCELError, allocator.ReasonNotOnNode:
+		return true
+	}
+	return false
+}
+
+// cause is what a cause did to its devices. The node's own objects (its pools and slices, the claims
+// holding its devices) are slots; cluster-wide ones (classes, selectors, taint rules) name the reason.
+func (t *reasonTemplate) cause(c *allocator.Cause, r allocator.Reason) {
+	switch r {
+	case allocator.ReasonPoolIncomplete, allocator.ReasonPoolInvalid:
+		t.lit("in ")
+		t.add(nameSlot, 0, c.Object)
+		t.lit(", ")
+		t.add(detailSlot, 0, c.Message)
+	case allocator.ReasonBindingConditions:
+		t.lit("with binding conditions, which are disabled")
+	case allocator.ReasonClassSelector, allocator.ReasonRequestSelector:
+		t.lit("rejected by " + c.Object + " " + c.Field + " (" + c.Expression + ")")
+	case allocator.ReasonCELError:
+		t.lit("where " + c.Object + " " + c.Field + " failed: " + c.Message)
+	case allocator.ReasonNotOnNode:
+		t.lit("not available on this node (")
+		t.add(nameSlot, 0, c.Object)
+		t.lit(")")
+	case allocator.ReasonAllocated:
+		t.lit("allocated to ")
+		t.add(nameSlot, 0, c.Object)
+	case allocator.ReasonCapacity:
+		if c.Available == "" {
+			t.lit("cannot serve capacity " + c.Name + " " + c.Needed)
+			return
+		}
+		t.lit("short of capacity " + c.Name + ": need " + c.Needed + ", ")
+		t.add(quantitySlot, 0, c.Available)
+		t.lit(" free")
+	case allocator.ReasonNodeOperations:
+		t.lit("skip node operations, which this node does not support")
+	case allocator.ReasonCounters:
+		if c.Name == "" {
+			t.lit("would consume counters, which are disabled")
+			return
+		}
+		t.lit("short of counter " + c.CounterSet + "/" + c.Name + ": need " + c.Needed + ", ")
+		t.add(quantitySlot, 0, c.Available)
+		t.lit(" left")
+	case allocator.ReasonCompatibilityGroup:
+		t.lit("not compatible with the devices drawing on counter set " + c.CounterSet)
+	case allocator.ReasonTaint:
+		t.lit("tainted " + c.Name + ":" + c.Effect + " by ")
+		if strings.HasPrefix(c.Object, "DeviceTaintRule ") {
+			t.lit(c.Object)
+		} else {
+			t.add(nameSlot, 0, c.Object) // the node's own slice
+		}
+	default:
+		t.lit(string(r))
+	}
+}
+
+// obstacle is what keeps requests from fitting together, without the search's steps.
+func (t *reasonTemplate) obstacle(o *allocator.Obstacle) {
+	refs := make([]string, len(o.Requests))
+	for i, r := range o.Requests {
+		refs[i] = r.String()
+	}
+	who := strings.Join(refs, "; ")
+	switch o.Reason {
+	case allocator.ReasonTooManyResults:
+		t.lit(who + ": the claim would hold ")
+		t.add(countSlot, o.Needed, "")
+		t.lit(" ")
+		t.add(nounSlot, o.Needed, "device")
+		t.lit(", more than 32")
+	case allocator.ReasonConstraint:
+		t.lit(who + ": constraint " + o.Field + " on " + o.Attribute + ": at most ")
+		t.add(countSlot, o.Largest, "")
+		t.lit(" of the ")
+		t.add(countSlot, o.Needed, "")
+		t.lit(" ")
+		t.add(nounSlot, o.Needed, "device")
+		t.lit(" needed together (candidates by value: ")
+		var vals []string
+		for i, v := range o.Values {
+			if i == 5 {
+				vals = append(vals, "…")
+				break
+			}
+			val := v.Value
+			if val == "" {
+				val = "(none)"
+			}
+			vals = append(vals, val+": "+strconv.Itoa(v.Devices))
+		}
+		t.add(detailSlot, 0, strings.Join(vals, ", "))
+		t.lit(")")
+	case allocator.ReasonCompeting:
+		t.lit(who + ": together need ")
+		t.add(countSlot, o.Needed, "")
+		t.lit(" ")
+		t.add(nounSlot, o.Needed, "device")
+		t.lit(" and share ")
+		t.add(countSlot, o.Largest, "")
+		t.lit(" ")
+		t.add(nounSlot, o.Largest, "candidate")
+	case allocator.ReasonSearchGaveUp:
+		t.lit("search gave up")
+	case allocator.ReasonNoCombination:
+		t.lit("no combination of the candidates satisfies every request together")
+	default:
+		t.lit(who + ": " + string(o.Reason))
+	}
+}
+
+// reasonSum sums up the slots of the nodes of one group.
+type reasonSum struct {
+	text  []string
+	slots []slotSum
+}
+
+type slotSum struct {
+	kind     slotKind
+	noun     string
+	min, max int
+	first    string
+	names    map[string]struct{}
+	low, top resource.Quantity // the range of quantities, while every one parses
+	parsed   bool
+}
+
+func newReasonSum(t *reasonTemplate) *reasonSum {
+	s := &reasonSum{text: t.text, slots: make([]slotSum, len(t.slots))}
+	for i, sl := range t.slots {
+		s.slots[i] = slotSum{kind: sl.kind, noun: sl.s, min: sl.n, max: sl.n, first: sl.s, names: map[string]struct{}{}, parsed: true}
+		if q, err := resource.ParseQuantity(sl.s); sl.kind == quantitySlot && err == nil {
+			s.slots[i].low, s.slots[i].top = q, q
+		} else {
+			s.slots[i].parsed = false
+		}
+	}
+	return s
+}
+
+// add sums up one node's template, which has the same key.
+func (s *reasonSum) add(t *reasonTemplate) {
+	for i, sl := range t.slots {
+		ss := &s.slots[i]
+		ss.min, ss.max = min(ss.min, sl.n), max(ss.max, sl.n)
+		if ss.kind == nameSlot || ss.kind == quantitySlot || ss.kind == detailSlot {
+			ss.names[sl.s] = struct{}{}
+		}
+		if ss.kind == quantitySlot && ss.parsed {
+			q, err := resource.ParseQuantity(sl.s)
+			switch {
+			case err != nil:
+				ss.parsed = false
+			case q.Cmp(ss.low) < 0:
+				ss.low = q
+			case q.Cmp(ss.top) > 0:
+				ss.top = q
+			}
+		}
+	}
+}
+
+// String is the group's reason; with one node, or nodes that agree on every slot, the node's reason.
+func (s *reasonSum) String() string {
+	var b strings.Builder
+	for i, text := range s.text {
+		b.WriteString(text)
+		if i == len(s.slots) {
+			break
+		}
+		ss := &s.slots[i]
+		switch {
+		case ss.kind == countSlot && ss.min == ss.max:
+			b.WriteString(strconv.Itoa(ss.min))
+		case ss.kind == countSlot:
+			fmt.Fprintf(&b, "%d–%d", ss.min, ss.max)
+		case ss.kind == nounSlot && ss.min == 1 && ss.max == 1:
+			b.WriteString(ss.noun)
+		case ss.kind == nounSlot:
+			b.WriteString(ss.noun + "s")
+		case len(ss.names) <= 1:
+			b.WriteString(ss.first)
+		case ss.kind == quantitySlot && ss.parsed:
+			b.WriteString(ss.low.String() + "–" + ss.top.String())
+		case ss.kind == detailSlot:
+			b.WriteString("different per node")
+		default:
+			b.WriteString(ss.first + " and " + plural(len(ss.names)-1, "other"))
+		}
+	}
+	return b.String()
 }

@@ -149,5 +149,25 @@ func TestPropExplainAgreesWithPlace(t *testing.T) {
 		if n != len(e.Nodes) || n != len(cl.Snapshot().Nodes()) {
 			t.Fatalf("groups and fitting nodes count %d nodes, there are %d", n, len(cl.Snapshot().Nodes()))
 		}
+		// Grouping only merges: nodes with one reason are one group, and a group of one node reads as
+		// that node's reason (the group's wording follows the claims' headline).
+		reasons := map[string]string{}
+		for _, ne := range e.Nodes {
+			if !ne.Fits {
+				reasons[ne.Node] = ne.Reason
+			}
+		}
+		distinct := map[string]bool{}
+		for _, r := range reasons {
+			distinct[r] = true
+		}
+		if len(e.Groups) > len(distinct) {
+			t.Fatalf("%d groups for %d distinct reasons", len(e.Groups), len(distinct))
+		}
+		for _, g := range e.Groups {
+			if g.Nodes == 1 && g.Reason != reasons[g.Examples[0]] {
+				t.Fatalf("group of node %s reads %q, the node %q", g.Examples[0], g.Reason, reasons[g.Examples[0]])
+			}
+		}
 	})
 }

@@ -17,7 +17,8 @@
 //   - [Utilisation]: devices, shares and counters in use per pool and per node.
 //   - [ClassMatcher] and [NewInventory]: the classes' own CEL selectors as the class matcher of
 //     capacity.NewInventory. [Charges]: quota charges per namespace and class of allocated and pending
-//     claims, pods through claims and through DRA extended resources alike. [NewChargeback]: devices,
+//     claims, pods through claims and through DRA extended resources alike (a pending pod that cannot be
+//     charged is listed in Quota.Refused, the others charged). [NewChargeback]: devices,
 //     MIG memory and multiprocessors per pod and owner. [Audit]: per pod, the devices it gets through
 //     claims and extended resources against what its container resources declare.
 //

@@ -168,12 +168,19 @@ func ExampleCharges() {
 	inv, _ := scaling.NewInventory(in.Slices, c.Snapshot().Classes())
 	pl, _ := c.Place(context.Background(), gpuPod("running", 2))
 	_ = c.Assume(pl)
-	q, _ := scaling.Charges(c, inv, []*v1.Pod{gpuPod("pending", 3)})
+	// A pod naming a claim that does not exist is refused alone; the others are charged.
+	typo := gpuPod("typo", 1)
+	typo.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr("no-such-claim")}}
+	q, _ := scaling.Charges(c, inv, []*v1.Pod{gpuPod("pending", 3), typo})
 	fmt.Println("allocated:", q.Allocated["default"].Devices)
 	fmt.Println("pending:", q.Pending["default"].Devices)
+	for _, r := range q.Refused {
+		fmt.Println("refused:", r.Err)
+	}
 	// Output:
 	// allocated: map[gpu.nvidia.com:2]
 	// pending: map[gpu.nvidia.com:3]
+	// refused: Pod default/typo: spec.resourceClaims[0].resourceClaimName: resource claim not found: default/no-such-claim
 }
 
 func ExampleNewChargeback() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -23,8 +24,9 @@ const DefaultMaxNodes = 1000
 type NodeType struct {
 	// Template is what a node of this type has and publishes; its name names the type.
 	Template inventory.Template
-	// Cost is the price of one node, in any unit the caller likes; ScaleUp adds the cheapest type that
-	// lets a pod fit, types of equal cost in the order given (the caller's preference).
+	// Cost is the price of one node, in any unit the caller likes: a finite number, zero or more (New
+	// refuses NaN, infinities and negative costs); ScaleUp adds the cheapest type that lets a pod fit,
+	// types of equal cost in the order given (the caller's preference).
 	Cost float64
 	// Max is the most new nodes of this type one answer may add; zero means no limit of its own.
 	Max int
@@ -84,8 +86,9 @@ type Planner struct {
 	instances map[string][]inventory.Instance // per type, by index
 }
 
-// New returns a planner for the cluster and node types. Type names (template names) must be unique and
-// every template must instantiate; the error names the type otherwise.
+// New returns a planner for the cluster and node types. Type names (template names) must be unique,
+// costs finite and not negative, and every template must instantiate; the error wraps
+// [ErrInvalidPlanner] and names the type otherwise.
 func New(c *pods.Cluster, types []NodeType, opts Options) (*Planner, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: nil cluster", ErrInvalidPlanner)
@@ -104,6 +107,10 @@ func New(c *pods.Cluster, types []NodeType, opts Options) (*Planner, error) {
 			return nil, fmt.Errorf("%w: types[%d].template.name: duplicate %q", ErrInvalidPlanner, i, name)
 		case t.Max < 0:
 			return nil, fmt.Errorf("%w: types[%d].max: must not be negative", ErrInvalidPlanner, i)
+		case math.IsNaN(t.Cost) || math.IsInf(t.Cost, 0) || t.Cost < 0:
+			// NaN compares as neither cheaper nor dearer than any cost, so the cheapest type first would
+			// depend on where sorting meets it, and a plan's cost would be NaN.
+			return nil, fmt.Errorf("%w: types[%d] %s: cost: must be a finite number, not negative, got %v", ErrInvalidPlanner, i, name, t.Cost)
 		}
 		seen[name] = true
 		if _, err := p.instance(i, 0); err != nil {

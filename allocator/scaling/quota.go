@@ -91,13 +91,29 @@ type Quota struct {
 	// firstAvailable as its largest alternative), including claims still to be generated from templates
 	// and the devices of extended resources backed by DRA, per namespace.
 	Pending map[string]capacity.Charge
+	// Refused are the pending pods that could not be charged, in the order given, each with why (a
+	// claim or template that does not exist, a claim the pod may not use, a claim spec that cannot be
+	// priced); they are in no namespace's Pending. Empty when every pending pod was charged.
+	Refused []RefusedPod
+}
+
+// RefusedPod is a pending pod [Charges] could not charge.
+type RefusedPod struct {
+	// Pod is "<namespace>/<name>", or "pending[<index>]" for a nil pod.
+	Pod string
+	// Err says why, naming the pod and the field; it wraps the sentinels of the package that refused
+	// it (pods.ErrClaimNotFound, allocator.ErrInvalidInput, ...).
+	Err error
 }
 
 // Charges computes the quota charges of the cluster's allocated claims and of the pending pods. inv
 // ([NewInventory]) bounds All requests and supplies capacities; it may be nil. A pending pod's extended
 // resource backed by DRA (a DeviceClass's spec.extendedResourceName, or
 // deviceclass.resource.kubernetes.io/<class>) is charged as that many devices of the class, even though
-// a node whose device plugin advertises the resource would serve it without DRA. Inputs are not modified.
+// a node whose device plugin advertises the resource would serve it without DRA. A pending pod that
+// cannot be charged (a missing claim or template, a claim it may not use, a nil entry) is listed in
+// Quota.Refused with its error and charged nothing; the other pods are charged. The error is for the
+// allocated claims, which are charged all or none. Inputs are not modified.
 func Charges(c *pods.Cluster, inv *capacity.Inventory, pending []*v1.Pod) (*Quota, error) {
 	q := &Quota{Allocated: map[string]capacity.Charge{}, Pending: map[string]capacity.Charge{}}
 	snap := c.Snapshot()
@@ -113,10 +129,18 @@ func Charges(c *pods.Cluster, inv *capacity.Inventory, pending []*v1.Pod) (*Quot
 	}
 	features := snap.Features()
 	opts := capacity.Options{Features: &features}
-	for _, pod := range pending {
+	for i, pod := range pending {
+		// A pod is refused alone: one pod naming a template not created yet (or a claim it may not
+		// use) must not hide what every other namespace asks for.
+		if pod == nil {
+			name := fmt.Sprintf("pending[%d]", i)
+			q.Refused = append(q.Refused, RefusedPod{Pod: name, Err: &allocator.InputError{Object: name, Err: errors.New("nil object")}})
+			continue
+		}
 		ch, err := pendingCharge(c, inv, pod, opts)
 		if err != nil {
-			return nil, err
+			q.Refused = append(q.Refused, RefusedPod{Pod: pod.Namespace + "/" + pod.Name, Err: err})
+			continue
 		}
 		q.Pending[pod.Namespace] = sum(q.Pending[pod.Namespace], ch)
 	}

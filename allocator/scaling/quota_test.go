@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/allocator/pods"
 	"github.com/dralloc/dralloc/allocator/scaling"
 	"github.com/dralloc/dralloc/inventory"
 )
@@ -122,5 +123,31 @@ func TestChargebackAndAudit(t *testing.T) {
 	}
 	if d := audit[2].Declared; len(d) != 1 || d[0].Resource != "nvidia.com/gpu" || d[0].Count != 1 {
 		t.Errorf("infer declares %+v, want nvidia.com/gpu: 1", d)
+	}
+}
+
+// TestChargesRefusesOnlyTheInvalidPod: one pending pod whose template does not exist (or a nil entry)
+// must not keep every namespace from being charged; it is listed with its error, the others charged.
+func TestChargesRefusesOnlyTheInvalidPod(t *testing.T) {
+	h := instance(t, profile(t, "dgxh100"), "h100-1")
+	c := newCluster(t, []inventory.Instance{h})
+	inv, err := scaling.NewInventory(h.Slices, nvidiaClasses())
+	must(t, err)
+	missing := claimPod("typo", "no-such-template")
+	q, err := scaling.Charges(c, inv, []*v1.Pod{extPod("first", 2), missing, nil, extPod("last", 1)})
+	if err != nil {
+		t.Fatalf("Charges failed for every namespace: %v", err)
+	}
+	if got := q.Pending["default"].Devices["gpu.nvidia.com"]; got != 3 {
+		t.Errorf("default pending GPUs %d, want 3 (first and last)", got)
+	}
+	if len(q.Refused) != 2 {
+		t.Fatalf("refused %+v, want typo and the nil entry", q.Refused)
+	}
+	if r := q.Refused[0]; r.Pod != "default/typo" || !errors.Is(r.Err, pods.ErrTemplateNotFound) || !strings.Contains(r.Err.Error(), "Pod default/typo") {
+		t.Errorf("refused[0] = %s: %v, want default/typo naming the missing template", r.Pod, r.Err)
+	}
+	if r := q.Refused[1]; r.Pod != "pending[2]" || !errors.Is(r.Err, allocator.ErrInvalidInput) || r.Err.Error() != "pending[2]: nil object" {
+		t.Errorf("refused[1] = %s: %v, want pending[2]: nil object", r.Pod, r.Err)
 	}
 }

@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/pods"
 )
+
+// ErrUnknownNode is wrapped by ScaleDown for a node the Cluster does not hold; the error is an
+// *allocator.InputError naming the node.
+var ErrUnknownNode = errors.New("node not in the cluster")
 
 // Removal is a scale-down answer for one node.
 type Removal struct {
@@ -43,7 +48,7 @@ type Move struct {
 // admitted. Nothing is changed in the Cluster.
 //
 // A pod not bound to the node (spec.nodeName another node) is an error naming it: moving it would not
-// free the node.
+// free the node. A node the Cluster does not hold is an error wrapping [ErrUnknownNode].
 func (p *Planner) ScaleDown(ctx context.Context, node string, podsOnNode []*v1.Pod) (*Removal, error) {
 	b := &budget{ctx: ctx, limit: p.opts.StepBudget}
 	for i, pod := range podsOnNode {
@@ -56,6 +61,15 @@ func (p *Planner) ScaleDown(ctx context.Context, node string, podsOnNode []*v1.P
 	}
 	f := p.c.Fork()
 	defer f.Snapshot().Discard()
+	// DeleteNode of a name the snapshot does not hold is no error (a delete event may come twice), so
+	// without this check an unknown node would be "removable" with nothing to move.
+	if !slices.ContainsFunc(f.Snapshot().Nodes(), func(n *v1.Node) bool { return n.Name == node }) {
+		object := "Node " + node
+		if node == "" {
+			object = `Node ""`
+		}
+		return nil, &allocator.InputError{Object: object, Err: ErrUnknownNode}
+	}
 	for _, pod := range podsOnNode {
 		if err := f.Remove(pod); err != nil {
 			return nil, err

@@ -2,10 +2,12 @@ package scaling_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/scaling"
 	"github.com/dralloc/dralloc/inventory"
 )
@@ -81,5 +83,23 @@ func TestScaleDownRejectsPodsOfAnotherNode(t *testing.T) {
 	_, err = p.ScaleDown(context.Background(), "node-1", []*v1.Pod{pod})
 	if err == nil || err.Error() != `Pod default/elsewhere: spec.nodeName: bound to "node-2", not to "node-1"` {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestScaleDownOfAnUnknownNodeIsAnError: a node the cluster does not hold cannot be removed, and
+// saying it can (nothing to move, nothing blocks) would let an autoscaler act on a typo or on a
+// node deleted meanwhile.
+func TestScaleDownOfAnUnknownNodeIsAnError(t *testing.T) {
+	c := newCluster(t, []inventory.Instance{instance(t, profile(t, "dgxh100"), "node-1")})
+	p, err := scaling.New(c, nil, scaling.Options{})
+	must(t, err)
+	for name, want := range map[string]string{"node-9": "Node node-9: node not in the cluster", "": `Node "": node not in the cluster`} {
+		r, err := p.ScaleDown(context.Background(), name, nil)
+		if r != nil || !errors.Is(err, scaling.ErrUnknownNode) || !errors.Is(err, allocator.ErrInvalidInput) || err.Error() != want {
+			t.Errorf("ScaleDown(%q) = %+v, %v; want an error naming the node, wrapping ErrUnknownNode", name, r, err)
+		}
+	}
+	if r, err := p.ScaleDown(context.Background(), "node-1", nil); err != nil || !r.Removable {
+		t.Errorf("ScaleDown(node-1) = %+v, %v; want removable", r, err)
 	}
 }

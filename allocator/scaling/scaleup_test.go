@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"testing"
 
@@ -183,5 +184,25 @@ func TestScaleUpIsDeterministic(t *testing.T) {
 		} else if !reflect.DeepEqual(got, first) {
 			t.Fatalf("placements %v, then %v", first, got)
 		}
+	}
+}
+
+// TestNewRefusesCostsThatAreNoPrice: a NaN cost compares as neither cheaper nor dearer, so the cheapest
+// type first would be decided by where sorting meets it and every plan adding such a node would cost NaN;
+// an infinite or negative cost is no price of a node either. New names the type and the field.
+func TestNewRefusesCostsThatAreNoPrice(t *testing.T) {
+	for _, cost := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1} {
+		types := dgxTypes(t)
+		types[1].Cost = cost
+		_, err := scaling.New(newCluster(t, nil), types, scaling.Options{})
+		want := fmt.Sprintf("invalid planner: types[1] dgxh100: cost: must be a finite number, not negative, got %v", cost)
+		if !errors.Is(err, scaling.ErrInvalidPlanner) || err.Error() != want {
+			t.Errorf("cost %v: err = %v, want %q", cost, err, want)
+		}
+	}
+	types := dgxTypes(t)
+	types[0].Cost = 0 // free nodes are a price
+	if _, err := scaling.New(newCluster(t, nil), types, scaling.Options{}); err != nil {
+		t.Errorf("cost 0: %v", err)
 	}
 }

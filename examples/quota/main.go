@@ -98,6 +98,9 @@ func quota(args []string, out io.Writer) (*report, error) {
 	if r.quota, err = scaling.Charges(c, inv, pending); err != nil {
 		return nil, err
 	}
+	for _, refused := range r.quota.Refused {
+		fmt.Fprintf(out, "Not charged: %v\n", refused.Err)
+	}
 	fmt.Fprintln(out, "Charges per namespace (allocated: exact; pending: worst case)")
 	for _, ns := range namespaces(r.quota) {
 		alloc, pend := r.quota.Allocated[ns], r.quota.Pending[ns]

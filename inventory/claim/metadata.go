@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/operation"
 	"k8s.io/apimachinery/pkg/api/validate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	sigsjson "sigs.k8s.io/json"
@@ -117,18 +119,27 @@ type MetadataFile struct {
 // controller never sets an empty one).
 //
 // A nil or unallocated claim, or a device of driver missing from slices, is
-// an error naming the field; inputs are not modified.
+// an error naming the field; inputs are not modified. The names the paths are
+// made of must be names the API server would store: namespace and request
+// names DNS labels, the claim's name and the driver DNS subdomains, a
+// non-empty pod claim name a DNS label. Any other (`..`, a slash, NUL, too
+// long) is an error naming the field, returned before any path is built,
+// since kubeletplugin joins them unchecked and the file would leave its
+// directory.
 func BuildDeviceMetadata(claim *resourceapi.ResourceClaim, resourceSlices []*resourceapi.ResourceSlice, driver string) ([]MetadataFile, error) {
 	if claim == nil {
 		return nil, fmt.Errorf("%w: claim must not be nil", ErrInvalidClaim)
 	}
 	a := claim.Status.Allocation
 	if a == nil {
-		return nil, fmt.Errorf("%w: ResourceClaim %s: status.allocation: claim is not allocated", ErrInvalidClaim, claimName(claim))
+		return nil, fmt.Errorf("%w: ResourceClaim %s: status.allocation: claim is not allocated", ErrInvalidClaim, claimRef(claim))
 	}
 	var podClaimName *string
 	if v, ok := claim.Annotations[resourceapi.PodResourceClaimAnnotation]; ok {
 		podClaimName = &v
+	}
+	if err := checkPathNames(claim, podClaimName, driver); err != nil {
+		return nil, err
 	}
 	devices := newestDevices(resourceSlices, driver)
 	var files []MetadataFile
@@ -138,9 +149,12 @@ func BuildDeviceMetadata(claim *resourceapi.ResourceClaim, resourceSlices []*res
 		if r.Driver != driver {
 			continue
 		}
+		if msgs := requestNameErrors(r.Request); len(msgs) > 0 {
+			return nil, invalidName(claimRef(claim), resultsPath.Index(i).Child("request").String(), r.Request, msgs)
+		}
 		dev, ok := devices[poolDevice{r.Pool, r.Device}]
 		if !ok {
-			return nil, fmt.Errorf("%w: ResourceClaim %s: %s: device %s/%s/%s is in no ResourceSlice", ErrInvalidClaim, claimName(claim), resultsPath.Index(i), r.Driver, r.Pool, r.Device)
+			return nil, fmt.Errorf("%w: ResourceClaim %s: %s: device %s/%s/%s is in no ResourceSlice", ErrInvalidClaim, claimRef(claim), resultsPath.Index(i), r.Driver, r.Pool, r.Device)
 		}
 		md := MetadataDevice{Driver: driver, Pool: r.Pool, Name: r.Device}
 		if len(dev.Attributes) > 0 {
@@ -158,10 +172,18 @@ func BuildDeviceMetadata(claim *resourceapi.ResourceClaim, resourceSlices []*res
 			k = len(files)
 			index[r.Request] = k
 			base, _, _ := strings.Cut(r.Request, "/")
+			container := containerPath(driver, claim.Name, podClaimName, base)
+			host := path.Join(MetadataHostDir, claim.Namespace+"_"+claim.Name, base, "metadata.json")
+			if err := under(MetadataContainerDir, container); err != nil {
+				return nil, fmt.Errorf("%w: ResourceClaim %s: %s: container path: %w", ErrInvalidClaim, claimRef(claim), resultsPath.Index(i), err)
+			}
+			if err := under(MetadataHostDir, host); err != nil {
+				return nil, fmt.Errorf("%w: ResourceClaim %s: %s: host path: %w", ErrInvalidClaim, claimRef(claim), resultsPath.Index(i), err)
+			}
 			files = append(files, MetadataFile{
 				Request:       base,
-				ContainerPath: containerPath(driver, claim.Name, podClaimName, base),
-				HostPath:      path.Join(MetadataHostDir, claim.Namespace+"_"+claim.Name, base, "metadata.json"),
+				ContainerPath: container,
+				HostPath:      host,
 				Metadata: DeviceMetadata{
 					ObjectMeta:   metav1.ObjectMeta{Name: claim.Name, Namespace: claim.Namespace, UID: claim.UID, Generation: 1},
 					PodClaimName: cloneString(podClaimName),
@@ -173,6 +195,101 @@ func BuildDeviceMetadata(claim *resourceapi.ResourceClaim, resourceSlices []*res
 		req.Devices = append(req.Devices, md)
 	}
 	return files, nil
+}
+
+// checkPathNames refuses the names the paths of BuildDeviceMetadata are made of when the API server
+// would not store them: the claim's namespace (a DNS label) and name (a DNS subdomain), the pod claim
+// name annotation, which whoever creates a claim can set (pod.spec.resourceClaims[].name, a DNS label;
+// empty is kept, as kubeletplugin keeps it, and uses the claim's name), and the driver (a DNS subdomain,
+// as ResourceSlice spec.driver). kubeletplugin joins them unchecked; a name with a slash or `..` would
+// move the file out of its directory on the host or in the container.
+func checkPathNames(claim *resourceapi.ResourceClaim, podClaimName *string, driver string) error {
+	ref := claimRef(claim)
+	for _, f := range [...]struct {
+		field, value string
+		check        func(string) []string
+	}{
+		{"metadata.namespace", claim.Namespace, validation.IsDNS1123Label},
+		{"metadata.name", claim.Name, validation.IsDNS1123Subdomain},
+	} {
+		if msgs := nameErrors(f.value, f.check); len(msgs) > 0 {
+			return invalidName(ref, f.field, f.value, msgs)
+		}
+	}
+	if podClaimName != nil && *podClaimName != "" {
+		if msgs := validation.IsDNS1123Label(*podClaimName); len(msgs) > 0 {
+			return invalidName(ref, "metadata.annotations["+resourceapi.PodResourceClaimAnnotation+"]", *podClaimName, msgs)
+		}
+	}
+	if msgs := nameErrors(driver, validation.IsDNS1123Subdomain); len(msgs) > 0 {
+		return fmt.Errorf("%w: %s", ErrInvalidClaim, nameError("driver", driver, msgs))
+	}
+	return nil
+}
+
+// requestNameErrors checks a result's request, "<request>" or "<request>/<subrequest>", each a DNS
+// label as in a claim's spec.
+func requestNameErrors(request string) []string {
+	base, sub, isSub := strings.Cut(request, "/")
+	if msgs := nameErrors(base, validation.IsDNS1123Label); len(msgs) > 0 || !isSub {
+		return msgs
+	}
+	return nameErrors(sub, validation.IsDNS1123Label)
+}
+
+// nameErrors is check's verdict; an empty name, which the checks word as an invalid value, gets one
+// empty message, and nameError words it as required.
+func nameErrors(value string, check func(string) []string) []string {
+	if value == "" {
+		return []string{""}
+	}
+	return check(value)
+}
+
+// invalidName is the error for a name in a claim that is no name.
+func invalidName(ref, fieldPath, value string, msgs []string) error {
+	return fmt.Errorf("%w: ResourceClaim %s: %s", ErrInvalidClaim, ref, nameError(fieldPath, value, msgs))
+}
+
+// nameError words a refused name as apimachinery's field errors do ("Required value", "Invalid value:
+// <value>: <why>"), the value quoted and cut so that a hostile name can neither forge nor flood the
+// message.
+func nameError(fieldPath, value string, msgs []string) string {
+	if value == "" {
+		return fieldPath + ": Required value"
+	}
+	return fieldPath + ": Invalid value: " + quoteCut(value) + ": " + strings.Join(msgs, "; ")
+}
+
+// maxShown is how much of a refused name an error shows.
+const maxShown = 64
+
+func quoteCut(s string) string {
+	if len(s) > maxShown {
+		return strconv.Quote(s[:maxShown]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// claimRef is namespace/name for an error, each part quoted and cut when it is not a valid name.
+func claimRef(claim *resourceapi.ResourceClaim) string {
+	ns, name := claim.Namespace, claim.Name
+	if len(nameErrors(ns, validation.IsDNS1123Label)) > 0 {
+		ns = quoteCut(ns)
+	}
+	if len(nameErrors(name, validation.IsDNS1123Subdomain)) > 0 {
+		name = quoteCut(name)
+	}
+	return ns + "/" + name
+}
+
+// under checks, as a second line behind checkPathNames, that p (a joined, hence cleaned, path) lies
+// inside root: joining cleans `..` away, so a name that climbed would show here as a path outside it.
+func under(root, p string) error {
+	if path.Clean(p) != p || !strings.HasPrefix(p, root+"/") {
+		return fmt.Errorf("%s leaves %s", quoteCut(p), root)
+	}
+	return nil
 }
 
 // containerPath is api/metadata ResourceClaimFilePath, or

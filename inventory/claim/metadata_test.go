@@ -237,3 +237,59 @@ func TestEncodeDeviceMetadataRejectsUnknownVersions(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// TestBuildDeviceMetadataRefusesNamesThatAreNoNames: the host path joins namespace, claim and request
+// names, the container path the pod claim name annotation (which whoever creates a claim can set) and
+// the driver; a name the API server would not store (`..`, a slash, NUL, too long, empty) could move
+// the file out of its directory, so it is refused before any path is built, naming the field.
+func TestBuildDeviceMetadataRefusesNamesThatAreNoNames(t *testing.T) {
+	const drv = "gpu.example.com"
+	slices := []*resourceapi.ResourceSlice{metaSlice(drv, "p", 1, "a")}
+	long := strings.Repeat("a", 254)
+	withMeta := func(namespace, name string) *resourceapi.ResourceClaim {
+		c := metaClaim(nil, res("gpu", drv, "p", "a"))
+		c.Namespace, c.Name = namespace, name
+		return c
+	}
+	annotated := func(v string) *resourceapi.ResourceClaim {
+		return metaClaim(map[string]string{resourceapi.PodResourceClaimAnnotation: v}, res("gpu", drv, "p", "a"))
+	}
+	for _, tc := range []struct {
+		name   string
+		claim  *resourceapi.ResourceClaim
+		driver string
+		want   string
+	}{
+		{"namespace that climbs", withMeta("../../../../etc", "c"), drv, `ResourceClaim "../../../../etc"/c: metadata.namespace: Invalid value: "../../../../etc": a lowercase RFC 1123 label`},
+		{"namespace with a slash", withMeta("a/b", "c"), drv, `metadata.namespace: Invalid value: "a/b"`},
+		{"namespace with NUL", withMeta("ns\x00", "c"), drv, `metadata.namespace: Invalid value: "ns\x00"`},
+		{"namespace too long for a label", withMeta(strings.Repeat("n", 64), "c"), drv, "metadata.namespace: Invalid value: \"nnnn"},
+		{"empty namespace", withMeta("", "c"), drv, `ResourceClaim ""/c: metadata.namespace: Required value`},
+		{"claim name that climbs", withMeta("ns", "../../x"), drv, `ResourceClaim ns/"../../x": metadata.name: Invalid value: "../../x": a lowercase RFC 1123 subdomain`},
+		{"claim name ..", withMeta("ns", ".."), drv, `metadata.name: Invalid value: ".."`},
+		{"claim name with NUL", withMeta("ns", "c\x00/.."), drv, `metadata.name: Invalid value: "c\x00/.."`},
+		{"claim name too long, cut in the message", withMeta("ns", long), drv, `metadata.name: Invalid value: "` + long[:64] + `"…: must be no more than 253 characters`},
+		{"empty claim name", withMeta("ns", ""), drv, `metadata.name: Required value`},
+		{"pod claim name that climbs", annotated("../../../../etc"), drv,
+			`ResourceClaim ns/c: metadata.annotations[resource.kubernetes.io/pod-claim-name]: Invalid value: "../../../../etc": a lowercase RFC 1123 label`},
+		{"pod claim name ..", annotated(".."), drv, `metadata.annotations[resource.kubernetes.io/pod-claim-name]: Invalid value: ".."`},
+		{"pod claim name with a slash", annotated("a/b"), drv, `metadata.annotations[resource.kubernetes.io/pod-claim-name]: Invalid value: "a/b"`},
+		{"pod claim name with NUL", annotated("\x00"), drv, `metadata.annotations[resource.kubernetes.io/pod-claim-name]: Invalid value: "\x00"`},
+		{"request that climbs", metaClaim(nil, res("../../../../etc", drv, "p", "a")), drv,
+			`ResourceClaim ns/c: status.allocation.devices.results[0].request: Invalid value: "../../../../etc": a lowercase RFC 1123 label`},
+		{"request ..", metaClaim(nil, res("..", drv, "p", "a")), drv, `status.allocation.devices.results[0].request: Invalid value: ".."`},
+		{"subrequest that climbs", metaClaim(nil, res("gpu/../..", drv, "p", "a")), drv, `status.allocation.devices.results[0].request: Invalid value: "gpu/../.."`},
+		{"empty request", metaClaim(nil, res("gpu", drv, "p", "a"), res("", drv, "p", "a")), drv, `status.allocation.devices.results[1].request: Required value`},
+		{"driver that climbs", metaClaim(nil, res("gpu", "../../x", "p", "a")), "../../x", `driver: Invalid value: "../../x": a lowercase RFC 1123 subdomain`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files, err := claim.BuildDeviceMetadata(tc.claim, slices, tc.driver)
+			if !errors.Is(err, claim.ErrInvalidClaim) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("files %v, error %v; want ErrInvalidClaim containing %q", files, err, tc.want)
+			}
+			if err != nil && len(err.Error()) > 400 {
+				t.Errorf("error of %d bytes: the name is not cut", len(err.Error()))
+			}
+		})
+	}
+}
