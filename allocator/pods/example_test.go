@@ -110,7 +110,7 @@ func ExampleCluster_PlaceGroup() {
 	g.Spec.SchedulingPolicy.Gang = &schedulingapi.GangSchedulingPolicy{MinCount: 2}
 	g.Spec.SchedulingConstraints = &schedulingapi.PodGroupSchedulingConstraints{Topology: []schedulingapi.TopologyConstraint{{Key: "rack"}}}
 	_ = c.AddOrUpdatePodGroup(g)
-	gp, err := c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1"}, "gpu=template:one-gpu"))
+	gp, err := c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1"}, "gpu=template:one-gpu"), nil)
 	if err != nil {
 		panic(err)
 	}
@@ -118,7 +118,7 @@ func ExampleCluster_PlaceGroup() {
 		fmt.Println(p.Pod.Name, p.Node, gp.Domain)
 	}
 	_ = c.AssumeGroup(gp)
-	_, err = c.PlaceGroup(context.Background(), g, members([]string{"w2", "w3"}, "gpu=template:one-gpu"))
+	_, err = c.PlaceGroup(context.Background(), g, members([]string{"w2", "w3"}, "gpu=template:one-gpu"), nil)
 	fmt.Println(errors.Is(err, pods.ErrGroupUnschedulable))
 	// Output:
 	// w0 node-a r1
@@ -132,7 +132,7 @@ func ExampleCluster_RemovePodGroup() {
 	g.Spec.SchedulingPolicy.Gang = &schedulingapi.GangSchedulingPolicy{MinCount: 1}
 	g.Spec.ResourceClaims = []schedulingapi.PodGroupResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr("one-gpu")}}
 	_ = c.AddOrUpdatePodGroup(g)
-	gp, _ := c.PlaceGroup(context.Background(), g, members([]string{"w0"}, "gpu=template:one-gpu"))
+	gp, _ := c.PlaceGroup(context.Background(), g, members([]string{"w0"}, "gpu=template:one-gpu"), nil)
 	_ = c.AssumeGroup(gp)
 	for _, cl := range c.Snapshot().Claims("default") {
 		owner := cl.OwnerReferences[0]
@@ -159,7 +159,7 @@ func ExampleCluster_AddOrUpdatePodGroup_v1alpha3() {
 	if err := c.AddOrUpdatePodGroup(g); err != nil {
 		panic(err)
 	}
-	gp, err := c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1"}, "gpu=template:one-gpu"))
+	gp, err := c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1"}, "gpu=template:one-gpu"), nil)
 	if err != nil {
 		panic(err)
 	}
@@ -195,7 +195,7 @@ func ExampleCluster_AddOrUpdateTemplate() {
 	fmt.Println(errors.Is(err, pods.ErrTemplateNotFound))
 
 	c.DeletePodGroup("default", "gang")
-	_, err = c.PlaceGroup(context.Background(), g, nil)
+	_, err = c.PlaceGroup(context.Background(), g, nil, nil)
 	fmt.Println(errors.Is(err, pods.ErrPodGroupNotFound))
 	// Output:
 	// <nil>
