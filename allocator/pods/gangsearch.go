@@ -169,6 +169,7 @@ func (s *gangSearch) podKey(p int) (string, error) {
 	}
 	type claimKey struct {
 		Entry string
+		First int // the first entry naming the same claim: two entries may share one
 		Group bool
 		Name  string                         `json:",omitempty"` // a shared or allocated claim
 		Spec  *resourceapi.ResourceClaimSpec `json:",omitempty"` // a claim of its own to allocate
@@ -183,7 +184,8 @@ func (s *gangSearch) podKey(p int) (string, error) {
 		Containers []containerKey
 	}
 	for _, pc := range r.claims {
-		ck := claimKey{Entry: pc.Name, Group: pc.PodGroup != nil, Name: pc.Claim.Name}
+		first := slices.IndexFunc(r.claims, func(o PodClaim) bool { return o.Claim.Name == pc.Claim.Name })
+		ck := claimKey{Entry: pc.Name, First: first, Group: pc.PodGroup != nil, Name: pc.Claim.Name}
 		if slices.Contains(s.own[p], pc.Claim.Name) && pc.Claim.Status.Allocation == nil && len(pc.Claim.Status.ReservedFor) == 0 {
 			ck.Name, ck.Spec = "", &pc.Claim.Spec
 		}
@@ -360,12 +362,16 @@ func (s *gangSearch) holds(base *allocator.Snapshot, kind, n, want int) (int, er
 		for _, p := range members[:k] {
 			s.assign[p] = -1
 		}
-		if err != nil {
-			return 0, err
-		}
-		if ok {
+		switch {
+		case err != nil && s.ctx.Err() != nil:
+			return 0, context.Cause(s.ctx)
+		case err != nil:
+			// The allocator gave up on k pods at once, or met an error the search may never meet (it
+			// may never put k pods there): no bound from this class.
+			c.fits = len(members)
+		case ok:
 			c.fits = k
-		} else {
+		default:
 			c.exact = true
 		}
 	}

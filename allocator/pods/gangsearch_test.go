@@ -41,7 +41,7 @@ func gangOn(t *testing.T, c *pods.Cluster, pods int) []*v1.Pod {
 }
 
 // takeGPUs allocates the first k GPUs of the node to a claim of no pod of the group.
-func takeGPUs(t *testing.T, c *pods.Cluster, nodeName string, k int) {
+func takeGPUs(t testing.TB, c *pods.Cluster, nodeName string, k int) {
 	t.Helper()
 	held := claim("held-"+nodeName, int64(k))
 	held.Status.Allocation = &resourceapi.AllocationResult{}
