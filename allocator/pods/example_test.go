@@ -126,6 +126,35 @@ func ExampleCluster_PlaceGroup() {
 	// true
 }
 
+// A Budget bounds the gang search: running out is allocator.ErrSearchBudget ("gave up"), never
+// ErrGroupUnschedulable ("does not fit"). Three one-GPU pods over two one-GPU nodes are decided by
+// counting, in a couple of tries.
+func ExampleBudget() {
+	c := exampleCluster(pods.Options{})
+	g := &schedulingapi.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gang", UID: "uid-gang"}}
+	g.Spec.SchedulingPolicy.Gang = &schedulingapi.GangSchedulingPolicy{MinCount: 2}
+	_ = c.AddOrUpdatePodGroup(g)
+	ps := members([]string{"w0", "w1"}, "gpu=template:one-gpu")
+
+	b := &pods.Budget{Limit: 1}
+	_, err := c.PlaceGroup(context.Background(), g, ps, b)
+	fmt.Println(errors.Is(err, allocator.ErrSearchBudget), errors.Is(err, pods.ErrGroupUnschedulable), b.Used)
+
+	b = &pods.Budget{Limit: 100}
+	gp, err := c.PlaceGroup(context.Background(), g, ps, b)
+	fmt.Println(err, b.Used, gp.Pods[0].Node, gp.Pods[1].Node)
+
+	g.Spec.SchedulingPolicy.Gang.MinCount = 3
+	_ = c.AddOrUpdatePodGroup(g)
+	b = &pods.Budget{Limit: 100}
+	_, err = c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1", "w2"}, "gpu=template:one-gpu"), b)
+	fmt.Println(errors.Is(err, pods.ErrGroupUnschedulable), b.Used)
+	// Output:
+	// true false 1
+	// <nil> 4 node-a node-b
+	// true 2
+}
+
 func ExampleCluster_RemovePodGroup() {
 	c := exampleCluster(pods.Options{})
 	g := &schedulingapi.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gang", UID: "uid-gang"}}
