@@ -181,12 +181,12 @@ func checkMembers(g *schedulingapi.PodGroup, pods []*v1.Pod) error {
 			return &allocator.InputError{Object: fmt.Sprintf("pods[%d]", i), Field: "spec.schedulingGroup.podGroupName", Err: fmt.Errorf("must name PodGroup %s/%s in its namespace", g.Namespace, g.Name)}
 		}
 		if j, ok := byName[pod.Name]; ok {
-			return &allocator.InputError{Object: object, Field: fmt.Sprintf("pods[%d]", i), Err: fmt.Errorf("Pod %s/%s is listed twice (also pods[%d])", pod.Namespace, pod.Name, j)}
+			return &allocator.InputError{Object: object, Field: fmt.Sprintf("pods[%d]", i), Err: fmt.Errorf("duplicate of pods[%d]: Pod %s/%s listed twice", j, pod.Namespace, pod.Name)}
 		}
 		byName[pod.Name] = i
 		if pod.UID != "" {
 			if j, ok := byUID[pod.UID]; ok {
-				return &allocator.InputError{Object: object, Field: fmt.Sprintf("pods[%d]", i), Err: fmt.Errorf("Pod %s/%s has the UID %s of pods[%d] %s/%s: one pod listed twice", pod.Namespace, pod.Name, pod.UID, j, pods[j].Namespace, pods[j].Name)}
+				return &allocator.InputError{Object: object, Field: fmt.Sprintf("pods[%d]", i), Err: fmt.Errorf("duplicate of pods[%d]: Pod %s/%s has the UID %s of Pod %s/%s", j, pod.Namespace, pod.Name, pod.UID, pods[j].Namespace, pods[j].Name)}
 			}
 			byUID[pod.UID] = i
 		}

@@ -157,9 +157,9 @@ func TestPlaceGroupRefusesAPodListedTwice(t *testing.T) {
 		pods []*v1.Pod
 		want string
 	}{
-		{"the same object twice", []*v1.Pod{ps[0], ps[1], ps[0]}, "PodGroup default/gang: pods[2]: Pod default/w00 is listed twice (also pods[0])"},
-		{"the same name", []*v1.Pod{ps[0], sameName}, "PodGroup default/gang: pods[1]: Pod default/w00 is listed twice (also pods[0])"},
-		{"the same UID", []*v1.Pod{ps[0], sameUID}, "PodGroup default/gang: pods[1]: Pod default/w-other has the UID uid-w00 of pods[0] default/w00: one pod listed twice"},
+		{"the same object twice", []*v1.Pod{ps[0], ps[1], ps[0]}, "PodGroup default/gang: pods[2]: duplicate of pods[0]: Pod default/w00 listed twice"},
+		{"the same name", []*v1.Pod{ps[0], sameName}, "PodGroup default/gang: pods[1]: duplicate of pods[0]: Pod default/w00 listed twice"},
+		{"the same UID", []*v1.Pod{ps[0], sameUID}, "PodGroup default/gang: pods[1]: duplicate of pods[0]: Pod default/w-other has the UID uid-w00 of Pod default/w00"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
