@@ -199,3 +199,56 @@ func verifyGroup(t *rapid.T, c *fuzz.Cluster, cl *pods.Cluster, gp *pods.GroupPl
 	}
 	checkCluster(t, c, snap, 0)
 }
+
+// TestPropGangOfPodsAlikeIsDecided: a gang of up to 16 pods alike (one claim from one template) over
+// generated clusters with up to six copies of a node is decided, fits or not, within 20000 tries (13000
+// draws needed at most about 3000; the search of every assignment needs up to nodes^pods); what it
+// places passes allocator/verify. It logs the most tries any gang needed. The most are spent where
+// the nodes share a network-attached pool: each node's count holds the whole pool, so the count does
+// not cut, and the search goes through the ways to spread the pods that do fit.
+func TestPropGangOfPodsAlikeIsDecided(t *testing.T) {
+	opts := fuzz.Options{MaxNodes: 4, MaxDevices: 4, MaxClaims: 3, NetworkAttached: true, Partitionable: true,
+		ConsumableCapacity: true, Taints: true, Allocated: true, FirstAvailable: true, Constraints: true}
+	var worst struct{ tries, pods, nodes int }
+	defer func() {
+		t.Logf("most tries: %d, for %d pods over %d nodes", worst.tries, worst.pods, worst.nodes)
+	}()
+	rapid.Check(t, func(t *rapid.T) {
+		c := fuzz.ClusterGen(opts).Draw(t, "cluster")
+		for k := range rapid.IntRange(0, 6).Draw(t, "copies") {
+			copyNode(c, k)
+		}
+		cl := newCluster(t, c)
+		n := rapid.IntRange(1, 16).Draw(t, "pods")
+		g := &schedulingapi.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: fuzz.Namespace, Name: "gang", UID: "uid-gang"}}
+		g.Spec.SchedulingPolicy.Gang = &schedulingapi.GangSchedulingPolicy{MinCount: int32(rapid.IntRange(1, n).Draw(t, "minCount"))}
+		if err := cl.AddOrUpdatePodGroup(g); err != nil {
+			t.Fatal(err)
+		}
+		entry := fmt.Sprintf("c=template:t-%d", rapid.IntRange(0, len(c.Claims)-1).Draw(t, "template"))
+		var ps []*v1.Pod
+		for i := range n {
+			p := pod(fmt.Sprintf("w%d", i), entry)
+			p.Namespace = fuzz.Namespace
+			p.UID = types.UID(fmt.Sprintf("uid-w%d", i))
+			p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &g.Name}
+			ps = append(ps, p)
+		}
+		b := &pods.Budget{Limit: 20000}
+		gp, err := cl.PlaceGroup(context.Background(), g, ps, b)
+		if b.Used > worst.tries {
+			worst.tries, worst.pods, worst.nodes = b.Used, n, len(c.Nodes)
+		}
+		switch {
+		case b.Used >= b.Limit:
+			t.Fatalf("%d pods alike over %d nodes: gave up after %d tries: %v", n, len(c.Nodes), b.Used, err)
+		case err == nil:
+			verifyGroup(t, c, cl, gp)
+		case errors.Is(err, pods.ErrGroupUnschedulable), acceptable(err), errors.Is(err, pods.ErrClaimNotFound):
+			// The allocator's own budget may run out on many claims on one node: ErrSearchBudget, but
+			// not the gang's.
+		default:
+			t.Fatal(err)
+		}
+	})
+}
