@@ -22,9 +22,9 @@ import (
 // the claims can be allocated. Three cuts keep that answer and skip most of the rest:
 //
 //   - Pods of one kind (shape: the same claims from the same templates or of the same spec, the same
-//     predicate verdicts on every node, the same extended resources) are interchangeable when every claim
-//     they have yet to allocate is their own: a node's state then depends only on which pods are on it,
-//     not on their order. The first feasible assignment has the pods of a kind on non-decreasing nodes
+//     predicate verdicts on every node, the same extended resources) are interchangeable when no claim
+//     still to allocate is shared between pods of the group (a shared one is allocated with the first pod
+//     that comes to it): a node's state then depends only on which pods are on it, not on their order. The first feasible assignment has the pods of a kind on non-decreasing nodes
 //     (left out counting as last), since swapping two of them gives another feasible, smaller one; so a
 //     pod is only tried on nodes from the node of the previous pod of its kind on.
 //   - Nodes of one class (the allocator's NodeClasses for every claim the group may allocate, the same
