@@ -85,9 +85,9 @@ type Options struct {
 	// metadata.generateName (five characters). nil means random; tests inject a deterministic source.
 	// One Cluster calls it from one goroutine at a time (a Cluster and its forks may call it concurrently).
 	NameSuffix func() string
-	// StepBudget bounds the search of [Cluster.PlaceGroup] to this many placements tried (one pod on one
-	// node); running out gives an error wrapping allocator.ErrSearchBudget. 0 means no bound beyond the
-	// context.
+	// StepBudget is the Limit of the [Budget] of a [Cluster.PlaceGroup] call that sets none (a nil
+	// Budget, or Limit 0); 0 means DefaultGroupBudget. Running out gives an error wrapping
+	// allocator.ErrSearchBudget.
 	StepBudget int
 	// Preferred gives requests for shares of devices with allowMultipleAllocations a preferred amount
 	// above their capacity.requests (an SDK extension, see capacity.ConsumedRange); nil means none. It is

@@ -31,7 +31,8 @@
 //   - [Cluster.Explain] says why a pod fits on which nodes and not on the others, node by node, and
 //     groups the nodes by their main reason in a line short enough for a pod condition.
 //   - [Cluster.PlaceGroup] places a gang all or nothing, with backtracking across pods and topology
-//     domains.
+//     domains, bounded by a [Budget] of tries: pods alike are not permuted, nodes alike are one choice
+//     while empty, and a domain too small by count is not searched.
 //   - Ranged capacity (an SDK extension): with [Options.Preferred], a new share of a device records the
 //     largest policy-valid amount up to a preferred one; [Cluster.PlanHandBack] says which earlier
 //     shares must shrink, and by how much, for a pod that fits nowhere.

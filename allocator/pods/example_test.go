@@ -110,7 +110,7 @@ func ExampleCluster_PlaceGroup() {
 	g.Spec.SchedulingPolicy.Gang = &schedulingapi.GangSchedulingPolicy{MinCount: 2}
 	g.Spec.SchedulingConstraints = &schedulingapi.PodGroupSchedulingConstraints{Topology: []schedulingapi.TopologyConstraint{{Key: "rack"}}}
 	_ = c.AddOrUpdatePodGroup(g)
-	gp, err := c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1"}, "gpu=template:one-gpu"))
+	gp, err := c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1"}, "gpu=template:one-gpu"), nil)
 	if err != nil {
 		panic(err)
 	}
@@ -118,12 +118,41 @@ func ExampleCluster_PlaceGroup() {
 		fmt.Println(p.Pod.Name, p.Node, gp.Domain)
 	}
 	_ = c.AssumeGroup(gp)
-	_, err = c.PlaceGroup(context.Background(), g, members([]string{"w2", "w3"}, "gpu=template:one-gpu"))
+	_, err = c.PlaceGroup(context.Background(), g, members([]string{"w2", "w3"}, "gpu=template:one-gpu"), nil)
 	fmt.Println(errors.Is(err, pods.ErrGroupUnschedulable))
 	// Output:
 	// w0 node-a r1
 	// w1 node-b r1
 	// true
+}
+
+// A Budget bounds the gang search: running out is allocator.ErrSearchBudget ("gave up"), never
+// ErrGroupUnschedulable ("does not fit"). Three one-GPU pods over two one-GPU nodes are decided by
+// counting, in a couple of tries.
+func ExampleBudget() {
+	c := exampleCluster(pods.Options{})
+	g := &schedulingapi.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gang", UID: "uid-gang"}}
+	g.Spec.SchedulingPolicy.Gang = &schedulingapi.GangSchedulingPolicy{MinCount: 2}
+	_ = c.AddOrUpdatePodGroup(g)
+	ps := members([]string{"w0", "w1"}, "gpu=template:one-gpu")
+
+	b := &pods.Budget{Limit: 1}
+	_, err := c.PlaceGroup(context.Background(), g, ps, b)
+	fmt.Println(errors.Is(err, allocator.ErrSearchBudget), errors.Is(err, pods.ErrGroupUnschedulable), b.Used)
+
+	b = &pods.Budget{Limit: 100}
+	gp, err := c.PlaceGroup(context.Background(), g, ps, b)
+	fmt.Println(err, b.Used, gp.Pods[0].Node, gp.Pods[1].Node)
+
+	g.Spec.SchedulingPolicy.Gang.MinCount = 3
+	_ = c.AddOrUpdatePodGroup(g)
+	b = &pods.Budget{Limit: 100}
+	_, err = c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1", "w2"}, "gpu=template:one-gpu"), b)
+	fmt.Println(errors.Is(err, pods.ErrGroupUnschedulable), b.Used)
+	// Output:
+	// true false 1
+	// <nil> 4 node-a node-b
+	// true 2
 }
 
 func ExampleCluster_RemovePodGroup() {
@@ -132,7 +161,7 @@ func ExampleCluster_RemovePodGroup() {
 	g.Spec.SchedulingPolicy.Gang = &schedulingapi.GangSchedulingPolicy{MinCount: 1}
 	g.Spec.ResourceClaims = []schedulingapi.PodGroupResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr("one-gpu")}}
 	_ = c.AddOrUpdatePodGroup(g)
-	gp, _ := c.PlaceGroup(context.Background(), g, members([]string{"w0"}, "gpu=template:one-gpu"))
+	gp, _ := c.PlaceGroup(context.Background(), g, members([]string{"w0"}, "gpu=template:one-gpu"), nil)
 	_ = c.AssumeGroup(gp)
 	for _, cl := range c.Snapshot().Claims("default") {
 		owner := cl.OwnerReferences[0]
@@ -159,7 +188,7 @@ func ExampleCluster_AddOrUpdatePodGroup_v1alpha3() {
 	if err := c.AddOrUpdatePodGroup(g); err != nil {
 		panic(err)
 	}
-	gp, err := c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1"}, "gpu=template:one-gpu"))
+	gp, err := c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1"}, "gpu=template:one-gpu"), nil)
 	if err != nil {
 		panic(err)
 	}
@@ -195,7 +224,7 @@ func ExampleCluster_AddOrUpdateTemplate() {
 	fmt.Println(errors.Is(err, pods.ErrTemplateNotFound))
 
 	c.DeletePodGroup("default", "gang")
-	_, err = c.PlaceGroup(context.Background(), g, nil)
+	_, err = c.PlaceGroup(context.Background(), g, nil, nil)
 	fmt.Println(errors.Is(err, pods.ErrPodGroupNotFound))
 	// Output:
 	// <nil>

@@ -7,17 +7,34 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
 	schedulingapi "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dralloc/dralloc/allocator"
 )
 
 // ErrGroupUnschedulable reports that a PodGroup cannot be placed: no choice of nodes (within one
-// topology domain) gives minCount of its pods a place. Running out of Options.StepBudget gives
+// topology domain) gives minCount of its pods a place. Running out of the [Budget] gives
 // allocator.ErrSearchBudget instead, and a cancelled context its cause: "gave up" is never "does not
 // fit".
 var ErrGroupUnschedulable = errors.New("pod group cannot be placed")
+
+// DefaultGroupBudget is the most tries of one [Cluster.PlaceGroup] call when neither its [Budget] nor
+// Options.StepBudget sets a limit. The pruned search decides the gangs of real clusters in far fewer
+// tries (a gang of identical pods over nodes of a few kinds in tens); the limit is there for gangs of
+// many different pods over many different nodes, whose search can grow exponentially.
+const DefaultGroupBudget = 100_000
+
+// Budget bounds the search of [Cluster.PlaceGroup]. A try is one allocation on one node: a pod put on a
+// node (the claims of the group's pods there allocated together), or a node asked how many pods of one
+// kind it holds. Several calls may share a Budget, one at a time, to be bounded together: Used counts on.
+type Budget struct {
+	// Limit is the most tries, Used included; 0 means Options.StepBudget, or DefaultGroupBudget when that
+	// is 0 too. It must not be negative.
+	Limit int
+	// Used is the number of tries made so far by the calls given this Budget.
+	Used int
+}
 
 // GroupPlacement is where the pods of a PodGroup go.
 type GroupPlacement struct {
@@ -41,12 +58,24 @@ type GroupPlacement struct {
 // The search backtracks across pods and nodes: when a pod finds no node, the pods before it move. On one
 // node the claims of all the group's pods there are allocated together, so the allocator's own search
 // chooses their devices jointly: two pods that each need part of one partitionable GPU both fit, where
-// placing them one at a time lets the first take the whole GPU. Options.StepBudget bounds the number of
-// pod-on-node attempts.
+// placing them one at a time lets the first take the whole GPU. The search skips what cannot change the
+// answer: pods that ask for the same (the same claims from the same templates, the same node
+// restrictions) are not permuted, nodes that no pod of the group can tell apart
+// ([allocator.Snapshot.NodeClasses], the same predicates) are one choice while empty, and a domain
+// whose nodes cannot hold minCount pods (counting, per kind of pod, how many one node holds) is not
+// searched. It returns the first placement in order of the pods and then of the nodes, as the search
+// without these cuts would.
 //
-// Nothing is changed; [Cluster.AssumeGroup] writes the result into the snapshot. Pods must name the
-// group in spec.schedulingGroup.podGroupName.
-func (c *Cluster) PlaceGroup(ctx context.Context, group *schedulingapi.PodGroup, pods []*v1.Pod) (*GroupPlacement, error) {
+// budget bounds the search (nil: a Budget of its own with the default limit); running out gives an
+// error wrapping allocator.ErrSearchBudget. A pod listed twice (the same object, UID or name) is invalid
+// input. Nothing is changed; [Cluster.AssumeGroup] writes the result into the snapshot. Pods must name
+// the group in spec.schedulingGroup.podGroupName.
+func (c *Cluster) PlaceGroup(ctx context.Context, group *schedulingapi.PodGroup, pods []*v1.Pod, budget *Budget) (*GroupPlacement, error) {
+	return c.placeGroup(ctx, group, pods, budget, true)
+}
+
+// placeGroup is PlaceGroup; prune false searches every assignment (the tests' reference).
+func (c *Cluster) placeGroup(ctx context.Context, group *schedulingapi.PodGroup, pods []*v1.Pod, budget *Budget, prune bool) (*GroupPlacement, error) {
 	if group == nil {
 		return nil, &allocator.InputError{Object: "PodGroup", Err: errors.New("nil object")}
 	}
@@ -54,24 +83,36 @@ func (c *Cluster) PlaceGroup(ctx context.Context, group *schedulingapi.PodGroup,
 	if !ok {
 		return nil, fmt.Errorf("PodGroup %s/%s: %w", group.Namespace, group.Name, ErrPodGroupNotFound)
 	}
+	object := "PodGroup " + g.Namespace + "/" + g.Name
+	if budget == nil {
+		budget = &Budget{}
+	}
+	limit := budget.Limit
+	switch {
+	case limit < 0:
+		return nil, &allocator.InputError{Object: object, Field: "budget.limit", Err: fmt.Errorf("must not be negative, got %d", limit)}
+	case limit == 0 && c.opts.StepBudget > 0:
+		limit = c.opts.StepBudget
+	case limit == 0:
+		limit = DefaultGroupBudget
+	}
 	minCount := len(pods)
 	if gang := g.Spec.SchedulingPolicy.Gang; gang != nil {
 		minCount = int(gang.MinCount)
 	}
 	if len(pods) < minCount {
-		return nil, fmt.Errorf("PodGroup %s/%s: %w: %d pods, spec.schedulingPolicy.gang.minCount is %d", g.Namespace, g.Name, ErrGroupUnschedulable, len(pods), minCount)
+		return nil, fmt.Errorf("%s: %w: %d pods, spec.schedulingPolicy.gang.minCount is %d", object, ErrGroupUnschedulable, len(pods), minCount)
+	}
+	if err := checkMembers(g, pods); err != nil {
+		return nil, err
 	}
 	// Resolve every pod's claims on a fork that holds the group's generated claims, so that all pods
 	// share one.
 	base := c.snap.Fork()
 	defer base.Discard()
-	s := &gangSearch{c: c, ctx: ctx, group: g, minCount: minCount, budget: c.opts.StepBudget}
+	s := &gangSearch{c: c, ctx: ctx, group: g, minCount: minCount, budget: budget, limit: limit, prune: prune}
 	taken := map[string]bool{} // names generated for the group's pods, which no pod may reuse
-	for i, pod := range pods {
-		if pod == nil || pod.Spec.SchedulingGroup == nil || pod.Spec.SchedulingGroup.PodGroupName == nil ||
-			*pod.Spec.SchedulingGroup.PodGroupName != g.Name || pod.Namespace != g.Namespace {
-			return nil, &allocator.InputError{Object: fmt.Sprintf("pods[%d]", i), Field: "spec.schedulingGroup.podGroupName", Err: fmt.Errorf("must name PodGroup %s/%s in its namespace", g.Namespace, g.Name)}
-		}
+	for _, pod := range pods {
 		r, err := c.prepare(base, pod, taken)
 		if err != nil {
 			return nil, err
@@ -93,15 +134,26 @@ func (c *Cluster) PlaceGroup(ctx context.Context, group *schedulingapi.PodGroup,
 		}
 		s.extNames = append(s.extNames, extName)
 	}
+	all := c.snap.Nodes()
+	if err := s.prepare(base, all); err != nil {
+		return nil, err
+	}
 
 	var key string
 	if sc := g.Spec.SchedulingConstraints; sc != nil && len(sc.Topology) > 0 {
 		key = sc.Topology[0].Key
 	}
-	for _, domain := range domains(c.snap.Nodes(), key) {
-		s.nodes = domain.nodes
-		s.assign = make([]int, len(pods))
-		s.nodeClaims = make([]*nodeClaims, len(pods))
+	for _, domain := range domains(all, key) {
+		s.setDomain(domain)
+		if s.prune {
+			enough, err := s.enoughRoom(base)
+			if err != nil {
+				return nil, err
+			}
+			if !enough {
+				continue
+			}
+		}
 		f := base.Fork()
 		final, err := s.search(0, f, 0)
 		if err != nil {
@@ -118,22 +170,52 @@ func (c *Cluster) PlaceGroup(ctx context.Context, group *schedulingapi.PodGroup,
 		}
 		f.Discard()
 	}
-	return nil, fmt.Errorf("PodGroup %s/%s: %w", g.Namespace, g.Name, ErrGroupUnschedulable)
+	return nil, fmt.Errorf("%s: %w", object, ErrGroupUnschedulable)
+}
+
+// checkMembers refuses pods that do not name the group, and a pod listed twice (the same object, UID
+// or name), which would otherwise be placed twice, on two sets of devices.
+func checkMembers(g *schedulingapi.PodGroup, pods []*v1.Pod) error {
+	object := "PodGroup " + g.Namespace + "/" + g.Name
+	byName := make(map[string]int, len(pods))
+	byUID := make(map[types.UID]int, len(pods))
+	for i, pod := range pods {
+		if pod == nil || pod.Spec.SchedulingGroup == nil || pod.Spec.SchedulingGroup.PodGroupName == nil ||
+			*pod.Spec.SchedulingGroup.PodGroupName != g.Name || pod.Namespace != g.Namespace {
+			return &allocator.InputError{Object: fmt.Sprintf("pods[%d]", i), Field: "spec.schedulingGroup.podGroupName", Err: fmt.Errorf("must name PodGroup %s/%s in its namespace", g.Namespace, g.Name)}
+		}
+		if j, ok := byName[pod.Name]; ok {
+			return &allocator.InputError{Object: object, Field: fmt.Sprintf("pods[%d]", i), Err: fmt.Errorf("duplicate of pods[%d]: Pod %s/%s listed twice", j, pod.Namespace, pod.Name)}
+		}
+		byName[pod.Name] = i
+		if pod.UID != "" {
+			if j, ok := byUID[pod.UID]; ok {
+				return &allocator.InputError{Object: object, Field: fmt.Sprintf("pods[%d]", i), Err: fmt.Errorf("duplicate of pods[%d]: Pod %s/%s has the UID %s of Pod %s/%s", j, pod.Namespace, pod.Name, pod.UID, pods[j].Namespace, pods[j].Name)}
+			}
+			byUID[pod.UID] = i
+		}
+	}
+	return nil
 }
 
 type domain struct {
 	value string
 	nodes []*v1.Node
+	index []int // per node: its index in the snapshot's list of nodes
 }
 
 // domains groups the nodes (sorted by name) by the value of the label key, sorted by value; without a
 // key, all nodes are one domain. Nodes without the label are in none.
 func domains(nodes []*v1.Node, key string) []domain {
 	if key == "" {
-		return []domain{{nodes: nodes}}
+		index := make([]int, len(nodes))
+		for i := range index {
+			index[i] = i
+		}
+		return []domain{{nodes: nodes, index: index}}
 	}
 	var out []domain
-	for _, n := range nodes {
+	for k, n := range nodes {
 		v, ok := n.Labels[key]
 		if !ok {
 			continue
@@ -144,6 +226,7 @@ func domains(nodes []*v1.Node, key string) []domain {
 			i = len(out) - 1
 		}
 		out[i].nodes = append(out[i].nodes, n)
+		out[i].index = append(out[i].index, k)
 	}
 	slices.SortFunc(out, func(x, y domain) int {
 		switch {
@@ -155,198 +238,6 @@ func domains(nodes []*v1.Node, key string) []domain {
 		return 0
 	})
 	return out
-}
-
-// gangSearch is the state of one PlaceGroup call.
-type gangSearch struct {
-	c          *Cluster
-	ctx        context.Context
-	group      *schedulingapi.PodGroup
-	minCount   int
-	budget     int
-	steps      int
-	reqs       []*request
-	extNames   []string
-	nodes      []*v1.Node
-	assign     []int         // per pod: index into nodes, or -1
-	nodeClaims []*nodeClaims // per placed pod: what was allocated for it (the extended-resource claim)
-}
-
-// search places pods[i:] on top of f (which holds the placements of pods[:i]) and returns the final
-// fork, or nil when no placement gives minCount pods a node.
-func (s *gangSearch) search(i int, f *allocator.Snapshot, placed int) (*allocator.Snapshot, error) {
-	if i == len(s.reqs) {
-		if placed >= s.minCount {
-			return f, nil
-		}
-		return nil, nil
-	}
-	for n, node := range s.nodes {
-		if err := s.ctx.Err(); err != nil {
-			return nil, context.Cause(s.ctx)
-		}
-		if s.budget > 0 && s.steps >= s.budget {
-			return nil, fmt.Errorf("PodGroup %s/%s: %w after %d placements tried", s.group.Namespace, s.group.Name, allocator.ErrSearchBudget, s.steps)
-		}
-		s.steps++
-		if s.c.predicates(s.reqs[i].pod, node) != "" {
-			continue
-		}
-		next := f.Fork()
-		s.assign[i] = n
-		ok, err := s.joint(next, n, i)
-		if err != nil {
-			next.Discard()
-			return nil, err
-		}
-		if ok {
-			final, err := s.search(i+1, next, placed+1)
-			if err != nil || final != nil {
-				if final != next {
-					next.Discard()
-				}
-				return final, err
-			}
-		}
-		next.Discard()
-	}
-	// Leave pod i out when the rest can still reach minCount.
-	s.assign[i] = -1
-	if placed+len(s.reqs)-i-1 >= s.minCount {
-		return s.search(i+1, f, placed)
-	}
-	return nil, nil
-}
-
-// joint allocates on node n, in f, the claims of every pod of pods[:last+1] assigned to n, together:
-// first the claims those pods own (generated from templates, and extended-resource claims) go back to
-// what they were before the search, then everything they still need is allocated in one call, and
-// every claim is reserved for its consumer.
-func (s *gangSearch) joint(f *allocator.Snapshot, n, last int) (bool, error) {
-	node := s.nodes[n]
-	var on []int
-	for p := 0; p <= last; p++ {
-		if s.assign[p] == n {
-			on = append(on, p)
-		}
-	}
-	for _, p := range on {
-		if err := s.reset(f, p); err != nil {
-			return false, err
-		}
-	}
-	var toAlloc []*resourceapi.ResourceClaim
-	seen := map[string]bool{}
-	extOf := make([]*nodeClaims, len(on))
-	for k, p := range on {
-		r := s.reqs[p]
-		for _, pc := range r.claims {
-			cur, ok := f.Claim(pc.Claim.Namespace, pc.Claim.Name)
-			if !ok {
-				cur = pc.Claim
-			}
-			if cur.Status.Allocation != nil {
-				usable, err := usableOn(cur, node)
-				if err != nil {
-					return false, err
-				}
-				if !usable {
-					return false, nil
-				}
-				continue
-			}
-			if !seen[cur.Name] {
-				seen[cur.Name] = true
-				toAlloc = append(toAlloc, cur)
-			}
-		}
-		nc := &nodeClaims{}
-		if r.ext != nil {
-			need, err := r.ext.forNode(node)
-			if err != nil {
-				return false, nil
-			}
-			if need != nil {
-				nc.ext, nc.mappings = s.c.extendedClaim(r.pod, r.ext, need, s.extNames[p])
-				toAlloc = append(toAlloc, nc.ext)
-			}
-		}
-		extOf[k] = nc
-	}
-	if len(toAlloc) > 0 {
-		results, err := f.Allocate(s.ctx, node, toAlloc)
-		if errors.Is(err, allocator.ErrUnsatisfiable) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		for k, claim := range toAlloc {
-			out := claim.DeepCopy()
-			out.Status.Allocation = &results[k]
-			if err := f.AddOrUpdateClaim(out); err != nil {
-				return false, err
-			}
-		}
-	}
-	for k, p := range on {
-		r := s.reqs[p]
-		s.nodeClaims[p] = extOf[k]
-		names := make([]*resourceapi.ResourceClaim, 0, len(r.claims)+1)
-		cons := make([]resourceapi.ResourceClaimConsumerReference, 0, len(r.claims)+1)
-		for _, pc := range r.claims {
-			names = append(names, pc.Claim)
-			cons = append(cons, consumer(r.pod, pc.PodGroup))
-		}
-		if extOf[k].ext != nil {
-			names = append(names, extOf[k].ext)
-			cons = append(cons, consumer(r.pod, nil))
-		}
-		for j, cl := range names {
-			cur, ok := f.Claim(cl.Namespace, cl.Name)
-			if !ok {
-				return false, fmt.Errorf("ResourceClaim %s/%s: %w", cl.Namespace, cl.Name, ErrClaimNotFound)
-			}
-			if reservedFor(cur, cons[j]) && slices.Contains(cur.Finalizers, resourceapi.Finalizer) {
-				continue
-			}
-			if !reservedFor(cur, cons[j]) && len(cur.Status.ReservedFor) >= resourceapi.ResourceClaimReservedForMaxSize {
-				return false, nil
-			}
-			out := cur.DeepCopy()
-			reserve(out, cons[j])
-			if err := f.AddOrUpdateClaim(out); err != nil {
-				return false, err
-			}
-		}
-	}
-	return true, nil
-}
-
-// reset puts the claims pod p owns back as they were before the search: generated ones are removed,
-// others restored from the Cluster's snapshot.
-func (s *gangSearch) reset(f *allocator.Snapshot, p int) error {
-	r := s.reqs[p]
-	owner := ownerOf{apiVersion: "v1", kind: "Pod", name: r.pod.Name, uid: uidOf(r.pod)}
-	var names []string
-	for _, pc := range r.claims {
-		if pc.PodGroup == nil && owner.owns(pc.Claim) {
-			names = append(names, pc.Claim.Name)
-		}
-	}
-	if s.extNames[p] != "" {
-		names = append(names, s.extNames[p])
-	}
-	for _, name := range names {
-		if orig, ok := s.c.snap.Claim(r.pod.Namespace, name); ok {
-			if err := f.AddOrUpdateClaim(orig); err != nil {
-				return err
-			}
-		} else if err := f.DeleteClaim(r.pod.Namespace, name); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // result builds the placements from the final fork.

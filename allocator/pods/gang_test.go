@@ -130,7 +130,7 @@ func TestPlaceGroup(t *testing.T) {
 				must(t, c.Snapshot().AddOrUpdateClaim(held))
 			}
 			before := len(c.Snapshot().Claims(""))
-			gp, err := c.PlaceGroup(context.Background(), tt.group, tt.pods)
+			gp, err := c.PlaceGroup(context.Background(), tt.group, tt.pods, nil)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("error %v, want %v", err, tt.wantErr)
 			}
@@ -184,7 +184,7 @@ func TestPlaceGroupClaimsAllocatedOnce(t *testing.T) {
 	must(t, c.AddOrUpdateTemplate(template("one-gpu", 1)))
 	must(t, c.AddOrUpdatePodGroup(g))
 	ps := members([]string{"a", "b"}, "fabric=template:one-gpu", "own=template:one-gpu")
-	gp, err := c.PlaceGroup(context.Background(), g, ps)
+	gp, err := c.PlaceGroup(context.Background(), g, ps, nil)
 	must(t, err)
 	fabric := map[string]bool{}
 	for _, p := range gp.Pods {
@@ -220,7 +220,7 @@ func TestPlaceGroupCancelled(t *testing.T) {
 	must(t, c.AddOrUpdatePodGroup(g))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := c.PlaceGroup(ctx, g, members([]string{"a", "b"}, "gpu=template:one-gpu"))
+	_, err := c.PlaceGroup(ctx, g, members([]string{"a", "b"}, "gpu=template:one-gpu"), nil)
 	if !errors.Is(err, context.Canceled) || errors.Is(err, pods.ErrGroupUnschedulable) {
 		t.Errorf("error %v, want context.Canceled only", err)
 	}

@@ -322,7 +322,7 @@ func TestPropGangAgreesWithExhaustive(t *testing.T) {
 			p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &g.Name}
 			ps = append(ps, p)
 		}
-		gp, err := cl.PlaceGroup(context.Background(), g, ps)
+		gp, err := cl.PlaceGroup(context.Background(), g, ps, nil)
 		if err != nil && !errors.Is(err, pods.ErrGroupUnschedulable) {
 			if errors.Is(err, allocator.ErrInvalidInput) || errors.Is(err, allocator.ErrPoolNotReady) || errors.Is(err, allocator.ErrSearchBudget) {
 				t.Skip(err)

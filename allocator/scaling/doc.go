@@ -24,8 +24,8 @@
 //
 // Every decision is deterministic for identical input (pods in the order given, node types in order of
 // cost and then of the order given, new nodes named <type>-new-<index>) and bounded: by the context, by
-// [Options.StepBudget] (placement attempts; running out is [allocator.ErrSearchBudget], never "does not
-// fit") and by [Options.MaxNodes]. Nothing is changed in the Cluster: every answer is computed on forks
+// [Options.StepBudget] (placement attempts, the tries of a gang's search included; running out is
+// [allocator.ErrSearchBudget], never "does not fit") and by [Options.MaxNodes]. Nothing is changed in the Cluster: every answer is computed on forks
 // that are discarded.
 //
 // Imports: allocator, allocator/pods, inventory (templates), capacity, celenv, k8s.io/api,

@@ -34,8 +34,11 @@ type NodeType struct {
 
 // Options bound the planner's decisions. The zero value is usable.
 type Options struct {
-	// StepBudget is the most placement attempts (a pod or a gang tried on a cluster) one call may make;
-	// zero means no limit but the context. Running out returns an error wrapping
+	// StepBudget is the most placement attempts one call may make: a pod tried on a cluster is one, a
+	// gang as many as its search tries ([pods.Budget]: a pod put on a node, or a node asked how many
+	// pods of a kind it holds), at least one. Zero means no limit on the call but the context, and each
+	// gang's search bounded by the Cluster's default ([pods.DefaultGroupBudget] unless its
+	// Options.StepBudget says otherwise). Running out returns an error wrapping
 	// allocator.ErrSearchBudget.
 	StepBudget int
 	// MaxNodes is the most new nodes one ScaleUp may add, over all types; zero means DefaultMaxNodes.
@@ -184,6 +187,20 @@ type budget struct {
 	steps int
 }
 
+// group is the budget of a gang's search, charged one step already by try: what the call has left, and
+// that step.
+func (b *budget) group() *pods.Budget {
+	if b.limit <= 0 {
+		return &pods.Budget{}
+	}
+	return &pods.Budget{Limit: max(1, b.limit-b.steps+1)}
+}
+
+// charge counts the tries of a gang's search beyond the step try charged.
+func (b *budget) charge(gb *pods.Budget) {
+	b.steps += max(gb.Used, 1) - 1
+}
+
 func (b *budget) step() error {
 	if err := b.ctx.Err(); err != nil {
 		return context.Cause(b.ctx)
@@ -249,7 +266,9 @@ func try(b *budget, c *pods.Cluster, u Pending, why string) (*attempt, error) {
 func place(b *budget, c *pods.Cluster, u Pending, why string) (*attempt, error) {
 	switch {
 	case u.Group != nil:
-		gp, err := c.PlaceGroup(b.ctx, u.Group, u.Pods)
+		gb := b.group()
+		gp, err := c.PlaceGroup(b.ctx, u.Group, u.Pods, gb)
+		b.charge(gb)
 		if errors.Is(err, pods.ErrGroupUnschedulable) {
 			return &attempt{reason: err.Error()}, nil
 		}

@@ -110,7 +110,7 @@ func checkPlan(t tb, c *pods.Cluster, pending []scaling.Pending, plan *scaling.P
 			continue
 		}
 		if u.Group != nil {
-			gp, err := f.PlaceGroup(ctx, u.Group, u.Pods)
+			gp, err := f.PlaceGroup(ctx, u.Group, u.Pods, nil)
 			if err != nil {
 				t.Fatalf("%s: the plan says it fits, placing it for real: %v", u.Name(), err)
 			}
@@ -204,5 +204,36 @@ func TestNewRefusesCostsThatAreNoPrice(t *testing.T) {
 	types[0].Cost = 0 // free nodes are a price
 	if _, err := scaling.New(newCluster(t, nil), types, scaling.Options{}); err != nil {
 		t.Errorf("cost 0: %v", err)
+	}
+}
+
+// TestGangTriesCountAgainstTheBudget: a gang's search is not one attempt but as many as it tries (a pod
+// put on a node), so that Options.StepBudget bounds ScaleUp and Fits with gangs too.
+func TestGangTriesCountAgainstTheBudget(t *testing.T) {
+	u := gang("trainers", 10, "one-gpu")
+	types := []scaling.NodeType{{Template: profile(t, "dgxh100")}}
+	p, err := scaling.New(newCluster(t, nil, u), types, scaling.Options{})
+	must(t, err)
+	plan, err := p.ScaleUp(context.Background(), []scaling.Pending{u})
+	must(t, err)
+	if len(plan.Nodes) != 2 || len(plan.Placed) != 10 || plan.Steps < 10 {
+		t.Fatalf("plan: %d nodes, %d pods placed in %d steps; want 2 nodes, 10 pods, a step per pod at least", len(plan.Nodes), len(plan.Placed), plan.Steps)
+	}
+	t.Logf("ten one-GPU pods on two new DGX H100: %d steps", plan.Steps)
+	for _, budget := range []int{5, plan.Steps - 1} {
+		p, err = scaling.New(newCluster(t, nil, u), types, scaling.Options{StepBudget: budget})
+		must(t, err)
+		if _, err := p.ScaleUp(context.Background(), []scaling.Pending{u}); !errors.Is(err, allocator.ErrSearchBudget) {
+			t.Errorf("ScaleUp with StepBudget %d: %v, want ErrSearchBudget", budget, err)
+		}
+		if _, err := p.Fits(context.Background(), []scaling.Pending{u}); budget == 5 && !errors.Is(err, allocator.ErrSearchBudget) {
+			t.Errorf("Fits with StepBudget %d: %v, want ErrSearchBudget", budget, err)
+		}
+	}
+	p, err = scaling.New(newCluster(t, nil, u), types, scaling.Options{StepBudget: plan.Steps})
+	must(t, err)
+	again, err := p.ScaleUp(context.Background(), []scaling.Pending{u})
+	if err != nil || again.Steps != plan.Steps {
+		t.Errorf("ScaleUp with StepBudget %d (what it takes): %v, %v steps", plan.Steps, err, again)
 	}
 }

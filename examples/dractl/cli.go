@@ -15,7 +15,7 @@ import (
 // Exit statuses.
 const (
 	exitOK       = 0 // everything asked about fits, or nothing was found
-	exitNotFit   = 1 // a pod does not fit, or a problem was found
+	exitNotFit   = 1 // a pod does not fit, a problem was found, or a PodGroup's search gave up
 	exitBadInput = 2 // the input or the command line is wrong
 )
 
@@ -52,7 +52,8 @@ Read the objects of a live cluster from kubectl:
 
   kubectl get pods,nodes,resourceslices,deviceclasses,resourceclaims,resourceclaimtemplates,devicetaintrules,podgroups -A -o yaml | dractl explain -f -
 
-Exit status: 0 fits (or nothing found), 1 does not fit (or a problem found), 2 bad input.
+Exit status: 0 fits (or nothing found), 1 does not fit (or a problem found, or the search for a
+PodGroup gave up after --gang-budget tries), 2 bad input.
 Run "dractl <command> --help" for the flags and examples of a command.
 `
 

@@ -32,6 +32,8 @@ type cluster struct {
 	pods    *pods.Cluster
 	groups  map[types.NamespacedName]*schedulingv1beta1.PodGroup
 	pending []*corev1.Pod // in scheduling order
+	// gangBudget is the most tries of each PodGroup's search (--gang-budget).
+	gangBudget int
 }
 
 // loadCluster reads the manifests and builds the snapshot: slices, classes, claims (their allocations

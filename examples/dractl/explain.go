@@ -24,7 +24,8 @@ Without --pod or --claim every pending pod (one without a node) is explained, ea
 against the devices in use now; the pods of a PodGroup are placed together. The nodes are checked
 for what Dynamic Resource Allocation decides (devices, node selector and affinity, node taints,
 extended resources), not for CPU and memory. Exit status 0 when all of them fit, 1 when one
-does not.
+does not, or when the search for a PodGroup gave up after --gang-budget tries without deciding
+(the pod is then reported as "gave up", not as not fitting).
 
 Examples:
   # Why is the pod training/worker-0 pending?
@@ -37,12 +38,16 @@ Examples:
 		o := &explainOptions{}
 		fs.StringVar(&o.pod, "pod", "", "explain only this pod (namespace/name)")
 		fs.StringVar(&o.claim, "claim", "", "explain only this ResourceClaim (namespace/name)")
+		gangBudgetFlag(fs, &o.gangBudget)
 		return o
 	},
 	run: runExplain,
 }
 
-type explainOptions struct{ pod, claim string }
+type explainOptions struct {
+	pod, claim string
+	gangBudget int
+}
 
 // podVerdict is the answer for one pod.
 type podVerdict struct {
@@ -106,6 +111,9 @@ func runExplain(e *env, o any) (int, error) {
 	ctx := context.Background()
 	if opts.pod != "" && opts.claim != "" {
 		return exitBadInput, errors.New("give --pod or --claim, not both")
+	}
+	if err := e.cluster.setGangBudget(opts.gangBudget); err != nil {
+		return exitBadInput, err
 	}
 	if opts.claim != "" {
 		return explainClaim(ctx, e, opts.claim)
@@ -238,10 +246,15 @@ func (c *cluster) explainGroupPod(ctx context.Context, pod *corev1.Pod, group st
 		return v, nil
 	}
 	members := c.groupMembers(pod.Namespace, group)
-	gp, err := c.pods.PlaceGroup(ctx, g, members)
+	gp, err := c.placeGroup(ctx, g, members)
 	if err != nil {
 		if errors.Is(err, pods.ErrGroupUnschedulable) {
 			v.Reason = fmt.Sprintf("its PodGroup %s/%s cannot be placed: its %d pending pods do not fit together", pod.Namespace, group, len(members))
+			return v, nil
+		}
+		var gaveUp *gaveUpError
+		if errors.As(err, &gaveUp) {
+			v.Reason = fmt.Sprintf("its PodGroup %s/%s: %v", pod.Namespace, group, gaveUp)
 			return v, nil
 		}
 		if reason, ok := waitReason(err); ok {

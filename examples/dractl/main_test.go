@@ -740,3 +740,120 @@ spec:
 		t.Errorf("exit %d, stdout:\n%s\nwant exit 1, stdout:\n%s", code, out, want)
 	}
 }
+
+// tenOnNine is a cluster of nine nodes with one free device each and a PodGroup of ten pods that each
+// need one device (minCount 10): it does not fit. Without a budget and pruning, the gang search tried
+// every assignment of nine of the pods to the nine nodes and never ended.
+func tenOnNine() string {
+	var b strings.Builder
+	b.WriteString(`apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: gpu.example.com
+spec:
+  selectors:
+  - cel:
+      expression: "device.driver == 'gpu.example.com'"
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: one-gpu
+  namespace: default
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: gpu.example.com
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata:
+  name: ten
+  namespace: default
+spec:
+  schedulingPolicy:
+    gang:
+      minCount: 10
+`)
+	for i := range 9 {
+		fmt.Fprintf(&b, `---
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-%[1]d
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata:
+  name: node-%[1]d-gpu
+spec:
+  driver: gpu.example.com
+  nodeName: node-%[1]d
+  pool:
+    name: node-%[1]d
+    resourceSliceCount: 1
+  devices:
+  - name: gpu-0
+`, i)
+	}
+	for i := range 10 {
+		fmt.Fprintf(&b, `---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: w%d
+  namespace: default
+spec:
+  schedulingGroup:
+    podGroupName: ten
+  containers:
+  - name: main
+    image: registry.example.com/cuda:12
+    resources:
+      claims:
+      - name: gpu
+  resourceClaims:
+  - name: gpu
+    resourceClaimTemplateName: one-gpu
+`, i)
+	}
+	return b.String()
+}
+
+func TestGangSearchIsBounded(t *testing.T) {
+	in := tenOnNine()
+	pods := func(reason string) string {
+		var want string
+		for i := range 10 {
+			want += fmt.Sprintf("Pod default/w%d (PodGroup ten) cannot be scheduled: %s\n", i, reason)
+		}
+		return want
+	}
+	// Decided: the pruned search counts nine places for ten pods.
+	code, out, _ := dractl(t, in, "place", "-f", "-", "-o", "text")
+	if want := pods("the 10 pending pods of the PodGroup do not fit together"); code != exitNotFit || out != want {
+		t.Errorf("place: exit %d, stdout:\n%s\nwant exit 1, stdout:\n%s", code, out, want)
+	}
+	// Out of tries: reported as gave up, not as not fitting; the exit status is that of a pod that
+	// does not fit.
+	code, out, _ = dractl(t, in, "place", "-f", "-", "-o", "text", "--gang-budget", "1")
+	gaveUp := "gave up: --gang-budget 1 ran out before deciding whether the 10 pending pods of the PodGroup fit together"
+	if want := pods(gaveUp); code != exitNotFit || out != want {
+		t.Errorf("place --gang-budget 1: exit %d, stdout:\n%s\nwant exit 1, stdout:\n%s", code, out, want)
+	}
+	code, out, _ = dractl(t, in, "explain", "-f", "-", "--pod", "default/w3")
+	if want := "Pod default/w3 (PodGroup ten) cannot be scheduled\n  its PodGroup default/ten cannot be placed: its 10 pending pods do not fit together\n"; code != exitNotFit || out != want {
+		t.Errorf("explain: exit %d, stdout:\n%s\nwant exit 1, stdout:\n%s", code, out, want)
+	}
+	code, out, _ = dractl(t, in, "explain", "-f", "-", "--pod", "default/w3", "--gang-budget", "1")
+	if want := "Pod default/w3 (PodGroup ten) cannot be scheduled\n  its PodGroup default/ten: " + gaveUp + "\n"; code != exitNotFit || out != want {
+		t.Errorf("explain --gang-budget 1: exit %d, stdout:\n%s\nwant exit 1, stdout:\n%s", code, out, want)
+	}
+	code, _, errOut := dractl(t, in, "place", "-f", "-", "--gang-budget", "0")
+	if want := "dractl place: --gang-budget 0: must be positive\n"; code != exitBadInput || errOut != want {
+		t.Errorf("place --gang-budget 0: exit %d, stderr %q, want exit 2, %q", code, errOut, want)
+	}
+}

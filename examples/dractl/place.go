@@ -8,8 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/pods"
 )
 
@@ -26,7 +28,9 @@ them comes up. The output (-o yaml, the default, or -o json) is a List of the Re
 "kubectl get resourceclaims -A -o yaml"; the pods that fit nowhere are named on stderr. With
 -o text each pod is listed with its node and devices, or the reasons per node it fits nowhere
 (after the pods decided before it).
-Exit status 0 when every pending pod fits, 1 when one does not.
+Exit status 0 when every pending pod fits, 1 when one does not, or when the search for a PodGroup
+gave up after --gang-budget tries without deciding (the pods are then reported as "gave up", not
+as not fitting).
 
 Examples:
   # What would the scheduler do with the pending pods?
@@ -36,7 +40,11 @@ Examples:
   dractl place -f cluster.yaml > decided.yaml
   kubectl get resourceclaims -A -o yaml > actual.yaml
 `,
-	flags:  func(fs *flag.FlagSet) any { return nil },
+	flags: func(fs *flag.FlagSet) any {
+		o := &placeOptions{}
+		gangBudgetFlag(fs, &o.gangBudget)
+		return o
+	},
 	output: "yaml",
 	run:    runPlace,
 }
@@ -54,9 +62,50 @@ type placed struct {
 	Nodes []nodeVerdict `json:"nodes,omitempty"`
 }
 
-func runPlace(e *env, _ any) (int, error) {
+type placeOptions struct{ gangBudget int }
+
+// gangBudgetFlag registers --gang-budget.
+func gangBudgetFlag(fs *flag.FlagSet, p *int) {
+	fs.IntVar(p, "gang-budget", pods.DefaultGroupBudget, "the most tries (a pod put on a node) of the search for each PodGroup's placement; when they run out the PodGroup's pods are reported as gave up")
+}
+
+// setGangBudget checks --gang-budget and gives it to the cluster.
+func (c *cluster) setGangBudget(n int) error {
+	if n <= 0 {
+		return fmt.Errorf("--gang-budget %d: must be positive", n)
+	}
+	c.gangBudget = n
+	return nil
+}
+
+// placeGroup places a PodGroup's pods within --gang-budget tries.
+func (c *cluster) placeGroup(ctx context.Context, g *schedulingapi.PodGroup, members []*corev1.Pod) (*pods.GroupPlacement, error) {
+	b := &pods.Budget{Limit: c.gangBudget}
+	gp, err := c.pods.PlaceGroup(ctx, g, members, b)
+	if errors.Is(err, allocator.ErrSearchBudget) {
+		return nil, &gaveUpError{tries: b.Used, pods: len(members), err: err}
+	}
+	return gp, err
+}
+
+// gaveUpError is a PodGroup whose search ran out of --gang-budget: neither "fits" nor "does not fit".
+type gaveUpError struct {
+	tries, pods int
+	err         error
+}
+
+func (e *gaveUpError) Error() string {
+	return fmt.Sprintf("gave up: --gang-budget %d ran out before deciding whether the %d pending pods of the PodGroup fit together", e.tries, e.pods)
+}
+
+func (e *gaveUpError) Unwrap() error { return e.err }
+
+func runPlace(e *env, o any) (int, error) {
 	ctx := context.Background()
 	c := e.cluster
+	if err := c.setGangBudget(o.(*placeOptions).gangBudget); err != nil {
+		return exitBadInput, err
+	}
 	var decisions []placed
 	claims := map[types.NamespacedName]*resourceapi.ResourceClaim{}
 	var claimOrder []types.NamespacedName
@@ -92,12 +141,13 @@ func runPlace(e *env, _ any) (int, error) {
 				}
 				continue
 			}
-			gp, err := c.pods.PlaceGroup(ctx, g, members)
+			gp, err := c.placeGroup(ctx, g, members)
 			if err == nil {
 				err = c.pods.AssumeGroup(gp)
 			}
 			if err != nil {
-				if !errors.Is(err, pods.ErrGroupUnschedulable) && !errors.Is(err, pods.ErrNoNode) {
+				var gaveUp *gaveUpError
+				if !errors.Is(err, pods.ErrGroupUnschedulable) && !errors.Is(err, pods.ErrNoNode) && !errors.As(err, &gaveUp) {
 					return exitBadInput, err
 				}
 				reason := err.Error()
