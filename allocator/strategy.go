@@ -63,7 +63,7 @@ func (a *allocation) rankCandidates(r *request) ([]location, error) {
 		}
 	}
 	less := bestFitLess
-	if a.s.opts.Strategy == Spread {
+	if a.strategy == Spread {
 		less = spreadLess
 	}
 	sort.SliceStable(list, func(i, j int) bool { return less(&list[i], &list[j]) })
@@ -206,7 +206,7 @@ func (a *allocation) rankCounters(c *ranked, p *pool, d *deviceEntry, sets *pool
 		c.size = roundKey(size / float64(counted))
 	}
 	// Only BestFit breaks ties by the placements a device rules out.
-	if a.s.opts.Strategy != BestFit || !ctr.fits(d) {
+	if a.strategy != BestFit || !ctr.fits(d) {
 		return
 	}
 	var open []*deviceEntry
