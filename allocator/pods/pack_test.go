@@ -73,7 +73,7 @@ func nvidiaTemplate(name, typ, selector string) *resourceapi.ResourceClaimTempla
 
 // hold adds to the snapshot a claim allocated the devices of the node's pool, pinned to the node, as
 // pods placed earlier leave them.
-func hold(t *testing.T, snap *allocator.Snapshot, nodeName string, devices ...string) {
+func hold(t testing.TB, snap *allocator.Snapshot, nodeName string, devices ...string) {
 	t.Helper()
 	claim := &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "held-" + nodeName, UID: types.UID("held-" + nodeName)},
