@@ -145,10 +145,10 @@ func fillOf(snap *allocator.Snapshot, published []*resourceapi.ResourceSlice, re
 // TestPropBestFitByFill: on fleets of partitionable GPUs (counter sets shared by MIG-like partitions, the
 // whole GPU consuming all of a set) and whole GPUs without counters, through a stream of placements,
 // assumptions and removals, BestFit chooses the node a comparison of every node would choose: among the
-// nodes where the pod fits (AllocateWith BestFit on each: BestFit packs within the node too), the highest fill of the allocation there (fillOf, recounted
-// from the published slices and the snapshot's claims), then the most devices pinned to the node, then the
-// first by name. On every node the pod fits under BestFit's device order exactly where FirstFit's
-// finds a fit, and every placement verifies.
+// nodes where the pod fits (AllocateWith BestFit on each: BestFit packs within the node too), the
+// highest fill of the allocation there (fillOf, recounted from the published slices and the snapshot's
+// claims), then the most devices pinned to the node, then the first by name. On every node the pod fits
+// under BestFit's device order exactly where FirstFit's finds a fit, and every placement verifies.
 func TestPropBestFitByFill(t *testing.T) {
 	ctx := context.Background()
 	rapid.Check(t, func(rt *rapid.T) {
