@@ -33,7 +33,27 @@ type ranked struct {
 // Selectors are evaluated for every device before the search takes any, so a selector that fails at run
 // time on some device fails the allocation even where FirstFit would have found a fit before reaching it.
 func (a *allocation) rankCandidates(r *request) ([]location, error) {
-	// The list is scratch (a.rankBuf): only order outlives the call.
+	list, err := a.rankKeys(r)
+	if err != nil {
+		return nil, err
+	}
+	// The comparisons are called directly, not through a func value, so that x and y stay on the stack.
+	if a.strategy == Spread {
+		slices.SortStableFunc(list, func(x, y ranked) int { return compareBy(spreadLess(&x, &y), spreadLess(&y, &x)) })
+	} else {
+		slices.SortStableFunc(list, func(x, y ranked) int { return compareBy(bestFitLess(&x, &y), bestFitLess(&y, &x)) })
+	}
+	order := make([]location, len(list))
+	for i := range list {
+		order[i] = list[i].at
+	}
+	a.rankBuf = list[:0]
+	return order, nil
+}
+
+// rankKeys lists the candidates of request r with their ranking keys, in upstream order, in a.rankBuf
+// (scratch: only rankCandidates' order outlives the call).
+func (a *allocation) rankKeys(r *request) ([]ranked, error) {
 	list := a.rankBuf[:0]
 	for pi, p := range a.pools {
 		if p.incomplete || p.invalid {
@@ -62,18 +82,8 @@ func (a *allocation) rankCandidates(r *request) ([]location, error) {
 			}
 		}
 	}
-	// The comparisons are called directly, not through a func value, so that x and y stay on the stack.
-	if a.strategy == Spread {
-		slices.SortStableFunc(list, func(x, y ranked) int { return compareBy(spreadLess(&x, &y), spreadLess(&y, &x)) })
-	} else {
-		slices.SortStableFunc(list, func(x, y ranked) int { return compareBy(bestFitLess(&x, &y), bestFitLess(&y, &x)) })
-	}
-	order := make([]location, len(list))
-	for i := range list {
-		order[i] = list[i].at
-	}
 	a.rankBuf = list[:0]
-	return order, nil
+	return list, nil
 }
 
 // compareBy turns the two answers of a less function into a comparison.
