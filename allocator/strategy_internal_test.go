@@ -25,7 +25,7 @@ func TestInterchangeableDevicesRankAlike(t *testing.T) {
 	one := resourceapi.Counter{Value: resource.MustParse("1")}
 	counters := &resourceapi.ResourceSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "counters"},
-		Spec: resourceapi.ResourceSliceSpec{Driver: drv, NodeName: &node, Pool: resourceapi.ResourcePool{Name: "parts", Generation: 1, ResourceSliceCount: 2}},
+		Spec:       resourceapi.ResourceSliceSpec{Driver: drv, NodeName: &node, Pool: resourceapi.ResourcePool{Name: "parts", Generation: 1, ResourceSliceCount: 2}},
 	}
 	parts := counters.DeepCopy()
 	parts.Name = "parts"
@@ -40,7 +40,7 @@ func TestInterchangeableDevicesRankAlike(t *testing.T) {
 	yes := true
 	shared := &resourceapi.ResourceSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "shared"},
-		Spec: resourceapi.ResourceSliceSpec{Driver: drv, NodeName: &node, Pool: resourceapi.ResourcePool{Name: "shared", Generation: 1, ResourceSliceCount: 1}},
+		Spec:       resourceapi.ResourceSliceSpec{Driver: drv, NodeName: &node, Pool: resourceapi.ResourcePool{Name: "shared", Generation: 1, ResourceSliceCount: 1}},
 	}
 	for i := range 4 {
 		shared.Spec.Devices = append(shared.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("share-%d", i), AllowMultipleAllocations: &yes,
