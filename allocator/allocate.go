@@ -35,6 +35,26 @@ func (s *Snapshot) Allocate(ctx context.Context, node *v1.Node, claims []*resour
 	return results, err
 }
 
+// AllocateWith is Allocate with the strategy given for this call instead of the snapshot's
+// Options.Strategy: for a caller that chooses devices differently call by call on one snapshot, as
+// allocator/pods does for its BestFit, which packs the devices of a node whatever strategy the snapshot
+// was made with. The strategies differ only in the order the search tries devices (see [Strategy]), so
+// the claims fit under one exactly when they fit under another. A strategy that is not one of the
+// constants gives an error wrapping [ErrInvalidInput].
+func (s *Snapshot) AllocateWith(ctx context.Context, strategy Strategy, node *v1.Node, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {
+	if strategy < FirstFit || strategy > Spread {
+		return nil, fmt.Errorf("%w: unsupported strategy %s", ErrInvalidInput, strategy)
+	}
+	var results []resourceapi.AllocationResult
+	err := s.do(ctx, node, claims, func(a *allocation) (bool, error) {
+		a.strategy = strategy
+		var err error
+		results, err = a.run()
+		return err == nil, err
+	})
+	return results, err
+}
+
 // Fits reports whether the claims can be allocated on the node, without building the allocation: the
 // question a scheduler's filter or an autoscaler's simulation asks of every node. It searches exactly as
 // Allocate does and fails for the same input, cancellation and budget errors; where Allocate would wrap
@@ -73,6 +93,7 @@ func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.
 	}
 	a := getAllocation()
 	a.ctx, a.s, a.st, a.f, a.node, a.claims, a.capOpts = ctx, s, s.st, s.f, node, claims, s.capOpts()
+	a.strategy = s.opts.Strategy
 	fits, err := fn(a)
 	if logger := s.opts.Logger; logger.V(5).Enabled() {
 		logger.V(5).Info("Allocation done", "node", node.Name, "claims", len(claims), "success", fits, "steps", a.steps, "err", err)
@@ -128,15 +149,17 @@ type allocation struct {
 	st      *state
 	f       Features
 	capOpts capacity.Options
-	node    *v1.Node
-	claims  []*resourceapi.ResourceClaim
-	pools   []*pool
-	steps   int
-	short   shortfall  // set when failing fast found a request without enough candidates
-	indep   []int8     // per request slot: unknown (0), independent of the slots before it (1) or not (2)
-	sides   [2]sideOf  // what the requests before and after a slot can take (see independent)
-	bounds  bounds     // scratch of constraintShort
-	pigeon  pigeonhole // scratch of pigeonholeShort
+	// strategy orders the devices the search tries: the snapshot's Options.Strategy, or AllocateWith's.
+	strategy Strategy
+	node     *v1.Node
+	claims   []*resourceapi.ResourceClaim
+	pools    []*pool
+	steps    int
+	short    shortfall  // set when failing fast found a request without enough candidates
+	indep    []int8     // per request slot: unknown (0), independent of the slots before it (1) or not (2)
+	sides    [2]sideOf  // what the requests before and after a slot can take (see independent)
+	bounds   bounds     // scratch of constraintShort
+	pigeon   pigeonhole // scratch of pigeonholeShort
 	// twinsOnly: a request has derived attributes or asks for all devices, so devices are interchangeable
 	// only as twins, not by verdicts (see interchangeable). Set while preparing requests.
 	twinsOnly bool

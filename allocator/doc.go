@@ -39,7 +39,10 @@
 // devices. [BestFit] (pack partly used GPUs, keep whole ones free) and [Spread] (least used first) search
 // the same combinations in another order: they find an allocation exactly when FirstFit does, but may
 // pick other devices. (They evaluate the selectors of every candidate of a request first, so a selector
-// that fails at run time on one device fails them even where FirstFit finds a fit before that device.)
+// that fails at run time on one device fails them even where FirstFit finds a fit before that device;
+// and a request for all devices that breaks a constraint fails the call, as in Kubernetes, after
+// whichever devices the order took before it.) [Options].Strategy is the snapshot's;
+// [Snapshot.AllocateWith] uses another for one call, as allocator/pods' BestFit does on every node.
 // Feature gates are one [Features] value with the Kubernetes gate names; the zero [Options] use the gates
 // Kubernetes 1.37 enables by default.
 //

@@ -70,7 +70,7 @@ func (s *Snapshot) NodeClasses(ctx context.Context, claims []*resourceapi.Resour
 		nc.off = true
 		return nc, nil
 	}
-	a := &allocation{ctx: ctx, s: s, st: s.st, f: s.f, claims: claims, capOpts: s.capOpts(), matches: map[matchKey]bool{}}
+	a := &allocation{ctx: ctx, s: s, st: s.st, f: s.f, strategy: s.opts.Strategy, claims: claims, capOpts: s.capOpts(), matches: map[matchKey]bool{}}
 	a.perClaim = make([]claimState, len(claims))
 	for i := range claims {
 		if err := a.prepareClaim(i); err != nil {

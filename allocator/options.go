@@ -18,10 +18,23 @@ const (
 	// (sorted by name) and devices (in slice order) as the Kubernetes allocator does and takes the first
 	// combination that satisfies every claim, so it returns the devices the scheduler would pick.
 	FirstFit Strategy = iota
-	// BestFit packs: among the devices that fit, it prefers those whose shared counter sets (the GPUs of
-	// partitions) are already partly used, the fullest first; then the smallest device; whole counter
-	// sets (a whole GPU next to its partitions) last; then the placement that rules out the fewest other
-	// placements, which keeps large free blocks together. It keeps whole devices free for large requests.
+	// BestFit packs the devices of the node. The search tries the devices of each request in this order,
+	// ties in FirstFit's: devices that consume all of a counter set (a whole GPU next to its partitions)
+	// last; then by fill, the highest first — for a device that consumes shared counters, the share of
+	// its counter sets' counters already consumed (by allocated claims and the devices the call took
+	// before; consumed ÷ capacity averaged over each set's counters, then over its sets), so a partition
+	// goes to the GPU already fullest and untouched GPUs stay whole; for a device with
+	// allowMultipleAllocations that already serves shares, the share of its capacity consumed (averaged
+	// over its capacities), so a new share goes to the device with the least left; 0 for the others —
+	// then the smallest device (the share of its sets it consumes); then the device whose taking rules out
+	// the fewest placements of other devices of its pool that fit now, which keeps large free blocks
+	// together. It explores the same combinations as FirstFit in another order, so claims fit exactly
+	// when they fit under FirstFit, but for errors met at a device (an [InputError] with NodeDependent):
+	// it evaluates the selectors of every candidate before searching, so a selector that fails at run
+	// time on some device fails the call even where FirstFit would have found a fit before reaching that
+	// device, and a request for all devices that breaks a constraint with the devices taken before it
+	// fails the call as in Kubernetes, which devices those are depending on the order. allocator/pods'
+	// BestFit allocates in this order whatever the snapshot's strategy ([Snapshot.AllocateWith]).
 	BestFit
 	// Spread spreads: among the devices that fit, it prefers those whose counter sets or shared capacity
 	// are least used.
@@ -44,7 +57,8 @@ func (s Strategy) String() string {
 // Options configure a [Snapshot]. The zero value is the sensible default: FirstFit, the feature gates
 // Kubernetes 1.37 enables by default, random share IDs, no step budget beyond the context, no logging.
 type Options struct {
-	// Strategy chooses among fitting devices; the zero value is FirstFit.
+	// Strategy chooses among fitting devices; the zero value is FirstFit. [Snapshot.AllocateWith] sets
+	// another for one call.
 	Strategy Strategy
 	// Features are the feature gates; nil means DefaultFeatures().
 	Features *Features

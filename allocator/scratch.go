@@ -25,6 +25,7 @@ type scratch struct {
 	textBuf  []byte
 	readBuf  []byte // deviceVerdicts' key
 	spans    []classSpan
+	rankBuf  []ranked // rankCandidates' list
 	recent   recentSelectors
 	names    recentNames
 	limit    limitText

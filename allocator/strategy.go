@@ -3,7 +3,6 @@ package allocator
 import (
 	"math"
 	"slices"
-	"sort"
 
 	resourceapi "k8s.io/api/resource/v1"
 )
@@ -34,7 +33,28 @@ type ranked struct {
 // Selectors are evaluated for every device before the search takes any, so a selector that fails at run
 // time on some device fails the allocation even where FirstFit would have found a fit before reaching it.
 func (a *allocation) rankCandidates(r *request) ([]location, error) {
-	var list []ranked
+	list, err := a.rankKeys(r)
+	if err != nil {
+		return nil, err
+	}
+	// The comparisons are called directly, not through a func value, so that x and y stay on the stack.
+	if a.strategy == Spread {
+		slices.SortStableFunc(list, func(x, y ranked) int { return compareBy(spreadLess(&x, &y), spreadLess(&y, &x)) })
+	} else {
+		slices.SortStableFunc(list, func(x, y ranked) int { return compareBy(bestFitLess(&x, &y), bestFitLess(&y, &x)) })
+	}
+	order := make([]location, len(list))
+	for i := range list {
+		order[i] = list[i].at
+	}
+	a.rankBuf = list[:0]
+	return order, nil
+}
+
+// rankKeys lists the candidates of request r with their ranking keys, in upstream order, in a.rankBuf
+// (scratch: only rankCandidates' order outlives the call).
+func (a *allocation) rankKeys(r *request) ([]ranked, error) {
+	list := a.rankBuf[:0]
 	for pi, p := range a.pools {
 		if p.incomplete || p.invalid {
 			continue
@@ -62,16 +82,19 @@ func (a *allocation) rankCandidates(r *request) ([]location, error) {
 			}
 		}
 	}
-	less := bestFitLess
-	if a.s.opts.Strategy == Spread {
-		less = spreadLess
+	a.rankBuf = list[:0]
+	return list, nil
+}
+
+// compareBy turns the two answers of a less function into a comparison.
+func compareBy(less, greater bool) int {
+	switch {
+	case less:
+		return -1
+	case greater:
+		return 1
 	}
-	sort.SliceStable(list, func(i, j int) bool { return less(&list[i], &list[j]) })
-	order := make([]location, len(list))
-	for i := range list {
-		order[i] = list[i].at
-	}
-	return order, nil
+	return 0
 }
 
 // bestFitLess packs: devices whose counter sets are already partly used first (the fullest first), whole
@@ -103,6 +126,36 @@ type poolSets struct {
 	// fitting caches, per counter set, the users that fit the counters as they stand before the request
 	// takes a device; ranking happens before that, so the counters do not change meanwhile.
 	fitting map[string][]*deviceEntry
+	// buf is rankCounters' scratch list of the devices a candidate could rule out.
+	buf []*deviceEntry
+	// totals are the capacities of each set's counters, in the order of names; usedSum, positive and
+	// usedDone cache per set what used computes (the same for every device drawing on the set).
+	totals   [][]float64
+	usedSum  []float64
+	positive []int
+	usedDone []bool
+}
+
+// used is the sum over a set's counters with a capacity above zero of the share consumed, and the number
+// of those counters, as the counters stand when ranking (computed once per set and call).
+func (ps *poolSets) used(ctr *tally, idx int, set string) (float64, int) {
+	if ps.usedDone[idx] {
+		return ps.usedSum[idx], ps.positive[idx]
+	}
+	var sum float64
+	n := 0
+	for k, name := range ps.names[idx] {
+		t := ps.totals[idx][k]
+		if t <= 0 {
+			continue
+		}
+		n++
+		if rem, ok := ctr.remaining(set, name); ok {
+			sum += 1 - rem/t
+		}
+	}
+	ps.usedSum[idx], ps.positive[idx], ps.usedDone[idx] = sum, n, true
+	return sum, n
 }
 
 // open returns the devices consuming from a counter set that fit now.
@@ -110,7 +163,7 @@ func (ps *poolSets) open(ctr *tally, set string) []*deviceEntry {
 	if list, ok := ps.fitting[set]; ok {
 		return list
 	}
-	var list []*deviceEntry
+	list := make([]*deviceEntry, 0, len(ps.users[set]))
 	for _, o := range ps.users[set] {
 		if ctr.fits(o) {
 			list = append(list, o)
@@ -137,13 +190,29 @@ func seenBefore(done []resourceapi.DeviceCounterConsumption, o *deviceEntry) boo
 
 func newPoolSets(p *pool) *poolSets {
 	ps := &poolSets{users: map[string][]*deviceEntry{}, names: make([][]string, len(p.counterSets))}
+	// Counted first, so that each set's list is allocated once: a node of eight GPUs in dynamic MIG has
+	// some 30 devices per set.
+	counts := map[string]int{}
 	for _, e := range p.slices {
 		for _, d := range e.devices() {
 			for _, dc := range d.api.ConsumesCounters {
-				ps.users[dc.CounterSet] = append(ps.users[dc.CounterSet], d)
+				counts[dc.CounterSet]++
 			}
 		}
 	}
+	for _, e := range p.slices {
+		for _, d := range e.devices() {
+			for _, dc := range d.api.ConsumesCounters {
+				users := ps.users[dc.CounterSet]
+				if users == nil {
+					users = make([]*deviceEntry, 0, counts[dc.CounterSet])
+				}
+				ps.users[dc.CounterSet] = append(users, d)
+			}
+		}
+	}
+	k := len(p.counterSets)
+	ps.totals, ps.usedSum, ps.positive, ps.usedDone = make([][]float64, k), make([]float64, k), make([]int, k), make([]bool, k)
 	for i, set := range p.counterSets {
 		names := make([]string, 0, len(set.Counters))
 		for name := range set.Counters {
@@ -151,6 +220,12 @@ func newPoolSets(p *pool) *poolSets {
 		}
 		slices.Sort(names)
 		ps.names[i] = names
+		totals := make([]float64, len(names))
+		for j, name := range names {
+			total := set.Counters[name]
+			totals[j] = total.Value.AsApproximateFloat64()
+		}
+		ps.totals[i] = totals
 	}
 	return ps
 }
@@ -169,18 +244,14 @@ func (a *allocation) rankCounters(c *ranked, p *pool, d *deviceEntry, sets *pool
 		if !ok {
 			continue
 		}
-		set := p.counterSets[idx]
-		var setUsed, setSize float64
-		n, full := 0, len(set.Counters) > 0
-		for _, name := range sets.names[idx] {
-			total := set.Counters[name]
-			t := total.Value.AsApproximateFloat64()
+		names, totals := sets.names[idx], sets.totals[idx]
+		setUsed, n := sets.used(ctr, idx, dc.CounterSet)
+		var setSize float64
+		full := len(names) > 0
+		for k, name := range names {
+			t := totals[k]
 			if t <= 0 {
 				continue
-			}
-			n++
-			if rem, ok := ctr.remaining(dc.CounterSet, name); ok {
-				setUsed += 1 - rem/t
 			}
 			want, ok := dc.Counters[name]
 			if !ok {
@@ -206,10 +277,10 @@ func (a *allocation) rankCounters(c *ranked, p *pool, d *deviceEntry, sets *pool
 		c.size = roundKey(size / float64(counted))
 	}
 	// Only BestFit breaks ties by the placements a device rules out.
-	if a.s.opts.Strategy != BestFit || !ctr.fits(d) {
+	if a.strategy != BestFit || !ctr.fits(d) {
 		return
 	}
-	var open []*deviceEntry
+	open := sets.buf[:0]
 	for i, dc := range d.api.ConsumesCounters {
 		for _, o := range sets.open(ctr, dc.CounterSet) {
 			if o != d && !seenBefore(d.api.ConsumesCounters[:i], o) {
@@ -224,6 +295,7 @@ func (a *allocation) rankCounters(c *ranked, p *pool, d *deviceEntry, sets *pool
 		}
 	}
 	ctr.remove(d)
+	sets.buf = open[:0]
 }
 
 // capacityFill is the mean share of a shared device's capacity already consumed.

@@ -2,6 +2,7 @@ package allocator_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -99,4 +100,57 @@ func ExampleStrategy() {
 	// FirstFit: gpu-0-half-0
 	// BestFit: gpu-1-half-1
 	// Spread: gpu-0-half-0
+}
+
+// ExampleSnapshot_AllocateWith asks one FirstFit snapshot for the same claim with each strategy: the
+// strategy of one call replaces the snapshot's for that call only.
+func ExampleSnapshot_AllocateWith() {
+	halfClass := &resourceapi.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "half-gpu"},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+			Expression: `device.attributes["gpu.example.com"].kind == "half"`,
+		}}}},
+	}
+	spec := resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+		Name:    "gpu",
+		Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "half-gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1},
+	}}}}
+	inUse := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "running"},
+		Spec:       spec,
+		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "gpu", Driver: "gpu.example.com", Pool: "node-a", Device: "gpu-1-half-0"}},
+		}}},
+	}
+	pending := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "new"}, Spec: spec}
+	snap := allocator.NewSnapshot(allocator.Options{}) // FirstFit
+	for _, s := range halvedGPUs() {
+		if err := snap.AddOrUpdateSlice(s); err != nil {
+			panic(err)
+		}
+	}
+	if err := snap.AddOrUpdateClass(halfClass); err != nil {
+		panic(err)
+	}
+	if err := snap.AddOrUpdateClaim(inUse); err != nil {
+		panic(err)
+	}
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
+	claims := []*resourceapi.ResourceClaim{pending}
+	res, err := snap.Allocate(context.Background(), node, claims)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("Allocate:", res[0].Devices.Results[0].Device)
+	res, err = snap.AllocateWith(context.Background(), allocator.BestFit, node, claims)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("AllocateWith BestFit:", res[0].Devices.Results[0].Device)
+	_, err = snap.AllocateWith(context.Background(), allocator.Strategy(7), node, claims)
+	fmt.Println(errors.Is(err, allocator.ErrInvalidInput), err)
+	// Output:
+	// Allocate: gpu-0-half-0
+	// AllocateWith BestFit: gpu-1-half-1
+	// true invalid input: unsupported strategy Strategy(7)
 }

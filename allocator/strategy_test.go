@@ -76,6 +76,12 @@ func migClasses() []*resourceapi.DeviceClass {
 // allocateWith allocates the claims on node-1 in a snapshot with the given strategy.
 func allocateWith(t *testing.T, strategy allocator.Strategy, sc scenario) ([]resourceapi.AllocationResult, error) {
 	t.Helper()
+	return strategySnapshot(t, strategy, sc).Allocate(context.Background(), node(node1, nil), sc.claims)
+}
+
+// strategySnapshot is the snapshot of the scenario with the given strategy.
+func strategySnapshot(t *testing.T, strategy allocator.Strategy, sc scenario) *allocator.Snapshot {
+	t.Helper()
 	s := allocator.NewSnapshot(allocator.Options{Strategy: strategy})
 	for _, o := range sc.slices {
 		if err := s.AddOrUpdateSlice(o); err != nil {
@@ -92,7 +98,7 @@ func allocateWith(t *testing.T, strategy allocator.Strategy, sc scenario) ([]res
 			t.Fatal(err)
 		}
 	}
-	return s.Allocate(context.Background(), node(node1, nil), sc.claims)
+	return s
 }
 
 func TestStrategiesChoose(t *testing.T) {
@@ -191,6 +197,50 @@ func TestStrategiesChoose(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAllocateWithStrategy: AllocateWith on a snapshot made with another strategy chooses what a snapshot
+// made with the call's strategy chooses (a scenario of TestStrategiesChoose), and the snapshot's next
+// Allocate is back to its own strategy.
+func TestAllocateWithStrategy(t *testing.T) {
+	strategies := []allocator.Strategy{allocator.FirstFit, allocator.BestFit, allocator.Spread}
+	sc := scenario{
+		slices: migPool(2, false), classes: migClasses(),
+		allocated: []*resourceapi.ResourceClaim{allocatedClaim("other", result(driverA, "pool-1", "gpu-1-part-4-0"))},
+		claims:    []*resourceapi.ResourceClaim{claim("c", exact("req", "slices-1", 2))},
+	}
+	want := map[allocator.Strategy][][]string{
+		allocator.FirstFit: {{"req=pool-1/gpu-0-part-1-0", "req=pool-1/gpu-0-part-1-1"}},
+		allocator.BestFit:  {{"req=pool-1/gpu-1-part-1-6", "req=pool-1/gpu-1-part-1-4"}},
+		allocator.Spread:   {{"req=pool-1/gpu-0-part-1-0", "req=pool-1/gpu-0-part-1-1"}},
+	}
+	ctx := context.Background()
+	n := node(node1, nil)
+	for _, own := range strategies {
+		for _, call := range strategies {
+			s := strategySnapshot(t, own, sc)
+			res, err := s.AllocateWith(ctx, call, n, sc.claims)
+			if err != nil {
+				t.Fatalf("%s snapshot, AllocateWith %s: %v", own, call, err)
+			}
+			if got := describe(res); !reflect.DeepEqual(got, want[call]) {
+				t.Errorf("%s snapshot, AllocateWith %s:\n got %q\nwant %q", own, call, got, want[call])
+			}
+			res, err = s.Allocate(ctx, n, sc.claims)
+			if err != nil {
+				t.Fatalf("%s snapshot, Allocate after AllocateWith %s: %v", own, call, err)
+			}
+			if got := describe(res); !reflect.DeepEqual(got, want[own]) {
+				t.Errorf("%s snapshot, Allocate after AllocateWith %s:\n got %q\nwant %q", own, call, got, want[own])
+			}
+		}
+		s := strategySnapshot(t, own, sc)
+		for _, bad := range []allocator.Strategy{-1, 3} {
+			if _, err := s.AllocateWith(ctx, bad, n, sc.claims); !errors.Is(err, allocator.ErrInvalidInput) {
+				t.Errorf("%s snapshot, AllocateWith %s: got %v, want an error wrapping ErrInvalidInput", own, bad, err)
+			}
+		}
 	}
 }
 

@@ -39,12 +39,15 @@ type Choice int
 const (
 	// FirstFit takes the first node, in order of node name, where the pod fits.
 	FirstFit Choice = iota
-	// BestFit packs. Its first key is the fill of the pod's allocation on each node: how full the
-	// shared counter sets are that the allocation's devices draw on (see the package's Node choice),
-	// which sends a MIG partition to the GPU already fullest and keeps other GPUs whole. Then the node
-	// with the most devices already allocated to claims pinned to it (the fullest node), which keeps
-	// empty nodes empty; then the first by name. Without shared counters in the snapshot only the
-	// second and third keys remain.
+	// BestFit packs, within each node and across nodes. On each node the pod's claims are allocated
+	// with [allocator.BestFit] whatever the snapshot's strategy: a MIG partition goes to the GPU whose
+	// counter set is fullest, not the first in upstream order, and a share of a device with
+	// allowMultipleAllocations to the device whose capacity is most used, which keeps other GPUs whole.
+	// Among nodes, its first key is the fill of that allocation: how full the shared counter sets are
+	// that the allocation's devices draw on (see the package's Node choice). Then the node with the most
+	// devices already allocated to claims pinned to it (the fullest node), which keeps empty nodes
+	// empty; then the first by name. Without shared counters in the snapshot only the second and third
+	// keys remain.
 	BestFit
 	// Spread takes the node with the fewest devices allocated to claims pinned to it; ties go to the first
 	// by name.

@@ -39,15 +39,23 @@
 //
 // Node choice: [FirstFit] takes the first node, by name, where the pod fits. [Spread] takes the node
 // where it fits with the fewest devices allocated to claims pinned to it (its load; ties by name).
-// [BestFit] packs: on a snapshot with shared counter sets (partitionable devices, such as GPUs in
-// dynamic-MIG mode whose partitions draw on their GPU's set) it takes the node where the pod's
+// [BestFit] packs within each node and across nodes. Within a node it allocates the pod's claims with
+// [allocator.BestFit] ([allocator.Snapshot.AllocateWith]), whatever strategy the snapshot was made
+// with: a partition goes to the GPU whose counter set is already fullest rather than the first in
+// upstream's device order, and a share of a device with allowMultipleAllocations to the device whose
+// capacity is most used. Across nodes, on a snapshot with shared counter sets (partitionable devices,
+// such as GPUs in dynamic-MIG mode whose partitions draw on their GPU's set) it takes the node where that
 // allocation draws on the fullest sets — its fill: over the devices of the allocation and the sets each
 // consumes, the share of the set's counters already consumed, each counter's consumed ÷ capacity
 // averaged over the set — then the most load, then the first by name. It filters every node and
 // allocates once per class of nodes (nodes of a class take the same devices up to names, so score
 // alike). Without counter sets every fill is 0, and BestFit takes the node with the most load where the
 // pod fits, filtering only the nodes before it in that order. Packing partitions onto the GPUs already
-// in use keeps the other GPUs whole for the pods that need a whole one.
+// in use keeps the other GPUs whole for the pods that need a whole one. A pod fits on a node under
+// BestFit exactly where it fits under FirstFit, but for errors met at a device (see
+// [allocator.BestFit]): a selector failing at run time on any candidate, or a request for all devices
+// breaking a constraint with devices taken in BestFit's order, is the placement's error.
+// [Cluster.PlaceGroup] does not use the Choice: it allocates in the snapshot's own strategy.
 //
 // The scheduler's other plugins (CPU and memory fit, the amount of a device plugin's extended resource,
 // pod affinity, topology spread) are not reproduced: [Options.Predicate] is where a caller adds them.

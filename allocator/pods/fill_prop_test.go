@@ -145,9 +145,10 @@ func fillOf(snap *allocator.Snapshot, published []*resourceapi.ResourceSlice, re
 // TestPropBestFitByFill: on fleets of partitionable GPUs (counter sets shared by MIG-like partitions, the
 // whole GPU consuming all of a set) and whole GPUs without counters, through a stream of placements,
 // assumptions and removals, BestFit chooses the node a comparison of every node would choose: among the
-// nodes where the pod fits (Allocate on each), the highest fill of the allocation there (fillOf, recounted
-// from the published slices and the snapshot's claims), then the most devices pinned to the node, then the
-// first by name. Every placement verifies.
+// nodes where the pod fits (AllocateWith BestFit on each: BestFit packs within the node too), the
+// highest fill of the allocation there (fillOf, recounted from the published slices and the snapshot's
+// claims), then the most devices pinned to the node, then the first by name. On every node the pod fits
+// under BestFit's device order exactly where FirstFit's finds a fit, and every placement verifies.
 func TestPropBestFitByFill(t *testing.T) {
 	ctx := context.Background()
 	rapid.Check(t, func(rt *rapid.T) {
@@ -201,7 +202,13 @@ func TestPropBestFitByFill(t *testing.T) {
 			want, wantFill := "", new(big.Rat)
 			for _, n := range snap.Nodes() {
 				probe := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "probe"}, Spec: kd.spec}
-				res, err := snap.Allocate(ctx, n, []*resourceapi.ResourceClaim{probe})
+				res, err := snap.AllocateWith(ctx, allocator.BestFit, n, []*resourceapi.ResourceClaim{probe})
+				// BestFit's order within the node changes which devices, never whether the pod fits.
+				fits, ffErr := snap.Fits(ctx, n, []*resourceapi.ResourceClaim{probe})
+				must(t, ffErr)
+				if fits != (err == nil) {
+					rt.Fatalf("%s (%s) on %s: FirstFit fits %v, BestFit answers %v", p.Name, kd.template, n.Name, fits, err)
+				}
 				if errors.Is(err, allocator.ErrUnsatisfiable) {
 					continue
 				}

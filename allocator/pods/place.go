@@ -533,8 +533,8 @@ func (v *classVerdicts) fits(ctx context.Context, snap *allocator.Snapshot, clas
 	return cv.fits, nil
 }
 
-// allocate is the verdict of a node where the claims fit, for a scored BestFit: their allocation,
-// asked once per class as fits is (the nodes of a class get the same allocation up to names, and so
+// allocate is the verdict of a node where the claims fit, for a scored BestFit: their allocation in
+// BestFit's device order (see Cluster.allocate), asked once per class as fits is (the nodes of a class get the same allocation up to names, and so
 // the same fill), the node's own when it is the one that asked. An error is not shared.
 func (v *classVerdicts) allocate(ctx context.Context, snap *allocator.Snapshot, classes *allocator.NodeClasses, node *v1.Node, nc *nodeClaims) (verdict, *allocVerdict) {
 	if len(nc.claims) == 0 {
@@ -548,7 +548,7 @@ func (v *classVerdicts) allocate(ctx context.Context, snap *allocator.Snapshot, 
 		asked := false
 		cv.allocOnce.Do(func() {
 			asked = true
-			results, err := snap.Allocate(ctx, node, nc.claims)
+			results, err := snap.AllocateWith(ctx, allocator.BestFit, node, nc.claims)
 			cv.alloc, cv.allocErr = &allocVerdict{nc: nc, results: results, class: cv}, err
 		})
 		if cv.allocErr == nil {
@@ -558,7 +558,7 @@ func (v *classVerdicts) allocate(ctx context.Context, snap *allocator.Snapshot, 
 			return verdict{fits: true}, cv.alloc // the class's, not the node's own
 		}
 	}
-	results, err := snap.Allocate(ctx, node, nc.claims)
+	results, err := snap.AllocateWith(ctx, allocator.BestFit, node, nc.claims)
 	if errors.Is(err, allocator.ErrUnsatisfiable) {
 		// Fits said yes; a search that runs as Allocate's does not say otherwise, but if it did the
 		// node is one where the claims do not fit.
@@ -581,7 +581,7 @@ func (c *Cluster) allocateOn(ctx context.Context, snap *allocator.Snapshot, r *r
 	}
 	var results []resourceapi.AllocationResult
 	if len(nc.claims) > 0 {
-		results, err = snap.Allocate(ctx, node, nc.claims)
+		results, err = c.allocate(ctx, snap, node, nc.claims)
 		if err != nil {
 			return nil, err
 		}

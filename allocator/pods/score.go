@@ -1,6 +1,7 @@
 package pods
 
 import (
+	"context"
 	"math/big"
 	"slices"
 	"strings"
@@ -384,4 +385,15 @@ func sameLineage(before, after allocator.Revision, n int) bool {
 	b := before
 	b.Changes += uint64(n)
 	return b == after
+}
+
+// allocate allocates the claims on the node in the device order of the choice: BestFit packs within the
+// node as well as across nodes, so its claims are allocated with allocator.BestFit (partitions on the GPU
+// whose counter set is fullest, shares on the device whose capacity is most used), whatever strategy the
+// snapshot was made with; FirstFit and Spread keep the snapshot's (FirstFit: upstream's devices).
+func (c *Cluster) allocate(ctx context.Context, snap *allocator.Snapshot, node *v1.Node, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {
+	if c.opts.Choice == BestFit {
+		return snap.AllocateWith(ctx, allocator.BestFit, node, claims)
+	}
+	return snap.Allocate(ctx, node, claims)
 }
