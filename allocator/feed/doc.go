@@ -1,0 +1,30 @@
+// Package feed keeps a [pods.Cluster], and the [allocator.Snapshot] under it, in step with a live
+// cluster's shared informers, without importing client-go.
+//
+// A [Feed] has client-go's ResourceEventHandler method set (OnAdd, OnUpdate, OnDelete), so one Feed is
+// registered as the event handler of every informer dralloc reads: ResourceSlices, DeviceClasses,
+// ResourceClaims, ResourceClaimTemplates and DeviceTaintRules (resource.k8s.io/v1), PodGroups
+// (scheduling.k8s.io/v1beta1) and Nodes. Each event is applied
+// to the Cluster as it comes:
+//
+//   - an add or an update writes the object (AddOrUpdate...), so resyncs and re-lists, which deliver
+//     objects the Feed has seen, change nothing;
+//   - a delete removes it, the object named by a tombstone included (client-go's DeletedFinalStateUnknown,
+//     recognised by its shape: a struct with the fields Key and Obj, as delivered when a watch broke and
+//     the re-list no longer had the object);
+//   - an update older than what the Feed applied last (by metadata.resourceVersion, where both have
+//     one that parses as an integer, as the API server writes them) is dropped, as the scheduler's
+//     assume cache drops an informer event older than the object it holds.
+//
+// Informers deliver concurrently (one goroutine per informer); the Cluster and the Snapshot are safe
+// for that. An object the Cluster refuses (the Snapshot validates what it is given unless
+// allocator.Options.TrustAPIServer is set, which a snapshot fed by informers should set) or of a kind
+// the Feed does not know is reported to Options.OnError and counted; the Feed goes on.
+//
+// Waiting until the initial lists are in is client-go's part: wait for the informers' HasSynced (or
+// the handler registrations' HasSynced) with cache.WaitForCacheSync before asking the Cluster. [Feed.Stats]
+// says how many events of each kind were applied.
+//
+// Imports: allocator, allocator/pods, k8s.io/api and k8s.io/apimachinery. Never client-go: the library's
+// go.mod stays free of it; the tests that drive a Feed with real informers live in fuzz/upstream.
+package feed
