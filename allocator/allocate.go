@@ -460,7 +460,7 @@ func (a *allocation) prepareClaim(ci int) error {
 			if m == nil {
 				m = new(matchAttribute)
 			}
-			*m = matchAttribute{constraintBase: base, attr: *c.MatchAttribute, sets: m.sets}
+			*m = matchAttribute{constraintBase: base, name: *c.MatchAttribute, sets: m.sets}
 			cs.constraints[i] = m
 		case c.DistinctAttribute != nil && a.f.Implementation() != implStable:
 			// The stable implementation does not know distinctAttribute and rejects it below.
@@ -468,7 +468,7 @@ func (a *allocation) prepareClaim(ci int) error {
 			if m == nil {
 				m = new(distinctAttribute)
 			}
-			*m = distinctAttribute{constraintBase: base, attr: *c.DistinctAttribute, added: m.added[:0]}
+			*m = distinctAttribute{constraintBase: base, name: *c.DistinctAttribute, added: m.added[:0]}
 			cs.constraints[i] = m
 		default:
 			return inputError(cs.name(), fmt.Sprintf("spec.devices.constraints[%d]", i), errors.New("empty constraint (unsupported constraint type?)"))

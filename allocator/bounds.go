@@ -130,9 +130,9 @@ next:
 		var o boundOutcome
 		switch c := c.(type) {
 		case *matchAttribute:
-			o = a.matchPossible(reqs, need, c.attr, last)
+			o = a.matchPossible(reqs, need, c.name, last)
 		case *distinctAttribute:
-			o = a.distinctPossible(reqs, need, c.attr)
+			o = a.distinctPossible(reqs, need, c.name)
 		}
 		switch o {
 		case boundFailed:
@@ -336,11 +336,11 @@ func (a *allocation) constraintReason(sf shortfall) string {
 	switch c := cs.constraints[i].(type) {
 	case *matchAttribute:
 		b = append(b, "].matchAttribute: no value of "...)
-		b = append(b, c.attr...)
+		b = append(b, c.name...)
 		b = append(b, " is shared by enough free matching devices"...)
 	case *distinctAttribute:
 		b = append(b, "].distinctAttribute: too few free matching devices with distinct values of "...)
-		b = append(b, c.attr...)
+		b = append(b, c.name...)
 	}
 	a.textBuf = b
 	return string(b)

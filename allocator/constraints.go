@@ -25,6 +25,9 @@ type constraint interface {
 type constraintBase struct {
 	a        *allocation
 	requests []string // empty: all requests
+	// colEntry and col are the slice entry whose attribute column attr read last, and that column.
+	colEntry *sliceEntry
+	col      []*resourceapi.DeviceAttribute
 }
 
 // appliesTo: the constraint names the request, or for a subrequest either its request or
@@ -80,15 +83,44 @@ func (a *allocation) attributeOf(r *request, d *deviceEntry, name resourceapi.Fu
 // staticAttribute is the device's own attribute by its fully qualified name or, for the driver's own
 // domain, by the short name; false when it has none.
 func staticAttribute(d *deviceEntry, name resourceapi.FullyQualifiedName) (resourceapi.DeviceAttribute, bool) {
-	if v, ok := d.api.Attributes[resourceapi.QualifiedName(name)]; ok {
+	return attributeOf(d.api, d.id.Driver, name)
+}
+
+// attributeOf is staticAttribute for a device of the driver.
+func attributeOf(dev *resourceapi.Device, driver string, name resourceapi.FullyQualifiedName) (resourceapi.DeviceAttribute, bool) {
+	if v, ok := dev.Attributes[resourceapi.QualifiedName(name)]; ok {
 		return v, true
 	}
 	domain, short, ok := strings.Cut(string(name), "/")
-	if !ok || domain != d.id.Driver {
+	if !ok || domain != driver {
 		return resourceapi.DeviceAttribute{}, false
 	}
-	v, ok := d.api.Attributes[resourceapi.QualifiedName(short)]
+	v, ok := dev.Attributes[resourceapi.QualifiedName(short)]
 	return v, ok
+}
+
+// attr is the constraint's attribute of a device, nil when it has none: a derived attribute as
+// attributeOf computes it, else read from the column of the device's slice (see sliceEntry.column),
+// which the constraint keeps while the devices come from one slice.
+func (c *constraintBase) attr(r *request, d *deviceEntry, name resourceapi.FullyQualifiedName) (*resourceapi.DeviceAttribute, error) {
+	if _, derived := r.derived[name]; derived {
+		v, ok, err := c.a.attributeOf(r, d, name)
+		if !ok || err != nil {
+			return nil, err
+		}
+		return &v, nil
+	}
+	if d.slice != c.colEntry {
+		c.colEntry, c.col = d.slice, d.slice.column(name)
+	}
+	if c.col == nil {
+		v, ok := staticAttribute(d, name)
+		if !ok {
+			return nil, nil
+		}
+		return &v, nil
+	}
+	return c.col[d.idx], nil
 }
 
 // valueSet is an attribute as a set of values of one type (list-type attributes, DRAListTypeAttributes).
@@ -128,10 +160,10 @@ func asSet(attr *resourceapi.DeviceAttribute) *valueSet {
 // attributes: share at least one value across all of them).
 type matchAttribute struct {
 	constraintBase
-	attr resourceapi.FullyQualifiedName
+	name resourceapi.FullyQualifiedName
 	// first is the attribute of the first device (scalar comparison); sets[k] is the running
 	// intersection after k+1 added devices (list-type attributes), its buffers kept for the next call.
-	first resourceapi.DeviceAttribute
+	first *resourceapi.DeviceAttribute
 	sets  []valueSet
 	n     int
 }
@@ -140,21 +172,21 @@ func (m *matchAttribute) add(r *request, d *deviceEntry) (bool, error) {
 	if !m.appliesTo(r) {
 		return true, nil
 	}
-	attr, found, err := m.lookup(r, d, m.attr)
-	if err != nil || !found {
+	attr, err := m.attr(r, d, m.name)
+	if err != nil || attr == nil {
 		return false, err
 	}
 	list := m.a.f.DRAListTypeAttributes
 	if !list {
 		if m.n == 0 {
 			m.first = attr
-		} else if !sameScalar(&m.first, &attr) {
+		} else if !sameScalar(m.first, attr) {
 			return false, nil
 		}
 		m.n++
 		return true, nil
 	}
-	s, ok := setOf(&attr)
+	s, ok := setOf(attr)
 	if !ok {
 		return false, nil
 	}
@@ -193,26 +225,26 @@ func (m *matchAttribute) remove(r *request, _ *deviceEntry) {
 	m.n--
 }
 
-// distinctAttribute: no two devices of the named requests share a value of the attribute.
-func (m *matchAttribute) attribute() resourceapi.FullyQualifiedName { return m.attr }
+func (m *matchAttribute) attribute() resourceapi.FullyQualifiedName { return m.name }
 
+// distinctAttribute: no two devices of the named requests share a value of the attribute.
 type distinctAttribute struct {
 	constraintBase
-	attr  resourceapi.FullyQualifiedName
-	added []resourceapi.DeviceAttribute
+	name  resourceapi.FullyQualifiedName
+	added []*resourceapi.DeviceAttribute
 }
 
-func (m *distinctAttribute) attribute() resourceapi.FullyQualifiedName { return m.attr }
+func (m *distinctAttribute) attribute() resourceapi.FullyQualifiedName { return m.name }
 
 func (m *distinctAttribute) add(r *request, d *deviceEntry) (bool, error) {
 	if !m.appliesTo(r) {
 		return true, nil
 	}
-	attr, found, err := m.lookup(r, d, m.attr)
-	if err != nil || !found {
+	attr, err := m.attr(r, d, m.name)
+	if err != nil || attr == nil {
 		return false, err
 	}
-	if !m.distinct(&attr) {
+	if !m.distinct(attr) {
 		return false, nil
 	}
 	m.added = append(m.added, attr)
@@ -226,14 +258,14 @@ func (m *distinctAttribute) distinct(attr *resourceapi.DeviceAttribute) bool {
 			return false
 		}
 		for i := range m.added {
-			if ps, ok := setOf(&m.added[i]); ok && ps.overlaps(&s) {
+			if ps, ok := setOf(m.added[i]); ok && ps.overlaps(&s) {
 				return false
 			}
 		}
 		return true
 	}
 	for i := range m.added {
-		prev := &m.added[i]
+		prev := m.added[i]
 		switch {
 		case attr.StringValue != nil:
 			if prev.StringValue != nil && *prev.StringValue == *attr.StringValue {

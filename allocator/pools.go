@@ -340,6 +340,7 @@ type entryCaches struct {
 	devices deviceList                 // see sliceEntry.devices
 	twins   atomic.Pointer[[]int]      // see sliceEntry.twins
 	usage   atomic.Pointer[sliceUsage] // see allocation.inClusterUse
+	columns atomic.Pointer[attrColumns] // see sliceEntry.column
 }
 
 // poolSlot holds the pool last built from a slice entry and the slices that came with it.

@@ -61,6 +61,17 @@ func BenchmarkDGX(b *testing.B) {
 	}
 }
 
+// BenchmarkNUMAHalf: 300 nodes of 16 GPUs in two NUMA nodes, asked for 4 GPUs on one NUMA node: every node
+// fits, and a few devices of the first NUMA node already make the match (upstream's best case).
+func BenchmarkNUMAHalf(b *testing.B) {
+	cluster := NUMAFleet(300, 16, 8)
+	for _, impl := range Impls {
+		b.Run(impl.Name, func(b *testing.B) {
+			filterLoop(b, impl, cluster, AlignedClaim(4, "resource.kubernetes.io/numaNode"), Fits)
+		})
+	}
+}
+
 // BenchmarkNUMA is scenario 7: nodes of 16 and 32 GPUs, eight on each NUMA node and two on each PCIe root,
 // asked for GPUs that share a NUMA node or a PCIe root (matchAttribute), as many as one has (fits) and
 // one more (fits nowhere).
