@@ -337,9 +337,9 @@ type poolCache struct{}
 type entryCaches struct {
 	pool    poolSlot
 	node    nodeSlot
-	devices deviceList                 // see sliceEntry.devices
-	twins   atomic.Pointer[[]int]      // see sliceEntry.twins
-	usage   atomic.Pointer[sliceUsage] // see allocation.inClusterUse
+	devices deviceList                  // see sliceEntry.devices
+	twins   atomic.Pointer[[]int]       // see sliceEntry.twins
+	usage   atomic.Pointer[sliceUsage]  // see allocation.inClusterUse
 	columns atomic.Pointer[attrColumns] // see sliceEntry.column
 }
 
