@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,77 +66,16 @@ type Options struct {
 	// MaxPods bounds the pods one workload may expand into, so that a manifest asking for a
 	// billion replicas is an error, not a machine out of memory; DefaultMaxPods when 0.
 	MaxPods int
+	// MaxBytes bounds the size of every file and stream read (stdin included), and of every
+	// document once its YAML aliases are expanded, so that an endless stream, or a small
+	// document whose aliases repeat one large value many times, is an error, not a machine out
+	// of memory; DefaultMaxBytes when 0.
+	MaxBytes int64
 }
 
-// DefaultMaxPods is the number of pods one workload may expand into unless Options.MaxPods says
-// otherwise.
+// DefaultMaxPods is the number of pods the workloads of one input may expand into together unless
+// Options.MaxPods says otherwise.
 const DefaultMaxPods = 100000
-
-// Load reads the manifests at paths, in the order given: a file, a directory (every .yaml, .yml
-// and .json file below it, recursively, in lexical order), or "-" for stdin.
-func Load(paths []string, opts Options) (*Objects, error) {
-	d := newDecoder(opts)
-	for _, path := range paths {
-		if path == "-" {
-			stdin := opts.Stdin
-			if stdin == nil {
-				stdin = os.Stdin
-			}
-			if err := d.stream(stdin, "-"); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		files, err := manifestFiles(path)
-		if err != nil {
-			return nil, err
-		}
-		for _, file := range files {
-			if err := d.file(file); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := d.finish(); err != nil {
-		return nil, err
-	}
-	return d.objs, nil
-}
-
-func manifestFiles(path string) ([]string, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !info.IsDir() {
-		return []string{path}, nil
-	}
-	var files []string
-	// WalkDir visits in lexical order, so the result does not depend on the file system.
-	err = filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		switch strings.ToLower(filepath.Ext(p)) {
-		case ".yaml", ".yml", ".json":
-			files = append(files, p)
-		}
-		return nil
-	})
-	return files, err
-}
-
-func (d *decoder) file(file string) error {
-	f, err := os.Open(file)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return d.stream(f, file)
-}
 
 // Decode reads one stream of manifests: YAML documents separated by "---" or JSON objects one
 // after the other, each an object or a List of objects. name is the file name errors report.
@@ -160,12 +97,15 @@ func newDecoder(opts Options) *decoder {
 	if opts.MaxPods == 0 {
 		opts.MaxPods = DefaultMaxPods
 	}
+	if opts.MaxBytes == 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
 	return &decoder{opts: opts, objs: &Objects{}}
 }
 
 // stream decodes the documents of one stream into d.objs.
 func (d *decoder) stream(r io.Reader, name string) error {
-	reader, _, isJSON := utilyaml.GuessJSONStream(r, 4096)
+	reader, _, isJSON := utilyaml.GuessJSONStream(&bounded{r: r, left: d.opts.MaxBytes}, 4096)
 	src := Source{File: name}
 	if isJSON {
 		dec := json.NewDecoder(reader)
@@ -175,7 +115,7 @@ func (d *decoder) stream(r io.Reader, name string) error {
 				break
 			} else if err != nil {
 				src.Document++
-				return &Error{Source: src, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
+				return d.readError(src, err)
 			}
 			src.Document++
 			if err := d.document(raw, src); err != nil {
@@ -190,7 +130,7 @@ func (d *decoder) stream(r io.Reader, name string) error {
 		if err == io.EOF {
 			break
 		} else if err != nil {
-			return &Error{Source: Source{File: name, Document: src.Document + 1}, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
+			return d.readError(Source{File: name, Document: src.Document + 1}, err)
 		}
 		data, dups, err := yamlToJSON(doc)
 		if err != nil {
@@ -205,6 +145,15 @@ func (d *decoder) stream(r io.Reader, name string) error {
 		}
 	}
 	return nil
+}
+
+// readError reports an error reading the document at src: the stream is over Options.MaxBytes,
+// or it is not YAML or JSON.
+func (d *decoder) readError(src Source, err error) error {
+	if errors.Is(err, errTooLarge) {
+		return &Error{Source: Source{File: src.File}, Err: fmt.Errorf("%w: more than %d bytes (Options.MaxBytes)", ErrTooLarge, d.opts.MaxBytes)}
+	}
+	return &Error{Source: src, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
 }
 
 // yamlToJSON converts a YAML document to JSON, and returns the paths of keys given twice in one

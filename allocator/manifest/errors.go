@@ -18,6 +18,8 @@ var (
 	ErrDecode = errors.New("cannot decode")
 	// ErrInvalid reports an object that Options.Validate refused.
 	ErrInvalid = errors.New("invalid object")
+	// ErrTooLarge reports a file, stream or document larger than Options.MaxBytes.
+	ErrTooLarge = errors.New("too large")
 	// ErrTooManyPods reports a workload that asks for more pods than Options.MaxPods.
 	ErrTooManyPods = errors.New("too many pods")
 )
