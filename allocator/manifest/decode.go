@@ -132,8 +132,10 @@ func (d *decoder) stream(r io.Reader, name string) error {
 		} else if err != nil {
 			return d.readError(Source{File: name, Document: src.Document + 1}, err)
 		}
-		data, dups, err := yamlToJSON(doc)
-		if err != nil {
+		data, dups, err := yamlToJSON(doc, d.opts.MaxBytes)
+		if errors.Is(err, ErrTooLarge) {
+			return &Error{Source: Source{File: name, Document: src.Document + 1}, Err: err}
+		} else if err != nil {
 			return &Error{Source: Source{File: name, Document: src.Document + 1}, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
 		}
 		if data == nil {
@@ -157,15 +159,21 @@ func (d *decoder) readError(src Source, err error) error {
 }
 
 // yamlToJSON converts a YAML document to JSON, and returns the paths of keys given twice in one
-// mapping (the JSON conversion keeps only the last); nil for a document without content.
-func yamlToJSON(doc []byte) ([]byte, []string, error) {
-	dups, empty, err := duplicateKeys(doc)
+// mapping (the JSON conversion keeps only the last); nil for a document without content. A
+// document of more than limit bytes of JSON, its aliases expanded, is an error wrapping
+// ErrTooLarge.
+func yamlToJSON(doc []byte, limit int64) ([]byte, []string, error) {
+	dups, empty, err := duplicateKeys(doc, limit)
 	if err != nil || empty {
 		return nil, nil, err
 	}
 	data, err := yaml.YAMLToJSON(doc)
 	if err != nil {
 		return nil, nil, err
+	}
+	if int64(len(data)) > limit {
+		// The estimate before the conversion was under (escapes), the JSON made is not.
+		return nil, nil, tooLargeDocument(limit)
 	}
 	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
 		return nil, nil, nil
