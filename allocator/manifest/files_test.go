@@ -225,9 +225,9 @@ func TestLoadExplicitPipe(t *testing.T) {
 }
 
 func TestLoadBoundsFilesAndStreams(t *testing.T) {
-	content := podYAML("a")
-	dir := tree(t, map[string]string{"a.yaml": content}, nil)
-	file := filepath.Join(dir, "a.yaml")
+	content := `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "ns"}}`
+	dir := tree(t, map[string]string{"a.json": content}, nil)
+	file := filepath.Join(dir, "a.json")
 	size := int64(len(content))
 
 	if _, err := loadSoon(t, []string{file}, Options{MaxBytes: size}); err != nil {
@@ -238,7 +238,7 @@ func TestLoadBoundsFilesAndStreams(t *testing.T) {
 	if !errors.Is(err, ErrTooLarge) || err.Error() != want {
 		t.Errorf("a file over MaxBytes: got %v, want %q", err, want)
 	}
-	_, err = loadSoon(t, []string{"-"}, Options{MaxBytes: 10, Stdin: strings.NewReader(content)})
+	_, err = loadSoon(t, []string{"-"}, Options{MaxBytes: 10, Stdin: strings.NewReader(podYAML("a"))})
 	if !errors.Is(err, ErrTooLarge) || !strings.HasPrefix(err.Error(), "-: too large") {
 		t.Errorf("stdin over MaxBytes: got %v", err)
 	}
@@ -253,7 +253,7 @@ func TestLoadBoundsFilesAndStreams(t *testing.T) {
 			t.Errorf("/dev/zero: got %v", err)
 		}
 	}
-	if _, err := Decode(strings.NewReader(content+"---\n"+content), "in.yaml", Options{MaxBytes: size}); !errors.Is(err, ErrTooLarge) {
+	if _, err := Decode(strings.NewReader(content+"\n"+content), "in.json", Options{MaxBytes: size}); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("Decode over MaxBytes: got %v", err)
 	}
 }
