@@ -63,8 +63,10 @@ type Options struct {
 	Validate func(obj runtime.Object) error
 	// Stdin is read for the path "-"; os.Stdin when nil.
 	Stdin io.Reader
-	// MaxPods bounds the pods one workload may expand into, so that a manifest asking for a
-	// billion replicas is an error, not a machine out of memory; DefaultMaxPods when 0.
+	// MaxPods bounds the pods that the workloads of the input (Deployments, ReplicaSets,
+	// StatefulSets, Jobs and DaemonSets, all together) may expand into, so that a manifest asking
+	// for a billion replicas, or for a thousand DaemonSets on a thousand Nodes, is an error, not a
+	// machine out of memory; DefaultMaxPods when 0. Pods read as they are do not count.
 	MaxPods int
 	// MaxBytes bounds the size of every file and stream read (stdin included), and of every
 	// document once its YAML aliases are expanded, so that an endless stream, or a small
@@ -223,6 +225,8 @@ type decoder struct {
 	expanded      map[*corev1.Pod]expansion
 	replicaSetsOf map[ownerKey]bool
 	daemonSets    []pending
+	// pods counts the pods expanded, for Options.MaxPods.
+	pods int
 }
 
 // document decodes one JSON document: an object or a List.
@@ -421,10 +425,16 @@ func (d *decoder) object(obj runtime.Object, src Source) error {
 	}
 	switch workload := converted.(type) {
 	case *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *batchv1.Job:
-		if n, field := podCount(workload); n > d.opts.MaxPods {
-			return &Error{Source: src, Object: objectName(obj, &gvk), Field: field,
-				Err: fmt.Errorf("%w: %d pods, more than Options.MaxPods (%d)", ErrTooManyPods, n, d.opts.MaxPods)}
+		n, field := podCount(workload)
+		if n > d.opts.MaxPods-d.pods {
+			err := fmt.Errorf("%w: %d pods, more than Options.MaxPods (%d)", ErrTooManyPods, n, d.opts.MaxPods)
+			if d.pods > 0 {
+				err = fmt.Errorf("%w: %d pods, and %d expanded before, more than Options.MaxPods (%d) for the whole input",
+					ErrTooManyPods, n, d.pods, d.opts.MaxPods)
+			}
+			return &Error{Source: src, Object: objectName(obj, &gvk), Field: field, Err: err}
 		}
+		d.pods += n
 		pods, err := Expand(workload, d.opts.Suffix)
 		if err != nil {
 			return &Error{Source: src, Object: objectName(obj, &gvk), Err: err}

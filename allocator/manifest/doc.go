@@ -24,8 +24,14 @@
 // Decoding is strict, as kube-apiserver's with fieldValidation=Strict: an unknown or duplicate field is
 // an error. Every error is an *[Error] naming the file, the document (and the item of a List), the
 // object and the field path (of the version written), and wraps a sentinel ([ErrUnknownField],
-// [ErrDuplicateField], [ErrUnknownKind], [ErrDecode], [ErrInvalid], [ErrTooManyPods]) for
-// errors.Is. Documents of kinds the loader does not read are errors too, unless Options.SkipUnknown
+// [ErrDuplicateField], [ErrUnknownKind], [ErrDecode], [ErrInvalid], [ErrTooManyPods], [ErrTooLarge])
+// for errors.Is; a file Load cannot read is an *os.PathError ([ErrNotRegular] for a named pipe,
+// device or socket in a directory).
+//
+// Input is bounded so that hostile input is an error, not a hang or a machine out of memory: every
+// file and stream, and every document once its YAML aliases are expanded, by Options.MaxBytes
+// ([DefaultMaxBytes], 64 MiB); the pods that the workloads of the whole input expand into by
+// Options.MaxPods ([DefaultMaxPods]). Documents of kinds the loader does not read are errors too, unless Options.SkipUnknown
 // lists them in Objects.Skipped instead. Namespaced objects without a namespace get
 // Options.Namespace, as kubectl gives them the namespace of its context.
 //

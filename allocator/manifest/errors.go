@@ -20,7 +20,7 @@ var (
 	ErrInvalid = errors.New("invalid object")
 	// ErrTooLarge reports a file, stream or document larger than Options.MaxBytes.
 	ErrTooLarge = errors.New("too large")
-	// ErrTooManyPods reports a workload that asks for more pods than Options.MaxPods.
+	// ErrTooManyPods reports workloads that together ask for more pods than Options.MaxPods.
 	ErrTooManyPods = errors.New("too many pods")
 )
 

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -61,7 +62,15 @@ func (d *decoder) finish() error {
 		ds := p.obj.(*appsv1.DaemonSet)
 		owner := p.src
 		owner.Owner = objectName(ds, nil)
-		if err := d.addExpanded(daemonSetPods(ds, d.objs.Nodes, d.opts.Suffix), owner, expansion{}); err != nil {
+		left := d.opts.MaxPods - d.pods
+		pods, ok := daemonSetPods(ds, d.objs.Nodes, d.opts.Suffix, left)
+		if !ok {
+			return &Error{Source: p.src, Object: owner.Owner, Err: fmt.Errorf(
+				"%w: it runs on more than %d of the %d nodes, which with the %d pods expanded before is more than Options.MaxPods (%d) for the whole input",
+				ErrTooManyPods, left, len(d.objs.Nodes), d.pods, d.opts.MaxPods)}
+		}
+		d.pods += len(pods)
+		if err := d.addExpanded(pods, owner, expansion{}); err != nil {
 			return err
 		}
 	}

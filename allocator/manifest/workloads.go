@@ -48,8 +48,8 @@ import (
 // Pods that a controller would create later (a Job's next completions, a rollout's new
 // ReplicaSet) are not part of the answer. A DaemonSet's pods depend on the nodes: Decode and Load
 // expand DaemonSets over the Nodes of their input, and Expand refuses them. Expand creates as
-// many pods as obj asks for; Decode and Load refuse a workload of more than Options.MaxPods. obj
-// is not changed.
+// many pods as obj asks for; Decode and Load refuse input whose workloads ask for more than
+// Options.MaxPods together. obj is not changed.
 func Expand(obj runtime.Object, suffix func(generateName string, i int) string) ([]*corev1.Pod, error) {
 	if suffix == nil {
 		suffix = deterministicSuffix
