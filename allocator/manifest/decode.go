@@ -53,7 +53,9 @@ type Options struct {
 	// and i.
 	Suffix func(generateName string, i int) string
 	// NoValidate turns off the validation of resource.k8s.io objects (package allocator/validation,
-	// the same the Snapshot applies), for input known to come from an API server.
+	// the same the Snapshot applies) and of the fields of Pods, Nodes and workloads that decide
+	// which pods are read (names, replica counts, a StatefulSet's first ordinal), for input known
+	// to come from an API server.
 	NoValidate bool
 	// Validation configures that validation (the CEL environment); the zero value is the default.
 	Validation validation.Options
@@ -422,6 +424,12 @@ func (d *decoder) object(obj runtime.Object, src Source) error {
 	converted, err := Convert(obj)
 	if err != nil {
 		return &Error{Source: src, Object: objectName(obj, &gvk), Err: err}
+	}
+	if !d.opts.NoValidate {
+		if errs := decisive(converted); len(errs) > 0 {
+			return &Error{Source: src, Object: objectName(obj, &gvk), Field: errs[0].Field,
+				Err: fmt.Errorf("%w: %w", ErrInvalid, errs.ToAggregate())}
+		}
 	}
 	switch workload := converted.(type) {
 	case *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *batchv1.Job:

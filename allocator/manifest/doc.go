@@ -39,7 +39,9 @@
 // objects are created ([Default]). Unless Options.NoValidate is set, it then validates every
 // resource.k8s.io object as kube-apiserver validates it on create (package allocator/validation, the
 // validation the Snapshot applies), so that a file the API server would refuse is refused here, naming
-// the file, document, object and field; Options.Validate adds the caller's own checks.
+// the file, document, object and field; so are the names of Pods, Nodes and workloads and the counts
+// that decide how many pods a workload has (a negative spec.replicas, spec.parallelism,
+// spec.completions or spec.ordinals.start). Options.Validate adds the caller's own checks.
 //
 // The main types are [Objects], what was read, with the [Source] of every object, and [Options].
 //
