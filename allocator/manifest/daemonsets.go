@@ -19,11 +19,8 @@ import (
 // (util.ReplaceDaemonSetPodNodeNameNodeAffinity). The controller-revision-hash label, a hash of
 // the ControllerRevision, is not set. It reports false, before building any pod, when ds would
 // run on more than limit nodes.
-func daemonSetPods(ds *appsv1.DaemonSet, nodes []*corev1.Node, suffix func(generateName string, i int) string, limit int) ([]*corev1.Pod, bool) {
-	if suffix == nil {
-		suffix = deterministicSuffix
-	}
-	e := expander{suffix: suffix}
+func daemonSetPods(ds *appsv1.DaemonSet, nodes []*corev1.Node, n *namer, limit int) ([]*corev1.Pod, bool) {
+	e := expander{namer: n}
 	tmpl := ds.Spec.Template.DeepCopy()
 	addDaemonTolerations(&tmpl.Spec)
 	runs := daemonNodes(tmpl, nodes, limit)

@@ -48,9 +48,15 @@ type Options struct {
 	// Now is the time defaults take for DeviceTaint.timeAdded; when nil, timeAdded stays unset
 	// (see Default).
 	Now func() time.Time
-	// Suffix gives the random part of the name of the i-th pod (from 0) that a controller creates
-	// with generateName; see Expand. When nil, a deterministic suffix is derived from generateName
-	// and i.
+	// Suffix gives the random part of the name of a pod with generateName (one a controller
+	// creates, or one read without a name): the i-th draw (from 0) for the generateNames that
+	// agree in the 58 characters kube-apiserver keeps, in one namespace; see Expand. When nil, a
+	// deterministic suffix is derived from those characters and i, which never repeats for fewer
+	// than 27⁵ draws. A name that another pod of the input has is drawn again, up to 8 times, as
+	// kube-apiserver retries a create with generateName; then it is an error wrapping
+	// ErrNameConflict. Names are unique in their namespace across the whole input, except for pods
+	// read with their names, which the input may repeat (a later one replaces an earlier one, as
+	// kubectl apply would).
 	Suffix func(generateName string, i int) string
 	// NoValidate turns off the validation of resource.k8s.io objects (package allocator/validation,
 	// the same the Snapshot applies) and of the fields of Pods, Nodes and workloads that decide
@@ -104,7 +110,7 @@ func newDecoder(opts Options) *decoder {
 	if opts.MaxBytes == 0 {
 		opts.MaxBytes = DefaultMaxBytes
 	}
-	return &decoder{opts: opts, objs: &Objects{}}
+	return &decoder{opts: opts, objs: &Objects{}, namer: newNamer(opts.Suffix)}
 }
 
 // stream decodes the documents of one stream into d.objs.
@@ -229,6 +235,8 @@ type decoder struct {
 	daemonSets    []pending
 	// pods counts the pods expanded, for Options.MaxPods.
 	pods int
+	// namer draws the names of pods with generateName.
+	namer *namer
 }
 
 // document decodes one JSON document: an object or a List.
@@ -443,7 +451,7 @@ func (d *decoder) object(obj runtime.Object, src Source) error {
 			return &Error{Source: src, Object: objectName(obj, &gvk), Field: field, Err: err}
 		}
 		d.pods += n
-		pods, err := Expand(workload, d.opts.Suffix)
+		pods, err := expand(workload, d.namer)
 		if err != nil {
 			return &Error{Source: src, Object: objectName(obj, &gvk), Err: err}
 		}

@@ -56,14 +56,15 @@ func (d *decoder) markReplicaSetOf(deployment ownerKey) {
 // finish expands the DaemonSets over the Nodes read, then drops the pods expanded from a
 // workload when the input already has that workload's pods (or, for a Deployment, one of its
 // ReplicaSets), as `kubectl get all -o yaml` writes a Deployment, its ReplicaSets and their pods
-// together: the pods that exist stand for the ones the controller would create.
+// together: the pods that exist stand for the ones the controller would create. Last it makes
+// the pods' names unique (uniqueNames).
 func (d *decoder) finish() error {
 	for _, p := range d.daemonSets {
 		ds := p.obj.(*appsv1.DaemonSet)
 		owner := p.src
 		owner.Owner = objectName(ds, nil)
 		left := d.opts.MaxPods - d.pods
-		pods, ok := daemonSetPods(ds, d.objs.Nodes, d.opts.Suffix, left)
+		pods, ok := daemonSetPods(ds, d.objs.Nodes, d.namer, left)
 		if !ok {
 			return &Error{Source: p.src, Object: owner.Owner, Err: fmt.Errorf(
 				"%w: it runs on more than %d of the %d nodes, which with the %d pods expanded before is more than Options.MaxPods (%d) for the whole input",
@@ -74,9 +75,15 @@ func (d *decoder) finish() error {
 			return err
 		}
 	}
-	if len(d.expanded) == 0 {
-		return nil
+	if len(d.expanded) > 0 {
+		d.dropStandIns()
 	}
+	return d.uniqueNames()
+}
+
+// dropStandIns drops the pods expanded from a workload whose pods (or, for a Deployment, one of
+// its ReplicaSets) the input has.
+func (d *decoder) dropStandIns() {
 	o := d.objs
 	live := make(map[ownerKey]bool)
 	for _, pod := range o.Pods {
@@ -106,5 +113,4 @@ func (d *decoder) finish() error {
 	}
 	clear(o.Pods[len(kept):])
 	o.Pods = kept
-	return nil
 }
