@@ -83,7 +83,9 @@ func deterministicSuffix(generateName string, i int) string {
 func (d *decoder) uniqueNames() error {
 	o := d.objs
 	taken := make(map[types.NamespacedName]*corev1.Pod, len(o.Pods))
-	key := func(p *corev1.Pod) types.NamespacedName { return types.NamespacedName{Namespace: p.Namespace, Name: p.Name} }
+	key := func(p *corev1.Pod) types.NamespacedName {
+		return types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	}
 	for _, pod := range o.Pods {
 		if _, expanded := d.expanded[pod]; !expanded && pod.Name != "" && taken[key(pod)] == nil {
 			taken[key(pod)] = pod
