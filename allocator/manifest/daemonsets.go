@@ -18,14 +18,17 @@ import (
 // and a required node affinity for the node's name alone
 // (util.ReplaceDaemonSetPodNodeNameNodeAffinity). The controller-revision-hash label, a hash of
 // the ControllerRevision, is not set. It reports false, before building any pod, when ds would
-// run on more than limit nodes.
-func daemonSetPods(ds *appsv1.DaemonSet, nodes []*corev1.Node, n *namer, limit int) ([]*corev1.Pod, bool) {
+// run on more than limit nodes, and charge's error when charge refuses the pods' number.
+func daemonSetPods(ds *appsv1.DaemonSet, nodes []*corev1.Node, n *namer, limit int, charge func(pods int) error) ([]*corev1.Pod, bool, error) {
 	e := expander{namer: n}
 	tmpl := ds.Spec.Template.DeepCopy()
 	addDaemonTolerations(&tmpl.Spec)
 	runs := daemonNodes(tmpl, nodes, limit)
 	if runs == nil {
-		return nil, false
+		return nil, false, nil
+	}
+	if err := charge(len(runs)); err != nil {
+		return nil, true, err
 	}
 	ref := controllerRef(appsv1.SchemeGroupVersion.String(), "DaemonSet", &ds.ObjectMeta)
 	pods := make([]*corev1.Pod, 0, len(runs))
@@ -35,7 +38,7 @@ func daemonSetPods(ds *appsv1.DaemonSet, nodes []*corev1.Node, n *namer, limit i
 		e.name(pod)
 		pods = append(pods, pod)
 	}
-	return pods, true
+	return pods, true, nil
 }
 
 // daemonNodes returns the nodes that a daemon pod of tmpl goes to (NodeShouldRunDaemonPod's first

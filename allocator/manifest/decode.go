@@ -81,6 +81,49 @@ type Options struct {
 	// document whose aliases repeat one large value many times, is an error, not a machine out
 	// of memory; DefaultMaxBytes when 0.
 	MaxBytes int64
+	// MaxExpandedBytes bounds the size of the pods that the workloads of the input expand into,
+	// all together, each pod counted as the size of its workload's pod template in JSON: 100,000
+	// pods of a template of 10,000 environment variables would be gigabytes, though neither count
+	// nor file is large; DefaultMaxExpandedBytes when 0.
+	MaxExpandedBytes int64
+}
+
+// DefaultMaxExpandedBytes is the size the pods expanded from workloads may have together unless
+// Options.MaxExpandedBytes says otherwise: 1 GiB, the pods of DefaultMaxPods of 10 KiB each.
+const DefaultMaxExpandedBytes = 1 << 30
+
+// chargeTemplate counts n pods of workload's template against Options.MaxExpandedBytes.
+func (d *decoder) chargeTemplate(workload runtime.Object, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	var tmpl *corev1.PodTemplateSpec
+	switch w := workload.(type) {
+	case *appsv1.Deployment:
+		tmpl = &w.Spec.Template
+	case *appsv1.ReplicaSet:
+		tmpl = &w.Spec.Template
+	case *appsv1.StatefulSet:
+		tmpl = &w.Spec.Template
+	case *appsv1.DaemonSet:
+		tmpl = &w.Spec.Template
+	case *batchv1.Job:
+		tmpl = &w.Spec.Template
+	default:
+		return nil
+	}
+	data, err := json.Marshal(tmpl)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrDecode, err)
+	}
+	size := int64(len(data))
+	left := d.opts.MaxExpandedBytes - d.expandedBytes
+	if int64(n) > left/size { // n*size > left, without overflow
+		return fmt.Errorf("%w: %d pods of a %d-byte template, with the %d bytes of the pods expanded before more than Options.MaxExpandedBytes (%d)",
+			ErrTooLarge, n, size, d.expandedBytes, d.opts.MaxExpandedBytes)
+	}
+	d.expandedBytes += int64(n) * size
+	return nil
 }
 
 // DefaultMaxPods is the number of pods the workloads of one input may expand into together unless
@@ -109,6 +152,9 @@ func newDecoder(opts Options) *decoder {
 	}
 	if opts.MaxBytes == 0 {
 		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.MaxExpandedBytes == 0 {
+		opts.MaxExpandedBytes = DefaultMaxExpandedBytes
 	}
 	return &decoder{opts: opts, objs: &Objects{}, namer: newNamer(opts.Suffix)}
 }
@@ -233,8 +279,10 @@ type decoder struct {
 	expanded      map[*corev1.Pod]expansion
 	replicaSetsOf map[ownerKey]bool
 	daemonSets    []pending
-	// pods counts the pods expanded, for Options.MaxPods.
-	pods int
+	// pods counts the pods expanded, for Options.MaxPods, and expandedBytes their size, for
+	// Options.MaxExpandedBytes.
+	pods          int
+	expandedBytes int64
 	// namer draws the names of pods with generateName.
 	namer *namer
 }
@@ -449,6 +497,9 @@ func (d *decoder) object(obj runtime.Object, src Source) error {
 					ErrTooManyPods, n, d.pods, d.opts.MaxPods)
 			}
 			return &Error{Source: src, Object: objectName(obj, &gvk), Field: field, Err: err}
+		}
+		if err := d.chargeTemplate(workload, n); err != nil {
+			return &Error{Source: src, Object: objectName(obj, &gvk), Field: "spec.template", Err: err}
 		}
 		d.pods += n
 		pods, err := expand(workload, d.namer)

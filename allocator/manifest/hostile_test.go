@@ -44,6 +44,7 @@ func TestHostileInputs(t *testing.T) {
 		{"names that a suffix source repeats", stream(replicaSetYAML("web", 3)), Options{Suffix: func(string, int) string { return "bcdfg" }}, ErrNameConflict},
 		{"a StatefulSet pod named like another pod", stream(podYAML("s-0"), "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s, namespace: ns}\nspec:\n  replicas: 1\n"+template), Options{}, ErrNameConflict},
 		{"negative replicas", deploymentYAML("web", -1), Options{}, ErrInvalid},
+		{"100,000 copies of a template of 10,000 variables", envDeployment("web", 100000, 10000), Options{}, ErrTooLarge},
 		{"a quantity whose parse takes minutes", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {capacity: {cpu: \"1e-100000000\"}}\n", Options{}, ErrDecode},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -73,3 +73,47 @@ func TestDecodeBoundsThePodsOfTheWholeInput(t *testing.T) {
 		t.Fatalf("got %v, %v; want 10 pods", objs, err)
 	}
 }
+
+// envDeployment is a Deployment whose template has vars environment variables: small as a file,
+// large once copied into every pod.
+func envDeployment(name string, replicas, vars int) string {
+	var env strings.Builder
+	for i := range vars {
+		fmt.Fprintf(&env, "{name: V%d},", i)
+	}
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %s, namespace: ns}
+spec:
+  replicas: %d
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: i, env: [%s]}]}
+`, name, replicas, strings.TrimSuffix(env.String(), ","))
+}
+
+// TestDecodeBoundsTheSizeOfExpandedPods: every pod copies its workload's template, so the pods'
+// size is bounded by Options.MaxExpandedBytes, counted before any pod is made.
+func TestDecodeBoundsTheSizeOfExpandedPods(t *testing.T) {
+	ds := strings.Replace(daemonSetYAML("agent"), "{name: c, image: i}", "{name: c, image: i, env: [{name: A}, {name: B}]}", 1)
+	for _, tc := range []struct {
+		name, input string
+		opts        Options
+		want        string
+	}{
+		{"100,000 pods of 10,000 variables, 17 GB from 140 KB", envDeployment("web", 100000, 10000), Options{},
+			"input.yaml: document 1: Deployment ns/web: spec.template: too large: 100000 pods of a 168999-byte template, with the 0 bytes of the pods expanded before more than Options.MaxExpandedBytes (1073741824)"},
+		{"the pods of two workloads together", stream(envDeployment("a", 10, 10), envDeployment("b", 10, 10)), Options{MaxExpandedBytes: 4000},
+			"input.yaml: document 2: Deployment ns/b: spec.template: too large: 10 pods of a 249-byte template, with the 2490 bytes of the pods expanded before more than Options.MaxExpandedBytes (4000)"},
+		{"a DaemonSet", stream(ds, nodeYAML("n1"), nodeYAML("n2"), nodeYAML("n3")), Options{MaxExpandedBytes: 300},
+			"input.yaml: document 1: DaemonSet ns/agent: spec.template: too large: 3 pods of a 137-byte template, with the 0 bytes of the pods expanded before more than Options.MaxExpandedBytes (300)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode(strings.NewReader(tc.input), "input.yaml", tc.opts)
+			if !errors.Is(err, ErrTooLarge) || err.Error() != tc.want {
+				t.Fatalf("got %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}

@@ -64,7 +64,10 @@ func (d *decoder) finish() error {
 		owner := p.src
 		owner.Owner = objectName(ds, nil)
 		left := d.opts.MaxPods - d.pods
-		pods, ok := daemonSetPods(ds, d.objs.Nodes, d.namer, left)
+		pods, ok, err := daemonSetPods(ds, d.objs.Nodes, d.namer, left, func(n int) error { return d.chargeTemplate(ds, n) })
+		if err != nil {
+			return &Error{Source: p.src, Object: owner.Owner, Field: "spec.template", Err: err}
+		}
 		if !ok {
 			return &Error{Source: p.src, Object: owner.Owner, Err: fmt.Errorf(
 				"%w: it runs on more than %d of the %d nodes, which with the %d pods expanded before is more than Options.MaxPods (%d) for the whole input",
