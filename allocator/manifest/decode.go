@@ -74,7 +74,9 @@ type Options struct {
 	// MaxPods bounds the pods that the workloads of the input (Deployments, ReplicaSets,
 	// StatefulSets, Jobs and DaemonSets, all together) may expand into, so that a manifest asking
 	// for a billion replicas, or for a thousand DaemonSets on a thousand Nodes, is an error, not a
-	// machine out of memory; DefaultMaxPods when 0. Pods read as they are do not count.
+	// machine out of memory; DefaultMaxPods when 0. Pods read as they are do not count. Every
+	// DaemonSet is checked against every Node, so their pairs are bounded too, at 100 times
+	// MaxPods.
 	MaxPods int
 	// MaxBytes bounds the size of every file and stream read (stdin included), and of every
 	// document once its YAML aliases are expanded, so that an endless stream, or a small

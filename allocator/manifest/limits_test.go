@@ -45,6 +45,14 @@ func TestDecodeBoundsThePodsOfTheWholeInput(t *testing.T) {
 	for i := range 40 {
 		forty = append(forty, deploymentYAML(fmt.Sprintf("web%d", i), 100000))
 	}
+	var pairs []string
+	for i := range 11 {
+		pairs = append(pairs, strings.Replace(daemonSetYAML(fmt.Sprintf("d%d", i)), "spec: {containers", "spec: {nodeSelector: {pool: none}, containers", 1))
+	}
+	for i := range 10 {
+		pairs = append(pairs, nodeYAML(fmt.Sprintf("n%d", i)))
+	}
+	selective := stream(pairs...)
 	for _, tc := range []struct {
 		name, input string
 		opts        Options
@@ -57,6 +65,8 @@ func TestDecodeBoundsThePodsOfTheWholeInput(t *testing.T) {
 		{"DaemonSets on every Node", stream(daemonSetYAML("a"), daemonSetYAML("b"), daemonSetYAML("c"),
 			nodeYAML("n1"), nodeYAML("n2"), nodeYAML("n3"), nodeYAML("n4")), Options{MaxPods: 10},
 			"input.yaml: document 3: DaemonSet ns/c: too many pods: it runs on more than 2 of the 4 nodes, which with the 8 pods expanded before is more than Options.MaxPods (10) for the whole input"},
+		{"DaemonSets and Nodes to check in pairs, though no DaemonSet runs anywhere", selective, Options{MaxPods: 1},
+			"input.yaml: document 1: DaemonSet ns/d0: too many pods: 11 DaemonSets on 10 nodes are 110 to check, more than 100 times Options.MaxPods (1)"},
 		{"a DaemonSet after Deployments", stream(deploymentYAML("a", 9), daemonSetYAML("b"), nodeYAML("n1"), nodeYAML("n2")), Options{MaxPods: 10},
 			"input.yaml: document 2: DaemonSet ns/b: too many pods: it runs on more than 1 of the 2 nodes, which with the 9 pods expanded before is more than Options.MaxPods (10) for the whole input"},
 	} {
