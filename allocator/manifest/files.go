@@ -113,10 +113,17 @@ func (w *walker) dir(path string, depth int, files *[]manifestFile) error {
 			continue
 		}
 		p := filepath.Join(path, entry.Name())
+		manifest := false
+		switch strings.ToLower(filepath.Ext(p)) {
+		case ".yaml", ".yml", ".json":
+			manifest = true
+		}
 		mode := entry.Type()
 		if mode&fs.ModeSymlink != 0 {
 			info, err := os.Stat(p)
-			if err != nil {
+			if err != nil && !manifest {
+				continue // a dangling link that would not be read anyway
+			} else if err != nil {
 				return err
 			}
 			mode = info.Mode().Type()
@@ -127,9 +134,7 @@ func (w *walker) dir(path string, depth int, files *[]manifestFile) error {
 			}
 			continue
 		}
-		switch strings.ToLower(filepath.Ext(p)) {
-		case ".yaml", ".yml", ".json":
-		default:
+		if !manifest {
 			continue
 		}
 		if !mode.IsRegular() {

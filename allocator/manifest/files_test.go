@@ -83,12 +83,20 @@ func TestLoadFollowsLinksToDirectories(t *testing.T) {
 		"link":      "real",     // a link to a directory given as the path
 		"real/more": "../other", // a link to a directory inside it
 		"real/loop": "..",       // a link back up: read once, no loop
+		"real/gone": "nowhere",  // a dangling link to no manifest: ignored
 	})
 	objs, err := loadSoon(t, []string{filepath.Join(dir, "link")}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	equal(t, loaded(objs, dir), []string{"a @ link/a.yaml", "b @ link/loop/other/b.yaml"})
+
+	if err := os.Symlink("nowhere", filepath.Join(dir, "real", "gone.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadSoon(t, []string{dir}, Options{}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a dangling link to a manifest: got %v, want an error wrapping os.ErrNotExist", err)
+	}
 }
 
 // TestLoadConfigMapVolume reads a directory laid out as the kubelet mounts a ConfigMap: the data in
