@@ -28,9 +28,11 @@ const maxDirDepth = 64
 // begin with a dot are skipped: hidden files and directories (.git), and the ..data link and
 // ..<timestamp> directory the kubelet writes into a ConfigMap or Secret volume, whose files are
 // links into ..data, so each object of a mounted ConfigMap is read once, under its own name (kubectl
-// apply -f reads a mounted ConfigMap's objects twice, once under ..<timestamp>). A file or
-// directory reached twice (two links to it, a link to a directory above it) is read once. A named
-// pipe, device or socket in a directory is an error naming it: one could block or never end.
+// apply -f reads a mounted ConfigMap's objects twice, once under ..<timestamp>). Below one path
+// given, a file or directory reached twice (two links to it, a link to a directory above it) is
+// read once, so a loop of links ends; directories nest at most 64 deep. A named pipe, device or
+// socket in a directory is an error naming it: one could block or never end. A dangling link is an
+// error where its name is a manifest's.
 //
 // A path given explicitly may also be a named pipe or a character device, as kubectl reads
 // /dev/stdin or the pipe of `-f <(kubectl get ...)`; it is opened without waiting for a writer.
