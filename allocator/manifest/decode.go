@@ -83,12 +83,21 @@ type Options struct {
 	// document whose aliases repeat one large value many times, is an error, not a machine out
 	// of memory; DefaultMaxBytes when 0.
 	MaxBytes int64
+	// MaxObjectBytes bounds one object (a document, or an item of a List) as JSON, as
+	// kube-apiserver refuses a request body over 3 MiB (k8s.io/apiserver/pkg/server:
+	// MaxRequestBodyBytes), so no object it stores is larger; DefaultMaxObjectBytes when 0. The
+	// items of a typed list (a PodList) are bounded only by MaxBytes.
+	MaxObjectBytes int64
 	// MaxExpandedBytes bounds the size of the pods that the workloads of the input expand into,
 	// all together, each pod counted as the size of its workload's pod template in JSON: 100,000
 	// pods of a template of 10,000 environment variables would be gigabytes, though neither count
 	// nor file is large; DefaultMaxExpandedBytes when 0.
 	MaxExpandedBytes int64
 }
+
+// DefaultMaxObjectBytes is the size of one object unless Options.MaxObjectBytes says otherwise:
+// 3 MiB, kube-apiserver's bound on a request body.
+const DefaultMaxObjectBytes = 3 << 20
 
 // DefaultMaxExpandedBytes is the size the pods expanded from workloads may have together unless
 // Options.MaxExpandedBytes says otherwise: 1 GiB, the pods of DefaultMaxPods of 10 KiB each.
@@ -154,6 +163,9 @@ func newDecoder(opts Options) *decoder {
 	}
 	if opts.MaxBytes == 0 {
 		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.MaxObjectBytes == 0 {
+		opts.MaxObjectBytes = DefaultMaxObjectBytes
 	}
 	if opts.MaxExpandedBytes == 0 {
 		opts.MaxExpandedBytes = DefaultMaxExpandedBytes
@@ -331,6 +343,10 @@ func (d *decoder) document(data []byte, src Source, dups ...string) error {
 			}
 		}
 		return nil
+	}
+	if size := int64(len(data)); size > d.opts.MaxObjectBytes {
+		return &Error{Source: src, Object: objectName(obj, gvk), Err: fmt.Errorf(
+			"%w: %d bytes of JSON, more than Options.MaxObjectBytes (%d)", ErrTooLarge, size, d.opts.MaxObjectBytes)}
 	}
 	return d.object(obj, src)
 }

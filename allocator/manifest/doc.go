@@ -30,7 +30,8 @@
 //
 // Input is bounded so that hostile input is an error, not a hang or a machine out of memory: every
 // file and stream, and every document once its YAML aliases are expanded, by Options.MaxBytes
-// ([DefaultMaxBytes], 64 MiB); the pods that the workloads of the whole input expand into by
+// ([DefaultMaxBytes], 64 MiB); every object by Options.MaxObjectBytes ([DefaultMaxObjectBytes],
+// 3 MiB, kube-apiserver's bound on a request); the pods that the workloads of the whole input expand into by
 // Options.MaxPods ([DefaultMaxPods]) and, each counted as its template's size, by
 // Options.MaxExpandedBytes ([DefaultMaxExpandedBytes]). Documents of kinds the loader does not read are errors too, unless Options.SkipUnknown
 // lists them in Objects.Skipped instead. Namespaced objects without a namespace get

@@ -127,3 +127,29 @@ func TestDecodeBoundsTheSizeOfExpandedPods(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeBoundsObjects: one object is at most Options.MaxObjectBytes of JSON, as kube-apiserver
+// takes at most 3 MiB in one request; a List of many objects may be larger.
+func TestDecodeBoundsObjects(t *testing.T) {
+	big := "apiVersion: v1\nkind: Node\nmetadata: {name: big, annotations: {a: " + strings.Repeat("x", 3<<20) + "}}\n"
+	_, err := Decode(strings.NewReader(stream(nodeYAML("small"), big)), "input.yaml", Options{})
+	want := "input.yaml: document 2: Node big: too large: 3145810 bytes of JSON, more than Options.MaxObjectBytes (3145728)"
+	if !errors.Is(err, ErrTooLarge) || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+	var items []string
+	for i := range 4 {
+		items = append(items, fmt.Sprintf(`{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n%d"}}`, i))
+	}
+	list := `{"apiVersion": "v1", "kind": "List", "items": [` + strings.Join(items, ", ") + `]}`
+	objs, err := Decode(strings.NewReader(list), "input.json", Options{MaxObjectBytes: 100})
+	if err != nil || len(objs.Nodes) != 4 {
+		t.Fatalf("a List larger than MaxObjectBytes: got %v, %v; want its 4 Nodes", objs, err)
+	}
+	items[2] = `{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2", "labels": {"a": "` + strings.Repeat("x", 100) + `"}}}`
+	list = `{"apiVersion": "v1", "kind": "List", "items": [` + strings.Join(items, ", ") + `]}`
+	_, err = Decode(strings.NewReader(list), "input.json", Options{MaxObjectBytes: 100})
+	if !errors.Is(err, ErrTooLarge) || !strings.HasPrefix(err.Error(), "input.json: document 1, item 3: Node n2: too large: ") {
+		t.Errorf("an item over MaxObjectBytes: got %v", err)
+	}
+}
