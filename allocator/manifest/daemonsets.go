@@ -17,43 +17,57 @@ import (
 // tolerations (util.CreatePodTemplate), generateName "<daemonset>-", the DaemonSet as controller,
 // and a required node affinity for the node's name alone
 // (util.ReplaceDaemonSetPodNodeNameNodeAffinity). The controller-revision-hash label, a hash of
-// the ControllerRevision, is not set.
-func daemonSetPods(ds *appsv1.DaemonSet, nodes []*corev1.Node, suffix func(generateName string, i int) string) []*corev1.Pod {
-	if suffix == nil {
-		suffix = deterministicSuffix
-	}
-	e := expander{suffix: suffix}
+// the ControllerRevision, is not set. It reports false, before building any pod, when ds would
+// run on more than limit nodes, and charge's error when charge refuses the pods' number.
+func daemonSetPods(ds *appsv1.DaemonSet, nodes []*corev1.Node, n *namer, limit int, charge func(pods int) error) ([]*corev1.Pod, bool, error) {
+	e := expander{namer: n}
 	tmpl := ds.Spec.Template.DeepCopy()
 	addDaemonTolerations(&tmpl.Spec)
+	runs := daemonNodes(tmpl, nodes, limit)
+	if runs == nil {
+		return nil, false, nil
+	}
+	if err := charge(len(runs)); err != nil {
+		return nil, true, err
+	}
 	ref := controllerRef(appsv1.SchemeGroupVersion.String(), "DaemonSet", &ds.ObjectMeta)
-	var pods []*corev1.Pod
-	for _, node := range nodes {
-		if !shouldRunOn(tmpl, node) {
-			continue
-		}
+	pods := make([]*corev1.Pod, 0, len(runs))
+	for _, node := range runs {
 		pod := e.podFromTemplate(tmpl, ds.Namespace, ds.Name, ref)
 		pod.Spec.Affinity = nodeNameAffinity(pod.Spec.Affinity, node.Name)
 		e.name(pod)
 		pods = append(pods, pod)
 	}
-	return pods
+	return pods, true, nil
 }
 
-// shouldRunOn is NodeShouldRunDaemonPod's first answer: whether a new daemon pod goes to node.
-func shouldRunOn(tmpl *corev1.PodTemplateSpec, node *corev1.Node) bool {
-	if tmpl.Spec.NodeName != "" && tmpl.Spec.NodeName != node.Name {
-		return false
-	}
+// daemonNodes returns the nodes that a daemon pod of tmpl goes to (NodeShouldRunDaemonPod's first
+// answer), or nil when they are more than limit.
+func daemonNodes(tmpl *corev1.PodTemplateSpec, nodes []*corev1.Node, limit int) []*corev1.Node {
 	pod := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
-	// As the controller, a node affinity that does not parse matches no node.
-	if fits, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !fits {
-		return false
+	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
+	runs := []*corev1.Node{}
+	for _, node := range nodes {
+		if tmpl.Spec.NodeName != "" && tmpl.Spec.NodeName != node.Name {
+			continue
+		}
+		// As the controller, a node affinity that does not parse matches no node.
+		if fits, _ := affinity.Match(node); !fits {
+			continue
+		}
+		_, untolerated := v1helper.FindMatchingUntoleratedTaint(logr.Discard(), node.Spec.Taints, pod.Spec.Tolerations,
+			func(t *corev1.Taint) bool {
+				return t.Effect == corev1.TaintEffectNoExecute || t.Effect == corev1.TaintEffectNoSchedule
+			}, false)
+		if untolerated {
+			continue
+		}
+		if len(runs) == limit {
+			return nil
+		}
+		runs = append(runs, node)
 	}
-	_, untolerated := v1helper.FindMatchingUntoleratedTaint(logr.Discard(), node.Spec.Taints, pod.Spec.Tolerations,
-		func(t *corev1.Taint) bool {
-			return t.Effect == corev1.TaintEffectNoExecute || t.Effect == corev1.TaintEffectNoSchedule
-		}, false)
-	return !untolerated
+	return runs
 }
 
 // addDaemonTolerations is util.AddOrUpdateDaemonPodTolerations: daemon pods tolerate the taints

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,12 +48,20 @@ type Options struct {
 	// Now is the time defaults take for DeviceTaint.timeAdded; when nil, timeAdded stays unset
 	// (see Default).
 	Now func() time.Time
-	// Suffix gives the random part of the name of the i-th pod (from 0) that a controller creates
-	// with generateName; see Expand. When nil, a deterministic suffix is derived from generateName
-	// and i.
+	// Suffix gives the random part of the name of a pod with generateName (one a controller
+	// creates, or one read without a name): the i-th draw (from 0) for the generateNames that
+	// agree in the 58 characters kube-apiserver keeps, in one namespace; see Expand. When nil, a
+	// deterministic suffix is derived from those characters and i, which never repeats for fewer
+	// than 27⁵ draws. A name that another pod of the input has is drawn again, up to 8 times, as
+	// kube-apiserver retries a create with generateName; then it is an error wrapping
+	// ErrNameConflict. Names are unique in their namespace across the whole input, except for pods
+	// read with their names, which the input may repeat (a later one replaces an earlier one, as
+	// kubectl apply would).
 	Suffix func(generateName string, i int) string
 	// NoValidate turns off the validation of resource.k8s.io objects (package allocator/validation,
-	// the same the Snapshot applies), for input known to come from an API server.
+	// the same the Snapshot applies) and of the fields of Pods, Nodes and workloads that decide
+	// which pods are read (names, replica counts, a StatefulSet's first ordinal), for input known
+	// to come from an API server.
 	NoValidate bool
 	// Validation configures that validation (the CEL environment); the zero value is the default.
 	Validation validation.Options
@@ -65,80 +71,75 @@ type Options struct {
 	Validate func(obj runtime.Object) error
 	// Stdin is read for the path "-"; os.Stdin when nil.
 	Stdin io.Reader
-	// MaxPods bounds the pods one workload may expand into, so that a manifest asking for a
-	// billion replicas is an error, not a machine out of memory; DefaultMaxPods when 0.
+	// MaxPods bounds the pods that the workloads of the input (Deployments, ReplicaSets,
+	// StatefulSets, Jobs and DaemonSets, all together) may expand into, so that a manifest asking
+	// for a billion replicas, or for a thousand DaemonSets on a thousand Nodes, is an error, not a
+	// machine out of memory; DefaultMaxPods when 0. Pods read as they are do not count. Every
+	// DaemonSet is checked against every Node, so their pairs are bounded too, at 100 times
+	// MaxPods.
 	MaxPods int
+	// MaxBytes bounds the size of every file and stream read (stdin included), and of every
+	// document once its YAML aliases are expanded, so that an endless stream, or a small
+	// document whose aliases repeat one large value many times, is an error, not a machine out
+	// of memory; DefaultMaxBytes when 0.
+	MaxBytes int64
+	// MaxObjectBytes bounds one object (a document, or an item of a List) as JSON, as
+	// kube-apiserver refuses a request body over 3 MiB (k8s.io/apiserver/pkg/server:
+	// MaxRequestBodyBytes), so no object it stores is larger; DefaultMaxObjectBytes when 0. The
+	// items of a typed list (a PodList) are bounded only by MaxBytes.
+	MaxObjectBytes int64
+	// MaxExpandedBytes bounds the size of the pods that the workloads of the input expand into,
+	// all together, each pod counted as the size of its workload's pod template in JSON: 100,000
+	// pods of a template of 10,000 environment variables would be gigabytes, though neither count
+	// nor file is large; DefaultMaxExpandedBytes when 0.
+	MaxExpandedBytes int64
 }
 
-// DefaultMaxPods is the number of pods one workload may expand into unless Options.MaxPods says
-// otherwise.
-const DefaultMaxPods = 100000
+// DefaultMaxObjectBytes is the size of one object unless Options.MaxObjectBytes says otherwise:
+// 3 MiB, kube-apiserver's bound on a request body.
+const DefaultMaxObjectBytes = 3 << 20
 
-// Load reads the manifests at paths, in the order given: a file, a directory (every .yaml, .yml
-// and .json file below it, recursively, in lexical order), or "-" for stdin.
-func Load(paths []string, opts Options) (*Objects, error) {
-	d := newDecoder(opts)
-	for _, path := range paths {
-		if path == "-" {
-			stdin := opts.Stdin
-			if stdin == nil {
-				stdin = os.Stdin
-			}
-			if err := d.stream(stdin, "-"); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		files, err := manifestFiles(path)
-		if err != nil {
-			return nil, err
-		}
-		for _, file := range files {
-			if err := d.file(file); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := d.finish(); err != nil {
-		return nil, err
-	}
-	return d.objs, nil
-}
+// DefaultMaxExpandedBytes is the size the pods expanded from workloads may have together unless
+// Options.MaxExpandedBytes says otherwise: 1 GiB, the pods of DefaultMaxPods of 10 KiB each.
+const DefaultMaxExpandedBytes = 1 << 30
 
-func manifestFiles(path string) ([]string, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !info.IsDir() {
-		return []string{path}, nil
-	}
-	var files []string
-	// WalkDir visits in lexical order, so the result does not depend on the file system.
-	err = filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		switch strings.ToLower(filepath.Ext(p)) {
-		case ".yaml", ".yml", ".json":
-			files = append(files, p)
-		}
+// chargeTemplate counts n pods of workload's template against Options.MaxExpandedBytes.
+func (d *decoder) chargeTemplate(workload runtime.Object, n int) error {
+	if n <= 0 {
 		return nil
-	})
-	return files, err
+	}
+	var tmpl *corev1.PodTemplateSpec
+	switch w := workload.(type) {
+	case *appsv1.Deployment:
+		tmpl = &w.Spec.Template
+	case *appsv1.ReplicaSet:
+		tmpl = &w.Spec.Template
+	case *appsv1.StatefulSet:
+		tmpl = &w.Spec.Template
+	case *appsv1.DaemonSet:
+		tmpl = &w.Spec.Template
+	case *batchv1.Job:
+		tmpl = &w.Spec.Template
+	default:
+		return nil
+	}
+	data, err := json.Marshal(tmpl)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrDecode, err)
+	}
+	size := int64(len(data))
+	left := d.opts.MaxExpandedBytes - d.expandedBytes
+	if int64(n) > left/size { // n*size > left, without overflow
+		return fmt.Errorf("%w: %d pods of a %d-byte template, with the %d bytes of the pods expanded before more than Options.MaxExpandedBytes (%d)",
+			ErrTooLarge, n, size, d.expandedBytes, d.opts.MaxExpandedBytes)
+	}
+	d.expandedBytes += int64(n) * size
+	return nil
 }
 
-func (d *decoder) file(file string) error {
-	f, err := os.Open(file)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return d.stream(f, file)
-}
+// DefaultMaxPods is the number of pods the workloads of one input may expand into together unless
+// Options.MaxPods says otherwise.
+const DefaultMaxPods = 100000
 
 // Decode reads one stream of manifests: YAML documents separated by "---" or JSON objects one
 // after the other, each an object or a List of objects. name is the file name errors report.
@@ -160,12 +161,21 @@ func newDecoder(opts Options) *decoder {
 	if opts.MaxPods == 0 {
 		opts.MaxPods = DefaultMaxPods
 	}
-	return &decoder{opts: opts, objs: &Objects{}}
+	if opts.MaxBytes == 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.MaxObjectBytes == 0 {
+		opts.MaxObjectBytes = DefaultMaxObjectBytes
+	}
+	if opts.MaxExpandedBytes == 0 {
+		opts.MaxExpandedBytes = DefaultMaxExpandedBytes
+	}
+	return &decoder{opts: opts, objs: &Objects{}, namer: newNamer(opts.Suffix)}
 }
 
 // stream decodes the documents of one stream into d.objs.
 func (d *decoder) stream(r io.Reader, name string) error {
-	reader, _, isJSON := utilyaml.GuessJSONStream(r, 4096)
+	reader, _, isJSON := utilyaml.GuessJSONStream(&bounded{r: r, left: d.opts.MaxBytes}, 4096)
 	src := Source{File: name}
 	if isJSON {
 		dec := json.NewDecoder(reader)
@@ -175,7 +185,7 @@ func (d *decoder) stream(r io.Reader, name string) error {
 				break
 			} else if err != nil {
 				src.Document++
-				return &Error{Source: src, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
+				return d.readError(src, err)
 			}
 			src.Document++
 			if err := d.document(raw, src); err != nil {
@@ -190,10 +200,12 @@ func (d *decoder) stream(r io.Reader, name string) error {
 		if err == io.EOF {
 			break
 		} else if err != nil {
-			return &Error{Source: Source{File: name, Document: src.Document + 1}, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
+			return d.readError(Source{File: name, Document: src.Document + 1}, err)
 		}
-		data, dups, err := yamlToJSON(doc)
-		if err != nil {
+		data, dups, err := yamlToJSON(doc, d.opts.MaxBytes)
+		if errors.Is(err, ErrTooLarge) {
+			return &Error{Source: Source{File: name, Document: src.Document + 1}, Err: err}
+		} else if err != nil {
 			return &Error{Source: Source{File: name, Document: src.Document + 1}, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
 		}
 		if data == nil {
@@ -207,16 +219,31 @@ func (d *decoder) stream(r io.Reader, name string) error {
 	return nil
 }
 
+// readError reports an error reading the document at src: the stream is over Options.MaxBytes,
+// or it is not YAML or JSON.
+func (d *decoder) readError(src Source, err error) error {
+	if errors.Is(err, errTooLarge) {
+		return &Error{Source: Source{File: src.File}, Err: fmt.Errorf("%w: more than %d bytes (Options.MaxBytes)", ErrTooLarge, d.opts.MaxBytes)}
+	}
+	return &Error{Source: src, Err: fmt.Errorf("%w: %v", ErrDecode, err)}
+}
+
 // yamlToJSON converts a YAML document to JSON, and returns the paths of keys given twice in one
-// mapping (the JSON conversion keeps only the last); nil for a document without content.
-func yamlToJSON(doc []byte) ([]byte, []string, error) {
-	dups, empty, err := duplicateKeys(doc)
+// mapping (the JSON conversion keeps only the last); nil for a document without content. A
+// document of more than limit bytes of JSON, its aliases expanded, is an error wrapping
+// ErrTooLarge.
+func yamlToJSON(doc []byte, limit int64) ([]byte, []string, error) {
+	dups, empty, err := duplicateKeys(doc, limit)
 	if err != nil || empty {
 		return nil, nil, err
 	}
 	data, err := yaml.YAMLToJSON(doc)
 	if err != nil {
 		return nil, nil, err
+	}
+	if int64(len(data)) > limit {
+		// The estimate before the conversion was under (escapes), the JSON made is not.
+		return nil, nil, tooLargeDocument(limit)
 	}
 	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
 		return nil, nil, nil
@@ -266,6 +293,12 @@ type decoder struct {
 	expanded      map[*corev1.Pod]expansion
 	replicaSetsOf map[ownerKey]bool
 	daemonSets    []pending
+	// pods counts the pods expanded, for Options.MaxPods, and expandedBytes their size, for
+	// Options.MaxExpandedBytes.
+	pods          int
+	expandedBytes int64
+	// namer draws the names of pods with generateName.
+	namer *namer
 }
 
 // document decodes one JSON document: an object or a List.
@@ -310,6 +343,10 @@ func (d *decoder) document(data []byte, src Source, dups ...string) error {
 			}
 		}
 		return nil
+	}
+	if size := int64(len(data)); size > d.opts.MaxObjectBytes {
+		return &Error{Source: src, Object: objectName(obj, gvk), Err: fmt.Errorf(
+			"%w: %d bytes of JSON, more than Options.MaxObjectBytes (%d)", ErrTooLarge, size, d.opts.MaxObjectBytes)}
 	}
 	return d.object(obj, src)
 }
@@ -462,13 +499,28 @@ func (d *decoder) object(obj runtime.Object, src Source) error {
 	if err != nil {
 		return &Error{Source: src, Object: objectName(obj, &gvk), Err: err}
 	}
+	if !d.opts.NoValidate {
+		if errs := decisive(converted); len(errs) > 0 {
+			return &Error{Source: src, Object: objectName(obj, &gvk), Field: errs[0].Field,
+				Err: fmt.Errorf("%w: %w", ErrInvalid, errs.ToAggregate())}
+		}
+	}
 	switch workload := converted.(type) {
 	case *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *batchv1.Job:
-		if n, field := podCount(workload); n > d.opts.MaxPods {
-			return &Error{Source: src, Object: objectName(obj, &gvk), Field: field,
-				Err: fmt.Errorf("%w: %d pods, more than Options.MaxPods (%d)", ErrTooManyPods, n, d.opts.MaxPods)}
+		n, field := podCount(workload)
+		if n > d.opts.MaxPods-d.pods {
+			err := fmt.Errorf("%w: %d pods, more than Options.MaxPods (%d)", ErrTooManyPods, n, d.opts.MaxPods)
+			if d.pods > 0 {
+				err = fmt.Errorf("%w: %d pods, and %d expanded before, more than Options.MaxPods (%d) for the whole input",
+					ErrTooManyPods, n, d.pods, d.opts.MaxPods)
+			}
+			return &Error{Source: src, Object: objectName(obj, &gvk), Field: field, Err: err}
 		}
-		pods, err := Expand(workload, d.opts.Suffix)
+		if err := d.chargeTemplate(workload, n); err != nil {
+			return &Error{Source: src, Object: objectName(obj, &gvk), Field: "spec.template", Err: err}
+		}
+		d.pods += n
+		pods, err := expand(workload, d.namer)
 		if err != nil {
 			return &Error{Source: src, Object: objectName(obj, &gvk), Err: err}
 		}

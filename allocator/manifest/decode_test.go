@@ -471,12 +471,13 @@ func TestDemoManifests(t *testing.T) {
 	count := func(kind string) int {
 		n := 0
 		re := regexp.MustCompile(`(?m)^kind: ` + kind + `\s*$`)
-		files, err := manifestFiles("testdata/demo")
+		w := walker{seen: make(map[string]bool)}
+		files, err := w.files("testdata/demo")
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range files {
-			data, err := os.ReadFile(f)
+			data, err := os.ReadFile(f.path)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -24,8 +24,16 @@
 // Decoding is strict, as kube-apiserver's with fieldValidation=Strict: an unknown or duplicate field is
 // an error. Every error is an *[Error] naming the file, the document (and the item of a List), the
 // object and the field path (of the version written), and wraps a sentinel ([ErrUnknownField],
-// [ErrDuplicateField], [ErrUnknownKind], [ErrDecode], [ErrInvalid], [ErrTooManyPods]) for
-// errors.Is. Documents of kinds the loader does not read are errors too, unless Options.SkipUnknown
+// [ErrDuplicateField], [ErrUnknownKind], [ErrDecode], [ErrInvalid], [ErrTooManyPods], [ErrTooLarge])
+// for errors.Is; a file Load cannot read is an *os.PathError ([ErrNotRegular] for a named pipe,
+// device or socket in a directory).
+//
+// Input is bounded so that hostile input is an error, not a hang or a machine out of memory: every
+// file and stream, and every document once its YAML aliases are expanded, by Options.MaxBytes
+// ([DefaultMaxBytes], 64 MiB); every object by Options.MaxObjectBytes ([DefaultMaxObjectBytes],
+// 3 MiB, kube-apiserver's bound on a request); the pods that the workloads of the whole input expand into by
+// Options.MaxPods ([DefaultMaxPods]) and, each counted as its template's size, by
+// Options.MaxExpandedBytes ([DefaultMaxExpandedBytes]). Documents of kinds the loader does not read are errors too, unless Options.SkipUnknown
 // lists them in Objects.Skipped instead. Namespaced objects without a namespace get
 // Options.Namespace, as kubectl gives them the namespace of its context.
 //
@@ -33,7 +41,9 @@
 // objects are created ([Default]). Unless Options.NoValidate is set, it then validates every
 // resource.k8s.io object as kube-apiserver validates it on create (package allocator/validation, the
 // validation the Snapshot applies), so that a file the API server would refuse is refused here, naming
-// the file, document, object and field; Options.Validate adds the caller's own checks.
+// the file, document, object and field; so are the names of Pods, Nodes and workloads and the counts
+// that decide how many pods a workload has (a negative spec.replicas, spec.parallelism,
+// spec.completions or spec.ordinals.start). Options.Validate adds the caller's own checks.
 //
 // The main types are [Objects], what was read, with the [Source] of every object, and [Options].
 //

@@ -18,7 +18,12 @@ var (
 	ErrDecode = errors.New("cannot decode")
 	// ErrInvalid reports an object that Options.Validate refused.
 	ErrInvalid = errors.New("invalid object")
-	// ErrTooManyPods reports a workload that asks for more pods than Options.MaxPods.
+	// ErrTooLarge reports a file, stream or document larger than Options.MaxBytes.
+	ErrTooLarge = errors.New("too large")
+	// ErrNameConflict reports a pod whose name another pod of the input has: a StatefulSet's pod
+	// (its name is fixed), or a pod with generateName whose draws all gave taken names.
+	ErrNameConflict = errors.New("name already taken")
+	// ErrTooManyPods reports workloads that together ask for more pods than Options.MaxPods.
 	ErrTooManyPods = errors.New("too many pods")
 )
 

@@ -1,6 +1,7 @@
 package manifest_test
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -69,6 +70,31 @@ spec:
 	fmt.Println(err)
 	// Output:
 	// classes.yaml: document 1: DeviceClass gpu.example.com: spec.selectors[0].cel.expresion: unknown field
+}
+
+// Input is bounded: a document whose YAML aliases would expand past Options.MaxBytes, and
+// workloads that would expand into more than Options.MaxPods pods together, are errors wrapping
+// ErrTooLarge and ErrTooManyPods, found before the memory is spent. Each limit is an option a
+// caller can raise.
+func ExampleDecode_limits() {
+	bomb := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {a: &x " + strings.Repeat("x", 1000) +
+		"}\nspec:\n  containers: [" + strings.Repeat("*x,", 9999) + "*x]\n"
+	_, err := manifest.Decode(strings.NewReader(bomb), "bomb.yaml", manifest.Options{MaxBytes: 1 << 20})
+	fmt.Println(err, errors.Is(err, manifest.ErrTooLarge))
+
+	deployment := func(name string) string {
+		return "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: " + name + "}\nspec:\n  replicas: 600\n" +
+			"  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: c, image: i}]}\n"
+	}
+	input := deployment("a") + "---\n" + deployment("b")
+	_, err = manifest.Decode(strings.NewReader(input), "web.yaml", manifest.Options{MaxPods: 1000})
+	fmt.Println(err, errors.Is(err, manifest.ErrTooManyPods))
+	objs, err := manifest.Decode(strings.NewReader(input), "web.yaml", manifest.Options{MaxPods: 1200})
+	fmt.Println(len(objs.Pods), err)
+	// Output:
+	// bomb.yaml: document 1: too large: more than 1048576 bytes (Options.MaxBytes) once its YAML aliases are expanded true
+	// web.yaml: document 2: Deployment default/b: spec.replicas: too many pods: 600 pods, and 600 expanded before, more than Options.MaxPods (1000) for the whole input true
+	// 1200 <nil>
 }
 
 // Load reads files and directories; SkipUnknown passes over the Namespaces that demo manifests

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,6 +22,11 @@ type expansion struct {
 	// deployment is the Deployment whose ReplicaSet controller is, for pods expanded from it.
 	deployment ownerKey
 }
+
+// daemonPairsPerPod bounds the DaemonSet and Node pairs checked: Options.MaxPods times it, ten
+// million by default, more than the largest clusters have (a hundred DaemonSets on 15,000 Nodes
+// are 1.5 million).
+const daemonPairsPerPod = 100
 
 // pending is a workload expanded when the whole input has been read.
 type pending struct {
@@ -55,19 +61,45 @@ func (d *decoder) markReplicaSetOf(deployment ownerKey) {
 // finish expands the DaemonSets over the Nodes read, then drops the pods expanded from a
 // workload when the input already has that workload's pods (or, for a Deployment, one of its
 // ReplicaSets), as `kubectl get all -o yaml` writes a Deployment, its ReplicaSets and their pods
-// together: the pods that exist stand for the ones the controller would create.
+// together: the pods that exist stand for the ones the controller would create. Last it makes
+// the pods' names unique (uniqueNames).
 func (d *decoder) finish() error {
+	// Every DaemonSet is checked against every Node, which pods or not is time: 150,000 DaemonSets
+	// that select no node and 150,000 Nodes fit in 64 MiB and would take an hour.
+	if pairs := len(d.daemonSets) * len(d.objs.Nodes); len(d.daemonSets) > 0 && pairs > daemonPairsPerPod*d.opts.MaxPods {
+		p := d.daemonSets[0]
+		return &Error{Source: p.src, Object: objectName(p.obj, nil), Err: fmt.Errorf(
+			"%w: %d DaemonSets on %d nodes are %d to check, more than %d times Options.MaxPods (%d)",
+			ErrTooManyPods, len(d.daemonSets), len(d.objs.Nodes), pairs, daemonPairsPerPod, d.opts.MaxPods)}
+	}
 	for _, p := range d.daemonSets {
 		ds := p.obj.(*appsv1.DaemonSet)
 		owner := p.src
 		owner.Owner = objectName(ds, nil)
-		if err := d.addExpanded(daemonSetPods(ds, d.objs.Nodes, d.opts.Suffix), owner, expansion{}); err != nil {
+		left := d.opts.MaxPods - d.pods
+		pods, ok, err := daemonSetPods(ds, d.objs.Nodes, d.namer, left, func(n int) error { return d.chargeTemplate(ds, n) })
+		if err != nil {
+			return &Error{Source: p.src, Object: owner.Owner, Field: "spec.template", Err: err}
+		}
+		if !ok {
+			return &Error{Source: p.src, Object: owner.Owner, Err: fmt.Errorf(
+				"%w: it runs on more than %d of the %d nodes, which with the %d pods expanded before is more than Options.MaxPods (%d) for the whole input",
+				ErrTooManyPods, left, len(d.objs.Nodes), d.pods, d.opts.MaxPods)}
+		}
+		d.pods += len(pods)
+		if err := d.addExpanded(pods, owner, expansion{}); err != nil {
 			return err
 		}
 	}
-	if len(d.expanded) == 0 {
-		return nil
+	if len(d.expanded) > 0 {
+		d.dropStandIns()
 	}
+	return d.uniqueNames()
+}
+
+// dropStandIns drops the pods expanded from a workload whose pods (or, for a Deployment, one of
+// its ReplicaSets) the input has.
+func (d *decoder) dropStandIns() {
 	o := d.objs
 	live := make(map[ownerKey]bool)
 	for _, pod := range o.Pods {
@@ -97,5 +129,4 @@ func (d *decoder) finish() error {
 	}
 	clear(o.Pods[len(kept):])
 	o.Pods = kept
-	return nil
 }

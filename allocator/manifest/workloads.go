@@ -23,9 +23,12 @@ import (
 //     workload, generateName "<owner>-" and one owner reference to the owner with controller and
 //     blockOwnerDeletion set;
 //   - a pod with generateName is named as kube-apiserver names it (names.SimpleNameGenerator):
-//     generateName, cut to 58 characters, and a five character suffix from suffix(generateName, i)
-//     for the i-th such pod (from 0); suffix nil takes one derived from generateName and i, from
-//     the alphabet kube-apiserver draws from;
+//     generateName, cut to 58 characters, and a five character suffix from suffix(generateName, i),
+//     where i counts the names drawn for generateNames that agree in those 58 characters in the
+//     namespace, from 0; suffix nil takes one derived from those characters and i, from the
+//     alphabet kube-apiserver draws from, which never gives one name twice (for fewer than 27⁵
+//     pods). A name drawn twice by a caller's suffix is drawn again, as kube-apiserver retries
+//     (see Options.Suffix);
 //   - a Deployment gets spec.replicas (default 1) pods of its ReplicaSet "<deployment>-<hash>": hash
 //     is the pod-template-hash label the deployment controller computes (controller.ComputeHash over
 //     the template and status.collisionCount), added to the pods' labels; their owner is that
@@ -48,13 +51,15 @@ import (
 // Pods that a controller would create later (a Job's next completions, a rollout's new
 // ReplicaSet) are not part of the answer. A DaemonSet's pods depend on the nodes: Decode and Load
 // expand DaemonSets over the Nodes of their input, and Expand refuses them. Expand creates as
-// many pods as obj asks for; Decode and Load refuse a workload of more than Options.MaxPods. obj
-// is not changed.
+// many pods as obj asks for; Decode and Load refuse input whose workloads ask for more than
+// Options.MaxPods together. obj is not changed.
 func Expand(obj runtime.Object, suffix func(generateName string, i int) string) ([]*corev1.Pod, error) {
-	if suffix == nil {
-		suffix = deterministicSuffix
-	}
-	e := expander{suffix: suffix}
+	return expand(obj, newNamer(suffix))
+}
+
+// expand is Expand with the names drawn by n, which may have drawn names before.
+func expand(obj runtime.Object, n *namer) ([]*corev1.Pod, error) {
+	e := expander{namer: n}
 	switch w := obj.(type) {
 	case *appsv1.Deployment:
 		return e.deployment(w), nil
@@ -70,9 +75,7 @@ func Expand(obj runtime.Object, suffix func(generateName string, i int) string) 
 }
 
 type expander struct {
-	suffix func(generateName string, i int) string
-	// n counts the pods named so far, the i of suffix.
-	n int
+	namer *namer
 }
 
 func replicas(r *int32) int {
@@ -93,10 +96,6 @@ func controllerRef(apiVersion, kind string, owner *metav1.ObjectMeta) metav1.Own
 		BlockOwnerDeletion: &yes,
 	}
 }
-
-// maxGeneratedNameLength is the length kube-apiserver cuts generateName to before it appends
-// five random characters (k8s.io/apiserver/pkg/storage/names).
-const maxGeneratedNameLength = 63 - 5
 
 // podFromTemplate is GetPodFromTemplate followed by kube-apiserver's naming of generateName.
 func (e *expander) podFromTemplate(tmpl *corev1.PodTemplateSpec, namespace, ownerName string, ref metav1.OwnerReference) *corev1.Pod {
@@ -119,15 +118,8 @@ func (e *expander) podFromTemplate(tmpl *corev1.PodTemplateSpec, namespace, owne
 	return pod
 }
 
-// name gives a pod with generateName its name, as names.SimpleNameGenerator does.
-func (e *expander) name(pod *corev1.Pod) {
-	base := pod.GenerateName
-	if len(base) > maxGeneratedNameLength {
-		base = base[:maxGeneratedNameLength]
-	}
-	pod.Name = base + e.suffix(pod.GenerateName, e.n)
-	e.n++
-}
+// name gives a pod with generateName its name.
+func (e *expander) name(pod *corev1.Pod) { e.namer.name(pod) }
 
 func (e *expander) replicas(tmpl *corev1.PodTemplateSpec, namespace, owner string, n int, ref metav1.OwnerReference) []*corev1.Pod {
 	pods := make([]*corev1.Pod, 0, max(n, 0))
@@ -349,24 +341,4 @@ func copyMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-// suffixAlphabet is the alphabet of k8s.io/apimachinery/pkg/util/rand, from which kube-apiserver
-// draws the suffix of generated names.
-const suffixAlphabet = "bcdfghjklmnpqrstvwxz2456789"
-
-// deterministicSuffix gives the i-th pod of generateName a five character suffix: i written in the
-// suffix alphabet, offset by a hash of generateName, so that suffixes of one generateName never
-// repeat (for fewer than 27⁵ pods) and look like the random ones.
-func deterministicSuffix(generateName string, i int) string {
-	h := fnv.New32a()
-	h.Write([]byte(generateName))
-	const space = 27 * 27 * 27 * 27 * 27
-	v := (uint64(h.Sum32()) + uint64(i)) % space
-	var b [5]byte
-	for j := 4; j >= 0; j-- {
-		b[j] = suffixAlphabet[v%27]
-		v /= 27
-	}
-	return string(b[:])
 }

@@ -9,14 +9,21 @@ import (
 // duplicateKeys parses a YAML document and returns the field paths of the keys that a mapping gives
 // twice, like "spec.devices.requests[0].name", in document order; empty reports a document without
 // content. kube-apiserver refuses such documents under strict field validation; the YAML to JSON
-// conversion alone would keep the last value silently.
-func duplicateKeys(doc []byte) (dups []string, empty bool, err error) {
+// conversion alone would keep the last value silently. A document that would be larger than limit
+// bytes of JSON once its aliases are expanded is an error wrapping ErrTooLarge, found before any
+// alias is expanded.
+func duplicateKeys(doc []byte, limit int64) (dups []string, empty bool, err error) {
 	var root yamlv3.Node
 	if err := yamlv3.Unmarshal(doc, &root); err != nil {
 		return nil, false, err
 	}
 	if root.Kind == 0 || (root.Kind == yamlv3.DocumentNode && len(root.Content) == 0) {
 		return nil, true, nil
+	}
+	if size, err := expandedSize(&root, limit); err != nil {
+		return nil, false, err
+	} else if size > limit {
+		return nil, false, tooLargeDocument(limit)
 	}
 	var walk func(n *yamlv3.Node, path string)
 	walk = func(n *yamlv3.Node, path string) {

@@ -8,15 +8,21 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
+
+	"github.com/dralloc/dralloc/allocator/manifest"
 )
 
-// Exit statuses.
+// Exit statuses. 2 is dractl's own failure, not the user's bad input, because Go's runtime exits
+// with 2 on a panic or fatal error it cannot recover (out of memory, a deadlock): a script must be
+// able to tell a bug in dractl from a mistake in its input.
 const (
 	exitOK       = 0 // everything asked about fits, or nothing was found
 	exitNotFit   = 1 // a pod does not fit, a problem was found, or a PodGroup's search gave up
-	exitBadInput = 2 // the input or the command line is wrong
+	exitInternal = 2 // dractl itself failed: a panic, recovered here or not, or the runtime's fatal errors
+	exitBadInput = 3 // the input or the command line is wrong
 )
 
 // command is one subcommand.
@@ -52,8 +58,13 @@ Read the objects of a live cluster from kubectl:
 
   kubectl get pods,nodes,resourceslices,deviceclasses,resourceclaims,resourceclaimtemplates,devicetaintrules,podgroups -A -o yaml | dractl explain -f -
 
+Input: files, directories (every .yaml, .yml and .json file below, links followed, entries
+beginning with a dot skipped) or - for stdin; each file or stream at most --max-bytes, the pods
+of all workloads together at most --max-pods.
+
 Exit status: 0 fits (or nothing found), 1 does not fit (or a problem found, or the search for a
-PodGroup gave up after --gang-budget tries), 2 bad input.
+PodGroup gave up after --gang-budget tries), 2 dractl failed (a bug, or out of memory), 3 bad
+input or usage.
 Run "dractl <command> --help" for the flags and examples of a command.
 `
 
@@ -65,8 +76,15 @@ func usageText() string {
 	return fmt.Sprintf(mainUsage, b.String())
 }
 
-// run is the whole command: args without the program name. It returns the exit status.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// run is the whole command: args without the program name. It returns the exit status; a panic is
+// reported as dractl's own failure, with its stack, and exitInternal.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "dractl: internal error: %v\n%s", r, debug.Stack())
+			code = exitInternal
+		}
+	}()
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usageText())
 		return exitBadInput
@@ -97,6 +115,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defaultOutput := cmp.Or(cmd.output, "text")
 	output := fs.String("o", defaultOutput, "output format: text, yaml or json")
 	color := fs.String("color", "auto", "colour the text output: auto (on a terminal), always or never")
+	maxBytes := fs.Int64("max-bytes", manifest.DefaultMaxBytes, "the most bytes one file or stream may have, and one document once its YAML aliases are expanded")
+	maxPods := fs.Int("max-pods", manifest.DefaultMaxPods, "the most pods the workloads (Deployments, Jobs, DaemonSets...) of the input may expand into together")
 	opts := cmd.flags(fs)
 	fs.Usage = func() {
 		out := fs.Output()
@@ -137,13 +157,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dractl %s: --color %s: must be auto, always or never\n", cmd.name, *color)
 		return exitBadInput
 	}
-	c, err := loadCluster(files, stdin, stderr)
+	if *maxBytes <= 0 || *maxPods <= 0 {
+		fmt.Fprintf(stderr, "dractl %s: --max-bytes and --max-pods must be positive\n", cmd.name)
+		return exitBadInput
+	}
+	c, err := loadCluster(files, manifest.Options{SkipUnknown: true, Stdin: stdin, Validate: validate, MaxBytes: *maxBytes, MaxPods: *maxPods}, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "dractl %s: %v\n", cmd.name, err)
 		return exitBadInput
 	}
 	e.cluster = c
-	code, err := cmd.run(e, opts)
+	code, err = cmd.run(e, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "dractl %s: %v\n", cmd.name, err)
 		if code == exitOK {

@@ -40,8 +40,8 @@ type cluster struct {
 // are the allocated state), taint rules and nodes, and a pods.Cluster with the templates and PodGroups.
 // Pods with a node are running (their allocated claims are in the claims); pods without one and not
 // finished are pending.
-func loadCluster(files []string, stdin io.Reader, stderr io.Writer) (*cluster, error) {
-	objs, err := manifest.Load(files, manifest.Options{SkipUnknown: true, Stdin: stdin, Validate: validate})
+func loadCluster(files []string, opts manifest.Options, stderr io.Writer) (*cluster, error) {
+	objs, err := manifest.Load(files, opts)
 	if err != nil {
 		return nil, err
 	}

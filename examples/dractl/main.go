@@ -8,7 +8,10 @@
 //	kubectl get pods,nodes,resourceslices,deviceclasses,resourceclaims,resourceclaimtemplates,devicetaintrules,podgroups -A -o yaml | dractl explain -f -
 //
 // Exit status: 0 when everything asked about fits (or is clean), 1 when something does not fit (or
-// a problem was found), 2 for bad input or usage.
+// a problem was found), 2 when dractl itself failed (a bug: a panic, reported with its stack; or
+// out of memory, which Go's runtime reports with status 2 too), 3 for bad input or usage. Input is
+// bounded (--max-bytes per file or stream, --max-pods for the workloads' pods), so that huge input
+// is refused as bad input before memory runs out.
 package main
 
 import "os"

@@ -854,6 +854,6 @@ func TestGangSearchIsBounded(t *testing.T) {
 	}
 	code, _, errOut := dractl(t, in, "place", "-f", "-", "--gang-budget", "0")
 	if want := "dractl place: --gang-budget 0: must be positive\n"; code != exitBadInput || errOut != want {
-		t.Errorf("place --gang-budget 0: exit %d, stderr %q, want exit 2, %q", code, errOut, want)
+		t.Errorf("place --gang-budget 0: exit %d, stderr %q, want exit 3 (bad usage), %q", code, errOut, want)
 	}
 }
