@@ -576,7 +576,7 @@ func (d *decoder) add(obj runtime.Object, src Source) (runtime.Object, error) {
 // readable reports whether obj is of a kind the loader hands out (after conversion and expansion).
 func readable(obj runtime.Object) bool {
 	switch obj.(type) {
-	case *corev1.Pod, *corev1.Node,
+	case *corev1.Pod, *corev1.Node, *corev1.Namespace,
 		*resourceapi.ResourceSlice, *resourceapi.DeviceClass, *resourceapi.ResourceClaim,
 		*resourceapi.ResourceClaimTemplate, *resourceapi.DeviceTaintRule,
 		*resourcev1beta2.ResourceSlice, *resourcev1beta2.DeviceClass, *resourcev1beta2.ResourceClaim,
@@ -594,7 +594,7 @@ func readable(obj runtime.Object) bool {
 // namespaced reports whether obj, a readable object, lives in a namespace.
 func namespaced(obj runtime.Object) bool {
 	switch obj.(type) {
-	case *corev1.Node,
+	case *corev1.Node, *corev1.Namespace,
 		*resourceapi.ResourceSlice, *resourceapi.DeviceClass, *resourceapi.DeviceTaintRule,
 		*resourcev1beta2.ResourceSlice, *resourcev1beta2.DeviceClass, *resourcev1beta2.DeviceTaintRule,
 		*resourcev1beta1.ResourceSlice, *resourcev1beta1.DeviceClass, *resourcev1alpha3.DeviceTaintRule:

@@ -255,10 +255,10 @@ kind: Pod
 metadata: {name: p, namespace: ns}
 ---
 apiVersion: v1
-kind: Namespace
-metadata: {name: ns}
+kind: ConfigMap
+metadata: {name: cm, namespace: ns}
 `, Options{}, []string{
-			"input.yaml: document 2: Namespace ns: unknown kind v1 Namespace",
+			"input.yaml: document 2: ConfigMap ns/cm: unknown kind v1 ConfigMap",
 		}, ErrUnknownKind},
 		{"custom resource", `
 apiVersion: resource.nvidia.com/v1beta1
@@ -349,8 +349,8 @@ kind: Pod
 metadata: {name: p, namespace: ns}
 `, Options{SkipUnknown: true})
 	one(t, objs.Pods)
+	one(t, objs.Namespaces) // read, for the admin-access label
 	want := []Skipped{
-		{Source: Source{File: "input.yaml", Document: 1}, Kind: "v1 Namespace"},
 		{Source: Source{File: "input.yaml", Document: 2}, Kind: "example.com/v1 Widget"},
 	}
 	equal(t, objs.Skipped, want)
@@ -454,7 +454,7 @@ spec:
 }
 
 // TestDemoManifests loads the demo manifests of the DRA drivers. Every document is read or,
-// for the kinds Kubernetes 1.37 does not serve and the Namespaces, skipped; the claims, templates
+// for the kinds Kubernetes 1.37 does not serve, skipped; the claims, templates
 // and taint rules are as many as the files declare.
 func TestDemoManifests(t *testing.T) {
 	objs, err := Load([]string{"testdata/demo"}, Options{SkipUnknown: true})
@@ -463,7 +463,7 @@ func TestDemoManifests(t *testing.T) {
 	}
 	for _, s := range objs.Skipped {
 		switch s.Kind {
-		case "v1 Namespace", "scheduling.k8s.io/v1alpha2 PodGroup", "resource.k8s.io/v1alpha3 ResourceClaimTemplate":
+		case "scheduling.k8s.io/v1alpha2 PodGroup", "resource.k8s.io/v1alpha3 ResourceClaimTemplate":
 		default:
 			t.Errorf("%s: skipped %s", s.Source, s.Kind)
 		}

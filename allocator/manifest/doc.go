@@ -5,7 +5,8 @@
 // streams of several documents separated by "---", JSON streams of several objects, and List objects
 // (kind List, apiVersion v1, as kubectl writes several objects) in any mixture of:
 //
-//   - core/v1 Pods and Nodes;
+//   - core/v1 Pods, Nodes and Namespaces (for the label resource.kubernetes.io/admin-access, without
+//     which kube-apiserver refuses a claim or template asking for admin access in the namespace);
 //   - resource.k8s.io ResourceSlices, DeviceClasses, ResourceClaims, ResourceClaimTemplates
 //     (v1, v1beta2, v1beta1) and DeviceTaintRules (v1, v1beta2, v1alpha3), all converted to v1;
 //   - scheduling.k8s.io PodGroups and Workloads (v1beta1, v1alpha3), converted to v1beta1;

@@ -97,8 +97,8 @@ func ExampleDecode_limits() {
 	// 1200 <nil>
 }
 
-// Load reads files and directories; SkipUnknown passes over the Namespaces that demo manifests
-// create first.
+// Load reads files and directories; SkipUnknown passes over kinds the loader does not read. The
+// Namespaces that demo manifests create first are read, for the admin-access label.
 func ExampleLoad() {
 	objs, err := manifest.Load([]string{"testdata/demo/dra-example-driver/prioritized-alternatives"},
 		manifest.Options{SkipUnknown: true})
@@ -116,6 +116,9 @@ func ExampleLoad() {
 	for _, pod := range objs.Pods {
 		fmt.Println("pod", pod.Namespace+"/"+pod.Name)
 	}
+	for _, ns := range objs.Namespaces {
+		fmt.Println("namespace", ns.Name)
+	}
 	for _, s := range objs.Skipped {
 		fmt.Println("skipped", s.Kind, "in document", s.Source.Document)
 	}
@@ -129,7 +132,7 @@ func ExampleLoad() {
 	//   older-gpu: ExactCount 1
 	// pod prioritized-alternatives/pod0
 	// pod prioritized-alternatives/pod1
-	// skipped v1 Namespace in document 1
+	// namespace prioritized-alternatives
 }
 
 // Convert turns a v1beta1 ResourceSlice into v1: the basic device's fields move into the device.

@@ -21,6 +21,9 @@ type Objects struct {
 	TaintRules []*resourceapi.DeviceTaintRule
 	PodGroups  []*schedulingapi.PodGroup
 	Workloads  []*schedulingapi.Workload
+	// Namespaces are read for what decides whether a claim is valid: the label
+	// resource.kubernetes.io/admin-access that admin access to devices needs.
+	Namespaces []*corev1.Namespace
 
 	// Skipped are the documents of kinds this package does not read, when Options.SkipUnknown is set.
 	Skipped []Skipped
@@ -74,7 +77,7 @@ func (o *Objects) Source(obj runtime.Object) (Source, bool) {
 // Len returns the number of objects in o, not counting skipped documents.
 func (o *Objects) Len() int {
 	return len(o.Pods) + len(o.Nodes) + len(o.Slices) + len(o.Classes) + len(o.Claims) +
-		len(o.Templates) + len(o.TaintRules) + len(o.PodGroups) + len(o.Workloads)
+		len(o.Templates) + len(o.TaintRules) + len(o.PodGroups) + len(o.Workloads) + len(o.Namespaces)
 }
 
 // Append adds the objects of other to o, after o's, keeping their sources.
@@ -88,6 +91,7 @@ func (o *Objects) Append(other *Objects) {
 	o.TaintRules = append(o.TaintRules, other.TaintRules...)
 	o.PodGroups = append(o.PodGroups, other.PodGroups...)
 	o.Workloads = append(o.Workloads, other.Workloads...)
+	o.Namespaces = append(o.Namespaces, other.Namespaces...)
 	o.Skipped = append(o.Skipped, other.Skipped...)
 	for obj, s := range other.sources {
 		o.setSource(obj, s)
@@ -116,6 +120,8 @@ func (o *Objects) add(obj runtime.Object, src Source) bool {
 		o.PodGroups = append(o.PodGroups, obj)
 	case *schedulingapi.Workload:
 		o.Workloads = append(o.Workloads, obj)
+	case *corev1.Namespace:
+		o.Namespaces = append(o.Namespaces, obj)
 	default:
 		return false
 	}

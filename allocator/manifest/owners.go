@@ -94,6 +94,11 @@ func (d *decoder) finish() error {
 	if len(d.expanded) > 0 {
 		d.dropStandIns()
 	}
+	if !d.opts.NoValidate {
+		if err := d.adminAccess(); err != nil {
+			return err
+		}
+	}
 	return d.uniqueNames()
 }
 

@@ -1,12 +1,17 @@
 package manifest
 
 import (
+	"fmt"
+	"strings"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -23,29 +28,74 @@ func decisive(obj runtime.Object) field.ErrorList {
 	case *corev1.Pod:
 		// ValidatePodName: a DNS subdomain; a pod with only generateName is named by the loader,
 		// as kube-apiserver names it.
-		return objectMeta(&o.ObjectMeta, true, true)
+		return append(objectMeta(&o.ObjectMeta, true, true), podResources(&o.Spec, spec)...)
 	case *corev1.Node:
+		return objectMeta(&o.ObjectMeta, false, false)
+	case *corev1.Namespace:
 		return objectMeta(&o.ObjectMeta, false, false)
 	case *appsv1.Deployment:
 		// ValidateDeploymentSpec: replicas non-negative.
-		return append(objectMeta(&o.ObjectMeta, true, false), nonNegative(o.Spec.Replicas, spec.Child("replicas"))...)
+		errs := append(objectMeta(&o.ObjectMeta, true, false), nonNegative(o.Spec.Replicas, spec.Child("replicas"))...)
+		return append(errs, podResources(&o.Spec.Template.Spec, spec.Child("template", "spec"))...)
 	case *appsv1.ReplicaSet:
-		return append(objectMeta(&o.ObjectMeta, true, false), nonNegative(o.Spec.Replicas, spec.Child("replicas"))...)
+		errs := append(objectMeta(&o.ObjectMeta, true, false), nonNegative(o.Spec.Replicas, spec.Child("replicas"))...)
+		return append(errs, podResources(&o.Spec.Template.Spec, spec.Child("template", "spec"))...)
 	case *appsv1.StatefulSet:
 		// ValidateStatefulSetSpec: replicas and ordinals.start non-negative.
 		errs := append(objectMeta(&o.ObjectMeta, true, false), nonNegative(o.Spec.Replicas, spec.Child("replicas"))...)
 		if o.Spec.Ordinals != nil {
 			errs = append(errs, nonNegative(&o.Spec.Ordinals.Start, spec.Child("ordinals", "start"))...)
 		}
-		return errs
+		return append(errs, podResources(&o.Spec.Template.Spec, spec.Child("template", "spec"))...)
 	case *appsv1.DaemonSet:
-		return objectMeta(&o.ObjectMeta, true, false)
+		return append(objectMeta(&o.ObjectMeta, true, false), podResources(&o.Spec.Template.Spec, spec.Child("template", "spec"))...)
 	case *batchv1.Job:
 		// ValidateJobSpec: parallelism and completions non-negative.
 		errs := append(objectMeta(&o.ObjectMeta, true, false), nonNegative(o.Spec.Parallelism, spec.Child("parallelism"))...)
-		return append(errs, nonNegative(o.Spec.Completions, spec.Child("completions"))...)
+		errs = append(errs, nonNegative(o.Spec.Completions, spec.Child("completions"))...)
+		return append(errs, podResources(&o.Spec.Template.Spec, spec.Child("template", "spec"))...)
 	}
 	return nil
+}
+
+// podResources validates the containers' extended resources as kube-apiserver's
+// ValidateResourceRequirements does (pkg/apis/core/validation): an extended resource (a name with a
+// domain outside kubernetes.io, as example.com/gpu) must be a whole number, cannot be overcommitted, so
+// a request needs a limit and must equal it. Without it a pod the API server refuses would be placed,
+// and a fractional amount would give the extended-resource claim a request for no device.
+func podResources(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	check := func(c *corev1.Container, p *field.Path) {
+		res := p.Child("resources")
+		for name, q := range c.Resources.Limits {
+			if isExtendedResource(name) && q.MilliValue()%1000 != 0 {
+				errs = append(errs, field.Invalid(res.Child("limits").Key(string(name)), q.String(), "must be an integer"))
+			}
+		}
+		for name, q := range c.Resources.Requests {
+			if !isExtendedResource(name) {
+				continue
+			}
+			reqPath := res.Child("requests").Key(string(name))
+			if q.MilliValue()%1000 != 0 {
+				errs = append(errs, field.Invalid(reqPath, q.String(), "must be an integer"))
+			}
+			limit, ok := c.Resources.Limits[name]
+			switch {
+			case !ok:
+				errs = append(errs, field.Required(res.Child("limits").Key(string(name)), "Limit must be set for non overcommitable resources"))
+			case q.Cmp(limit) != 0:
+				errs = append(errs, field.Invalid(reqPath, q.String(), fmt.Sprintf("must be equal to %s limit", name)))
+			}
+		}
+	}
+	for i := range spec.InitContainers {
+		check(&spec.InitContainers[i], path.Child("initContainers").Index(i))
+	}
+	for i := range spec.Containers {
+		check(&spec.Containers[i], path.Child("containers").Index(i))
+	}
+	return errs
 }
 
 func nonNegative(v *int32, p *field.Path) field.ErrorList {
@@ -81,4 +131,55 @@ func objectMeta(m *metav1.ObjectMeta, namespaced, generate bool) field.ErrorList
 		}
 	}
 	return errs
+}
+
+// isExtendedResource is kube-apiserver's IsExtendedResourceName (pkg/apis/core/helper): a name with a
+// domain outside kubernetes.io that is a valid quota name once prefixed with "requests.".
+func isExtendedResource(name corev1.ResourceName) bool {
+	s := string(name)
+	if !strings.Contains(s, "/") || strings.Contains(s, "kubernetes.io/") || strings.HasPrefix(s, "requests.") {
+		return false
+	}
+	return len(validation.IsQualifiedName("requests."+s)) == 0
+}
+
+// adminAccess refuses a claim or template that asks for admin access in a namespace of the input
+// without the label resource.kubernetes.io/admin-access: "true", as kube-apiserver refuses it on create
+// (AuthorizedForAdmin, pkg/registry/resource). A namespace not in the input is not known, and the
+// claim is read as it is.
+func (d *decoder) adminAccess() error {
+	if len(d.objs.Namespaces) == 0 {
+		return nil
+	}
+	labelled := make(map[string]bool, len(d.objs.Namespaces))
+	for _, ns := range d.objs.Namespaces {
+		labelled[ns.Name] = ns.Labels[resourceapi.DRAAdminNamespaceLabelKey] == "true"
+	}
+	check := func(obj runtime.Object, namespace string, requests []resourceapi.DeviceRequest, path *field.Path) error {
+		ok, known := labelled[namespace]
+		if !known || ok {
+			return nil
+		}
+		for i, r := range requests {
+			if r.Exactly == nil || r.Exactly.AdminAccess == nil || !*r.Exactly.AdminAccess {
+				continue
+			}
+			p := path.Index(i).Child("exactly", "adminAccess")
+			src, _ := d.objs.Source(obj)
+			return &Error{Source: src, Object: objectName(obj, nil), Field: p.String(), Err: fmt.Errorf("%w: %s: Forbidden: admin access to devices requires the `%s: true` label on the containing namespace",
+				ErrInvalid, p, resourceapi.DRAAdminNamespaceLabelKey)}
+		}
+		return nil
+	}
+	for _, c := range d.objs.Claims {
+		if err := check(c, c.Namespace, c.Spec.Devices.Requests, field.NewPath("spec", "devices", "requests")); err != nil {
+			return err
+		}
+	}
+	for _, t := range d.objs.Templates {
+		if err := check(t, t.Namespace, t.Spec.Spec.Devices.Requests, field.NewPath("spec", "spec", "devices", "requests")); err != nil {
+			return err
+		}
+	}
+	return nil
 }
