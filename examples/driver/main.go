@@ -57,7 +57,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("initialising NVML: %w", ret)
 	}
 	defer lib.Shutdown()
-	d, err := nvml.Discover(lib, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	d, err := nvml.Discover(lib, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }, NUMANode: func(string) (int, error) { return -1, nil }})
 	if err != nil {
 		return err
 	}

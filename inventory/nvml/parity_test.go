@@ -185,7 +185,7 @@ func TestSlicesMatchNVIDIA(t *testing.T) {
 			if err := yaml.Unmarshal(raw, &want); err != nil {
 				t.Fatal(err)
 			}
-			d, err := nvml.Discover(c.server(t), nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+			d, err := nvml.Discover(c.server(t), nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }, NUMANode: func(string) (int, error) { return -1, nil }})
 			if err != nil {
 				t.Fatal(err)
 			}
