@@ -228,7 +228,22 @@ func (o Options) numaNode(busID string) (int, error) {
 	if root == "" {
 		root = "/sys"
 	}
-	b, err := os.ReadFile(filepath.Join(root, "bus", "pci", "devices", busID, "numa_node"))
+	dev := filepath.Join(root, "bus", "pci", "devices", busID)
+	// nvpci's GetGPUByPciBusID answers nothing for a PCI function that is
+	// not an NVIDIA GPU (vendor 0x10de, class VGA or 3D controller), and
+	// the driver then publishes no NUMA node.
+	vendor, err := readHex(filepath.Join(dev, "vendor"))
+	if err != nil {
+		return -1, fmt.Errorf("reading NUMA node: %w", err)
+	}
+	class, err := readHex(filepath.Join(dev, "class"))
+	if err != nil {
+		return -1, fmt.Errorf("reading NUMA node: %w", err)
+	}
+	if vendor != 0x10de || (class>>8 != 0x0300 && class>>8 != 0x0302) {
+		return -1, nil
+	}
+	b, err := os.ReadFile(filepath.Join(dev, "numa_node"))
 	if err != nil {
 		return -1, fmt.Errorf("reading NUMA node: %w", err)
 	}
@@ -239,6 +254,15 @@ func (o Options) numaNode(busID string) (int, error) {
 		return -1, fmt.Errorf("parsing NUMA node: %w", err)
 	}
 	return int(n), nil
+}
+
+// readHex reads a sysfs PCI field such as vendor ("0x10de").
+func readHex(path string) (uint64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(strings.TrimSpace(string(b)), 0, 32)
 }
 
 func brandName(b gonvml.BrandType) string {

@@ -419,6 +419,7 @@ func TestDiscoverReadsTheNUMANodeFromSysfs(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "numa_node"), []byte(node), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		writePCIGPU(t, dir)
 	}
 	s, _ := nvmlmock.New("dgxh100")
 	// NVML's own answer must not be used.
@@ -455,5 +456,39 @@ func TestDiscoverReadsTheModuleIDForFabricManagerPartitioning(t *testing.T) {
 	d, err = nvml.Discover(s, opts)
 	if err != nil || d.Node.GPUs[3].ModuleID != 4 {
 		t.Fatalf("with the gate: module ID %d, err %v", d.Node.GPUs[3].ModuleID, err)
+	}
+}
+
+// writePCIGPU makes the sysfs PCI device dir an NVIDIA 3D controller, as
+// nvpci requires before it reads the NUMA node.
+func writePCIGPU(t *testing.T, dir string) {
+	t.Helper()
+	for f, v := range map[string]string{"vendor": "0x10de\n", "class": "0x030200\n"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A PCI function that is not an NVIDIA GPU has no NUMA node to publish and
+// is not unknown either: nvpci answers nothing for it.
+func TestDiscoverPublishesNoNUMANodeForAFunctionThatIsNotAnNVIDIAGPU(t *testing.T) {
+	sys := t.TempDir()
+	dir := filepath.Join(sys, "bus", "pci", "devices", "0000:00:00.0")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for f, v := range map[string]string{"vendor": "0x8086\n", "class": "0x060000\n", "numa_node": "0\n"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, _ := nvmlmock.New("dgxh100")
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }, SysfsRoot: sys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Node.GPUs[0].NUMANode != nil || strings.Contains(strings.Join(d.Unknown, "\n"), "gpus[0].numaNode") {
+		t.Errorf("NUMA node %v, unknown %v: want none, not unknown", d.Node.GPUs[0].NUMANode, d.Unknown)
 	}
 }

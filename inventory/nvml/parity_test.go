@@ -101,6 +101,7 @@ func (c parityCase) sysfs(t *testing.T) string {
 		if err := os.WriteFile(filepath.Join(dir, "numa_node"), []byte(fmt.Sprintf("%d\n", n)), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		writePCIGPU(t, dir)
 	}
 	return root
 }
