@@ -128,3 +128,30 @@ func TestFabricManagerAttributesOnWholeGPUs(t *testing.T) {
 		t.Errorf("partition of size 0: err = %v", err)
 	}
 }
+
+// A node type carries its driver's settings: an autoscaler learns that a new
+// node's GPUs are shareable, as the live nodes' are.
+func TestTemplatesPublishTheirDriversSettings(t *testing.T) {
+	tmpl := inventory.NewTemplate("toy", "", inventory.ModeGPU, toyNode(1))
+	tmpl.ConsumableShares = "4"
+	tmpl.ListAttributes = true
+	zero := 0
+	tmpl.Node.GPUs[0].NUMANode = &zero
+	sl, err := tmpl.Slices("new-node", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := devices(sl)[0]
+	shares := d.Capacity[inventory.CapShares]
+	if d.AllowMultipleAllocations == nil || shares.Value.Value() != 4 || len(d.Attributes[inventory.AttrNUMANode].IntValues) != 1 {
+		t.Errorf("device %+v: want shareable with 4 shares and a numaNode list", d)
+	}
+	raw, err := tmpl.MarshalYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := inventory.ParseTemplate(raw)
+	if err != nil || back.ConsumableShares != "4" || !back.ListAttributes {
+		t.Errorf("round trip: %+v, %v", back, err)
+	}
+}
