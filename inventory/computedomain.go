@@ -28,7 +28,11 @@ const (
 // node; ComputeDomain objects hand them out through the control plane. The
 // devices do not depend on anything NVML reports; whether a node runs the
 // plugin does (an NVLink fabric with IMEX). Devices are sorted by name; the
-// plugin walks a map, whose order is not defined.
+// plugin walks a map, whose order is not defined. With opts.HostManagedIMEX
+// (the plugin's hostManaged IMEX mode, in which the node's administrator runs
+// the IMEX daemon) the daemon device is left out, as
+// computeDomainPublishedDevices in cmd/compute-domain-kubelet-plugin/driver.go
+// leaves it out: daemon claims are never valid in that mode.
 //
 // opts.NodeName names the node and pool; opts.Driver defaults to
 // ComputeDomainDriver and opts.Generation to 1; Mode and Taints do not apply.
@@ -46,8 +50,9 @@ func ComputeDomainSlices(opts Options) ([]*resourceapi.ResourceSlice, error) {
 	if opts.Generation < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("generation"), opts.Generation, "must not be negative"))
 	}
-	if len(opts.Taints) > 0 || (opts.Mode != "" && opts.Mode != ModeGPU) {
-		errs = append(errs, field.Forbidden(field.NewPath("mode"), "compute-domain devices have no modes or taints"))
+	if len(opts.Taints) > 0 || (opts.Mode != "" && opts.Mode != ModeGPU) || opts.ConsumableShares != "" ||
+		opts.ListAttributes || opts.FabricManagerPartitioning {
+		errs = append(errs, field.Forbidden(field.NewPath("mode"), "compute-domain devices have no modes, taints, shares or GPU attributes"))
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: node %q: %w", ErrInvalidNode, opts.NodeName, errs.ToAggregate())
@@ -68,8 +73,11 @@ func ComputeDomainSlices(opts Options) ([]*resourceapi.ResourceSlice, error) {
 			Driver:   opts.Driver,
 			NodeName: ptr.To(opts.NodeName),
 			Pool:     resourceapi.ResourcePool{Name: opts.NodeName, Generation: opts.Generation, ResourceSliceCount: 1},
-			Devices:  []resourceapi.Device{dev(TypeChannel), dev(TypeDaemon)},
+			Devices:  []resourceapi.Device{dev(TypeChannel)},
 		},
+	}
+	if !opts.HostManagedIMEX {
+		s.Spec.Devices = append(s.Spec.Devices, dev(TypeDaemon))
 	}
 	if errs := ValidateSlice(s); len(errs) > 0 {
 		return nil, fmt.Errorf("%w: node %q: slice %s would be invalid: %w", ErrInvalidNode, opts.NodeName, s.Name, errs.ToAggregate())

@@ -35,3 +35,22 @@ func TestComputeDomainSlicesAreNVIDIAs(t *testing.T) {
 		t.Errorf("no node name: err = %v", err)
 	}
 }
+
+// In hostManaged IMEX mode the administrator runs the IMEX daemon, so the
+// plugin publishes no daemon device (computeDomainPublishedDevices).
+func TestComputeDomainSlicesLeaveOutTheDaemonWhenIMEXIsHostManaged(t *testing.T) {
+	sl, err := inventory.ComputeDomainSlices(inventory.Options{NodeName: "gb200-1", HostManagedIMEX: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range sl[0].Spec.Devices {
+		got = append(got, d.Name)
+	}
+	if fmt.Sprint(got) != "[channel-0]" {
+		t.Errorf("devices = %v, want [channel-0]", got)
+	}
+	if _, err := inventory.Slices(inventory.Node{}, inventory.Options{NodeName: "n", HostManagedIMEX: true}); !errors.Is(err, inventory.ErrInvalidNode) {
+		t.Errorf("HostManagedIMEX on GPU slices: err = %v", err)
+	}
+}

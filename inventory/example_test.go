@@ -135,31 +135,37 @@ func ExampleTaintKey() {
 	// Output: gpu.nvidia.com/ecc-uncorrectable
 }
 
-// A GPU reports XID 48 (double-bit ECC) once; its taint stays until the
-// condition has been absent for the clear time, 10 minutes by default.
+// A GPU reports XID 48 (double-bit ECC) once while it runs hot. The
+// thermal taint, informational, clears 10 minutes (the default clear time)
+// after the slowdown ends; the XID taint stops scheduling until the GPU is
+// reset and reported recovered.
 func ExampleHealthPolicy() {
 	var policy inventory.HealthPolicy
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	var state inventory.HealthState
 	state = policy.Observe(state, inventory.Observation{Time: start, XIDs: []int{48}, ThermalSlowdown: true})
 	state = policy.Observe(state, inventory.Observation{Time: start.Add(5 * time.Minute), ThermalSlowdown: true})
-	for _, at := range []time.Duration{5 * time.Minute, 12 * time.Minute, 15 * time.Minute} {
+	show := func(at time.Duration) {
 		fmt.Printf("after %v:", at)
 		for _, t := range policy.Taints(state, start.Add(at)) {
 			fmt.Printf(" %s=%s:%s", t.Key, t.Value, t.Effect)
 		}
 		fmt.Println()
 	}
+	show(5 * time.Minute)
+	show(15 * time.Minute)
+	state = policy.Observe(state, inventory.Observation{Time: start.Add(time.Hour), Recovered: true})
+	show(time.Hour)
 	// Output:
 	// after 5m0s: gpu.nvidia.com/thermal-slowdown=:None gpu.nvidia.com/xid=48:NoSchedule
-	// after 12m0s: gpu.nvidia.com/thermal-slowdown=:None
-	// after 15m0s:
+	// after 15m0s: gpu.nvidia.com/xid=48:NoSchedule
+	// after 1h0m0s:
 }
 
 func ExampleHealthPolicy_Effect() {
 	var p inventory.HealthPolicy
 	fmt.Println(p.Effect(inventory.ConditionXID, "13"), p.Effect(inventory.ConditionXID, "48"), p.Effect(inventory.ConditionXID, "79"))
-	// Output: None NoSchedule NoExecute
+	// Output: None NoSchedule NoSchedule
 }
 
 func ExampleHealthPolicy_Observe() {
@@ -182,7 +188,7 @@ func ExampleHealthPolicy_Taints() {
 	slices, _ := inventory.Slices(node, inventory.Options{NodeName: "n", Taints: map[string][]resourceapi.DeviceTaint{"GPU-0": p.Taints(s, t0)}})
 	t := slices[0].Spec.Devices[0].Taints[0]
 	fmt.Println(t.Key, t.Effect, t.TimeAdded.UTC().Format(time.RFC3339))
-	// Output: gpu.nvidia.com/row-remap-failed NoExecute 2026-11-29T12:00:00Z
+	// Output: gpu.nvidia.com/row-remap-failed NoSchedule 2026-11-29T12:00:00Z
 }
 
 func ExampleNewTemplate() {

@@ -40,12 +40,19 @@ const (
 	ConditionGPULost HealthCondition = "gpu-lost"
 	// ConditionNVLinkDegraded: some NVLinks of the GPU are down.
 	ConditionNVLinkDegraded HealthCondition = "nvlink-degraded"
+	// ConditionUnmonitored: the GPU's health events cannot be watched (NVML
+	// cannot register them); informational.
+	ConditionUnmonitored HealthCondition = "unmonitored"
 )
 
 // TaintKeyPrefix is the domain of the taint keys HealthPolicy produces. The
 // keys live under the driver's domain so that tolerations for GPU health sit
-// next to the driver's attributes; they are defined by this package, not by
-// NVIDIA's driver. Every key is a valid label name.
+// next to the driver's attributes. gpu.nvidia.com/xid (value: the XID),
+// gpu.nvidia.com/gpu-lost and gpu.nvidia.com/unmonitored are NVIDIA's
+// (TaintKeyXID, TaintKeyGPULost, TaintKeyUnmonitored in
+// cmd/gpu-kubelet-plugin/device_health.go at the commit doc.go names); the
+// others are this package's, for signals NVIDIA's driver does not watch.
+// Every key is a valid label name.
 const TaintKeyPrefix = "gpu.nvidia.com/"
 
 // TaintKey is the taint key of a condition.
@@ -58,8 +65,11 @@ func TaintKey(c HealthCondition) string { return TaintKeyPrefix + string(c) }
 // published with effect None: visible, but scheduling goes on.
 var DefaultApplicationXIDs = []int{13, 31, 43, 45, 68, 109}
 
-// DefaultLostXIDs are the XIDs that mean the GPU is gone (79: fallen off the bus).
-var DefaultLostXIDs = []int{79}
+// DefaultLostXIDs are the XIDs that also mark the GPU lost: none, as in
+// NVIDIA's driver, which marks a GPU lost only when NVML answers
+// GPU_IS_LOST (Observation.Lost) and publishes XID 79 ("fallen off the bus")
+// as an XID taint like any other.
+var DefaultLostXIDs = []int{}
 
 // DefaultClearAfter is how long a condition must have been absent before its
 // taint is removed, unless HealthPolicy says otherwise.
@@ -70,13 +80,21 @@ const DefaultClearAfter = 10 * time.Minute
 // observations and the state returned by the previous Observe. The zero value
 // is the default policy.
 //
-// Default effects: GPU lost and failed row remapping NoExecute (running
-// workloads cannot succeed); uncorrectable ECC errors, pending page
-// retirement or row remapping, degraded NVLink and non-application XIDs
-// NoSchedule (the GPU needs attention, running work may finish); application
-// XIDs and thermal slowdown None (informational). NVIDIA's driver taints on
-// XIDs only and never clears; here a taint goes away once its condition has
-// been absent for ClearAfter.
+// Default effects follow NVIDIA's driver (healthEventToTaint), which never
+// evicts: XIDs NoSchedule, application XIDs None, a lost GPU NoSchedule,
+// an unmonitored GPU None; of this package's own conditions, uncorrectable
+// ECC errors, pending page retirement or row remapping, failed row remapping
+// and degraded NVLink NoSchedule, thermal slowdown None. NoExecute is only
+// ever an explicit Effects override.
+//
+// Like NVIDIA's driver (AddOrUpdateTaint), a device has one XID taint: the
+// latest XID replaces the value and effect and restarts TimeAdded, except
+// that a NoSchedule XID taint is not replaced by an informational one. A
+// NoSchedule taint of an event (an XID, a lost GPU) stays until the GPU
+// recovers (Observation.Recovered): an event has no end to observe, and
+// NVIDIA's driver keeps such a taint until the GPU is back. Other taints —
+// None taints and those of conditions read as levels, which recover when the
+// signal is gone — clear once absent for ClearAfter.
 type HealthPolicy struct {
 	// ApplicationXIDs get effect None. Nil means DefaultApplicationXIDs; an
 	// empty, non-nil list means none.
@@ -84,10 +102,13 @@ type HealthPolicy struct {
 	// LostXIDs mark the GPU lost. Nil means DefaultLostXIDs.
 	LostXIDs []int
 	// Effects override the default effect per condition. For ConditionXID it
-	// applies to XIDs that are neither application nor lost XIDs.
+	// applies to XIDs that are neither application nor lost XIDs. NVIDIA's
+	// driver never uses NoExecute; setting it here is this package's own.
 	Effects map[HealthCondition]resourceapi.DeviceTaintEffect
 	// ClearAfter overrides, per condition, how long it must be absent before
-	// its taint is removed. A negative duration means never.
+	// its taint is removed. A negative duration means never. Naming an
+	// event condition here (ConditionXID, ConditionGPULost) also clears its
+	// NoSchedule taint by time instead of waiting for Observation.Recovered.
 	ClearAfter map[HealthCondition]time.Duration
 	// DefaultClearAfter applies to conditions not in ClearAfter; zero means
 	// DefaultClearAfter.
@@ -114,6 +135,12 @@ type Observation struct {
 	Lost bool
 	// NVLinksDown is the number of NVLinks that are down.
 	NVLinksDown int
+	// Unmonitored: the GPU's health events could not be registered.
+	Unmonitored bool
+	// Recovered: the GPU was reset or rediscovered healthy since the last
+	// observation. It ends the XID and lost-GPU conditions seen before this
+	// observation.
+	Recovered bool
 }
 
 // HealthState is what HealthPolicy remembers of one device (a GPU or a MIG
@@ -140,12 +167,12 @@ type ActiveCondition struct {
 // seen in obs are refreshed (keeping their start); conditions absent for at
 // least their ClearAfter are dropped. prev is not modified.
 func (p HealthPolicy) Observe(prev HealthState, obs Observation) HealthState {
-	type key struct {
-		c HealthCondition
-		v string
-	}
+	type key = activeKey
 	byKey := map[key]ActiveCondition{}
 	for _, a := range prev.Active {
+		if obs.Recovered && (a.Condition == ConditionXID || a.Condition == ConditionGPULost) {
+			continue
+		}
 		byKey[key{a.Condition, a.Value}] = a
 	}
 	seen := func(c HealthCondition, v string) {
@@ -162,7 +189,7 @@ func (p HealthPolicy) Observe(prev HealthState, obs Observation) HealthState {
 		lost = DefaultLostXIDs
 	}
 	for _, x := range obs.XIDs {
-		seen(ConditionXID, strconv.Itoa(x))
+		p.seenXID(byKey, strconv.Itoa(x), obs.Time)
 		if slices.Contains(lost, x) {
 			seen(ConditionGPULost, "")
 		}
@@ -188,6 +215,9 @@ func (p HealthPolicy) Observe(prev HealthState, obs Observation) HealthState {
 	if obs.NVLinksDown > 0 {
 		seen(ConditionNVLinkDegraded, "")
 	}
+	if obs.Unmonitored {
+		seen(ConditionUnmonitored, "")
+	}
 	var next HealthState
 	for _, a := range byKey {
 		if a.LastSeen.Equal(obs.Time) || !p.cleared(a, obs.Time) {
@@ -196,6 +226,34 @@ func (p HealthPolicy) Observe(prev HealthState, obs Observation) HealthState {
 	}
 	slices.SortFunc(next.Active, compareActive)
 	return next
+}
+
+// activeKey identifies an active condition: the condition and its value.
+type activeKey struct {
+	c HealthCondition
+	v string
+}
+
+// seenXID records XID value at t in byKey, which holds at most one XID
+// condition: the same XID refreshes it; another replaces it (a new start, as
+// NVIDIA's AddOrUpdateTaint resets TimeAdded when value or effect change)
+// unless the present one stops scheduling and the new one is informational.
+func (p HealthPolicy) seenXID(byKey map[activeKey]ActiveCondition, value string, t time.Time) {
+	for k, a := range byKey {
+		if k.c != ConditionXID {
+			continue
+		}
+		if a.Value == value {
+			a.LastSeen = t
+			byKey[k] = a
+			return
+		}
+		if p.Effect(ConditionXID, a.Value) != resourceapi.DeviceTaintEffectNone && p.Effect(ConditionXID, value) == resourceapi.DeviceTaintEffectNone {
+			return
+		}
+		delete(byKey, k)
+	}
+	byKey[activeKey{ConditionXID, value}] = ActiveCondition{Condition: ConditionXID, Value: value, Since: t, LastSeen: t}
 }
 
 func compareActive(x, y ActiveCondition) int {
@@ -214,6 +272,10 @@ func compareActive(x, y ActiveCondition) int {
 // cleared reports whether a has been absent long enough at now.
 func (p HealthPolicy) cleared(a ActiveCondition, now time.Time) bool {
 	d, ok := p.ClearAfter[a.Condition]
+	if !ok && (a.Condition == ConditionXID || a.Condition == ConditionGPULost) &&
+		p.Effect(a.Condition, a.Value) != resourceapi.DeviceTaintEffectNone {
+		return false // until Observation.Recovered
+	}
 	if !ok {
 		d = p.DefaultClearAfter
 		if d == 0 {
@@ -253,9 +315,7 @@ func (p HealthPolicy) effect(c HealthCondition) resourceapi.DeviceTaintEffect {
 		return e
 	}
 	switch c {
-	case ConditionGPULost, ConditionRowRemapFailed:
-		return resourceapi.DeviceTaintEffectNoExecute
-	case ConditionThermalSlowdown:
+	case ConditionThermalSlowdown, ConditionUnmonitored:
 		return resourceapi.DeviceTaintEffectNone
 	default:
 		return resourceapi.DeviceTaintEffectNoSchedule

@@ -90,7 +90,8 @@ func (t Template) Instantiate(nodeName string) (Instance, error) {
 				g.PCIeRoot = pcieRootOf(g.PCIBusID)
 			}
 		}
-		if out, err = Slices(n, Options{NodeName: nodeName, Driver: t.Driver, Mode: t.Mode}); err != nil {
+		if out, err = Slices(n, Options{NodeName: nodeName, Driver: t.Driver, Mode: t.Mode,
+			ConsumableShares: t.ConsumableShares, ListAttributes: t.ListAttributes, FabricManagerPartitioning: t.FabricManagerPartitioning}); err != nil {
 			return Instance{}, err
 		}
 	}

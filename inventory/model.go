@@ -35,8 +35,19 @@ type GPU struct {
 	PCIBusID string `json:"pciBusID,omitempty"`
 	// PCIeRoot is the PCIe root complex, e.g. "pci0000:00"; empty when unknown.
 	PCIeRoot string `json:"pcieRoot,omitempty"`
-	// NUMANode is the NUMA node of the GPU; nil when unknown.
+	// NUMANode is the NUMA node of the GPU's PCI function (sysfs numa_node);
+	// nil or negative when unknown, in which case no numaNode attribute is
+	// published.
 	NUMANode *int `json:"numaNode,omitempty"`
+	// ModuleID is the GPU's module ID on an NVSwitch system as NVML reports
+	// it (nvmlDeviceGetModuleId); 0 when unknown. Published as gpuModuleID
+	// with Options.FabricManagerPartitioning.
+	ModuleID int `json:"moduleID,omitempty"`
+	// FabricPartitions maps the size (number of GPUs) of each Fabric Manager
+	// partition that contains this GPU to that partition's ID. Fabric
+	// Manager, not NVML, knows them; published as partition<size> with
+	// Options.FabricManagerPartitioning.
+	FabricPartitions map[int]int `json:"fabricPartitions,omitempty"`
 	// MIGCapable says whether the GPU supports MIG at all.
 	MIGCapable bool `json:"migCapable,omitempty"`
 	// MIGEnabled says whether MIG mode is currently enabled.

@@ -28,8 +28,10 @@ const (
 	AttrPCIBusID              = "resource.kubernetes.io/pciBusID"
 	AttrPCIeRoot              = "resource.kubernetes.io/pcieRoot"
 	AttrNUMANode              = "resource.kubernetes.io/numaNode"
+	AttrGPUModuleID           = "gpuModuleID"
 
 	CapMemory          = "memory"
+	CapShares          = "shares"
 	CapMultiprocessors = "multiprocessors"
 	CapCopyEngines     = "copyEngines"
 	CapDecoders        = "decoders"
@@ -37,6 +39,12 @@ const (
 	CapJPEGEngines     = "jpegEngines"
 	CapOFAEngines      = "ofaEngines"
 )
+
+// PartitionAttribute is the attribute a whole GPU carries, with
+// Options.FabricManagerPartitioning, for the Fabric Manager partition of size
+// GPUs that contains it: "partition<size>", its value the partition ID.
+// Claims constrain multi-GPU requests with matchAttribute on it.
+func PartitionAttribute(size int) string { return fmt.Sprintf("partition%d", size) }
 
 // Values of the type attribute.
 const (

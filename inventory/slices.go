@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -52,6 +53,23 @@ type Options struct {
 	// that is not on the node is an error naming it: a taint must never be
 	// dropped silently.
 	Taints map[string][]resourceapi.DeviceTaint
+	// ConsumableShares is NVIDIA's --consumable-shares flag with its
+	// ConsumableShares feature gate on: "" or SharesDisabled (the default)
+	// publish devices for one claim each; SharesMemory, SharesUnlimited or a
+	// positive integer make whole GPUs and MIG devices shareable by
+	// consumable capacity (see applyShares). Any other value is an error.
+	ConsumableShares string
+	// ListAttributes is NVIDIA's DRAListTypeAttributes feature gate (which
+	// needs Kubernetes' gate of the same name): the numaNode attribute is
+	// published as a one-element list instead of an int.
+	ListAttributes bool
+	// FabricManagerPartitioning is NVIDIA's FabricManagerPartitioning
+	// feature gate: whole GPUs carry gpuModuleID and partition<size>
+	// (GPU.ModuleID, GPU.FabricPartitions).
+	FabricManagerPartitioning bool
+	// HostManagedIMEX is, for ComputeDomainSlices only, NVIDIA's
+	// hostManaged IMEX deployment mode: the daemon device is not published.
+	HostManagedIMEX bool
 }
 
 // ErrInvalidNode is wrapped by errors for a Node or Options that cannot be
@@ -141,6 +159,12 @@ func (o Options) withDefaults() (Options, field.ErrorList) {
 	if o.Generation < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("generation"), o.Generation, "must not be negative"))
 	}
+	if err := validShares(o.ConsumableShares); err != nil {
+		errs = append(errs, err)
+	}
+	if o.HostManagedIMEX {
+		errs = append(errs, field.Forbidden(field.NewPath("hostManagedIMEX"), "applies to ComputeDomainSlices only"))
+	}
 	return o, errs
 }
 
@@ -177,6 +201,17 @@ func validateGPUs(gpus []GPU) field.ErrorList {
 		minors[g.Minor] = true
 		if g.MemoryBytes < 0 {
 			errs = append(errs, field.Invalid(p.Child("memoryBytes"), g.MemoryBytes, "must not be negative"))
+		}
+		if g.ModuleID < 0 {
+			errs = append(errs, field.Invalid(p.Child("moduleID"), g.ModuleID, "must not be negative"))
+		}
+		for _, size := range sortedKeys(g.FabricPartitions) {
+			if size < 1 {
+				errs = append(errs, field.Invalid(p.Child("fabricPartitions").Key(strconv.Itoa(size)), size, "partition size must be at least 1"))
+			}
+			if id := g.FabricPartitions[size]; id < 0 {
+				errs = append(errs, field.Invalid(p.Child("fabricPartitions").Key(strconv.Itoa(size)), id, "partition ID must not be negative"))
+			}
 		}
 		if g.CUDAComputeCapability != "" {
 			if _, err := NormalizeVersion(g.CUDAComputeCapability); err != nil {
@@ -321,6 +356,7 @@ func (b *builder) gpu(g *GPU) ([]resourceapi.Device, *resourceapi.CounterSet, er
 			for i := m.Placement.Start; i < m.Placement.Start+m.Placement.Size; i++ {
 				d.Capacity[resourceapi.QualifiedName(MemorySliceCapacity(i))] = resourceapi.DeviceCapacity{Value: binary(1)}
 			}
+			applyShares(&d, b.opts.ConsumableShares)
 			if err := b.setTaints(&d, gpuTaints, b.opts.Taints[m.UUID]); err != nil {
 				return nil, nil, err
 			}
@@ -344,6 +380,7 @@ func (b *builder) gpu(g *GPU) ([]resourceapi.Device, *resourceapi.CounterSet, er
 			full := b.gpuDevice(g)
 			full.Capacity = engineCapacity(maxEngines(g))
 			full.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: cs.Name, Counters: copyCounters(cs.Counters)}}
+			applyShares(&full, b.opts.ConsumableShares)
 			if err := b.setTaints(&full, gpuTaints, b.migTaints(g)); err != nil {
 				return nil, nil, err
 			}
@@ -357,6 +394,7 @@ func (b *builder) gpu(g *GPU) ([]resourceapi.Device, *resourceapi.CounterSet, er
 				d := b.migDevice(g, prof)
 				d.Name = MIGDeviceName(g.Minor, prof.Name, prof.GIProfileID, pl.Start)
 				d.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: cs.Name, Counters: placementCounters(prof, pl)}}
+				applyShares(&d, b.opts.ConsumableShares)
 				if err := b.setTaints(&d, gpuTaints, occupant[d.Name]); err != nil {
 					return nil, nil, err
 				}
@@ -365,6 +403,7 @@ func (b *builder) gpu(g *GPU) ([]resourceapi.Device, *resourceapi.CounterSet, er
 		}
 	default:
 		d := b.gpuDevice(g)
+		applyShares(&d, b.opts.ConsumableShares)
 		if err := b.setTaints(&d, gpuTaints, b.migTaints(g)); err != nil {
 			return nil, nil, err
 		}
@@ -418,8 +457,8 @@ func compareTaints(x, y resourceapi.DeviceTaint) int {
 }
 
 // attrs are the attributes every device of a GPU carries: NVIDIA's common
-// attributes (GpuInfo.Attributes, CommonAttributesMig) and the NUMA node,
-// which NVIDIA's driver does not publish.
+// attributes (GpuInfo.Attributes, CommonAttributesMig), the NUMA node
+// included.
 func (b *builder) attrs(g *GPU, typ string) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
 	a := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 		AttrType: {StringValue: ptr.To(typ)},
@@ -447,10 +486,35 @@ func (b *builder) attrs(g *GPU, typ string) map[resourceapi.QualifiedName]resour
 	// NVIDIA's driver: they live on that PCI function.
 	str(AttrPCIBusID, g.PCIBusID)
 	str(AttrPCIeRoot, g.PCIeRoot)
-	if g.NUMANode != nil {
-		a[AttrNUMANode] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(*g.NUMANode))}
+	// addNumaNodeAttribute in cmd/gpu-kubelet-plugin/deviceinfo.go: the
+	// KEP-6072 attribute, left out when the node is unknown (sysfs says -1),
+	// a one-element list under DRAListTypeAttributes (the driver does not
+	// yet compute the other nodes at the same distance).
+	if g.NUMANode != nil && *g.NUMANode >= 0 {
+		n := int64(*g.NUMANode)
+		if b.opts.ListAttributes {
+			a[AttrNUMANode] = resourceapi.DeviceAttribute{IntValues: []int64{n}}
+		} else {
+			a[AttrNUMANode] = resourceapi.DeviceAttribute{IntValue: ptr.To(n)}
+		}
 	}
 	return a
+}
+
+// fabricAttrs adds the Fabric Manager attributes of a whole GPU
+// (addFabricManagerAttributes in cmd/gpu-kubelet-plugin/deviceinfo.go, only
+// from GpuInfo.Attributes, so MIG devices do not carry them): gpuModuleID
+// when known and partition<size> for each partition holding the GPU.
+func (b *builder) fabricAttrs(g *GPU, a map[resourceapi.QualifiedName]resourceapi.DeviceAttribute) {
+	if !b.opts.FabricManagerPartitioning {
+		return
+	}
+	if g.ModuleID != 0 {
+		a[AttrGPUModuleID] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(g.ModuleID))}
+	}
+	for size, id := range g.FabricPartitions {
+		a[resourceapi.QualifiedName(PartitionAttribute(size))] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(id))}
+	}
 }
 
 // gpuDevice is the whole GPU with its memory as capacity.
@@ -459,6 +523,7 @@ func (b *builder) gpuDevice(g *GPU) resourceapi.Device {
 	if g.UUID != "" {
 		a[AttrUUID] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.UUID)}
 	}
+	b.fabricAttrs(g, a)
 	return resourceapi.Device{
 		Name:       GPUDeviceName(g.Minor),
 		Attributes: a,

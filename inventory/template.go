@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -35,6 +36,12 @@ type Template struct {
 	Mode Mode `json:"mode,omitempty"`
 	// Driver is the driver name; empty means DefaultDriver.
 	Driver string `json:"driver,omitempty"`
+	// ConsumableShares, ListAttributes and FabricManagerPartitioning are
+	// the driver settings of the same names in Options, so that a node
+	// type publishes what its nodes' driver is configured to publish.
+	ConsumableShares          string `json:"consumableShares,omitempty"`
+	ListAttributes            bool   `json:"listAttributes,omitempty"`
+	FabricManagerPartitioning bool   `json:"fabricManagerPartitioning,omitempty"`
 	// Node is the recorded hardware and driver versions.
 	Node Node `json:"node"`
 	// InstanceType is the node.kubernetes.io/instance-type label of its
@@ -66,6 +73,7 @@ func NewTemplate(name, description string, mode Mode, node Node) Template {
 		if g.NUMANode != nil {
 			g.NUMANode = ptrTo(*g.NUMANode)
 		}
+		g.FabricPartitions = maps.Clone(g.FabricPartitions)
 		g.MIGProfiles = slices.Clone(g.MIGProfiles)
 		for i := range g.MIGProfiles {
 			g.MIGProfiles[i].Placements = slices.Clone(g.MIGProfiles[i].Placements)

@@ -5,6 +5,11 @@
 //
 //	go run ./examples/discover --mock dgxh100 --mode dynamic-mig
 //
+// The flags --consumable-shares, --list-attributes and
+// --fabric-manager-partitioning publish what NVIDIA's driver publishes with
+// its --consumable-shares flag and its DRAListTypeAttributes and
+// FabricManagerPartitioning feature gates (main 95932046, v0.5.0's features).
+//
 // Values that could not be read are listed on stderr. Without --mock on a
 // machine without NVML it says so and exits with status 1.
 package main
@@ -44,6 +49,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	mock := fs.String("mock", "", "read a go-nvml mock server instead of the real NVML: "+strings.Join(nvmlmock.Names(), ", "))
 	node := fs.String("node", "", "node name, also the pool name (default: $NODE_NAME, else the host name)")
 	mode := fs.String("mode", "gpu", "how to publish the GPUs: gpu, static-mig or dynamic-mig")
+	shares := fs.String("consumable-shares", inventory.SharesDisabled, "share devices by consumable capacity as NVIDIA's --consumable-shares: disabled, memory, unlimited or a positive integer")
+	listAttrs := fs.Bool("list-attributes", false, "publish numaNode as a list, as NVIDIA's DRAListTypeAttributes gate")
+	fm := fs.Bool("fabric-manager-partitioning", false, "read module IDs and publish gpuModuleID, as NVIDIA's FabricManagerPartitioning gate")
+	sysfs := fs.String("sysfs", "/sys", "where sysfs is mounted (PCIe roots, NUMA nodes)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return nil // the usage is printed; asking for it is no failure
 	} else if err != nil {
@@ -83,10 +92,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	defer lib.Shutdown()
 
-	opts := nvml.Options{}
+	opts := nvml.Options{SysfsRoot: *sysfs, FabricManagerPartitioning: *fm}
 	if *mock != "" {
-		// A mock has no sysfs entries to find PCIe roots in.
+		// A mock has no sysfs entries to find PCIe roots or NUMA nodes in.
 		opts.PCIeRoot = func(string) (string, error) { return "", nil }
+		opts.NUMANode = func(string) (int, error) { return -1, nil }
 	}
 	d, err := nvml.Discover(lib, opts)
 	if err != nil {
@@ -95,7 +105,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	for _, u := range d.Unknown {
 		fmt.Fprintln(stderr, "unknown:", u)
 	}
-	slices, err := inventory.Slices(d.Node, inventory.Options{NodeName: name, Mode: m})
+	slices, err := inventory.Slices(d.Node, inventory.Options{NodeName: name, Mode: m,
+		ConsumableShares: *shares, ListAttributes: *listAttrs, FabricManagerPartitioning: *fm})
 	if err != nil {
 		return err
 	}

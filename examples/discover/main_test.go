@@ -24,6 +24,8 @@ func TestDiscoverPrintsTheMockSlicesAsYAML(t *testing.T) {
 		{[]string{"--mock", "dgxa100", "--node", "dgx-1", "--mode", "dynamic-mig"}, 9, 8},
 		{[]string{"--mock", "dgxh100", "--node", "dgx-1", "--mode", "dynamic-mig"}, 9, 8 * 29},
 		{[]string{"--mock", "dgxb200", "--node", "dgx-1", "--mode", "static-mig"}, 1, 8},
+		{[]string{"--mock", "dgxh200", "--node", "dgx-1", "--consumable-shares", "4", "--list-attributes"}, 1, 8},
+		{[]string{"--mock", "dgxh100", "--node", "dgx-1", "--mode", "dynamic-mig", "--consumable-shares", "memory"}, 9, 8 * 29},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errOut bytes.Buffer
@@ -49,6 +51,14 @@ func TestDiscoverPrintsTheMockSlicesAsYAML(t *testing.T) {
 				}
 				devices += len(s.Spec.Devices)
 				slices = append(slices, &s)
+			}
+			shareable := strings.Contains(strings.Join(tc.args, " "), "--consumable-shares")
+			for _, s := range slices {
+				for _, d := range s.Spec.Devices {
+					if (d.AllowMultipleAllocations != nil) != shareable {
+						t.Errorf("%s: allowMultipleAllocations %v, want it set: %v", d.Name, d.AllowMultipleAllocations, shareable)
+					}
+				}
 			}
 			if devices != tc.devices {
 				t.Errorf("%d devices, want %d", devices, tc.devices)
@@ -81,6 +91,7 @@ func TestDiscoverRejectsBadFlags(t *testing.T) {
 	}{
 		{[]string{"--mock", "dgx-nope"}, `unknown mock server "dgx-nope"`},
 		{[]string{"--mock", "dgxh100", "--mode", "shared"}, `unknown --mode "shared"`},
+		{[]string{"--mock", "dgxh100", "--node", "n", "--consumable-shares", "0"}, `consumableShares: Invalid value: "0"`},
 	} {
 		var out, errOut bytes.Buffer
 		err := run(tc.args, &out, &errOut)

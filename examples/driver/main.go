@@ -8,7 +8,10 @@
 // into taints on the devices of the GPU it happened on and republishes, and
 // for an allocated claim lists the devices to prepare with their
 // configurations, reports the device ready in status.devices and sees the
-// scheduler's binding decision change from Wait to Bind.
+// scheduler's binding decision change from Wait to Bind. With
+// --consumable-shares (NVIDIA's flag of that name, main 95932046 / v0.5.0)
+// the devices are published shareable and the prepare step checks the
+// configuration as NVIDIA's driver does under consumable shares.
 package main
 
 import (
@@ -44,6 +47,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	mock := fs.String("mock", "dgxh100", "the go-nvml mock server to drive: "+strings.Join(nvmlmock.Names(), ", "))
 	node := fs.String("node", "dgx-1", "node name, also the pool name")
+	shares := fs.String("consumable-shares", inventory.SharesDisabled, "NVIDIA's --consumable-shares: disabled, memory, unlimited or a positive integer")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return nil // the usage is printed; asking for it is no failure
 	} else if err != nil {
@@ -57,18 +61,26 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("initialising NVML: %w", ret)
 	}
 	defer lib.Shutdown()
-	d, err := nvml.Discover(lib, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	d, err := nvml.Discover(lib, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }, NUMANode: func(string) (int, error) { return -1, nil }})
 	if err != nil {
 		return err
 	}
 
 	// 1. Publish.
-	opts := inventory.Options{NodeName: *node, Mode: inventory.ModeDynamicMIG}
+	opts := inventory.Options{NodeName: *node, Mode: inventory.ModeDynamicMIG, ConsumableShares: *shares}
 	slices, err := publish(d.Node, opts)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "publish: %d slices, %d devices, %d counter sets\n", len(slices), count(slices, false), countSets(slices))
+	if d := slices[1].Spec.Devices[0]; d.AllowMultipleAllocations != nil {
+		mem := d.Capacity[inventory.CapMemory]
+		fmt.Fprintf(stdout, "publish: %s shareable, memory %s in steps of %s", d.Name, mem.Value.String(), mem.RequestPolicy.ValidRange.Step.String())
+		if sh, ok := d.Capacity[inventory.CapShares]; ok {
+			fmt.Fprintf(stdout, ", %s shares", sh.Value.String())
+		}
+		fmt.Fprintln(stdout)
+	}
 
 	// 2. Health: an XID 48 (double-bit ECC) outside any MIG instance of the
 	// fourth GPU, and one for a GPU this node does not have.
@@ -107,6 +119,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 			cfgs = append(cfgs, string(cfg.Source)+" "+string(cfg.Opaque.Parameters.Raw))
 		}
 		fmt.Fprintf(stdout, "prepare: %s with %s\n", dev.Result.Device, strings.Join(cfgs, ", then "))
+		sel, err := claim.SelectConfig(dev, inventory.TypeMIG, claim.SelectOptions{ConsumableShares: opts.ConsumableShares != "" && opts.ConsumableShares != inventory.SharesDisabled})
+		if err != nil {
+			return err
+		}
+		applied := "no sharing"
+		if sel.Sharing != nil {
+			applied = sel.Sharing.Strategy
+		}
+		fmt.Fprintf(stdout, "prepare: NVIDIA's driver applies %s %s from %s\n", sel.Kind, applied, sel.Source.Source)
 	}
 	v, err := claim.CheckBinding([]*resourceapi.ResourceClaim{c}, now.Add(time.Second), claim.BindingOptions{})
 	if err != nil {
@@ -186,8 +207,8 @@ func allocatedClaim(node, device string, at time.Time) *resourceapi.ResourceClai
 				Results: []resourceapi.DeviceRequestAllocationResult{{Request: "mig", Driver: inventory.DefaultDriver, Pool: node, Device: device,
 					BindingConditions: []string{"Ready"}, BindingFailureConditions: []string{"Failed"}}},
 				Config: []resourceapi.DeviceAllocationConfiguration{
-					cfg(resourceapi.AllocationConfigSourceClaim, `{"sharing":{"strategy":"TimeSlicing"}}`),
-					cfg(resourceapi.AllocationConfigSourceClass, `{"sharing":{"strategy":"None"}}`),
+					cfg(resourceapi.AllocationConfigSourceClaim, `{"apiVersion":"resource.nvidia.com/v1beta1","kind":"MigDeviceConfig","sharing":{"strategy":"TimeSlicing"}}`),
+					cfg(resourceapi.AllocationConfigSourceClass, `{"apiVersion":"resource.nvidia.com/v1beta1","kind":"MigDeviceConfig"}`),
 				},
 			},
 		}},

@@ -14,6 +14,11 @@
 //   - Prepare lists the devices a claim allocated for one driver with the
 //     opaque configurations that apply to each, class configuration first, as
 //     a kubelet plugin needs them.
+//   - SelectConfig picks, for one prepared device, the configuration NVIDIA's
+//     gpu-kubelet-plugin applies (GpuConfig, MigDeviceConfig, VfioDeviceConfig
+//     with their time-slicing or MPS sharing), as that driver chooses it;
+//     CheckShared says whether two claims sharing a device by consumable
+//     capacity configure it alike, as that driver requires.
 //   - BuildDeviceMetadata builds the device metadata documents (the alpha
 //     Downward API for DRA devices, metadata.resource.k8s.io DeviceMetadata)
 //     a driver writes per request, with their container and host paths, as

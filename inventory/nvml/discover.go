@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -17,8 +19,18 @@ type Options struct {
 	// PCIeRoot returns the PCIe root complex ("pci0000:00") of a PCI bus ID.
 	// Nil reads it from sysfs under SysfsRoot.
 	PCIeRoot func(pciBusID string) (string, error)
+	// NUMANode returns the NUMA node of a PCI bus ID, -1 when the platform
+	// has none. Nil reads numa_node of the PCI device in sysfs under
+	// SysfsRoot, as NVIDIA's driver does through go-nvlib's nvpci
+	// (discoverNumaNode in cmd/gpu-kubelet-plugin/nvlib.go); NVML's own
+	// answer is not used, so that both publish the same node.
+	NUMANode func(pciBusID string) (int, error)
 	// SysfsRoot is where sysfs is mounted; empty means "/sys".
 	SysfsRoot string
+	// FabricManagerPartitioning reads each GPU's module ID
+	// (nvmlDeviceGetModuleId), which NVIDIA's driver reads only with its
+	// FabricManagerPartitioning feature gate.
+	FabricManagerPartitioning bool
 }
 
 // Discovery is what Discover found.
@@ -128,10 +140,21 @@ func readGPU(dev gonvml.Device, index int, what string, u *unknowns, opts Option
 		g.PCIeRoot = root
 		u.add(what+".pcieRoot", err)
 	}
-	if n, err := call(dev.GetNumaNodeId); err == nil && n >= 0 {
-		g.NUMANode = &n
-	} else {
-		u.add(what+".numaNode", err)
+	if g.PCIBusID != "" {
+		// -1 means no NUMA affinity: published without the attribute, as
+		// NVIDIA's driver does, and not an unknown value.
+		if n, err := opts.numaNode(g.PCIBusID); err == nil && n >= 0 {
+			g.NUMANode = &n
+		} else {
+			u.add(what+".numaNode", err)
+		}
+	}
+	if opts.FabricManagerPartitioning {
+		if id, err := call(dev.GetModuleId); err == nil {
+			g.ModuleID = id
+		} else {
+			u.add(what+".moduleID", err)
+		}
 	}
 	current, _, err := call2(dev.GetMigMode)
 	switch {
@@ -195,6 +218,51 @@ func (o Options) pcieRoot(busID string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no PCIe root in %s", target)
+}
+
+func (o Options) numaNode(busID string) (int, error) {
+	if o.NUMANode != nil {
+		return o.NUMANode(busID)
+	}
+	root := o.SysfsRoot
+	if root == "" {
+		root = "/sys"
+	}
+	dev := filepath.Join(root, "bus", "pci", "devices", busID)
+	// nvpci's GetGPUByPciBusID answers nothing for a PCI function that is
+	// not an NVIDIA GPU (vendor 0x10de, class VGA or 3D controller), and
+	// the driver then publishes no NUMA node.
+	vendor, err := readHex(filepath.Join(dev, "vendor"))
+	if err != nil {
+		return -1, fmt.Errorf("reading NUMA node: %w", err)
+	}
+	class, err := readHex(filepath.Join(dev, "class"))
+	if err != nil {
+		return -1, fmt.Errorf("reading NUMA node: %w", err)
+	}
+	if vendor != 0x10de || (class>>8 != 0x0300 && class>>8 != 0x0302) {
+		return -1, nil
+	}
+	b, err := os.ReadFile(filepath.Join(dev, "numa_node"))
+	if err != nil {
+		return -1, fmt.Errorf("reading NUMA node: %w", err)
+	}
+	// Signed: the kernel writes -1 for "no NUMA affinity"; nvpci parses it
+	// with base 0, so a hexadecimal or octal spelling is read the same.
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 0, 32)
+	if err != nil {
+		return -1, fmt.Errorf("parsing NUMA node: %w", err)
+	}
+	return int(n), nil
+}
+
+// readHex reads a sysfs PCI field such as vendor ("0x10de").
+func readHex(path string) (uint64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(strings.TrimSpace(string(b)), 0, 32)
 }
 
 func brandName(b gonvml.BrandType) string {

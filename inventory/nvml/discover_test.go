@@ -230,7 +230,7 @@ func TestDiscoverTreatsNotSupportedAsAbsent(t *testing.T) {
 	dev := s.Devices[0].(*server.Device)
 	dev.GetMigModeFunc = func() (int, int, gonvml.Return) { return 0, 0, gonvml.ERROR_NOT_SUPPORTED }
 	dev.GetBrandFunc = func() (gonvml.BrandType, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED }
-	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }, NUMANode: func(string) (int, error) { return -1, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestDiscoverRecoversCallsTheMockDoesNotImplement(t *testing.T) {
 	s.Devices[1].(*server.Device).GetNameFunc = nil
 	s.Devices[1].(*server.Device).GetMemoryInfoFunc = nil
 	s.SystemGetCudaDriverVersionFunc = nil
-	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }, NUMANode: func(string) (int, error) { return -1, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestDiscoverRecoversCallsTheMockDoesNotImplement(t *testing.T) {
 func TestDiscoverSkipsGPUsWithoutMinorNumber(t *testing.T) {
 	s, _ := nvmlmock.New("dgxh200")
 	s.Devices[3].(*server.Device).GetMinorNumberFunc = func() (int, gonvml.Return) { return 0, gonvml.ERROR_GPU_IS_LOST }
-	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }, NUMANode: func(string) (int, error) { return -1, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestDiscoverFailsWhenDevicesCannotBeCounted(t *testing.T) {
 func TestDiscoverNamesFullProfilesAfterTheGPUMemory(t *testing.T) {
 	// The 80 GB A100's full profile has 80384 MiB, 78.5 GiB; NVIDIA calls it 7g.80gb.
 	s := dgxa100.NewWithGPUs(gpus.A100_SXM4_80GB)
-	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }, NUMANode: func(string) (int, error) { return -1, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +347,7 @@ func TestDiscoverStaticMIGDevices(t *testing.T) {
 		}
 		return nil, gonvml.ERROR_NOT_FOUND
 	}
-	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }, NUMANode: func(string) (int, error) { return -1, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,17 +406,89 @@ func TestDiscoverReadsPCIeRootFromSysfs(t *testing.T) {
 	}
 }
 
-func TestDiscoverReadsTheNUMANodeWhereNVMLKnowsIt(t *testing.T) {
+// The NUMA node comes from sysfs numa_node, as NVIDIA's driver reads it
+// through nvpci, not from NVML: -1 (no affinity) and a missing file leave it
+// out, the second reported as unknown.
+func TestDiscoverReadsTheNUMANodeFromSysfs(t *testing.T) {
+	sys := t.TempDir()
+	for bus, node := range map[string]string{"0000:05:00.0": "1\n", "0000:04:00.0": "-1\n"} {
+		dir := filepath.Join(sys, "bus", "pci", "devices", bus)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "numa_node"), []byte(node), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		writePCIGPU(t, dir)
+	}
 	s, _ := nvmlmock.New("dgxh100")
-	s.Devices[5].(*server.Device).GetNumaNodeIdFunc = func() (int, gonvml.Return) { return 1, gonvml.SUCCESS }
-	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	// NVML's own answer must not be used.
+	s.Devices[6].(*server.Device).GetNumaNodeIdFunc = func() (int, gonvml.Return) { return 1, gonvml.SUCCESS }
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }, SysfsRoot: sys})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := d.Node.GPUs[5].NUMANode; n == nil || *n != 1 {
 		t.Errorf("GPU 5 NUMA node = %v, want 1", n)
 	}
-	if d.Node.GPUs[4].NUMANode != nil || len(d.Unknown) != 0 {
-		t.Errorf("GPU 4 NUMA node = %v, unknown %v: want absent, none", d.Node.GPUs[4].NUMANode, d.Unknown)
+	if d.Node.GPUs[4].NUMANode != nil || d.Node.GPUs[6].NUMANode != nil {
+		t.Errorf("GPU 4 (-1) NUMA node = %v, GPU 6 (no sysfs) %v: want absent", d.Node.GPUs[4].NUMANode, d.Node.GPUs[6].NUMANode)
+	}
+	u := strings.Join(d.Unknown, "\n")
+	if strings.Contains(u, "gpus[4].numaNode") || !strings.Contains(u, "gpus[6].numaNode: reading NUMA node") {
+		t.Errorf("unknown = %v, want gpus[6].numaNode only", d.Unknown)
+	}
+}
+
+// The module ID is read only when asked for, as NVIDIA reads it only with
+// its FabricManagerPartitioning gate.
+func TestDiscoverReadsTheModuleIDForFabricManagerPartitioning(t *testing.T) {
+	s, _ := nvmlmock.New("dgxh100")
+	for i, dev := range s.Devices {
+		dev.(*server.Device).GetModuleIdFunc = func() (int, gonvml.Return) { return i + 1, gonvml.SUCCESS }
+	}
+	opts := nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }, NUMANode: func(string) (int, error) { return -1, nil }}
+	d, err := nvml.Discover(s, opts)
+	if err != nil || d.Node.GPUs[3].ModuleID != 0 {
+		t.Fatalf("without the gate: module ID %d, err %v", d.Node.GPUs[3].ModuleID, err)
+	}
+	opts.FabricManagerPartitioning = true
+	d, err = nvml.Discover(s, opts)
+	if err != nil || d.Node.GPUs[3].ModuleID != 4 {
+		t.Fatalf("with the gate: module ID %d, err %v", d.Node.GPUs[3].ModuleID, err)
+	}
+}
+
+// writePCIGPU makes the sysfs PCI device dir an NVIDIA 3D controller, as
+// nvpci requires before it reads the NUMA node.
+func writePCIGPU(t *testing.T, dir string) {
+	t.Helper()
+	for f, v := range map[string]string{"vendor": "0x10de\n", "class": "0x030200\n"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A PCI function that is not an NVIDIA GPU has no NUMA node to publish and
+// is not unknown either: nvpci answers nothing for it.
+func TestDiscoverPublishesNoNUMANodeForAFunctionThatIsNotAnNVIDIAGPU(t *testing.T) {
+	sys := t.TempDir()
+	dir := filepath.Join(sys, "bus", "pci", "devices", "0000:00:00.0")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for f, v := range map[string]string{"vendor": "0x8086\n", "class": "0x060000\n", "numa_node": "0\n"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, _ := nvmlmock.New("dgxh100")
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }, SysfsRoot: sys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Node.GPUs[0].NUMANode != nil || strings.Contains(strings.Join(d.Unknown, "\n"), "gpus[0].numaNode") {
+		t.Errorf("NUMA node %v, unknown %v: want none, not unknown", d.Node.GPUs[0].NUMANode, d.Unknown)
 	}
 }

@@ -22,7 +22,7 @@ func ExampleDiscover() {
 		panic(ret)
 	}
 	defer lib.Shutdown()
-	d, err := nvml.Discover(lib, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	d, err := nvml.Discover(lib, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }, NUMANode: func(string) (int, error) { return -1, nil }})
 	if err != nil {
 		panic(err)
 	}

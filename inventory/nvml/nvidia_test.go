@@ -14,11 +14,13 @@ import (
 )
 
 // This file is a reference model of what NVIDIA's DRA driver
-// (github.com/NVIDIA/k8s-dra-driver-gpu, now sigs.k8s.io/dra-driver-nvidia-gpu,
-// commit 22407113785e78c7763b4637689a201eb39c6199, with go-nvlib v0.10.0)
-// publishes for a node, written from reading cmd/gpu-kubelet-plugin
-// (nvlib.go, deviceinfo.go, partitions.go, mig.go, driver.go) and go-nvlib's
-// pkg/nvlib/device. It reads NVML directly and shares no code with
+// (sigs.k8s.io/dra-driver-nvidia-gpu, formerly github.com/NVIDIA/k8s-dra-driver-gpu,
+// commit 95932046683719c43b6a0dd9613c2e5aad5d6703 of main, the newest in the
+// mirror read, twelve days before v0.5.0 was tagged from main; go-nvlib
+// v0.12.0) publishes for a node, written from reading cmd/gpu-kubelet-plugin
+// (nvlib.go, deviceinfo.go, partitions.go, mig.go, consumable_shares.go,
+// allocatable.go, driver.go, main.go) and go-nvlib's pkg/nvlib/device and
+// pkg/nvpci. It reads NVML directly and shares no code with
 // inventory's builder, so that the fixtures it records in testdata/nvidia are
 // an independent statement of NVIDIA's output. testdata/nvidia/README.md
 // says how each field is derived.
@@ -31,10 +33,25 @@ type nvidiaSlice struct {
 	SharedCounters []resourceapi.CounterSet `json:"sharedCounters,omitempty"`
 }
 
+// nvidiaConfig is the driver's configuration that changes what it publishes:
+// feature gates, the --consumable-shares flag, and what nvpci reads from
+// sysfs.
+type nvidiaConfig struct {
+	dynamic   bool   // DynamicMIG
+	shares    string // --consumable-shares with the ConsumableShares gate; "" is "disabled"
+	listAttrs bool   // DRAListTypeAttributes
+	fm        bool   // FabricManagerPartitioning (no Fabric Manager on the mocks)
+	// numa is numa_node of each PCI device in sysfs, by bus ID; a bus ID
+	// that is missing has no sysfs entry.
+	numa map[string]int
+}
+
 // nvidiaGPU is GpuInfo: what getGpuInfo and inspectMigProfilesAndPlacements learn.
 type nvidiaGPU struct {
 	uuid, name, brand, arch, cc, busID string
 	minor                              int
+	numaNode                           *int
+	moduleID                           int
 	archID                             gonvml.DeviceArchitecture
 	migCapable, migEnabled             bool
 	memory                             uint64
@@ -60,7 +77,8 @@ func nvMust[T any](v T, ret gonvml.Return) T {
 
 // nvidiaSlices is generateSplitResourceSlices (dynamic, Kubernetes 1.35+) or
 // publishResources without DynamicMIG (one slice of every allocatable device).
-func nvidiaSlices(lib gonvml.Interface, dynamic bool) []nvidiaSlice {
+func nvidiaSlices(lib gonvml.Interface, cfg nvidiaConfig) []nvidiaSlice {
+	dynamic := cfg.dynamic
 	driver := nvMust(lib.SystemGetDriverVersion())
 	cuda := nvMust(lib.SystemGetCudaDriverVersion())
 	versions := [2]string{semverString(driver), semverString(fmt.Sprintf("%d.%d", cuda/1000, cuda%1000/10))}
@@ -74,22 +92,37 @@ func nvidiaSlices(lib gonvml.Interface, dynamic bool) []nvidiaSlice {
 	for i := range nvMust(lib.DeviceGetCount()) {
 		dev := nvMust(lib.DeviceGetHandleByIndex(i))
 		g := nvidiaGPUInfo(dev)
+		// discoverNumaNode: nvpci's numa_node of the PCI device; no entry
+		// or a negative node, none.
+		if n, ok := cfg.numa[g.busID]; ok && n >= 0 {
+			g.numaNode = &n
+		}
+		// getGpuInfo reads the module ID only with the gate; no Fabric
+		// Manager runs on the mocks, so no partitions are attached.
+		if cfg.fm {
+			g.moduleID = nvMust(dev.GetModuleId())
+		}
 		pg := perGPU{busID: g.busID, gpu: g}
 		// isDynamicMIGCapable: MIG-capable, not a vGPU guest (the mocks
 		// are bare metal), and either Hopper or later or MIG already on.
 		if dynamic && g.migCapable && (g.archID >= gonvml.DEVICE_ARCH_HOPPER || g.migEnabled) {
 			nvidiaInspectProfiles(dev, g)
 			if !g.migEnabled || g.archID >= gonvml.DEVICE_ARCH_HOPPER {
-				pg.devices = append(pg.devices, nvidiaFullGPU(g, versions, true))
+				pg.devices = append(pg.devices, nvidiaFullGPU(g, versions, true, cfg))
 			}
 			for _, s := range g.specs {
-				pg.devices = append(pg.devices, nvidiaDynamicMIG(g, s, versions))
+				pg.devices = append(pg.devices, nvidiaDynamicMIG(g, s, versions, cfg))
 			}
 			pg.counted = true
 		} else if !g.migEnabled {
-			pg.devices = append(pg.devices, nvidiaFullGPU(g, versions, false))
+			pg.devices = append(pg.devices, nvidiaFullGPU(g, versions, false, cfg))
 		} else {
-			pg.devices = append(pg.devices, nvidiaStaticMIG(dev, g, versions)...)
+			pg.devices = append(pg.devices, nvidiaStaticMIG(dev, g, versions, cfg)...)
+		}
+		// AllocatableDevice.GetDevice and PartGetDevice apply the
+		// consumable shares to every GPU and MIG device they return.
+		for i := range pg.devices {
+			nvidiaApplyShares(&pg.devices[i], cfg.shares)
 		}
 		slices.SortFunc(pg.devices, func(a, b resourceapi.Device) int { return strings.Compare(a.Name, b.Name) })
 		gpus = append(gpus, pg)
@@ -140,8 +173,10 @@ func nvidiaGPUInfo(dev gonvml.Device) *nvidiaGPU {
 		b = append(b, byte(c))
 	}
 	g.busID = strings.ToLower(string(b))
-	if g.busID != "0000" {
-		g.busID = strings.TrimPrefix(g.busID, "0000")
+	// go-nvlib v0.12.0 trims only an eight-digit domain that starts with
+	// "0000" (^0{4}[0-9a-f]{4}:).
+	if len(g.busID) > 9 && g.busID[8] == ':' && strings.HasPrefix(g.busID, "0000") {
+		g.busID = g.busID[4:]
 	}
 	mode, _, ret := dev.GetMigMode()
 	g.migCapable = ret == gonvml.SUCCESS
@@ -242,24 +277,76 @@ func nvidiaCapacity(caps map[string]int64) map[resourceapi.QualifiedName]resourc
 }
 
 // nvidiaCommonAttrs are the attributes GpuInfo.Attributes and
-// CommonAttributesMig share; no PCIe root (the mocks have no sysfs) and no
-// addressing mode (the mocks do not support it).
-func nvidiaCommonAttrs(g *nvidiaGPU, typ string, versions [2]string) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
+// CommonAttributesMig share; no PCIe root (the mocks' bus IDs have no sysfs
+// links) and no addressing mode (the mocks do not support it). The NUMA node
+// is addNumaNodeAttribute: an int, or a one-element list under
+// DRAListTypeAttributes.
+func nvidiaCommonAttrs(g *nvidiaGPU, typ string, versions [2]string, cfg nvidiaConfig) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
 	s := func(v string) resourceapi.DeviceAttribute { return resourceapi.DeviceAttribute{StringValue: ptr.To(v)} }
 	v := func(v string) resourceapi.DeviceAttribute {
 		return resourceapi.DeviceAttribute{VersionValue: ptr.To(v)}
 	}
-	return map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+	a := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 		"type": s(typ), "productName": s(g.name), "brand": s(g.brand), "architecture": s(g.arch),
 		"cudaComputeCapability": v(semverString(g.cc)), "driverVersion": v(versions[0]), "cudaDriverVersion": v(versions[1]),
 		"resource.kubernetes.io/pciBusID": s(g.busID),
 	}
+	if g.numaNode != nil {
+		if cfg.listAttrs {
+			a["resource.kubernetes.io/numaNode"] = resourceapi.DeviceAttribute{IntValues: []int64{int64(*g.numaNode)}}
+		} else {
+			a["resource.kubernetes.io/numaNode"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(*g.numaNode))}
+		}
+	}
+	return a
+}
+
+// nvidiaApplyShares is applyConsumableShares for the option opt.
+func nvidiaApplyShares(d *resourceapi.Device, opt string) {
+	if opt == "" || opt == "disabled" {
+		return
+	}
+	d.AllowMultipleAllocations = ptr.To(true)
+	mem, ok := d.Capacity["memory"]
+	if !ok {
+		return
+	}
+	const mi = 1 << 20
+	top := *resource.NewQuantity(mem.Value.Value()/mi*mi, resource.BinarySI)
+	mem.Value = top
+	q := func(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
+	rng := func(def, lo *resource.Quantity) *resourceapi.CapacityRequestPolicy {
+		return &resourceapi.CapacityRequestPolicy{Default: def,
+			ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: lo, Max: ptr.To(top.DeepCopy()), Step: q("1Mi")}}
+	}
+	switch opt {
+	case "memory":
+		mem.RequestPolicy = rng(ptr.To(top.DeepCopy()), q("1Mi"))
+	case "unlimited":
+		mem.RequestPolicy = rng(q("0"), q("0"))
+	default:
+		n, err := strconv.Atoi(opt)
+		if err != nil || n <= 0 {
+			return // the driver refuses such a flag at start
+		}
+		mem.RequestPolicy = rng(q("0"), q("0"))
+		sh := resource.NewQuantity(int64(n), resource.DecimalSI)
+		one := func() *resource.Quantity { return resource.NewQuantity(1, resource.DecimalSI) }
+		d.Capacity["shares"] = resourceapi.DeviceCapacity{Value: *sh, RequestPolicy: &resourceapi.CapacityRequestPolicy{
+			Default: one(), ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: one(), Max: ptr.To(sh.DeepCopy()), Step: one()}}}
+	}
+	d.Capacity["memory"] = mem
 }
 
 // nvidiaFullGPU is GpuInfo.GetDevice or, with DynamicMIG, PartGetDevice.
-func nvidiaFullGPU(g *nvidiaGPU, versions [2]string, dynamic bool) resourceapi.Device {
-	d := resourceapi.Device{Name: fmt.Sprintf("gpu-%d", g.minor), Attributes: nvidiaCommonAttrs(g, "gpu", versions)}
+func nvidiaFullGPU(g *nvidiaGPU, versions [2]string, dynamic bool, cfg nvidiaConfig) resourceapi.Device {
+	d := resourceapi.Device{Name: fmt.Sprintf("gpu-%d", g.minor), Attributes: nvidiaCommonAttrs(g, "gpu", versions, cfg)}
 	d.Attributes["uuid"] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.uuid)}
+	// addFabricManagerAttributes (GpuInfo.Attributes only): the module ID
+	// when not 0; no partitions without a Fabric Manager.
+	if cfg.fm && g.moduleID != 0 {
+		d.Attributes["gpuModuleID"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(g.moduleID))}
+	}
 	if dynamic && len(g.maxCaps) > 0 {
 		d.Capacity = nvidiaCapacity(g.maxCaps)
 		d.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: nvidiaCounterSetName(g), Counters: nvidiaAllCounters(g)}}
@@ -270,8 +357,8 @@ func nvidiaFullGPU(g *nvidiaGPU, versions [2]string, dynamic bool) resourceapi.D
 }
 
 // nvidiaDynamicMIG is MigSpec.PartGetDevice.
-func nvidiaDynamicMIG(g *nvidiaGPU, s nvidiaMIGSpec, versions [2]string) resourceapi.Device {
-	a := nvidiaCommonAttrs(g, "mig", versions)
+func nvidiaDynamicMIG(g *nvidiaGPU, s nvidiaMIGSpec, versions [2]string, cfg nvidiaConfig) resourceapi.Device {
+	a := nvidiaCommonAttrs(g, "mig", versions, cfg)
 	a["parentUUID"] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.uuid)}
 	a["profile"] = resourceapi.DeviceAttribute{StringValue: ptr.To(s.profile)}
 	caps := nvidiaMIGCaps(s.info)
@@ -299,7 +386,7 @@ func nvidiaDynamicMIG(g *nvidiaGPU, s nvidiaMIGSpec, versions [2]string) resourc
 // ID; the profile named as in VisitMigProfiles; the common MIG attributes and
 // uuid; the profile's capacities and memorySlice<i> of 1 for each memory
 // slice of the placement. A GPU with MIG enabled does not give itself whole.
-func nvidiaStaticMIG(dev gonvml.Device, g *nvidiaGPU, versions [2]string) []resourceapi.Device {
+func nvidiaStaticMIG(dev gonvml.Device, g *nvidiaGPU, versions [2]string, cfg nvidiaConfig) []resourceapi.Device {
 	var out []resourceapi.Device
 	for i := range nvMust(dev.GetMaxMigDeviceCount()) {
 		mig, ret := dev.GetMigDeviceHandleByIndex(i)
@@ -311,7 +398,7 @@ func nvidiaStaticMIG(dev gonvml.Device, g *nvidiaGPU, versions [2]string) []reso
 		giInfo := nvMust(gi.GetInfo())
 		info := nvMust(dev.GetGpuInstanceProfileInfo(int(giInfo.ProfileId)))
 		spec := nvidiaMIGSpec{profile: nvidiaProfileName(int(giInfo.ProfileId), info, g.memory), id: int(giInfo.ProfileId), info: info, placement: giInfo.Placement}
-		d := nvidiaDynamicMIG(g, spec, versions)
+		d := nvidiaDynamicMIG(g, spec, versions, cfg)
 		d.ConsumesCounters = nil
 		d.Attributes["uuid"] = resourceapi.DeviceAttribute{StringValue: ptr.To(nvMust(mig.GetUUID()))}
 		for k := giInfo.Placement.Start; k < giInfo.Placement.Start+giInfo.Placement.Size; k++ {

@@ -12,6 +12,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dralloc/dralloc/inventory"
@@ -26,6 +28,14 @@ type parityCase struct {
 	mock    string
 	dynamic bool // NVIDIA's DynamicMIG feature gate
 	mode    inventory.Mode
+	// shares is NVIDIA's --consumable-shares (ConsumableShares gate on).
+	shares string
+	// numa gives the GPUs a sysfs numa_node (testNUMA); listAttrs is
+	// NVIDIA's DRAListTypeAttributes gate.
+	numa, listAttrs bool
+	// fm is NVIDIA's FabricManagerPartitioning gate; the mock's GPUs get
+	// module IDs 1..8 (no Fabric Manager runs, so no partitions).
+	fm bool
 	// migOn enables MIG on every GPU of the mock before discovery.
 	migOn bool
 	// staticMIG also creates two MIG devices on every GPU (withStaticMIG).
@@ -50,7 +60,59 @@ func parityCases() []parityCase {
 	for _, m := range nvmlmock.Names() {
 		out = append(out, parityCase{file: m + "-default-static-mig.yaml", mock: m, mode: inventory.ModeStaticMIG, staticMIG: true})
 	}
+	// What main 95932046 (v0.5.0's features) adds, in every mode: the NUMA
+	// node (an int, a list under DRAListTypeAttributes), the module ID,
+	// consumable shares with each kind of --consumable-shares.
+	for _, m := range nvmlmock.Names() {
+		out = append(out,
+			parityCase{file: m + "-default-numa-fm.yaml", mock: m, mode: inventory.ModeStaticMIG, numa: true, fm: true},
+			parityCase{file: m + "-default-static-mig-numa-list.yaml", mock: m, mode: inventory.ModeStaticMIG, staticMIG: true, numa: true, listAttrs: true},
+			parityCase{file: m + "-dynamic-mig-numa-list-fm.yaml", mock: m, dynamic: true, mode: inventory.ModeDynamicMIG, numa: true, listAttrs: true, fm: true},
+			parityCase{file: m + "-default-shares-memory.yaml", mock: m, mode: inventory.ModeStaticMIG, shares: "memory"},
+			parityCase{file: m + "-default-shares-unlimited.yaml", mock: m, mode: inventory.ModeStaticMIG, shares: "unlimited"},
+			parityCase{file: m + "-default-shares-4.yaml", mock: m, mode: inventory.ModeStaticMIG, shares: "4"},
+			parityCase{file: m + "-default-static-mig-shares-4.yaml", mock: m, mode: inventory.ModeStaticMIG, staticMIG: true, shares: "4"},
+			parityCase{file: m + "-dynamic-mig-shares-memory.yaml", mock: m, dynamic: true, mode: inventory.ModeDynamicMIG, shares: "memory"})
+	}
 	return out
+}
+
+// testNUMA is the sysfs numa_node of the mock GPUs' PCI bus IDs
+// (0000:00:00.0 to 0000:07:00.0): two sockets, except GPU 7, which has no
+// NUMA affinity (-1), and GPU 6, which has no sysfs entry at all.
+var testNUMA = map[string]int{
+	"0000:00:00.0": 0, "0000:01:00.0": 0, "0000:02:00.0": 0, "0000:03:00.0": 0,
+	"0000:04:00.0": 1, "0000:05:00.0": 1, "0000:07:00.0": -1,
+}
+
+// sysfs writes testNUMA as numa_node files under a new sysfs root, or
+// returns an empty root when the case has no NUMA nodes.
+func (c parityCase) sysfs(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	if !c.numa {
+		return root
+	}
+	for bus, n := range testNUMA {
+		dir := filepath.Join(root, "bus", "pci", "devices", bus)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "numa_node"), []byte(fmt.Sprintf("%d\n", n)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		writePCIGPU(t, dir)
+	}
+	return root
+}
+
+// config is NVIDIA's configuration for the case.
+func (c parityCase) config() nvidiaConfig {
+	cfg := nvidiaConfig{dynamic: c.dynamic, shares: c.shares, listAttrs: c.listAttrs, fm: c.fm}
+	if c.numa {
+		cfg.numa = testNUMA
+	}
+	return cfg
 }
 
 func (c parityCase) server(t *testing.T) *server.Server {
@@ -66,6 +128,13 @@ func (c parityCase) server(t *testing.T) *server.Server {
 	}
 	if c.staticMIG {
 		withStaticMIG(t, s)
+	}
+	if c.fm {
+		// The mocks do not implement nvmlDeviceGetModuleId; an HGX board
+		// numbers its modules from 1.
+		for i, d := range s.Devices {
+			d.(*server.Device).GetModuleIdFunc = func() (int, gonvml.Return) { return i + 1, gonvml.SUCCESS }
+		}
 	}
 	return s
 }
@@ -147,7 +216,7 @@ func withStaticMIG(t *testing.T, s *server.Server) {
 func TestNVIDIAFixturesAreTheReference(t *testing.T) {
 	for _, c := range parityCases() {
 		t.Run(c.file, func(t *testing.T) {
-			want, err := yaml.Marshal(nvidiaSlices(c.server(t), c.dynamic))
+			want, err := yaml.Marshal(nvidiaSlices(c.server(t), c.config()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,11 +254,13 @@ func TestSlicesMatchNVIDIA(t *testing.T) {
 			if err := yaml.Unmarshal(raw, &want); err != nil {
 				t.Fatal(err)
 			}
-			d, err := nvml.Discover(c.server(t), nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+			d, err := nvml.Discover(c.server(t), nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil },
+				SysfsRoot: c.sysfs(t), FabricManagerPartitioning: c.fm})
 			if err != nil {
 				t.Fatal(err)
 			}
-			sl, err := inventory.Slices(d.Node, inventory.Options{NodeName: "dgx", Mode: c.mode})
+			sl, err := inventory.Slices(d.Node, inventory.Options{NodeName: "dgx", Mode: c.mode,
+				ConsumableShares: c.shares, ListAttributes: c.listAttrs, FabricManagerPartitioning: c.fm})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -233,8 +304,31 @@ func compareSlices(got []*resourceapi.ResourceSlice, want []nvidiaSlice) []strin
 	return diffs
 }
 
-// deliberateExtras are attributes inventory may publish that NVIDIA does not.
-var deliberateExtras = map[resourceapi.QualifiedName]bool{inventory.AttrNUMANode: true}
+// deliberateExtras are attributes inventory may publish that NVIDIA does
+// not; since NVIDIA publishes the NUMA node there are none.
+var deliberateExtras = map[resourceapi.QualifiedName]bool{}
+
+// capString renders a capacity as it is written (the quantity's canonical
+// string, which is what a YAML round trip keeps) with its request policy.
+func capString(c resourceapi.DeviceCapacity) string {
+	q := func(v *resource.Quantity) string {
+		if v == nil {
+			return "<nil>"
+		}
+		return v.String()
+	}
+	out := q(&c.Value)
+	if p := c.RequestPolicy; p != nil {
+		out += " default=" + q(p.Default)
+		if r := p.ValidRange; r != nil {
+			out += fmt.Sprintf(" range=[%s,%s] step %s", q(r.Min), q(r.Max), q(r.Step))
+		}
+		if p.ValidValues != nil {
+			out += fmt.Sprintf(" values=%v", p.ValidValues)
+		}
+	}
+	return out
+}
 
 func compareDevice(p string, g, w *resourceapi.Device) []string {
 	var diffs []string
@@ -261,9 +355,12 @@ func compareDevice(p string, g, w *resourceapi.Device) []string {
 		gc, ok := g.Capacity[name]
 		if !ok {
 			add("%s.capacity[%s]: missing, NVIDIA %s", p, name, wc.Value.String())
-		} else if gc.Value.Cmp(wc.Value) != 0 {
-			add("%s.capacity[%s]: %s, NVIDIA %s", p, name, gc.Value.String(), wc.Value.String())
+		} else if capString(gc) != capString(wc) {
+			add("%s.capacity[%s]: %s, NVIDIA %s", p, name, capString(gc), capString(wc))
 		}
+	}
+	if ptr.Deref(g.AllowMultipleAllocations, false) != ptr.Deref(w.AllowMultipleAllocations, false) {
+		add("%s.allowMultipleAllocations: %v, NVIDIA %v", p, ptr.Deref(g.AllowMultipleAllocations, false), ptr.Deref(w.AllowMultipleAllocations, false))
 	}
 	for name, gc := range g.Capacity {
 		if _, ok := w.Capacity[name]; !ok {
@@ -316,5 +413,5 @@ func attrString(a resourceapi.DeviceAttribute) string {
 	case a.BoolValue != nil:
 		return fmt.Sprintf("bool %v", *a.BoolValue)
 	}
-	return "list"
+	return fmt.Sprintf("list %v%v%v%v", a.IntValues, a.StringValues, a.VersionValues, a.BoolValues)
 }

@@ -36,7 +36,7 @@ func recordProfile(t *testing.T, name string) inventory.Template {
 		}
 		how = "dynamic MIG with MIG enabled"
 	}
-	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }, NUMANode: func(string) (int, error) { return -1, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func discoverMock(t *testing.T, name string) nvml.Discovery {
 	}
 	// The mocks have no sysfs entries; a PCIe root is unknown rather than
 	// invented.
-	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }})
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }, NUMANode: func(string) (int, error) { return -1, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
