@@ -21,10 +21,11 @@ import (
 var modes = []inventory.Mode{inventory.ModeGPU, inventory.ModeStaticMIG, inventory.ModeDynamicMIG}
 
 // healthTaints gives the first GPUs of a node one health condition each, so that the slices carry taints of
-// every effect: a lost GPU (NoExecute), uncorrectable ECC errors (NoSchedule), an application XID and thermal
-// slowdown (None). The taints are keyed by GPU UUID, as inventory.Options.Taints takes them.
+// every effect: a lost GPU (NoExecute, which NVIDIA's driver never sets by default: the policy overrides it
+// here), uncorrectable ECC errors (NoSchedule), an application XID and thermal slowdown (None). The taints are
+// keyed by GPU UUID, as inventory.Options.Taints takes them.
 func healthTaints(gpus []inventory.GPU) map[string][]resourceapi.DeviceTaint {
-	var p inventory.HealthPolicy
+	p := inventory.HealthPolicy{Effects: map[inventory.HealthCondition]resourceapi.DeviceTaintEffect{inventory.ConditionGPULost: resourceapi.DeviceTaintEffectNoExecute}}
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	observations := []inventory.Observation{
 		{Time: t0, Lost: true},
