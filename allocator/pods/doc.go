@@ -30,7 +30,8 @@
 //     goes away. Use [allocator.Snapshot.Fork] for what-if questions.
 //   - [Cluster.Explain] says why a pod fits on which nodes and not on the others, node by node, and
 //     groups the nodes by their main reason in a line short enough for a pod condition.
-//   - [Cluster.PlaceGroup] places a gang all or nothing, with backtracking across pods and topology
+//   - [Cluster.PlaceGroup] places a gang all or nothing (a group with the basic policy pod by pod:
+//     those that fit), with backtracking across pods and topology
 //     domains, bounded by a [Budget] of tries: pods alike are not permuted, nodes alike are one choice
 //     while empty, and a domain too small by count is not searched.
 //   - Ranged capacity (an SDK extension): with [Options.Preferred], a new share of a device records the
