@@ -41,6 +41,10 @@ func (c *Cluster) assume(ps []*Placement) error {
 	before := c.snap.Revision()
 	err = c.snap.UpdateClaims(updates)
 	c.assumed(updates, before, c.snap.Revision(), err)
+	if err == nil {
+		// As the scheduler's cache assumes the pod on its node: NodeResourcesFit and NodePorts count it.
+		c.recordPlacements(ps)
+	}
 	return err
 }
 
@@ -134,6 +138,7 @@ func (c *Cluster) Remove(pod *v1.Pod) error {
 	if pod == nil {
 		return &allocator.InputError{Object: "Pod", Err: errors.New("nil object")}
 	}
+	c.DeletePod(pod.Namespace, pod.Name)
 	return c.release(pod.Namespace, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: uidOf(pod)},
 		ownerOf{apiVersion: "v1", kind: "Pod", name: pod.Name, uid: uidOf(pod)})
 }
