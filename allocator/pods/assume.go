@@ -24,7 +24,9 @@ import (
 // it allocates was allocated or deleted meanwhile, a claim it only reserves was deallocated or allocated
 // anew, or the devices, shares or shared counters it allocates are no longer free next to everything
 // else the snapshot holds (as kube-scheduler's in-flight allocations keep two pods from one device).
-// Place the pod again. Reservations other pods made meanwhile on a claim it shares are kept.
+// Place the pod again. Reservations other pods made meanwhile on a claim it shares are kept. Once
+// written, the pod is recorded on its node, as [Cluster.AddOrUpdatePod] records a bound pod: its
+// requests and host ports count for the next placements there.
 func (c *Cluster) Assume(p *Placement) error {
 	if p == nil {
 		return &allocator.InputError{Object: "Placement", Err: errors.New("nil object")}
@@ -133,7 +135,8 @@ func podKey(pod *v1.Pod) string {
 // claims reserved by no one any more are deallocated, as the resourceclaim controller does (allocation
 // and finalizer removed, and with them the status.devices entries a driver wrote, which kube-apiserver
 // drops from a claim whose devices are no longer allocated), which frees their devices. PodGroup claims
-// stay reserved for the group. All of it is one change of the snapshot, or none.
+// stay reserved for the group. All of it is one change of the snapshot, or none. The pod is forgotten
+// on its node ([Cluster.DeletePod]).
 func (c *Cluster) Remove(pod *v1.Pod) error {
 	if pod == nil {
 		return &allocator.InputError{Object: "Pod", Err: errors.New("nil object")}

@@ -75,11 +75,7 @@ const maxMessage = 1024
 func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error) {
 	snap := c.snap
 	if pod != nil && c.gatedError(pod) != nil {
-		out := &Explanation{Pod: pod.Namespace + "/" + pod.Name, Nodes: []NodeExplanation{}}
-		for _, g := range pod.Spec.SchedulingGates {
-			out.SchedulingGates = append(out.SchedulingGates, g.Name)
-		}
-		return out, nil
+		return &Explanation{Pod: pod.Namespace + "/" + pod.Name, Nodes: []NodeExplanation{}, SchedulingGates: gateNames(pod)}, nil
 	}
 	r, err := c.prepare(snap, pod, nil)
 	if err != nil {

@@ -61,20 +61,20 @@ const (
 func (c *Cluster) filterOn(f Filter) bool { return !slices.Contains(c.opts.DisableFilters, f) }
 
 // gatedError is the error for a pod with scheduling gates, in the words of the SchedulingGates plugin's
-// PreEnqueue; nil when the pod has none or the filter is off.
+// PreEnqueue ("waiting for scheduling gates: [a b]"); nil when the pod has none or the filter is off.
 func (c *Cluster) gatedError(pod *v1.Pod) error {
 	if len(pod.Spec.SchedulingGates) == 0 || !c.filterOn(SchedulingGates) {
 		return nil
 	}
-	return fmt.Errorf("%s: %w: %s", podName(pod), ErrSchedulingGated, gatesMessage(pod))
+	return fmt.Errorf("%s: %w: %v", podName(pod), ErrSchedulingGated, gateNames(pod))
 }
 
-func gatesMessage(pod *v1.Pod) string {
+func gateNames(pod *v1.Pod) []string {
 	gates := make([]string, 0, len(pod.Spec.SchedulingGates))
 	for _, g := range pod.Spec.SchedulingGates {
 		gates = append(gates, g.Name)
 	}
-	return fmt.Sprintf("waiting for scheduling gates: %v", gates)
+	return gates
 }
 
 // hostPort is a port a pod takes on its node, sanitized as HostPortInfo does: an empty IP is 0.0.0.0,

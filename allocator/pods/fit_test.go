@@ -275,7 +275,7 @@ func TestSchedulingGates(t *testing.T) {
 	p := pod("p")
 	p.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/quota"}, {Name: "example.com/review"}}
 	_, err := c.Place(context.Background(), p)
-	if !errors.Is(err, pods.ErrSchedulingGated) || err.Error() != "Pod default/p: pod is waiting for scheduling gates: waiting for scheduling gates: [example.com/quota example.com/review]" {
+	if !errors.Is(err, pods.ErrSchedulingGated) || err.Error() != "Pod default/p: pod is waiting for scheduling gates: [example.com/quota example.com/review]" {
 		t.Errorf("Place: %v, want ErrSchedulingGated", err)
 	}
 	e, err := c.Explain(context.Background(), p)

@@ -71,7 +71,9 @@ type GroupPlacement struct {
 // budget bounds the search (nil: a Budget of its own with the default limit); running out gives an
 // error wrapping allocator.ErrSearchBudget. A pod listed twice (the same object, UID or name) is invalid
 // input. Nothing is changed; [Cluster.AssumeGroup] writes the result into the snapshot. Pods must name
-// the group in spec.schedulingGroup.podGroupName.
+// the group in spec.schedulingGroup.podGroupName; a pod with scheduling gates gives [ErrSchedulingGated]
+// (kube-scheduler does not take it; leave it out until its gates are removed). The built-in filters
+// count the group's pods on one node together (their requests, host ports and number).
 func (c *Cluster) PlaceGroup(ctx context.Context, group *schedulingapi.PodGroup, pods []*v1.Pod, budget *Budget) (*GroupPlacement, error) {
 	return c.placeGroup(ctx, group, pods, budget, true)
 }
