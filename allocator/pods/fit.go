@@ -131,6 +131,7 @@ func conflicts(used []hostPort, p hostPort) bool {
 // demand is what a pod takes on its node for the node-level filters, computed once per pod.
 type demand struct {
 	requests map[v1.ResourceName]int64 // cpu in millicores, the others in units; only positive ones
+	names    []v1.ResourceName         // the keys of requests in the order fitsRequest reports them
 	ports    []hostPort
 }
 
@@ -152,9 +153,33 @@ func demandOf(pod *v1.Pod) demand {
 		}
 		if v > 0 {
 			d.requests[name] = v
+			d.names = append(d.names, name)
 		}
 	}
+	sortResourceNames(d.names)
 	return d
+}
+
+// sortResourceNames sorts as fitsRequest checks: cpu, memory, ephemeral-storage, then the scalar
+// resources by name (upstream ranges over a map; a fixed order keeps the reasons deterministic).
+func sortResourceNames(names []v1.ResourceName) {
+	rank := func(n v1.ResourceName) int {
+		switch n {
+		case v1.ResourceCPU:
+			return 0
+		case v1.ResourceMemory:
+			return 1
+		case v1.ResourceEphemeralStorage:
+			return 2
+		}
+		return 3
+	}
+	slices.SortFunc(names, func(a, b v1.ResourceName) int {
+		if d := rank(a) - rank(b); d != 0 {
+			return d
+		}
+		return strings.Compare(string(a), string(b))
+	})
 }
 
 // isScalarResourceName is the scheduler's IsScalarResourceName: extended resources, hugepages,
@@ -334,7 +359,8 @@ func (c *Cluster) fitFilters(reqs []*request, node *v1.Node) string {
 // are taken, then "Insufficient <resource>" for every resource the pods request more of than is left:
 // cpu, memory, ephemeral-storage, then the scalar resources by name. An extended resource that a
 // DeviceClass maps and the node's allocatable has none of is left to DRA (shouldDelegateResourceToDRA).
-// The reasons are joined with ", ", as the scheduler lists a node under each.
+// The reasons are joined with ", ", as the scheduler lists a node under each. One pod (Place) is checked
+// without allocating unless it does not fit.
 func fitsRequest(reqs []*request, node *v1.Node, u *usage) string {
 	alloc := node.Status.Allocatable
 	var reasons []string
@@ -345,39 +371,14 @@ func fitsRequest(reqs []*request, node *v1.Node, u *usage) string {
 	if allowed := alloc[v1.ResourcePods]; int64(onNode+len(reqs)) > allowed.Value() {
 		reasons = append(reasons, reasonTooManyPods)
 	}
-	want := map[v1.ResourceName]int64{}
-	for _, r := range reqs {
-		for name, v := range r.demand.requests {
-			if r.ext != nil && r.ext.classes[name] != nil && isScalarResourceName(name) {
-				if q := alloc[name]; q.Value() <= 0 {
-					continue // delegated to DRA: the extended-resource claim asks for it
-				}
-			}
-			want[name] += v
+	delegated := func(r *request, name v1.ResourceName) bool {
+		if r.ext == nil || r.ext.classes[name] == nil || !isScalarResourceName(name) {
+			return false
 		}
+		q := alloc[name]
+		return q.Value() <= 0 // DRA's: the extended-resource claim asks for it
 	}
-	names := make([]v1.ResourceName, 0, len(want))
-	for name := range want {
-		names = append(names, name)
-	}
-	rank := func(n v1.ResourceName) int {
-		switch n {
-		case v1.ResourceCPU:
-			return 0
-		case v1.ResourceMemory:
-			return 1
-		case v1.ResourceEphemeralStorage:
-			return 2
-		}
-		return 3
-	}
-	slices.SortFunc(names, func(a, b v1.ResourceName) int {
-		if d := rank(a) - rank(b); d != 0 {
-			return d
-		}
-		return strings.Compare(string(a), string(b))
-	})
-	for _, name := range names {
+	check := func(name v1.ResourceName, want int64) {
 		q := alloc[name]
 		capacity := q.Value()
 		if name == v1.ResourceCPU {
@@ -387,9 +388,35 @@ func fitsRequest(reqs []*request, node *v1.Node, u *usage) string {
 		if u != nil {
 			used = u.requested[name]
 		}
-		if want[name] > capacity-used {
+		if want > capacity-used {
 			reasons = append(reasons, "Insufficient "+string(name))
 		}
+	}
+	if len(reqs) == 1 {
+		r := reqs[0]
+		for _, name := range r.demand.names {
+			if !delegated(r, name) {
+				check(name, r.demand.requests[name])
+			}
+		}
+		return strings.Join(reasons, ", ")
+	}
+	want := map[v1.ResourceName]int64{}
+	var names []v1.ResourceName
+	for _, r := range reqs {
+		for _, name := range r.demand.names {
+			if delegated(r, name) {
+				continue
+			}
+			if _, ok := want[name]; !ok {
+				names = append(names, name)
+			}
+			want[name] += r.demand.requests[name]
+		}
+	}
+	sortResourceNames(names)
+	for _, name := range names {
+		check(name, want[name])
 	}
 	return strings.Join(reasons, ", ")
 }

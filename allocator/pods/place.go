@@ -94,6 +94,7 @@ type request struct {
 	ext       *extendedPlan
 	plain     *nodeClaims // the claims to allocate on every node without an extended-resource claim
 	demand    demand      // what the pod takes on its node (fit.go)
+	alone     []*request  // the request itself, for fitFilters
 }
 
 // prepare resolves the pod's claims (see podClaims for taken) and splits them.
@@ -108,6 +109,7 @@ func (c *Cluster) prepare(snap *allocator.Snapshot, pod *v1.Pod, taken map[strin
 		return nil, err
 	}
 	r := &request{pod: pod, claims: claims, ext: c.planExtended(snap, pod), demand: demandOf(pod)}
+	r.alone = []*request{r}
 	seen := map[string]bool{}
 	for _, pc := range claims {
 		if seen[pc.Claim.Name] {
@@ -223,7 +225,7 @@ func (c *Cluster) predicates(r *request, node *v1.Node) string {
 			return reason
 		}
 	}
-	if reason := c.fitFilters([]*request{r}, node); reason != "" {
+	if reason := c.fitFilters(r.alone, node); reason != "" {
 		return reason
 	}
 	if c.opts.Predicate != nil {
