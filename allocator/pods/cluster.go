@@ -101,8 +101,8 @@ type Options struct {
 	DisableWorkloadClaims bool
 	// DisableFilters switches off built-in filters of kube-scheduler: NodeName, NodeUnschedulable,
 	// NodePorts, NodeResourcesFit, SchedulingGates (see [Filter]). nil means all of them on, as in
-	// kube-scheduler's default profile. NodeAffinity and TaintToleration are switched off with
-	// NoBuiltinPredicates.
+	// kube-scheduler's default profile; other names switch nothing off. NodeAffinity and
+	// TaintToleration are switched off with NoBuiltinPredicates.
 	DisableFilters []Filter
 }
 
