@@ -278,6 +278,7 @@ func usableOn(claim *resourceapi.ResourceClaim, node *v1.Node) (bool, error) {
 //
 // When the pod fits nowhere the error is a *[NoNodeError] (wrapping [ErrNoNode]); claims that cannot be
 // resolved give [ErrClaimNotFound], [ErrTemplateNotFound], [ErrPodGroupNotFound] or [ErrClaimNotUsable];
+// a pod with spec.schedulingGates gives [ErrSchedulingGated], as kube-scheduler does not try it;
 // the allocator's input, budget and context errors are returned as they are. Place may run while Assume,
 // Remove or a commit change the snapshot: when the chosen node's devices are taken between filtering
 // and allocating, it decides again on the snapshot as it is then (up to 8 times; then an error
