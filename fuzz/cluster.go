@@ -3,6 +3,7 @@ package fuzz
 import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"pgregory.net/rapid"
 
 	"github.com/dralloc/dralloc/allocator/gates"
@@ -78,11 +79,26 @@ func drawNodes(t *rapid.T, opts Options) []*v1.Node {
 		nodes[i] = &v1.Node{}
 		nodes[i].Name = name
 		nodes[i].Labels = map[string]string{ZoneLabel: zone, "kubernetes.io/hostname": name}
+		// A real node's allocatable: kube-scheduler's NodeResourcesFit fits no pod on a node without
+		// allocatable pods. Fixed, so that the draws are those of a cluster without it.
+		nodes[i].Status.Allocatable = nodeAllocatable()
+		nodes[i].Status.Capacity = nodeAllocatable()
 		if opts.NodeOperations && rapid.Bool().Draw(t, "declaresNodeOperations") {
 			nodes[i].Status.DeclaredFeatures = []string{"DRAOptionalNodeOperations"}
 		}
 	}
 	return nodes
+}
+
+// nodeAllocatable is the status.allocatable of the generated nodes: 110 pods (the kubelet's default),
+// 64 CPUs, 512Gi of memory and 1Ti of ephemeral storage, room for every pod the generators draw.
+func nodeAllocatable() v1.ResourceList {
+	return v1.ResourceList{
+		v1.ResourcePods:             resource.MustParse("110"),
+		v1.ResourceCPU:              resource.MustParse("64"),
+		v1.ResourceMemory:           resource.MustParse("512Gi"),
+		v1.ResourceEphemeralStorage: resource.MustParse("1Ti"),
+	}
 }
 
 // DeviceRef is one published device: its identity and the device as its ResourceSlice publishes it.

@@ -24,7 +24,9 @@ import (
 // it allocates was allocated or deleted meanwhile, a claim it only reserves was deallocated or allocated
 // anew, or the devices, shares or shared counters it allocates are no longer free next to everything
 // else the snapshot holds (as kube-scheduler's in-flight allocations keep two pods from one device).
-// Place the pod again. Reservations other pods made meanwhile on a claim it shares are kept.
+// Place the pod again. Reservations other pods made meanwhile on a claim it shares are kept. Once
+// written, the pod is recorded on its node, as [Cluster.AddOrUpdatePod] records a bound pod: its
+// requests and host ports count for the next placements there.
 func (c *Cluster) Assume(p *Placement) error {
 	if p == nil {
 		return &allocator.InputError{Object: "Placement", Err: errors.New("nil object")}
@@ -41,6 +43,10 @@ func (c *Cluster) assume(ps []*Placement) error {
 	before := c.snap.Revision()
 	err = c.snap.UpdateClaims(updates)
 	c.assumed(updates, before, c.snap.Revision(), err)
+	if err == nil {
+		// As the scheduler's cache assumes the pod on its node: NodeResourcesFit and NodePorts count it.
+		c.recordPlacements(ps)
+	}
 	return err
 }
 
@@ -129,11 +135,13 @@ func podKey(pod *v1.Pod) string {
 // claims reserved by no one any more are deallocated, as the resourceclaim controller does (allocation
 // and finalizer removed, and with them the status.devices entries a driver wrote, which kube-apiserver
 // drops from a claim whose devices are no longer allocated), which frees their devices. PodGroup claims
-// stay reserved for the group. All of it is one change of the snapshot, or none.
+// stay reserved for the group. All of it is one change of the snapshot, or none. The pod is forgotten
+// on its node ([Cluster.DeletePod]).
 func (c *Cluster) Remove(pod *v1.Pod) error {
 	if pod == nil {
 		return &allocator.InputError{Object: "Pod", Err: errors.New("nil object")}
 	}
+	c.DeletePod(pod.Namespace, pod.Name)
 	return c.release(pod.Namespace, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: uidOf(pod)},
 		ownerOf{apiVersion: "v1", kind: "Pod", name: pod.Name, uid: uidOf(pod)})
 }

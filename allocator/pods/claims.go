@@ -39,9 +39,9 @@ type PodClaim struct {
 //     owner reference with controller: true) with the annotation resource.kubernetes.io/pod-claim-name
 //     naming the entry; else the claim the controller creates from the template: generateName
 //     <pod>-<entry>- (both parts cut in proportion when longer than 57 characters), the template's
-//     labels and annotations plus that annotation, the pod as controlling owner with
-//     blockOwnerDeletion, the template's spec, and the name the API server would give it (the suffix
-//     from Options.NameSuffix).
+//     labels and annotations plus that annotation, the pod as controlling owner (controller: true,
+//     no blockOwnerDeletion, as the controller of 1.37 writes it), the template's spec, and the name
+//     the API server would give it (the suffix from Options.NameSuffix).
 //   - With DRAWorkloadResourceClaims, an entry equal in every field to an entry of the pod's PodGroup's
 //     spec.resourceClaims (pod.spec.schedulingGroup.podGroupName) is the group's claim: the named
 //     claim, or the one generated for the group (found or created in the same way, with the PodGroup as
@@ -224,8 +224,9 @@ func (c *Cluster) templateClaim(snap *allocator.Snapshot, namespace, entry, temp
 	return PodClaim{Name: entry, Claim: claim, Generated: true}, true, nil
 }
 
-// fromTemplate builds the claim the resourceclaim controller creates for an entry (handleClaim in
-// kubernetes pkg/controller/resourceclaim/controller.go, commit 003e86297d18): generateName
+// fromTemplate builds the claim the resourceclaim controller creates for an entry (handleClaim, and
+// handlePodGroupClaim for a PodGroup, in kubernetes v1.37.2 pkg/controller/resourceclaim/controller.go):
+// an owner reference with controller: true only (v1.37.2 sets no blockOwnerDeletion), generateName
 // <owner>-<entry>-, both parts truncated in proportion to their length when that is longer than 57
 // characters (which leaves the trailing hyphen out), then the API server's name generation.
 func (c *Cluster) fromTemplate(snap *allocator.Snapshot, t *resourceapi.ResourceClaimTemplate, entry string, owner ownerOf, taken map[string]bool) (*resourceapi.ResourceClaim, error) {
@@ -250,12 +251,11 @@ func (c *Cluster) fromTemplate(snap *allocator.Snapshot, t *resourceapi.Resource
 			Name:         name,
 			GenerateName: generateName,
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion:         owner.apiVersion,
-				Kind:               owner.kind,
-				Name:               owner.name,
-				UID:                owner.uid,
-				Controller:         &yes,
-				BlockOwnerDeletion: &yes,
+				APIVersion: owner.apiVersion,
+				Kind:       owner.kind,
+				Name:       owner.name,
+				UID:        owner.uid,
+				Controller: &yes,
 			}},
 			Annotations: annotations,
 			Labels:      maps.Clone(t.Spec.ObjectMeta.Labels),

@@ -14,11 +14,12 @@ import (
 	"github.com/dralloc/dralloc/allocator/pods"
 )
 
-// generated is a claim as the resourceclaim controller creates it for pod p's entry from template t.
+// generated is a claim as the resourceclaim controller of v1.37.2 creates it for pod p's entry from
+// template t: the pod as owner with controller: true and no blockOwnerDeletion.
 func generated(p *v1.Pod, entry, name string, t *resourceapi.ResourceClaimTemplate) *resourceapi.ResourceClaim {
 	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{
 		Namespace: p.Namespace, Name: name, GenerateName: p.Name + "-" + entry + "-",
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr(true), BlockOwnerDeletion: ptr(true)}},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr(true)}},
 		Annotations:     map[string]string{resourceapi.PodResourceClaimAnnotation: entry},
 	}, Spec: t.Spec.Spec}
 	return c
@@ -164,8 +165,9 @@ func TestPodClaimsOfPodGroup(t *testing.T) {
 				}
 				if tt.wantGroup && got[0].Generated {
 					owner := got[0].Claim.OwnerReferences[0]
-					if owner.Kind != "PodGroup" || owner.UID != group.UID || owner.APIVersion != "scheduling.k8s.io/v1beta1" {
-						t.Errorf("owner %+v, want the PodGroup", owner)
+					if owner.Kind != "PodGroup" || owner.UID != group.UID || owner.APIVersion != "scheduling.k8s.io/v1beta1" ||
+						owner.Controller == nil || !*owner.Controller || owner.BlockOwnerDeletion != nil {
+						t.Errorf("owner %+v, want the PodGroup as controller without blockOwnerDeletion", owner)
 					}
 					if !strings.HasPrefix(got[0].Claim.Name, "gang-fabric-") {
 						t.Errorf("name %s, want gang-fabric-<suffix>", got[0].Claim.Name)

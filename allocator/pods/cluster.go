@@ -71,8 +71,8 @@ func (c Choice) String() string {
 type Predicate func(pod *v1.Pod, node *v1.Node) error
 
 // Options configure a [Cluster]. The zero value is the sensible default: FirstFit, one worker per CPU,
-// the built-in NodeAffinity and TaintToleration predicates, random name suffixes, the scheduler gates of
-// Kubernetes 1.37 on.
+// the built-in NodeAffinity and TaintToleration predicates and the built-in filters ([Filter]), random
+// name suffixes, the scheduler gates of Kubernetes 1.37 on.
 type Options struct {
 	// Choice chooses among the nodes where a pod fits.
 	Choice Choice
@@ -102,6 +102,11 @@ type Options struct {
 	// DisableWorkloadClaims switches off the DRAWorkloadResourceClaims gate: PodGroup claims are then
 	// ignored and every pod claim is the pod's own.
 	DisableWorkloadClaims bool
+	// DisableFilters switches off built-in filters of kube-scheduler: NodeName, NodeUnschedulable,
+	// NodePorts, NodeResourcesFit, SchedulingGates (see [Filter]). nil means all of them on, as in
+	// kube-scheduler's default profile; other names switch nothing off. NodeAffinity and
+	// TaintToleration are switched off with NoBuiltinPredicates.
+	DisableFilters []Filter
 }
 
 // Cluster places pods on the nodes of a Snapshot. The snapshot holds slices, classes, claims and nodes
@@ -114,6 +119,8 @@ type Cluster struct {
 	mu        sync.RWMutex
 	templates map[types.NamespacedName]*resourceapi.ResourceClaimTemplate
 	groups    map[types.NamespacedName]*schedulingapi.PodGroup
+	bound     map[types.NamespacedName]*boundPod // pods on nodes: added by the caller or assumed (fit.go)
+	usage     map[string]*usage                  // per node: what the bound pods take; entries never change
 	suffixMu  sync.Mutex
 	load      loadCache // for BestFit and Spread
 }
@@ -135,13 +142,16 @@ func New(snap *allocator.Snapshot, opts Options) *Cluster {
 }
 
 // Fork returns a Cluster on a fork of the snapshot ([allocator.Snapshot.Fork]) with the same templates,
-// PodGroups and options, for what-if questions: place and assume pods there, then apply the changes with
-// Snapshot().Commit() or drop them with Snapshot().Discard(). Templates and PodGroups added to one of
-// the two Clusters afterwards are not seen by the other. Both call Options.NameSuffix.
+// PodGroups, pods on nodes ([Cluster.AddOrUpdatePod]) and options, for what-if questions: place and
+// assume pods there, then apply the changes to the claims with Snapshot().Commit() or drop them with
+// Snapshot().Discard(). Templates, PodGroups and pods added to one of the two Clusters afterwards, or
+// assumed there, are not seen by the other (a commit carries claims only: give the pods assumed on the
+// fork to the parent with AddOrUpdatePod). Both call Options.NameSuffix.
 func (c *Cluster) Fork() *Cluster {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return &Cluster{snap: c.snap.Fork(), opts: c.opts, templates: maps.Clone(c.templates), groups: maps.Clone(c.groups)}
+	return &Cluster{snap: c.snap.Fork(), opts: c.opts, templates: maps.Clone(c.templates), groups: maps.Clone(c.groups),
+		bound: maps.Clone(c.bound), usage: maps.Clone(c.usage)}
 }
 
 // Snapshot returns the snapshot the Cluster places pods on.

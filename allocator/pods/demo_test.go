@@ -132,7 +132,7 @@ func TestExampleDriverDemos(t *testing.T) {
 	}, {
 		// The README: pod1 asks for example.com/gpu, which the default chart maps to no class, "pod1
 		// will remain in Pending state while pod0 runs normally"; NodeResourcesFit is what keeps it
-		// there (the test's predicate, as Options.Predicate documents).
+		// there (a built-in filter: "Insufficient example.com/gpu").
 		name:   "extended resources with the default chart: the implicit name only",
 		slices: defaultSlices,
 		steps:  []demoStep{{files: []string{"extended-resource-request"}}},
@@ -267,7 +267,7 @@ func runDemo(t *testing.T, tc demo) {
 		tc.cluster = exampleDriverCluster(tc)
 	}
 	snap := tc.cluster(t)
-	c := pods.New(snap, pods.Options{NameSuffix: fixedSuffixes(), Predicate: nodeResourcesFit(snap)})
+	c := pods.New(snap, pods.Options{NameSuffix: fixedSuffixes()})
 	ctx := context.Background()
 
 	results := map[string]demoResult{}
@@ -544,30 +544,4 @@ func intersects(a, b []string) bool {
 		}
 	}
 	return false
-}
-
-// nodeResourcesFit is the part of kube-scheduler's NodeResourcesFit filter that the demos need: an
-// extended resource that no DeviceClass maps is a device plugin's and must be in the node's
-// allocatable ("Insufficient <resource>"); mapped ones are DRA's when the node has none of them.
-func nodeResourcesFit(snap *allocator.Snapshot) pods.Predicate {
-	return func(pod *v1.Pod, node *v1.Node) error {
-		mapped := map[v1.ResourceName]bool{}
-		for _, class := range snap.Classes() {
-			mapped[v1.ResourceName(resourceapi.ResourceDeviceClassPrefix+class.Name)] = true
-			if class.Spec.ExtendedResourceName != nil {
-				mapped[v1.ResourceName(*class.Spec.ExtendedResourceName)] = true
-			}
-		}
-		for _, ctr := range pod.Spec.Containers {
-			for name, q := range ctr.Resources.Limits {
-				if !strings.Contains(string(name), "/") || mapped[name] {
-					continue
-				}
-				if have, ok := node.Status.Allocatable[name]; !ok || have.Cmp(q) < 0 {
-					return fmt.Errorf("Insufficient %s", name)
-				}
-			}
-		}
-		return nil
-	}
 }

@@ -5,7 +5,8 @@
 // to the snapshot.
 //
 // The main type is [Cluster]: it wraps a Snapshot (which the caller keeps filling with slices, classes,
-// claims and nodes) and adds what only pods need: ResourceClaimTemplates and PodGroups.
+// claims and nodes) and adds what only pods need: ResourceClaimTemplates, PodGroups, and the pods bound
+// to each node ([Cluster.AddOrUpdatePod]; pods it assumes itself are recorded by Assume).
 //
 // PodGroups are scheduling.k8s.io/v1beta1, the version Kubernetes 1.37 serves as beta, upstream's
 // resourceclaim helpers take and allocator/manifest returns; the claims generated for a PodGroup name
@@ -24,13 +25,16 @@
 //     deviceclass.resource.kubernetes.io/<class>) become the one special claim kube-scheduler
 //     synthesises, per node: a node whose status.allocatable advertises the resource serves it by device
 //     plugin instead. [Cluster.MixedNodes] lists nodes where both could serve a resource.
-//   - [Cluster.Place] filters every node in parallel (built-in NodeAffinity and TaintToleration
-//     predicates, a caller predicate, then the claims) and chooses one; [Cluster.Assume] writes the
+//   - [Cluster.Place] filters every node in parallel (kube-scheduler's NodeName, NodeUnschedulable,
+//     TaintToleration, NodeAffinity, NodePorts and NodeResourcesFit in that order, a caller predicate,
+//     then the claims) and chooses one; a pod with scheduling gates is not placed
+//     ([ErrSchedulingGated]); [Cluster.Assume] writes the
 //     placement into the snapshot and [Cluster.Remove] undoes it as the control plane does when a pod
 //     goes away. Use [allocator.Snapshot.Fork] for what-if questions.
 //   - [Cluster.Explain] says why a pod fits on which nodes and not on the others, node by node, and
 //     groups the nodes by their main reason in a line short enough for a pod condition.
-//   - [Cluster.PlaceGroup] places a gang all or nothing, with backtracking across pods and topology
+//   - [Cluster.PlaceGroup] places a gang all or nothing (a group with the basic policy pod by pod:
+//     those that fit), with backtracking across pods and topology
 //     domains, bounded by a [Budget] of tries: pods alike are not permuted, nodes alike are one choice
 //     while empty, and a domain too small by count is not searched.
 //   - Ranged capacity (an SDK extension): with [Options.Preferred], a new share of a device records the
@@ -57,8 +61,12 @@
 // breaking a constraint with devices taken in BestFit's order, is the placement's error.
 // [Cluster.PlaceGroup] does not use the Choice: it allocates in the snapshot's own strategy.
 //
-// The scheduler's other plugins (CPU and memory fit, the amount of a device plugin's extended resource,
-// pod affinity, topology spread) are not reproduced: [Options.Predicate] is where a caller adds them.
+// Built-in filters ([Filter], each switched off with Options.DisableFilters): NodeResourcesFit counts the
+// requests of the pods on each node (cpu, memory, ephemeral-storage, hugepages, a device plugin's
+// extended resources, the node's allocatable pods) against status.allocatable, kept per node as pods
+// are added, assumed and removed, so a placement does not sum them again; NodePorts their host ports.
+// The scheduler's plugins that look at other pods across nodes, PodTopologySpread and
+// InterPodAffinity, are not reproduced: [Options.Predicate] is where a caller adds them.
 // Snapshot lookups ([allocator.Snapshot.Nodes], Claims, ClaimsOwnedBy, Classes) return the snapshot's
 // own objects; the Cluster copies before it changes anything and never modifies its inputs. A pod or
 // PodGroup read from a manifest that was never created has no UID; the claims written for it name it by

@@ -21,7 +21,7 @@ import (
 func exampleCluster(opts pods.Options) *pods.Cluster {
 	snap := allocator.NewSnapshot(allocator.Options{})
 	for _, name := range []string{"node-a", "node-b"} {
-		_ = snap.AddOrUpdateNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"rack": "r1"}}})
+		_ = snap.AddOrUpdateNode(node(name, map[string]string{"rack": "r1"}))
 		_ = snap.AddOrUpdateSlice(gpus(name, 1))
 	}
 	_ = snap.AddOrUpdateClass(gpuClass("gpu", "example.com/gpu"))
@@ -199,7 +199,7 @@ func ExampleCluster_AddOrUpdatePodGroup_v1alpha3() {
 func ExampleCluster_MixedNodes() {
 	c := exampleCluster(pods.Options{})
 	n := c.Snapshot().Nodes()[1].DeepCopy()
-	n.Status.Allocatable = v1.ResourceList{"example.com/gpu": resource.MustParse("1")} // a device plugin too
+	n.Status.Allocatable[v1.ResourceName("example.com/gpu")] = resource.MustParse("1") // a device plugin too
 	_ = c.Snapshot().AddOrUpdateNode(n)
 	mixed, err := c.MixedNodes(context.Background())
 	if err != nil {
@@ -258,7 +258,7 @@ func ExampleCluster_Fork() {
 func ExampleCluster_PlanHandBack() {
 	// One GPU that takes shares of 8Gi of memory; an inference server asks for 2Gi and prefers 6Gi.
 	snap := allocator.NewSnapshot(allocator.Options{})
-	_ = snap.AddOrUpdateNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	_ = snap.AddOrUpdateNode(node("n1", nil))
 	_ = snap.AddOrUpdateSlice(sharedGPU())
 	_ = snap.AddOrUpdateClass(gpuClass("gpu", ""))
 	prefer := func(claim *resourceapi.ResourceClaim, request string) map[resourceapi.QualifiedName]resource.Quantity {

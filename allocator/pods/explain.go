@@ -28,6 +28,9 @@ type Explanation struct {
 	Groups []ReasonGroup `json:"groups,omitempty"`
 	// Nodes are all nodes, by name.
 	Nodes []NodeExplanation `json:"nodes"`
+	// SchedulingGates are the pod's spec.schedulingGates, by name, when the SchedulingGates filter is on:
+	// kube-scheduler does not try such a pod, so no node is explained.
+	SchedulingGates []string `json:"schedulingGates,omitempty"`
 }
 
 // ReasonGroup is nodes that do not fit for the same main reason: the same predicate, or the same kind of
@@ -67,9 +70,13 @@ const maxMessage = 1024
 // would see (its predicates, the claims allocated already, the extended resources, then the claims'
 // [allocator.Snapshot.Explain]), and the nodes grouped by that reason whatever its counts ([ReasonGroup]). It explains on the Cluster's
 // snapshot and changes nothing in it; like Place it may resolve a template's claim name. Errors are
-// those of Place, except that fitting nowhere is no error.
+// those of Place, except that fitting nowhere is no error, and a pod with scheduling gates is explained
+// by its gates ([Explanation.SchedulingGates]) instead of [ErrSchedulingGated].
 func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error) {
 	snap := c.snap
+	if pod != nil && c.gatedError(pod) != nil {
+		return &Explanation{Pod: pod.Namespace + "/" + pod.Name, Nodes: []NodeExplanation{}, SchedulingGates: gateNames(pod)}, nil
+	}
 	r, err := c.prepare(snap, pod, nil)
 	if err != nil {
 		return nil, err
@@ -166,6 +173,10 @@ func (c *Cluster) explainNode(ctx context.Context, snap *allocator.Snapshot, r *
 // class gpu-h100 matched no device; 40 nodes: …`, cut to about 1 KiB; "fits on N nodes" when the pod fits
 // somewhere.
 func (e *Explanation) String() string {
+	if len(e.SchedulingGates) > 0 {
+		// The SchedulingGates plugin's words.
+		return fmt.Sprintf("waiting for scheduling gates: %v", e.SchedulingGates)
+	}
 	if len(e.FitsOn) > 0 {
 		return "fits on " + plural(len(e.FitsOn), "node")
 	}

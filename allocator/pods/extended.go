@@ -123,7 +123,8 @@ var errExtendedUnfit = errors.New("extended resource not served")
 
 // forNode returns the requests that DRA must serve on the node (nil when the device plugins serve all of
 // them), as filterExtendedResources decides: a resource a class maps goes to DRA when the node's
-// allocatable has none of it; a resource no class maps must be in the node's allocatable.
+// allocatable has none of it; a resource no class maps must be in the node's allocatable. Whether the
+// device plugin has enough of it is NodeResourcesFit's to say (fit.go), before this runs.
 func (p *extendedPlan) forNode(node *v1.Node) (map[v1.ResourceName]int64, error) {
 	var out map[v1.ResourceName]int64
 	for _, name := range p.names {

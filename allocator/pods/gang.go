@@ -44,13 +44,15 @@ type GroupPlacement struct {
 	// constraint.
 	Domain string
 	// Pods are the placements, one per pod given, in order; nil for a pod left out (a gang needs only
-	// minCount of its pods).
+	// minCount of its pods, a group with the basic policy one).
 	Pods []*Placement
 }
 
-// PlaceGroup places the pods of a PodGroup all or nothing, as gang scheduling admits a group: with a
-// gang policy at least spec.schedulingPolicy.gang.minCount pods must get a node (with the basic policy,
-// every pod given), and with a topology constraint (spec.schedulingConstraints.topology[0].key) all of
+// PlaceGroup places the pods of a PodGroup as kube-scheduler's GangScheduling plugin admits a group:
+// with a gang policy all or nothing, at least spec.schedulingPolicy.gang.minCount pods must get a node;
+// with the basic policy (no gang) the group's minCount is 1, as the plugin's getMinCount says, so the
+// pods that fit get a node and the others are left out (nil in Pods: they stay pending), and only a
+// group where no pod fits is unschedulable. With a topology constraint (spec.schedulingConstraints.topology[0].key) all of
 // them on nodes with one value of that node label; domains are tried in order of value, nodes in order
 // of name. The group's claims are allocated once, by the first pod that needs them, and reserved for the
 // group.
@@ -69,7 +71,9 @@ type GroupPlacement struct {
 // budget bounds the search (nil: a Budget of its own with the default limit); running out gives an
 // error wrapping allocator.ErrSearchBudget. A pod listed twice (the same object, UID or name) is invalid
 // input. Nothing is changed; [Cluster.AssumeGroup] writes the result into the snapshot. Pods must name
-// the group in spec.schedulingGroup.podGroupName.
+// the group in spec.schedulingGroup.podGroupName; a pod with scheduling gates gives [ErrSchedulingGated]
+// (kube-scheduler does not take it; leave it out until its gates are removed). The built-in filters
+// count the group's pods on one node together (their requests, host ports and number).
 func (c *Cluster) PlaceGroup(ctx context.Context, group *schedulingapi.PodGroup, pods []*v1.Pod, budget *Budget) (*GroupPlacement, error) {
 	return c.placeGroup(ctx, group, pods, budget, true)
 }
@@ -96,7 +100,9 @@ func (c *Cluster) placeGroup(ctx context.Context, group *schedulingapi.PodGroup,
 	case limit == 0:
 		limit = DefaultGroupBudget
 	}
-	minCount := len(pods)
+	// As GangScheduling's getMinCount (pkg/scheduler/framework/plugins/gangscheduling, v1.37.2): a
+	// group without a gang policy needs one pod placed; PlacementFeasible lets the others wait.
+	minCount := 1
 	if gang := g.Spec.SchedulingPolicy.Gang; gang != nil {
 		minCount = int(gang.MinCount)
 	}

@@ -26,6 +26,13 @@ func gang(minCount int32, topologyKey string, claims ...schedulingapi.PodGroupRe
 	return g
 }
 
+// basic is a PodGroup named "gang" with the basic scheduling policy.
+func basic(topologyKey string) *schedulingapi.PodGroup {
+	g := gang(0, topologyKey)
+	g.Spec.SchedulingPolicy = schedulingapi.PodGroupSchedulingPolicy{Basic: &schedulingapi.BasicSchedulingPolicy{}}
+	return g
+}
+
 func members(names []string, claims ...string) []*v1.Pod {
 	var out []*v1.Pod
 	for _, n := range names {
@@ -113,6 +120,12 @@ func TestPlaceGroup(t *testing.T) {
 			pods: members([]string{"a", "b"}, "gpu=template:one-gpu"), wantNodes: []string{"n2", "n4"}, wantDomain: "b"},
 		{name: "no domain has enough places", gpus: 1, nodes: zoned(), taken: []string{"n3", "n4"}, group: gang(2, "zone"),
 			pods: members([]string{"a", "b"}, "gpu=template:one-gpu"), wantErr: pods.ErrGroupUnschedulable},
+		{name: "basic policy: the pod that fits is placed, the other stays pending (GangScheduling's minCount 1)", gpus: 1, nodes: nodes(1), group: basic(""),
+			pods: members([]string{"a", "b"}, "gpu=template:one-gpu"), wantNodes: []string{"n1", "-"}},
+		{name: "basic policy: no pod fits", gpus: 1, nodes: nodes(1), taken: []string{"n1"}, group: basic(""),
+			pods: members([]string{"a", "b"}, "gpu=template:one-gpu"), wantErr: pods.ErrGroupUnschedulable},
+		{name: "basic policy: every pod that fits is placed", gpus: 1, nodes: nodes(2), group: basic(""),
+			pods: members([]string{"a", "b", "c"}, "gpu=template:one-gpu"), wantNodes: []string{"n1", "n2", "-"}},
 		{name: "a step budget makes the search give up, which is not a no", opts: pods.Options{StepBudget: 2}, gpus: 1, nodes: zoned(), taken: []string{"n3", "n4"}, group: gang(2, "zone"),
 			pods: members([]string{"a", "b"}, "gpu=template:one-gpu"), wantErr: allocator.ErrSearchBudget},
 	}

@@ -118,7 +118,7 @@ func (s *gangSearch) prepare(base *allocator.Snapshot, nodes []*v1.Node) error {
 		}
 		s.allowed[p] = make([]bool, len(nodes))
 		for n, node := range nodes {
-			s.allowed[p][n] = s.c.predicates(r.pod, node) == ""
+			s.allowed[p][n] = s.c.predicates(r, node) == ""
 		}
 	}
 
@@ -182,6 +182,12 @@ func (s *gangSearch) podKey(p int) (string, error) {
 		Claims     []claimKey
 		Extended   map[v1.ResourceName]int64
 		Containers []containerKey
+		Requests   map[v1.ResourceName]int64 // what NodeResourcesFit counts of the pod on a node
+		Ports      []string                  // and NodePorts
+	}
+	key.Requests = r.demand.requests
+	for _, hp := range r.demand.ports {
+		key.Ports = append(key.Ports, fmt.Sprint(hp))
 	}
 	for _, pc := range r.claims {
 		first := slices.IndexFunc(r.claims, func(o PodClaim) bool { return o.Claim.Name == pc.Claim.Name })
@@ -265,7 +271,7 @@ func (s *gangSearch) classify(base *allocator.Snapshot, nodes []*v1.Node) error 
 	classOf := map[string]int{}
 	for n, node := range nodes {
 		b := &keys[n]
-		fmt.Fprintf(b, "class:%d;", ids[n])
+		fmt.Fprintf(b, "class:%d;fit:%s;", ids[n], s.c.fitKey(node))
 		for p := range s.reqs {
 			if s.allowed[p][n] {
 				b.WriteByte('1')
@@ -478,6 +484,17 @@ func (s *gangSearch) joint(f *allocator.Snapshot, n, last int) (bool, error) {
 	for _, p := range on {
 		if err := s.reset(f, p); err != nil {
 			return false, err
+		}
+	}
+	if len(on) > 1 {
+		// NodePorts and NodeResourcesFit for the group's pods on the node together (each alone passed
+		// the predicates): they must fit next to each other, as when the scheduler binds them one by one.
+		together := make([]*request, len(on))
+		for k, p := range on {
+			together[k] = s.reqs[p]
+		}
+		if s.c.fitFilters(together, node) != "" {
+			return false, nil
 		}
 	}
 	var toAlloc []*resourceapi.ResourceClaim

@@ -27,8 +27,28 @@ func fixedSuffixes() func() string {
 	}
 }
 
+// node is a node with the allocatable of a real one (110 pods, 32 CPUs, 128Gi of memory, 100Gi of
+// ephemeral storage): kube-scheduler's NodeResourcesFit fits no pod on a node without allocatable pods.
 func node(name string, labels map[string]string) *v1.Node {
-	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	n.Status.Allocatable = allocatable()
+	n.Status.Capacity = allocatable()
+	return n
+}
+
+// allocatable is a real node's status.allocatable, with the extra resources ("name=quantity") added.
+func allocatable(extra ...string) v1.ResourceList {
+	l := v1.ResourceList{
+		v1.ResourcePods:             resource.MustParse("110"),
+		v1.ResourceCPU:              resource.MustParse("32"),
+		v1.ResourceMemory:           resource.MustParse("128Gi"),
+		v1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
+	}
+	for _, e := range extra {
+		name, q, _ := strings.Cut(e, "=")
+		l[v1.ResourceName(name)] = resource.MustParse(q)
+	}
+	return l
 }
 
 // gpus publishes n whole GPUs on the node.

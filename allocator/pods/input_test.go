@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	schedulingapi "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -68,7 +69,9 @@ func TestReservationLimit(t *testing.T) {
 	for i := range full {
 		full[i] = resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: fmt.Sprintf("p%d", i), UID: types.UID(fmt.Sprintf("u%d", i))}
 	}
-	c := cluster(t, pods.Options{}, 0, nodes(1)...)
+	ns := nodes(1)
+	ns[0].Status.Allocatable[v1.ResourcePods] = resource.MustParse("1000") // room for the 300 members below
+	c := cluster(t, pods.Options{}, 0, ns...)
 	must(t, c.Snapshot().AddOrUpdateClaim(allocatedEverywhere("full", full)))
 	if _, err := c.Place(context.Background(), pod("one-more", "gpu=claim:full")); !errors.Is(err, pods.ErrClaimNotUsable) {
 		t.Errorf("a pod's claim reserved for 256 pods: %v, want ErrClaimNotUsable", err)

@@ -93,15 +93,23 @@ type request struct {
 	allocated []*resourceapi.ResourceClaim // unique claims with allocation, to be reused
 	ext       *extendedPlan
 	plain     *nodeClaims // the claims to allocate on every node without an extended-resource claim
+	demand    demand      // what the pod takes on its node (fit.go)
+	alone     []*request  // the request itself, for fitFilters
 }
 
 // prepare resolves the pod's claims (see podClaims for taken) and splits them.
 func (c *Cluster) prepare(snap *allocator.Snapshot, pod *v1.Pod, taken map[string]bool) (*request, error) {
+	if pod != nil {
+		if err := c.gatedError(pod); err != nil {
+			return nil, err
+		}
+	}
 	claims, err := c.podClaims(snap, pod, taken)
 	if err != nil {
 		return nil, err
 	}
-	r := &request{pod: pod, claims: claims, ext: c.planExtended(snap, pod)}
+	r := &request{pod: pod, claims: claims, ext: c.planExtended(snap, pod), demand: demandOf(pod)}
+	r.alone = []*request{r}
 	seen := map[string]bool{}
 	for _, pc := range claims {
 		if seen[pc.Claim.Name] {
@@ -176,7 +184,7 @@ type nodeClaims struct {
 // check runs the predicates and the checks that need no search: nil claims and a reason mean the pod
 // cannot run on the node.
 func (c *Cluster) check(r *request, node *v1.Node, extName string) (*nodeClaims, string, error) {
-	if reason := c.predicates(r.pod, node); reason != "" {
+	if reason := c.predicates(r, node); reason != "" {
 		return nil, reason, nil
 	}
 	for _, claim := range r.allocated {
@@ -203,33 +211,43 @@ func (c *Cluster) check(r *request, node *v1.Node, extName string) (*nodeClaims,
 	return nc, "", nil
 }
 
-// predicates runs the built-in predicates and the caller's; a non-empty reason means the pod may not
-// run on the node.
-func (c *Cluster) predicates(pod *v1.Pod, node *v1.Node) string {
+// predicates runs the built-in filters and predicates and the caller's, in the order of kube-scheduler's
+// default profile (NodeName, NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts,
+// NodeResourcesFit, then the caller's, standing for PodTopologySpread and InterPodAffinity); the first
+// that fails gives the reason, as the framework stops at the first failing filter. A non-empty reason
+// means the pod may not run on the node.
+func (c *Cluster) predicates(r *request, node *v1.Node) string {
+	if reason := c.nodeFilters(r.pod, node); reason != "" {
+		return reason
+	}
 	if !c.opts.NoBuiltinPredicates {
-		if reason := builtinPredicates(pod, node); reason != "" {
+		if reason := builtinPredicates(r.pod, node); reason != "" {
 			return reason
 		}
 	}
+	if reason := c.fitFilters(r.alone, node); reason != "" {
+		return reason
+	}
 	if c.opts.Predicate != nil {
-		if err := c.opts.Predicate(pod, node); err != nil {
+		if err := c.opts.Predicate(r.pod, node); err != nil {
 			return err.Error()
 		}
 	}
 	return ""
 }
 
-// builtinPredicates is what kube-scheduler's NodeAffinity (nodeSelector and required node affinity) and
-// TaintToleration (taints with effect NoSchedule or NoExecute must be tolerated) filters decide.
+// builtinPredicates is what kube-scheduler's TaintToleration (taints with effect NoSchedule or NoExecute
+// must be tolerated) and NodeAffinity (nodeSelector and required node affinity) filters decide, in that
+// order.
 func builtinPredicates(pod *v1.Pod, node *v1.Node) string {
-	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
-		return "node(s) didn't match Pod's node affinity/selector"
-	}
 	taint, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), node.Spec.Taints, pod.Spec.Tolerations, func(t *v1.Taint) bool {
 		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
 	}, false)
 	if untolerated {
 		return fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value)
+	}
+	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
+		return "node(s) didn't match Pod's node affinity/selector"
 	}
 	return ""
 }
@@ -260,6 +278,7 @@ func usableOn(claim *resourceapi.ResourceClaim, node *v1.Node) (bool, error) {
 //
 // When the pod fits nowhere the error is a *[NoNodeError] (wrapping [ErrNoNode]); claims that cannot be
 // resolved give [ErrClaimNotFound], [ErrTemplateNotFound], [ErrPodGroupNotFound] or [ErrClaimNotUsable];
+// a pod with spec.schedulingGates gives [ErrSchedulingGated], as kube-scheduler does not try it;
 // the allocator's input, budget and context errors are returned as they are. Place may run while Assume,
 // Remove or a commit change the snapshot: when the chosen node's devices are taken between filtering
 // and allocating, it decides again on the snapshot as it is then (up to 8 times; then an error

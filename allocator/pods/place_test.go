@@ -10,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dralloc/dralloc/allocator/pods"
 )
@@ -101,7 +100,7 @@ func TestPlace(t *testing.T) {
 			pod: withExtended(pod("p"), "deviceclass.resource.kubernetes.io/gpu", 2), wantNode: "n1", wantDevice: []string{"n1/gpu-0", "n1/gpu-1"}},
 		{name: "a node whose device plugin advertises the resource serves it there", gpus: 0, nodes: func() []*v1.Node {
 			ns := nodes(2)
-			ns[1].Status.Allocatable = v1.ResourceList{"deviceclass.resource.kubernetes.io/gpu": resource.MustParse("4")}
+			ns[1].Status.Allocatable = allocatable("deviceclass.resource.kubernetes.io/gpu=4")
 			return ns
 		}(), pod: withExtended(pod("p"), "deviceclass.resource.kubernetes.io/gpu", 2), wantNode: "n2"},
 		{name: "an extended resource nothing serves fits nowhere", gpus: 1, nodes: nodes(2),
@@ -238,8 +237,8 @@ func TestAssumeAndRemove(t *testing.T) {
 
 func TestMixedNodes(t *testing.T) {
 	ns := nodes(3)
-	ns[0].Status.Allocatable = v1.ResourceList{"example.com/gpu": resource.MustParse("2")} // plugin and DRA devices
-	ns[1].Status.Allocatable = v1.ResourceList{"example.com/gpu": resource.MustParse("2")} // plugin, no DRA devices
+	ns[0].Status.Allocatable = allocatable("example.com/gpu=2") // plugin and DRA devices
+	ns[1].Status.Allocatable = allocatable("example.com/gpu=2") // plugin, no DRA devices
 	c := cluster(t, pods.Options{}, 0, ns...)
 	must(t, c.Snapshot().AddOrUpdateClass(gpuClass("gpu", "example.com/gpu")))
 	must(t, c.Snapshot().AddOrUpdateSlice(gpus("n1", 1)))

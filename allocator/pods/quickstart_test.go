@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
-	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -61,7 +60,7 @@ func dgx(mock string, migOn bool) func(t *testing.T) *allocator.Snapshot {
 		slices, err := inventory.Slices(d.Node, inventory.Options{NodeName: dgxNode, Mode: inventory.ModeDynamicMIG})
 		must(t, err)
 		snap := allocator.NewSnapshot(allocator.Options{})
-		must(t, snap.AddOrUpdateNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: dgxNode}}))
+		must(t, snap.AddOrUpdateNode(node(dgxNode, nil)))
 		for _, s := range slices {
 			must(t, snap.AddOrUpdateSlice(s))
 		}

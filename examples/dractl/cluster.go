@@ -3,21 +3,16 @@ package main
 import (
 	"cmp"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"sync/atomic"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/manifest"
@@ -92,9 +87,11 @@ func loadCluster(files []string, opts manifest.Options, stderr io.Writer) (*clus
 		}
 	}
 	var suffixes atomic.Uint64
+	// kube-scheduler's NodeUnschedulable and NodeResourcesFit filters (a cordoned node, extended
+	// resources a device plugin offers, cpu, memory, the node's pods) are the pods package's, on by
+	// default.
 	c.pods = pods.New(snap, pods.Options{
 		NameSuffix: func() string { return suffix(suffixes.Add(1)) },
-		Predicate:  predicates(unschedulablePredicate, extendedResourcePredicate(objs.Classes)),
 	})
 	for _, t := range objs.Templates {
 		if err := c.pods.AddOrUpdateTemplate(t); err != nil {
@@ -113,10 +110,16 @@ func loadCluster(files []string, opts manifest.Options, stderr io.Writer) (*clus
 			// none, and reservedFor and owner references need one to tell pods apart.
 			p.UID = uidFor("Pod", p.Namespace, p.Name)
 		}
-		// A pod with a node is placed: its allocated claims are in the snapshot already.
+		// A pod with a node is placed: its allocated claims are in the snapshot already, and what it
+		// takes on its node (requests, host ports, one of the node's pods) counts for the others.
 		finished := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 		if !finished && p.Spec.NodeName == "" {
 			c.pending = append(c.pending, p)
+		}
+		if !finished && p.Spec.NodeName != "" {
+			if err := c.pods.AddOrUpdatePod(p); err != nil {
+				return nil, c.at(p, err)
+			}
 		}
 	}
 	// As kube-scheduler's default queue sort (PrioritySort): higher priority first, then the pod
@@ -201,101 +204,4 @@ func suffix(i uint64) string {
 		i /= uint64(len(alphabet))
 	}
 	return string(b)
-}
-
-// predicates checks each in turn; the first reason wins.
-func predicates(list ...pods.Predicate) pods.Predicate {
-	return func(pod *corev1.Pod, node *corev1.Node) error {
-		for _, p := range list {
-			if err := p(pod, node); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-}
-
-// unschedulablePredicate is kube-scheduler's NodeUnschedulable filter: a cordoned node
-// (spec.unschedulable) takes only pods that tolerate the taint node.kubernetes.io/unschedulable
-// with effect NoSchedule. A live cluster also has that taint on the node, which the pods package
-// checks; manifests written by hand often have only the field. (Comparison operators in
-// tolerations are an alpha feature, off, as in the pods package.)
-func unschedulablePredicate(pod *corev1.Pod, node *corev1.Node) error {
-	if !node.Spec.Unschedulable {
-		return nil
-	}
-	taint := &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
-	for i := range pod.Spec.Tolerations {
-		if pod.Spec.Tolerations[i].ToleratesTaint(logr.Discard(), taint, false) {
-			return nil
-		}
-	}
-	return errors.New("node(s) were unschedulable")
-}
-
-// extendedResourcePredicate is the part of kube-scheduler's NodeResourcesFit filter that dralloc's
-// pods package leaves to its caller and that matters here: a pod requesting an extended resource
-// that no DeviceClass serves must find it in the node's status.allocatable ("Insufficient <name>").
-// Resources a class serves are decided by the pods package.
-func extendedResourcePredicate(classes []*resourceapi.DeviceClass) pods.Predicate {
-	served := map[corev1.ResourceName]bool{}
-	for _, cl := range classes {
-		served[corev1.ResourceName(resourceapi.ResourceDeviceClassPrefix+cl.Name)] = true
-		if cl.Spec.ExtendedResourceName != nil {
-			served[corev1.ResourceName(*cl.Spec.ExtendedResourceName)] = true
-		}
-	}
-	return func(pod *corev1.Pod, node *corev1.Node) error {
-		for _, name := range sortedResourceNames(podExtendedRequests(pod)) {
-			if served[name] {
-				continue
-			}
-			want := podExtendedRequests(pod)[name]
-			have := node.Status.Allocatable[name]
-			if have.Cmp(want) < 0 {
-				//lint:ignore ST1005 kube-scheduler's NodeResourcesFit message, word for word
-				return fmt.Errorf("Insufficient %s: the node does not offer it and no DeviceClass provides it", name)
-			}
-		}
-		return nil
-	}
-}
-
-// podExtendedRequests sums the extended resources the pod's containers request (the loader has
-// defaulted requests from limits, as the API server does).
-func podExtendedRequests(pod *corev1.Pod) map[corev1.ResourceName]resource.Quantity {
-	out := map[corev1.ResourceName]resource.Quantity{}
-	add := func(list corev1.ResourceList) {
-		for name, q := range list {
-			if !isExtended(name) {
-				continue
-			}
-			sum := out[name]
-			sum.Add(q)
-			out[name] = sum
-		}
-	}
-	for _, ctr := range pod.Spec.Containers {
-		add(ctr.Resources.Requests)
-	}
-	return out
-}
-
-// isExtended is the API's extended resource name: qualified, with a domain other than kubernetes.io,
-// not requests.*.
-func isExtended(name corev1.ResourceName) bool {
-	s := string(name)
-	if !strings.Contains(s, "/") || strings.Contains(s, corev1.ResourceDefaultNamespacePrefix) || strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix) {
-		return false
-	}
-	return len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+s)) == 0
-}
-
-func sortedResourceNames(m map[corev1.ResourceName]resource.Quantity) []corev1.ResourceName {
-	out := make([]corev1.ResourceName, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -23,7 +23,8 @@ var explainCommand = &command{
 Without --pod or --claim every pending pod (one without a node) is explained, each on its own,
 against the devices in use now; the pods of a PodGroup are placed together. The nodes are checked
 for what Dynamic Resource Allocation decides (devices, node selector and affinity, node taints,
-extended resources), not for CPU and memory. Exit status 0 when all of them fit, 1 when one
+extended resources) and for what kube-scheduler's NodeResourcesFit, NodePorts, NodeUnschedulable
+and NodeName filters decide (CPU, memory and the node's pods, counting the pods bound there). Exit status 0 when all of them fit, 1 when one
 does not, or when the search for a PodGroup gave up after --gang-budget tries without deciding
 (the pod is then reported as "gave up", not as not fitting).
 

@@ -36,7 +36,7 @@ func TestExplainEveryPendingPod(t *testing.T) {
 		allocated    = "1 allocated to ResourceClaim default/train"
 		taintedA1    = "1 tainted example.com/maintenance:NoSchedule by DeviceTaintRule gpu-a1-maintenance"
 		nodeSelector = "node(s) didn't match Pod's node affinity/selector"
-		extended     = "Insufficient example.com/gpu: the node does not offer it and no DeviceClass provides it"
+		extended     = "Insufficient example.com/gpu" // NodeResourcesFit, word for word
 	)
 	req := func(claim string) string { return "claim default/" + claim + `, request "gpu": ` }
 	// node-a and node-c have 2 gpu.example.com devices, node-b 3 gpu.nvidia.com devices.
@@ -429,6 +429,10 @@ func TestStdinAndUsage(t *testing.T) {
 			"Pod default/p cannot be scheduled\n  node n0: node(s) were unschedulable\n", ""},
 		{"a pod that tolerates the unschedulable taint may go to a cordoned node", []string{"explain", "-f", "-"}, cordoned + tolerantPod, exitOK,
 			"Pod default/p fits on node n0\n", ""},
+		{"a running pod's requests count against the node's allocatable", []string{"explain", "-f", "-"}, smallNode + boundPod + wantsCPU("2"), exitNotFit,
+			"Pod default/p cannot be scheduled\n  node n0: Insufficient cpu\n", ""},
+		{"a pod fits next to a running one in what is left", []string{"explain", "-f", "-"}, smallNode + boundPod + wantsCPU("1"), exitOK,
+			"Pod default/p fits on node n0\n", ""},
 		{"colour only when asked for off a terminal", []string{"explain", "-f", "-", "--color", "always"}, nodeAndPod, exitOK, "\x1b[32mfits\x1b[0m", ""},
 	}
 	for _, tt := range tests {
@@ -451,6 +455,12 @@ const nodeAndPod = `apiVersion: v1
 kind: Node
 metadata:
   name: n1
+status:
+  allocatable:
+    cpu: "8"
+    memory: 32Gi
+    ephemeral-storage: 100Gi
+    pods: "110"
 ---
 apiVersion: v1
 kind: Pod
@@ -603,6 +613,12 @@ func TestLaterObjectReplacesEarlier(t *testing.T) {
 kind: Node
 metadata:
   name: n1
+status:
+  allocatable:
+    cpu: "8"
+    memory: 32Gi
+    ephemeral-storage: 100Gi
+    pods: "110"
 ---
 apiVersion: v1
 kind: Node
@@ -610,6 +626,12 @@ metadata:
   name: n1
   labels:
     pool: gpu
+status:
+  allocatable:
+    cpu: "8"
+    memory: 32Gi
+    ephemeral-storage: 100Gi
+    pods: "110"
 ---
 apiVersion: v1
 kind: Pod
@@ -657,7 +679,59 @@ metadata:
   name: n0
 spec:
   unschedulable: true
+status:
+  allocatable:
+    cpu: "8"
+    memory: 32Gi
+    ephemeral-storage: 100Gi
+    pods: "110"
 `
+
+// smallNode has 4 CPUs, of which the running pod boundPod requests 3.
+const smallNode = `apiVersion: v1
+kind: Node
+metadata:
+  name: n0
+status:
+  allocatable:
+    cpu: "4"
+    memory: 32Gi
+    pods: "110"
+`
+
+const boundPod = `---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: running
+spec:
+  nodeName: n0
+  containers:
+  - name: c
+    image: busybox
+    resources:
+      requests:
+        cpu: "3"
+status:
+  phase: Running
+`
+
+// wantsCPU is a pending pod that requests cpu.
+func wantsCPU(cpu string) string {
+	return `---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  containers:
+  - name: c
+    image: busybox
+    resources:
+      requests:
+        cpu: "` + cpu + `"
+`
+}
 
 const tolerantPod = `---
 apiVersion: v1
@@ -679,6 +753,12 @@ func TestPlaceTakesHigherPriorityFirst(t *testing.T) {
 kind: Node
 metadata:
   name: n1
+status:
+  allocatable:
+    cpu: "8"
+    memory: 32Gi
+    ephemeral-storage: 100Gi
+    pods: "110"
 ---
 apiVersion: resource.k8s.io/v1
 kind: DeviceClass
@@ -784,6 +864,12 @@ apiVersion: v1
 kind: Node
 metadata:
   name: node-%[1]d
+status:
+  allocatable:
+    cpu: "8"
+    memory: 32Gi
+    ephemeral-storage: 100Gi
+    pods: "110"
 ---
 apiVersion: resource.k8s.io/v1
 kind: ResourceSlice
