@@ -41,7 +41,11 @@ func demoCluster(t *testing.T, node inventory.Node, opts inventory.Options, demo
 		t.Fatal(err)
 	}
 	snap := allocator.NewSnapshot(allocator.Options{})
-	if err := snap.AddOrUpdateNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dgx-1"}}); err != nil {
+	// The DGX H100's allocatable, which kube-scheduler's NodeResourcesFit reads (pods placed by the
+	// pods package are counted against it).
+	k8sNode := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dgx-1"}}
+	k8sNode.Status.Allocatable = machines["dgxh100"]
+	if err := snap.AddOrUpdateNode(k8sNode); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range sl {

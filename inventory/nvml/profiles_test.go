@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dralloc/dralloc/inventory"
 	"github.com/dralloc/dralloc/inventory/nvml"
@@ -50,7 +52,24 @@ func recordProfile(t *testing.T, name string) inventory.Template {
 	desc := fmt.Sprintf("%dx %s, %s (recorded from go-nvml v0.13.4-1 mock %s)", len(d.Node.GPUs), g.ProductName, how, name)
 	tmpl := inventory.NewTemplate(name, desc, inventory.ModeDynamicMIG, d.Node)
 	tmpl.GPUFeatureDiscovery = true // DGX nodes run NVIDIA's GPU operator, which deploys GFD
+	tmpl.Allocatable = machines[name]
 	return tmpl
+}
+
+// machines is what a kubelet with its default reservations reports as allocatable for each DGX machine,
+// rounded, and the kubelet's default of 110 pods: kube-scheduler's NodeResourcesFit fits no pod on a
+// node without it. DGX A100: 2x AMD EPYC 7742 (256 threads), 1 TiB, 15 TB of NVMe; DGX H100, H200 (2x
+// Intel Xeon Platinum 8480C) and B200 (2x Xeon Platinum 8570): 224 threads, 2 TiB, 30 TB of NVMe.
+var machines = map[string]v1.ResourceList{
+	"dgxa100": allocatable("254", "1000Gi", "14Ti"),
+	"dgxh100": allocatable("222", "2000Gi", "28Ti"),
+	"dgxh200": allocatable("222", "2000Gi", "28Ti"),
+	"dgxb200": allocatable("222", "2000Gi", "28Ti"),
+}
+
+func allocatable(cpu, memory, storage string) v1.ResourceList {
+	return v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse(memory),
+		v1.ResourceEphemeralStorage: resource.MustParse(storage), v1.ResourcePods: resource.MustParse("110")}
 }
 
 func TestShippedProfilesAreTheRecordedMocks(t *testing.T) {

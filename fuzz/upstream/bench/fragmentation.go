@@ -9,7 +9,6 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -45,7 +44,7 @@ func PartitionableFleet(nodes, gpusPerNode int) Cluster {
 	}
 	for n := 0; n < nodes; n++ {
 		name := fmt.Sprintf("node-%04d", n)
-		c.Nodes = append(c.Nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}})
+		c.Nodes = append(c.Nodes, BenchNode(name))
 		c.Slices = append(c.Slices, partitionedNode(name, gpusPerNode)...)
 	}
 	return c

@@ -48,12 +48,22 @@ func Classes() []*resourceapi.DeviceClass {
 	return []*resourceapi.DeviceClass{class(GPUClass, GPUSelector), class(NICClass, nicSelector)}
 }
 
+// BenchNode is a Node as the API server has it, with the allocatable a kubelet reports for a large GPU
+// machine (kube-scheduler's NodeResourcesFit, which the pods package reproduces, fits no pod on a node
+// without it).
+func BenchNode(name string) *v1.Node {
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}
+	n.Status.Allocatable = v1.ResourceList{v1.ResourceCPU: resource.MustParse("222"), v1.ResourceMemory: resource.MustParse("2000Gi"),
+		v1.ResourcePods: resource.MustParse("110")}
+	return n
+}
+
 // Fleet returns nodes node-0000… each with one ResourceSlice (pool = node name) of gpusPerNode GPUs.
 func Fleet(nodes, gpusPerNode int) Cluster {
 	c := Cluster{Classes: Classes()}
 	for n := 0; n < nodes; n++ {
 		name := fmt.Sprintf("node-%04d", n)
-		c.Nodes = append(c.Nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}})
+		c.Nodes = append(c.Nodes, BenchNode(name))
 		c.Slices = append(c.Slices, NodeSlice(name, gpusPerNode, 1))
 	}
 	return c

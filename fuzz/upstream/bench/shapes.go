@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,7 +51,7 @@ func DGXFleetMode(nodes int, profile string, mode inventory.Mode) (Cluster, erro
 	c := Cluster{Classes: NVIDIAClasses()}
 	for n := range nodes {
 		name := fmt.Sprintf("node-%04d", n)
-		c.Nodes = append(c.Nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}})
+		c.Nodes = append(c.Nodes, BenchNode(name))
 		slices, err := t.Slices(name, 1)
 		if err != nil {
 			return Cluster{}, err

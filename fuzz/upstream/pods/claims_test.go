@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
@@ -231,7 +232,9 @@ func TestPodClaimsAgreeWithUpstreamHelpers(t *testing.T) {
 func compareClaims(rt *rapid.T, cc *claimCase, tl *claimTally) {
 	snap := allocator.NewSnapshot(allocator.Options{})
 	nodeName := "node"
-	must(rt, snap.AddOrUpdateNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}))
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
+	node.Status.Allocatable = v1.ResourceList{v1.ResourcePods: resource.MustParse("110")} // as a kubelet reports it
+	must(rt, snap.AddOrUpdateNode(node))
 	slice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "gpus"}, Spec: resourceapi.ResourceSliceSpec{
 		Driver: "gpu.example.com", NodeName: &nodeName, Pool: resourceapi.ResourcePool{Name: nodeName, ResourceSliceCount: 1},
 	}}
