@@ -111,3 +111,16 @@ func ExampleSnapshot_UpdateClaims() {
 	// second: update: ResourceClaim default/second: device gpu.example.com/node-a/gpu-0 is already allocated in the snapshot
 	// second again: <nil>
 }
+
+// Node looks a Node up by name.
+func ExampleSnapshot_Node() {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	check(snap.AddOrUpdateNode(node("node-a", map[string]string{"rack": "r1"})))
+	n, ok := snap.Node("node-a")
+	fmt.Println(ok, n.Labels["rack"])
+	_, ok = snap.Node("node-b")
+	fmt.Println(ok)
+	// Output:
+	// true r1
+	// false
+}

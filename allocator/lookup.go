@@ -191,6 +191,16 @@ func (s *Snapshot) CounterSets() map[PoolID][]resourceapi.CounterSet {
 	return out
 }
 
+// Node returns the Node of that name added with [Snapshot.AddOrUpdateNode] (the snapshot's own object:
+// do not modify it); false when there is none.
+func (s *Snapshot) Node(name string) (*v1.Node, bool) {
+	s.ready()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n, ok := s.st.nodes[name]
+	return n, ok
+}
+
 // Nodes returns the Nodes added with [Snapshot.AddOrUpdateNode], sorted by name. The list is kept
 // sorted as nodes change, so the call costs one copy.
 func (s *Snapshot) Nodes() []*v1.Node {

@@ -2,6 +2,7 @@ package pods
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -34,8 +35,22 @@ func (c *Cluster) Assume(p *Placement) error {
 	return c.assume([]*Placement{p})
 }
 
-// assume writes the placements' claims in one update of the snapshot.
+// assume writes the placements' claims in one update of the snapshot. Assumes run one at a time, so
+// that the pods checked to fit on their nodes (NodeResourcesFit, NodePorts) are still the pods recorded
+// there when they are written: two placements made in parallel for the last CPUs of a node cannot both
+// be assumed.
 func (c *Cluster) assume(ps []*Placement) error {
+	c.assumeMu.Lock()
+	defer c.assumeMu.Unlock()
+	var placed []podOnNode
+	for _, p := range ps {
+		if p != nil && p.Pod != nil {
+			placed = append(placed, podOnNode{pod: p.Pod, node: p.Node})
+		}
+	}
+	if err := c.stillFit(placed); err != nil {
+		return err
+	}
 	updates, err := c.assumeUpdates(ps)
 	if err != nil {
 		return err
@@ -48,6 +63,41 @@ func (c *Cluster) assume(ps []*Placement) error {
 		c.recordPlacements(ps)
 	}
 	return err
+}
+
+// podOnNode is a pod to be recorded on a node.
+type podOnNode struct {
+	pod  *v1.Pod
+	node string
+}
+
+// stillFit checks that the pods, each on its node together with the others going there, still pass
+// NodePorts and NodeResourcesFit next to the pods known there now; the error wraps allocator.ErrConflict,
+// as a device taken meanwhile does.
+func (c *Cluster) stillFit(ps []podOnNode) error {
+	byNode := map[string][]*request{}
+	var nodes []string
+	for _, p := range ps {
+		if _, ok := byNode[p.node]; !ok {
+			nodes = append(nodes, p.node)
+		}
+		byNode[p.node] = append(byNode[p.node], &request{pod: p.pod, ext: c.planExtended(c.snap, p.pod), demand: demandOf(p.pod)})
+	}
+	for _, name := range nodes {
+		node, ok := c.snap.Node(name)
+		if !ok {
+			return fmt.Errorf("%w: node %s was deleted since the placement", allocator.ErrConflict, name)
+		}
+		// A pod placed again (Assume of a pod already on its node) is counted once.
+		reqs := slices.DeleteFunc(byNode[name], func(r *request) bool { return c.knownOn(r.pod, name) })
+		if len(reqs) == 0 {
+			continue
+		}
+		if reason := c.fitFilters(reqs, node); reason != "" {
+			return fmt.Errorf("%w: %s no longer fits on node %s: %s", allocator.ErrConflict, podName(reqs[0].pod), name, reason)
+		}
+	}
+	return nil
 }
 
 // plannedClaim is what the placements write for one claim: the last version written (a later pod's

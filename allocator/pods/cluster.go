@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"math/big"
 	"runtime"
 	"sync"
@@ -122,6 +123,11 @@ type Cluster struct {
 	bound     map[types.NamespacedName]*boundPod // pods on nodes: added by the caller or assumed (fit.go)
 	usage     map[string]*usage                  // per node: what the bound pods take; entries never change
 	suffixMu  sync.Mutex
+	assumeMu  sync.Mutex // one Assume or AssumeGroup at a time (assume.go)
+	// parent is the Cluster this one was forked from, and podLog what happened to its pods on nodes
+	// since, for Commit.
+	parent *Cluster
+	podLog []podChange
 	load      loadCache // for BestFit and Spread
 }
 
@@ -142,16 +148,59 @@ func New(snap *allocator.Snapshot, opts Options) *Cluster {
 }
 
 // Fork returns a Cluster on a fork of the snapshot ([allocator.Snapshot.Fork]) with the same templates,
-// PodGroups, pods on nodes ([Cluster.AddOrUpdatePod]) and options, for what-if questions: place and
-// assume pods there, then apply the changes to the claims with Snapshot().Commit() or drop them with
+// PodGroups, pods on nodes ([Cluster.AddOrUpdatePod]) and options, for what-if questions: place, assume
+// and remove pods there, then apply the changes with [Cluster.Commit] or drop them with
 // Snapshot().Discard(). Templates, PodGroups and pods added to one of the two Clusters afterwards, or
-// assumed there, are not seen by the other (a commit carries claims only: give the pods assumed on the
-// fork to the parent with AddOrUpdatePod). Both call Options.NameSuffix.
+// assumed there, are not seen by the other until the commit. (Snapshot().Commit() carries the claims
+// alone, not the pods on nodes.) Both call Options.NameSuffix.
 func (c *Cluster) Fork() *Cluster {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return &Cluster{snap: c.snap.Fork(), opts: c.opts, templates: maps.Clone(c.templates), groups: maps.Clone(c.groups),
-		bound: maps.Clone(c.bound), usage: maps.Clone(c.usage)}
+		bound: maps.Clone(c.bound), usage: maps.Clone(c.usage), parent: c}
+}
+
+// Commit applies a fork's changes to the Cluster it was forked from, all or nothing: the claims, as
+// [allocator.Snapshot.Commit] applies them (a conflict with what the parent did since the fork is an
+// error wrapping allocator.ErrConflict, and nothing is applied), and the pods the fork placed on nodes or
+// removed. A pod the fork placed must still fit on its node in the parent (NodePorts, NodeResourcesFit),
+// else the commit conflicts too. The fork cannot be used after a successful Commit.
+func (c *Cluster) Commit() error {
+	if c.parent == nil {
+		return errors.New("commit: Cluster is not a fork")
+	}
+	p := c.parent
+	p.assumeMu.Lock()
+	defer p.assumeMu.Unlock()
+	c.mu.RLock()
+	log := slices.Clone(c.podLog)
+	c.mu.RUnlock()
+	last := map[types.NamespacedName]int{}
+	for i, ch := range log {
+		last[ch.key] = i
+	}
+	var added []podOnNode
+	for i, ch := range log {
+		if last[ch.key] == i && ch.pod != nil {
+			added = append(added, podOnNode{pod: ch.pod, node: ch.node})
+		}
+	}
+	if err := p.stillFit(added); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	if err := c.snap.Commit(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ch := range log {
+		if ch.pod != nil {
+			p.recordLocked(ch.key, ch.node, ch.demand, ch.pod)
+		} else {
+			p.forgetLocked(ch.key)
+		}
+	}
+	return nil
 }
 
 // Snapshot returns the snapshot the Cluster places pods on.

@@ -313,3 +313,22 @@ func ExampleCluster_Explain() {
 	// node-a false claim default/second-gpu-aaaa1, request "gpu": 1 of 1 matching device allocated to ResourceClaim default/first-gpu-aaaa0
 	// node-b false claim default/second-gpu-aaaa1, request "gpu"; claim default/second-more-aaaa2, request "gpu": together need 2 devices and share 1 candidate
 }
+
+// A what-if on a fork: place a pod there, and keep the result with Commit (claims and the pod on its
+// node), or drop it with Snapshot().Discard().
+func ExampleCluster_Commit() {
+	c := exampleCluster(pods.Options{})
+	f := c.Fork()
+	p, err := f.Place(context.Background(), pod("train", "gpu=template:one-gpu"))
+	if err != nil {
+		panic(err)
+	}
+	_ = f.Assume(p)
+	fmt.Println("parent before:", len(c.Snapshot().Claims("default")))
+	fmt.Println("commit:", f.Commit())
+	fmt.Println("parent after:", len(c.Snapshot().Claims("default")))
+	// Output:
+	// parent before: 0
+	// commit: <nil>
+	// parent after: 1
+}

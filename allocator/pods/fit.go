@@ -252,7 +252,7 @@ func (c *Cluster) AddOrUpdatePod(pod *v1.Pod) error {
 		c.forgetLocked(key)
 		return nil
 	}
-	c.recordLocked(key, pod.Spec.NodeName, demandOf(pod))
+	c.recordLocked(key, pod.Spec.NodeName, demandOf(pod), pod)
 	return nil
 }
 
@@ -263,8 +263,19 @@ func (c *Cluster) DeletePod(namespace, name string) {
 	c.forgetLocked(types.NamespacedName{Namespace: namespace, Name: name})
 }
 
-func (c *Cluster) recordLocked(key types.NamespacedName, node string, d demand) {
+// podChange is one change of the pods on nodes of a fork: pod recorded on node, or (pod nil) forgotten.
+type podChange struct {
+	key    types.NamespacedName
+	node   string
+	demand demand
+	pod    *v1.Pod
+}
+
+func (c *Cluster) recordLocked(key types.NamespacedName, node string, d demand, pod *v1.Pod) {
 	c.forgetLocked(key)
+	if c.parent != nil {
+		c.podLog = append(c.podLog, podChange{key: key, node: node, demand: d, pod: pod})
+	}
 	if c.bound == nil {
 		c.bound = map[types.NamespacedName]*boundPod{}
 		c.usage = map[string]*usage{}
@@ -278,6 +289,9 @@ func (c *Cluster) forgetLocked(key types.NamespacedName) {
 	if !ok {
 		return
 	}
+	if c.parent != nil {
+		c.podLog = append(c.podLog, podChange{key: key})
+	}
 	delete(c.bound, key)
 	u := c.usage[b.node].with(b.demand, -1)
 	if u.pods <= 0 {
@@ -285,6 +299,14 @@ func (c *Cluster) forgetLocked(key types.NamespacedName) {
 		return
 	}
 	c.usage[b.node] = u
+}
+
+// knownOn reports whether the pod is known to be on the node already.
+func (c *Cluster) knownOn(pod *v1.Pod, node string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	b, ok := c.bound[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}]
+	return ok && b.node == node
 }
 
 // recordPlacements records the pods of placements written into the snapshot on their nodes.
@@ -295,7 +317,7 @@ func (c *Cluster) recordPlacements(ps []*Placement) {
 		if p == nil || p.Pod == nil {
 			continue
 		}
-		c.recordLocked(types.NamespacedName{Namespace: p.Pod.Namespace, Name: p.Pod.Name}, p.Node, demandOf(p.Pod))
+		c.recordLocked(types.NamespacedName{Namespace: p.Pod.Namespace, Name: p.Pod.Name}, p.Node, demandOf(p.Pod), p.Pod)
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/pods"
@@ -164,5 +166,65 @@ func TestAssumeRefusesATakenGeneratedName(t *testing.T) {
 	stored, _ := c.Snapshot().Claim("default", squatter.Name)
 	if stored.Status.Allocation != nil {
 		t.Fatal("the other claim was overwritten")
+	}
+}
+
+// Two placements made in parallel for the last CPUs of a node: the first is assumed, the second no
+// longer fits (NodeResourcesFit counts the first pod now) and is refused with a conflict.
+func TestAssumeRefusesAPlacementWhoseNodeFilledUp(t *testing.T) {
+	ctx := context.Background()
+	c := cluster(t, pods.Options{}, 0, node("node-1", nil))
+	big := func(name string) *v1.Pod {
+		p := pod(name)
+		p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("20")}
+		return p
+	}
+	pa, err := c.Place(ctx, big("a"))
+	must(t, err)
+	pb, err := c.Place(ctx, big("b"))
+	must(t, err)
+	must(t, c.Assume(pa))
+	if err := c.Assume(pb); !errors.Is(err, allocator.ErrConflict) || !strings.Contains(err.Error(), "Insufficient cpu") {
+		t.Fatalf("assume of b: %v, want a conflict naming Insufficient cpu", err)
+	}
+	if _, err := c.Place(ctx, big("b")); !errors.Is(err, pods.ErrNoNode) {
+		t.Fatalf("b placed again: %v, want no node", err)
+	}
+	// Assuming a pod already recorded on its node again counts it once.
+	must(t, c.Assume(pa))
+}
+
+// Cluster.Commit carries a fork's pods on nodes to the parent with its claims, and refuses a fork
+// whose pods no longer fit beside what the parent placed since the fork.
+func TestClusterCommitCarriesPods(t *testing.T) {
+	ctx := context.Background()
+	c := cluster(t, pods.Options{}, 1, node("node-1", nil))
+	must(t, c.AddOrUpdateTemplate(template("one", 1)))
+	big := func(name string, claims ...string) *v1.Pod {
+		p := pod(name, claims...)
+		p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("20")}
+		return p
+	}
+	f := c.Fork()
+	pl, err := f.Place(ctx, big("a", "gpu=template:one"))
+	must(t, err)
+	must(t, f.Assume(pl))
+	must(t, f.Commit())
+	if _, err := c.Place(ctx, big("b")); !errors.Is(err, pods.ErrNoNode) || !strings.Contains(err.Error(), "Insufficient cpu") {
+		t.Fatalf("b on the parent after the commit: %v, want Insufficient cpu", err)
+	}
+	must(t, c.Remove(pod("a")))
+	f = c.Fork()
+	pl, err = f.Place(ctx, big("c"))
+	must(t, err)
+	must(t, f.Assume(pl))
+	pd, err := c.Place(ctx, big("d"))
+	must(t, err)
+	must(t, c.Assume(pd))
+	if err := f.Commit(); !errors.Is(err, allocator.ErrConflict) {
+		t.Fatalf("commit of a fork whose pod no longer fits: %v, want a conflict", err)
+	}
+	if err := c.Commit(); err == nil {
+		t.Fatal("commit of a Cluster that is no fork succeeded")
 	}
 }

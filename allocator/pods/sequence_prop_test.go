@@ -197,7 +197,7 @@ func TestPropPodSequences(t *testing.T) {
 				case cur == root:
 					cur = root.Fork()
 				case rapid.Bool().Draw(t, "commit"):
-					if err := cur.Snapshot().Commit(); err != nil && !errors.Is(err, allocator.ErrConflict) {
+					if err := cur.Commit(); err != nil && !errors.Is(err, allocator.ErrConflict) {
 						t.Fatalf("step %d: commit: %v", step, err)
 					}
 					cur, placed = root, nil
@@ -312,7 +312,7 @@ func TestPropConcurrentPodSequences(t *testing.T) {
 					}
 				}
 				if target != cl {
-					if err := target.Snapshot().Commit(); err != nil && !errors.Is(err, allocator.ErrConflict) {
+					if err := target.Commit(); err != nil && !errors.Is(err, allocator.ErrConflict) {
 						errs <- fmt.Errorf("commit: %w", err)
 					}
 				}
