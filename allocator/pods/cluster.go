@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"math/big"
 	"runtime"
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -128,7 +128,7 @@ type Cluster struct {
 	// since, for Commit.
 	parent *Cluster
 	podLog []podChange
-	load      loadCache // for BestFit and Spread
+	load   loadCache // for BestFit and Spread
 }
 
 // New returns a Cluster that places pods on the nodes of snap.
