@@ -83,6 +83,9 @@ func (o Options) usageText() string {
 		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
 	}
 	text := fmt.Sprintf(mainUsage, b.String(), cmp.Or(o.Usage, liveUsage))
+	if o.Source != nil {
+		text = strings.Replace(text, "<command> -f FILE|DIR|- [flags]", "<command> [-f FILE|DIR|-] [flags]", 1)
+	}
 	if o.Name != "" {
 		text = strings.ReplaceAll(text, "dractl", o.Name)
 	}
