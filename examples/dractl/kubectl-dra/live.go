@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,6 +63,7 @@ const maxPages = 10000
 type live struct {
 	kubeconfig, context, namespace string
 	allNamespaces                  bool
+	timeout                        time.Duration
 	// pageSize is the Limit of every list.
 	pageSize int64
 	// connect makes the client and says the namespace of the context; nil reads the kubeconfig.
@@ -102,6 +104,7 @@ func (l *live) flags(fs *flag.FlagSet) {
 	fs.StringVar(&l.namespace, "n", "", "short for --namespace")
 	fs.BoolVar(&l.allNamespaces, "all-namespaces", false, "read pods, claim templates and PodGroups of every namespace")
 	fs.BoolVar(&l.allNamespaces, "A", false, "short for --all-namespaces")
+	fs.DurationVar(&l.timeout, "request-timeout", 0, "how long one request may take (as 30s or 1m); 0 waits as long as it takes")
 }
 
 // kubeconfig reads the kubeconfig as kubectl does: --kubeconfig, else $KUBECONFIG, else
@@ -121,6 +124,7 @@ func kubeconfig(l *live) (dynamic.Interface, string, error) {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
 	}
 	cfg.UserAgent = "kubectl-dra"
+	cfg.Timeout = l.timeout
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)

@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -381,5 +383,23 @@ current-context: a
 	var out, errOut bytes.Buffer
 	if code := options().Run([]string{"top", "--kubeconfig", filepath.Join(t.TempDir(), "missing")}, strings.NewReader(""), &out, &errOut); code != cli.ExitBadInput || !strings.Contains(errOut.String(), "kubeconfig") {
 		t.Errorf("missing kubeconfig: status %d, stderr %q", code, errOut.String())
+	}
+}
+
+// TestRequestTimeout: --request-timeout ends a request the server never answers.
+func TestRequestTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // never answers; the client gives up
+	}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	config := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"" + srv.URL + "\"}\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: a\n  context: {cluster: c, user: u}\ncurrent-context: a\n"
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := options().Run([]string{"top", "--kubeconfig", path, "--request-timeout", "50ms"}, strings.NewReader(""), &out, &errOut)
+	if code != cli.ExitBadInput || !strings.HasPrefix(errOut.String(), "kubectl dra top: cannot list pods in namespace default: ") {
+		t.Errorf("status %d, stderr %q", code, errOut.String())
 	}
 }
