@@ -94,7 +94,7 @@ func newLive(connect func(l *live) (dynamic.Interface, string, error)) *live {
 }
 
 func (l *live) options() cli.Options {
-	return cli.Options{Name: "kubectl dra", Usage: liveUsage, Flags: l.flags, Source: l.load, Namespace: l.namespaceOf}
+	return cli.Options{Name: "kubectl dra", Usage: liveUsage, Flags: l.flags, Source: l.load, Namespace: l.namespaceOf, TrustAPIServer: true}
 }
 
 func (l *live) flags(fs *flag.FlagSet) {
@@ -154,13 +154,12 @@ func (l *live) namespaceOf() (string, error) {
 }
 
 // load lists every kind and reads the objects as dractl reads `kubectl get -o json`: the same
-// decoding, conversions and defaults, without the validation an API server has done already.
+// decoding, conversions and defaults; without the validation an API server has done already
+// (options sets cli.Options.TrustAPIServer, so opts come with NoValidate).
 func (l *live) load(ctx context.Context, opts manifest.Options) (*manifest.Objects, error) {
 	if err := l.connected(); err != nil {
 		return nil, err
 	}
-	opts.NoValidate = true
-	opts.Validate = nil
 	objs := &manifest.Objects{}
 	for _, k := range kinds {
 		items, err := l.list(ctx, k)

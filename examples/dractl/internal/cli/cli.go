@@ -116,10 +116,15 @@ type Options struct {
 	// every command. It is called once for each Run, before the command line is parsed.
 	Flags func(fs *flag.FlagSet)
 	// Source, when set, reads the objects when a command is given no -f, after the command line
-	// is parsed. opts are the manifest options dractl reads files with; objects read from an API
-	// server may set opts.NoValidate, the server has validated them. An error is bad input (exit
+	// is parsed. opts are the manifest options dractl reads files with (see TrustAPIServer). An error is bad input (exit
 	// status 3) and should say what to do, as "needs get/list on resource.k8s.io resourceclaims".
 	Source func(ctx context.Context, opts manifest.Options) (*manifest.Objects, error)
+	// TrustAPIServer says that the objects of Source come from an API server, which validated them
+	// when they were written: Source gets manifest options with NoValidate set and no Validate hook,
+	// and the snapshot does not validate them again (allocator.Options TrustAPIServer), so an object
+	// stored under an older release's rules is read, not refused. Objects read with -f are
+	// validated all the same.
+	TrustAPIServer bool
 	// Namespace, when set, is the namespace of a name given without one (explain's pod argument),
 	// called after the command line is parsed; "default" when nil.
 	Namespace func() (string, error)
@@ -241,13 +246,18 @@ func (o Options) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (
 	}
 	mopts := manifest.Options{SkipUnknown: true, Stdin: stdin, Validate: validate, MaxBytes: *maxBytes, MaxPods: *maxPods}
 	var objs *manifest.Objects
+	trust := false
 	if len(files) > 0 {
 		objs, err = manifest.Load(files, mopts)
 	} else {
+		trust = o.TrustAPIServer
+		if trust {
+			mopts.NoValidate, mopts.Validate = true, nil
+		}
 		objs, err = o.Source(context.Background(), mopts)
 	}
 	if err == nil {
-		e.cluster, err = buildCluster(objs, stderr, name)
+		e.cluster, err = buildCluster(objs, stderr, name, trust)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s %s: %v\n", name, cmd.name, err)

@@ -40,7 +40,7 @@ type cluster struct {
 // are the allocated state), taint rules and nodes, and a pods.Cluster with the templates and PodGroups.
 // Pods with a node are running (their allocated claims are in the claims); pods without one and not
 // finished are pending.
-func buildCluster(objs *manifest.Objects, stderr io.Writer, name string) (*cluster, error) {
+func buildCluster(objs *manifest.Objects, stderr io.Writer, name string, trustAPIServer bool) (*cluster, error) {
 	warn := func(kind string, kept, dropped runtime.Object) {
 		src, _ := objs.Source(kept)
 		old, _ := objs.Source(dropped)
@@ -56,6 +56,7 @@ func buildCluster(objs *manifest.Objects, stderr io.Writer, name string) (*clust
 	objs.PodGroups = latest(objs.PodGroups, "PodGroup", warn)
 	var shares atomic.Uint64
 	snap := allocator.NewSnapshot(allocator.Options{
+		TrustAPIServer: trustAPIServer,
 		// Deterministic share IDs keep the output the same for the same input.
 		ShareIDs: func() types.UID {
 			return types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", shares.Add(1)))

@@ -47,9 +47,9 @@ spec:
   devices: [{name: gpu-0}, {name: gpu-1}]
 `
 	opts := cli.Options{
-		Name: "mytool",
+		Name:           "mytool",
+		TrustAPIServer: true, // an API server validated the objects: they are not validated again
 		Source: func(_ context.Context, opts manifest.Options) (*manifest.Objects, error) {
-			opts.NoValidate = true // an API server validated them
 			return manifest.Decode(strings.NewReader(cluster), "my cluster", opts)
 		},
 	}

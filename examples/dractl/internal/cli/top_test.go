@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/dralloc/dralloc/allocator/manifest"
 )
 
 // The expected tables follow from the comment at the top of testdata/top/cluster.yaml.
@@ -106,6 +110,34 @@ func TestExplainPodArgument(t *testing.T) {
 	} {
 		if code, _, errOut := dractl(t, "", tc.args...); code != exitBadInput || errOut == "" {
 			t.Errorf("%v: status %d, stderr %q; want 3 with a message", tc.args, code, errOut)
+		}
+	}
+}
+
+// TestTrustAPIServer: objects from a Source marked TrustAPIServer are not validated again by the
+// snapshot; the same objects from a Source that is not are refused as bad input.
+func TestTrustAPIServer(t *testing.T) {
+	const cluster = `
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s}
+spec:
+  driver: Not_A_Driver
+  nodeName: node-a
+  pool: {name: node-a, resourceSliceCount: 1}
+  devices: [{name: gpu-0}]
+`
+	for _, trust := range []bool{false, true} {
+		opts := Options{
+			TrustAPIServer: trust,
+			Source: func(_ context.Context, opts manifest.Options) (*manifest.Objects, error) {
+				return manifest.Decode(strings.NewReader(cluster), "cluster", opts)
+			},
+		}
+		var out, errOut bytes.Buffer
+		code := opts.Run([]string{"inventory"}, nil, &out, &errOut)
+		if want := map[bool]int{false: exitBadInput, true: exitOK}[trust]; code != want {
+			t.Errorf("TrustAPIServer %v: status %d, want %d; stderr %s", trust, code, want, errOut.String())
 		}
 	}
 }
