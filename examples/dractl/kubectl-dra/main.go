@@ -9,9 +9,10 @@
 // with the same output; given -f, kubectl-dra reads the files instead of the cluster. Without -f it
 // lists, with get and list only and in pages, the pods, nodes, namespaces, ResourceSlices,
 // DeviceClasses, ResourceClaims, ResourceClaimTemplates, DeviceTaintRules and PodGroups, and reads
-// them as dractl reads `kubectl get ... -o yaml`. The flags --kubeconfig, --context, -n/--namespace
-// and -A/--all-namespaces mean what they mean to kubectl; see package documentation of live.go for
-// which kinds the namespace narrows.
+// them as dractl reads `kubectl get ... -o yaml`. The flags --kubeconfig, --context, -n/--namespace,
+// -A/--all-namespaces and --request-timeout mean what they mean to kubectl; -n narrows the pods,
+// ResourceClaimTemplates and PodGroups read, never the ResourceClaims (a device that a claim of any
+// namespace holds is in use) nor the kinds without a namespace.
 //
 // Exit status as dractl's: 0 fits, 1 does not fit, 2 kubectl-dra failed, 3 bad input or usage (a
 // list the user may not make included: the message names the permission missing).
