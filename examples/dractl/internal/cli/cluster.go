@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"cmp"
@@ -31,19 +31,15 @@ type cluster struct {
 	gangBudget int
 }
 
-// loadCluster reads the manifests and builds the snapshot: slices, classes, claims (their allocations
+// buildCluster builds the snapshot from the objects read: slices, classes, claims (their allocations
 // are the allocated state), taint rules and nodes, and a pods.Cluster with the templates and PodGroups.
 // Pods with a node are running (their allocated claims are in the claims); pods without one and not
 // finished are pending.
-func loadCluster(files []string, opts manifest.Options, stderr io.Writer) (*cluster, error) {
-	objs, err := manifest.Load(files, opts)
-	if err != nil {
-		return nil, err
-	}
+func buildCluster(objs *manifest.Objects, stderr io.Writer, name string, trustAPIServer bool) (*cluster, error) {
 	warn := func(kind string, kept, dropped runtime.Object) {
 		src, _ := objs.Source(kept)
 		old, _ := objs.Source(dropped)
-		fmt.Fprintf(stderr, "dractl: %s: %s replaces the one read at %s, as kubectl apply would\n", src, kind, old)
+		fmt.Fprintf(stderr, "%s: %s: %s replaces the one read at %s, as kubectl apply would\n", name, src, kind, old)
 	}
 	objs.Pods = latest(objs.Pods, "Pod", warn)
 	objs.Nodes = latest(objs.Nodes, "Node", warn)
@@ -55,6 +51,7 @@ func loadCluster(files []string, opts manifest.Options, stderr io.Writer) (*clus
 	objs.PodGroups = latest(objs.PodGroups, "PodGroup", warn)
 	var shares atomic.Uint64
 	snap := allocator.NewSnapshot(allocator.Options{
+		TrustAPIServer: trustAPIServer,
 		// Deterministic share IDs keep the output the same for the same input.
 		ShareIDs: func() types.UID {
 			return types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", shares.Add(1)))

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -18,7 +18,9 @@ import (
 var explainCommand = &command{
 	name:    "explain",
 	summary: "say why pending pods fit on no node, or where they would go and with which devices",
-	usage: `-f FILE|DIR|- [--pod NAMESPACE/NAME | --claim NAMESPACE/NAME] [-o text|yaml|json]
+	usage: `-f FILE|DIR|- [POD | --pod NAMESPACE/NAME | --claim NAMESPACE/NAME] [-o text|yaml|json]
+
+POD is pod/NAME or NAME, in the namespace "default" (kubectl dra: of -n or the context).
 
 Without --pod or --claim every pending pod (one without a node) is explained, each on its own,
 against the devices in use now; the pods of a PodGroup are placed together. The nodes are checked
@@ -43,6 +45,30 @@ Examples:
 		return o
 	},
 	run: runExplain,
+	arg: explainArg,
+}
+
+// explainArg takes the pod to explain as kubectl names it: pod/NAME (pods/NAME, po/NAME) or NAME,
+// in namespace, the one of -n or of the context for kubectl dra, "default" for dractl.
+func explainArg(opts any, arg, namespace string) error {
+	o := opts.(*explainOptions)
+	name := arg
+	if kind, n, ok := strings.Cut(arg, "/"); ok {
+		switch kind {
+		case "pod", "pods", "po":
+		default:
+			return fmt.Errorf("%q: explain takes a pod, as pod/NAME or NAME (a claim with --claim NAMESPACE/NAME)", arg)
+		}
+		name = n
+	}
+	if name == "" || strings.Contains(name, "/") {
+		return fmt.Errorf("%q: must be pod/NAME or NAME", arg)
+	}
+	if o.pod != "" {
+		return fmt.Errorf("%q: the pod is given with --pod already", arg)
+	}
+	o.pod = namespace + "/" + name
+	return nil
 }
 
 type explainOptions struct {

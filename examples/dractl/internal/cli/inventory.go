@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -59,6 +59,8 @@ type deviceInventory struct {
 	// Blocked says why a device that no claim has cannot be allocated now: the shared counters it
 	// consumes are taken by other devices of its pool.
 	Blocked string `json:"blocked,omitempty"`
+
+	device *resourceapi.Device // the device as its slice publishes it, for top
 }
 
 type deviceUse struct {
@@ -77,15 +79,28 @@ type classSummary struct {
 }
 
 func runInventory(e *env, _ any) (int, error) {
+	rep, _, err := e.inventory()
+	if err != nil {
+		return exitBadInput, err
+	}
+	if e.output != "text" {
+		return exitOK, e.encode(rep)
+	}
+	e.printInventory(rep)
+	return exitOK, nil
+}
+
+// inventory is the inventory of the input's devices, with what is left of every shared counter.
+func (e *env) inventory() (inventoryReport, map[counterKey]*counterLeft, error) {
 	ctx := context.Background()
 	objs := e.cluster.objs
 	cel, err := celenv.NewEnv(celenv.Options{})
 	if err != nil {
-		return exitBadInput, err
+		return inventoryReport{}, nil, err
 	}
 	ev, err := taints.NewEvaluator(objs.TaintRules)
 	if err != nil {
-		return exitBadInput, err
+		return inventoryReport{}, nil, err
 	}
 	classSels := map[string][]*celenv.Selector{}
 	for _, cl := range objs.Classes {
@@ -95,7 +110,7 @@ func runInventory(e *env, _ any) (int, error) {
 			}
 			sel, err := cel.Compile(s.CEL.Expression)
 			if err != nil {
-				return exitBadInput, e.cluster.at(cl, fmt.Errorf("DeviceClass %s: spec.selectors[%d].cel.expression: %w", cl.Name, i, err))
+				return inventoryReport{}, nil, e.cluster.at(cl, fmt.Errorf("DeviceClass %s: spec.selectors[%d].cel.expression: %w", cl.Name, i, err))
 			}
 			classSels[cl.Name] = append(classSels[cl.Name], sel)
 		}
@@ -137,7 +152,7 @@ func runInventory(e *env, _ any) (int, error) {
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
 			id := taints.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
-			di := deviceInventory{Name: d.Name, Classes: []string{}, UsedBy: uses[id]}
+			di := deviceInventory{Name: d.Name, Classes: []string{}, UsedBy: uses[id], device: d}
 			effective := ev.Taints(s.Spec.Driver, s.Spec.Pool.Name, d)
 			for _, t := range effective {
 				di.Taints = append(di.Taints, formatTaint(t))
@@ -189,9 +204,11 @@ func runInventory(e *env, _ any) (int, error) {
 	for _, cl := range sortedKeys(summaries) {
 		rep.Classes = append(rep.Classes, *summaries[cl])
 	}
-	if e.output != "text" {
-		return exitOK, e.encode(rep)
-	}
+	return rep, left, nil
+}
+
+// printInventory writes the inventory as text.
+func (e *env) printInventory(rep inventoryReport) {
 	w := e.stdout
 	for _, n := range rep.Nodes {
 		fmt.Fprintf(w, "%s\n", n.Node)
@@ -241,7 +258,6 @@ func runInventory(e *env, _ any) (int, error) {
 	for _, c := range rep.Classes {
 		fmt.Fprintf(w, "  %s: %s, %d free, %d used, %d tainted\n", c.Class, plural(c.Devices, "device"), c.Free, c.Used, c.Tainted)
 	}
-	return exitOK, nil
 }
 
 // sliceReach is the node a slice's devices are on, or how they reach nodes.

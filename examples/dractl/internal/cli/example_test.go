@@ -1,0 +1,65 @@
+package cli_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/dralloc/dralloc/allocator/manifest"
+	"github.com/dralloc/dralloc/examples/dractl/internal/cli"
+)
+
+// Run is dractl with its command line; the exit status says whether everything fits.
+func ExampleRun() {
+	code := cli.Run([]string{"top", "-f", "testdata/top/cluster.yaml", "--color", "never"}, nil, os.Stdout, os.Stderr)
+	fmt.Println("exit status", code)
+	// Output:
+	// CLASS  DEVICES  FREE  USED  TAINTED
+	// gpu    4        1     1     1
+	// nic    1        0     1     0
+	//
+	// NODE    DRIVER           POOL    DEVICES  FREE  USED  SHARED  TAINTED  COUNTERS LEFT
+	// node-a  gpu.example.com  node-a  2        0     1     0       0        gpu-0/memory 20Gi/80Gi
+	// node-a  nic.example.com  node-a  1        0     1     1       0        -
+	// node-b  gpu.example.com  node-b  2        1     0     0       1        -
+	//
+	// NODE    DRIVER           POOL    DEVICE  STATE    CLAIMS                      CAPACITY LEFT
+	// node-a  gpu.example.com  node-a  part-0  used     default/big                 -
+	// node-a  gpu.example.com  node-a  part-1  blocked  -                           -
+	// node-a  nic.example.com  node-a  eth0    shared   default/net-1,team-b/net-2  bandwidth 60G/100G
+	// node-b  gpu.example.com  node-b  gpu-0   free     -                           -
+	// node-b  gpu.example.com  node-b  gpu-1   tainted  -                           -
+	// exit status 0
+}
+
+// Options.Run reads the objects from Source when no -f is given: here a cluster held in a string,
+// as a program reading an API server would produce them.
+func ExampleOptions_Run() {
+	const cluster = `
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-a-gpu}
+spec:
+  driver: gpu.example.com
+  nodeName: node-a
+  pool: {name: node-a, resourceSliceCount: 1}
+  devices: [{name: gpu-0}, {name: gpu-1}]
+`
+	opts := cli.Options{
+		Name:           "mytool",
+		TrustAPIServer: true, // an API server validated the objects: they are not validated again
+		Source: func(_ context.Context, opts manifest.Options) (*manifest.Objects, error) {
+			return manifest.Decode(strings.NewReader(cluster), "my cluster", opts)
+		},
+	}
+	opts.Run([]string{"inventory", "--color", "never"}, nil, os.Stdout, os.Stderr)
+	// Output:
+	// node node-a
+	//   driver gpu.example.com, pool node-a
+	//     gpu-0: no class; free
+	//     gpu-1: no class; free
+	//
+	// Per DeviceClass:
+	//   no DeviceClasses in the input
+}

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/dralloc/dralloc/allocator/manifest"
+	"github.com/dralloc/dralloc/examples/dractl/internal/cli"
+)
+
+// kind is one resource kubectl-dra lists.
+type kind struct {
+	group    string
+	versions []string // tried in order: a version the server does not serve is skipped
+	resource string
+	// namespaced kinds are listed in the namespace of -n or of the context, or in all with -A.
+	namespaced bool
+	// everywhere: listed in every namespace whatever -n says, because what it says is about the
+	// whole cluster.
+	everywhere bool
+	// optional: when no version is served, none are read (the feature is off in the cluster).
+	optional bool
+}
+
+// kinds are what dractl reads, in the order `kubectl get pods,nodes,...` lists them. Namespaces are
+// not read: dractl uses them only to validate claims asking for admin access, and objects from an
+// API server are valid already, so listing them would ask for a permission for nothing.
+// ResourceClaims are read in every namespace: a device that a claim of another namespace holds is
+// in use, and a pod placed without knowing it would get it twice.
+var kinds = []kind{
+	{versions: []string{"v1"}, resource: "pods", namespaced: true},
+	{versions: []string{"v1"}, resource: "nodes"},
+	{group: "resource.k8s.io", versions: []string{"v1"}, resource: "resourceslices"},
+	{group: "resource.k8s.io", versions: []string{"v1"}, resource: "deviceclasses"},
+	{group: "resource.k8s.io", versions: []string{"v1"}, resource: "resourceclaims", namespaced: true, everywhere: true},
+	{group: "resource.k8s.io", versions: []string{"v1"}, resource: "resourceclaimtemplates", namespaced: true},
+	// DeviceTaintRules are served only with the DRADeviceTaintRules feature; the loader converts
+	// every version to v1.
+	{group: "resource.k8s.io", versions: []string{"v1", "v1beta2", "v1alpha3"}, resource: "devicetaintrules", optional: true},
+	// PodGroups are served only with the GenericWorkload feature.
+	{group: "scheduling.k8s.io", versions: []string{"v1beta1", "v1alpha3"}, resource: "podgroups", namespaced: true, optional: true},
+}
+
+// maxPages bounds the pages of one list, so that a server that keeps answering with a continue
+// token ends the run: 10,000 pages of 500 are five million objects of one kind.
+const maxPages = 10000
+
+// live is where kubectl-dra's objects come from: the flags kubectl users know, and the client.
+type live struct {
+	kubeconfig, context, namespace string
+	allNamespaces                  bool
+	timeout                        time.Duration
+	// pageSize is the Limit of every list.
+	pageSize int64
+	// connect makes the client and says the namespace of the context; nil reads the kubeconfig.
+	connect func(l *live) (dynamic.Interface, string, error)
+
+	client dynamic.Interface
+	ns     string // -n, or the namespace of the context
+}
+
+const liveUsage = `Without -f, the objects are read from the cluster of the kubeconfig (--kubeconfig, --context),
+in the namespace of -n or of the context, or in all with -A: pods, ResourceClaimTemplates and
+PodGroups in that namespace; nodes, ResourceSlices, DeviceClasses, DeviceTaintRules and the
+ResourceClaims of every namespace (a device a claim holds is in use, whichever namespace the claim
+is in). Only get and list, in pages; a list that is forbidden exits with 3 and names the permission.
+
+  kubectl dra explain pod/train-0 -n ml
+  kubectl dra top
+`
+
+// options are dractl's commands reading the cluster when not given -f, through the kubeconfig.
+func options() cli.Options {
+	return newLive(kubeconfig).options()
+}
+
+// newLive reads the cluster of the client connect makes.
+func newLive(connect func(l *live) (dynamic.Interface, string, error)) *live {
+	return &live{connect: connect, pageSize: 500}
+}
+
+func (l *live) options() cli.Options {
+	return cli.Options{Name: "kubectl dra", Usage: liveUsage, Flags: l.flags, Source: l.load, Namespace: l.namespaceOf, TrustAPIServer: true}
+}
+
+func (l *live) flags(fs *flag.FlagSet) {
+	fs.StringVar(&l.kubeconfig, "kubeconfig", "", "the kubeconfig file; $KUBECONFIG or ~/.kube/config when empty")
+	fs.StringVar(&l.context, "context", "", "the kubeconfig context; its current context when empty")
+	fs.StringVar(&l.namespace, "namespace", "", "the namespace of pods, claim templates and PodGroups; the context's when empty")
+	fs.StringVar(&l.namespace, "n", "", "short for --namespace")
+	fs.BoolVar(&l.allNamespaces, "all-namespaces", false, "read pods, claim templates and PodGroups of every namespace")
+	fs.BoolVar(&l.allNamespaces, "A", false, "short for --all-namespaces")
+	fs.DurationVar(&l.timeout, "request-timeout", 0, "how long one request may take (as 30s or 1m); 0 waits as long as it takes")
+}
+
+// kubeconfig reads the kubeconfig as kubectl does: --kubeconfig, else $KUBECONFIG, else
+// ~/.kube/config; --context and -n override the current context and its namespace.
+func kubeconfig(l *live) (dynamic.Interface, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = l.kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: l.context}
+	overrides.Context.Namespace = l.namespace
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "kubectl-dra"
+	cfg.Timeout = l.timeout
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	return client, ns, nil
+}
+
+// connected makes the client once.
+func (l *live) connected() error {
+	if l.client != nil {
+		return nil
+	}
+	client, ns, err := l.connect(l)
+	if err != nil {
+		return err
+	}
+	l.client, l.ns = client, cmp.Or(l.namespace, ns, "default")
+	return nil
+}
+
+// namespaceOf is the namespace of a pod named without one.
+func (l *live) namespaceOf() (string, error) {
+	if err := l.connected(); err != nil {
+		return "", err
+	}
+	return l.ns, nil
+}
+
+// load lists every kind and reads the objects as dractl reads `kubectl get -o json`: the same
+// decoding, conversions and defaults; without the validation an API server has done already
+// (options sets cli.Options.TrustAPIServer, so opts come with NoValidate).
+func (l *live) load(ctx context.Context, opts manifest.Options) (*manifest.Objects, error) {
+	if err := l.connected(); err != nil {
+		return nil, err
+	}
+	objs := &manifest.Objects{}
+	for _, k := range kinds {
+		items, err := l.list(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		// The API server lists in the order of its storage keys, by namespace and name; sorting
+		// keeps that order whatever serves the list, so the same cluster gives the same output.
+		slices.SortStableFunc(items, func(a, b unstructured.Unstructured) int {
+			return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+		})
+		// Decoded a page at a time, so that --max-bytes bounds a page, not the whole cluster.
+		for chunk := range slices.Chunk(items, int(l.pageSize)) {
+			read, err := decode(chunk, k.resource+" of the cluster", opts)
+			if err != nil {
+				return nil, err
+			}
+			objs.Append(read)
+		}
+	}
+	return objs, nil
+}
+
+// decode reads items as one List, as kubectl writes several objects.
+func decode(items []unstructured.Unstructured, name string, opts manifest.Options) (*manifest.Objects, error) {
+	list := struct {
+		APIVersion string                      `json:"apiVersion"`
+		Kind       string                      `json:"kind"`
+		Items      []unstructured.Unstructured `json:"items"`
+	}{"v1", "List", items}
+	data, err := json.Marshal(list)
+	if err != nil {
+		return nil, err
+	}
+	return manifest.Decode(bytes.NewReader(data), name, opts)
+}
+
+// list lists every object of k in pages of l.pageSize, in the first version the server serves.
+func (l *live) list(ctx context.Context, k kind) ([]unstructured.Unstructured, error) {
+	ns := ""
+	if k.namespaced && !k.everywhere && !l.allNamespaces {
+		ns = l.ns
+	}
+	for _, v := range k.versions {
+		gvr := schema.GroupVersionResource{Group: k.group, Version: v, Resource: k.resource}
+		items, err := l.listVersion(ctx, gvr, ns)
+		if apierrors.IsNotFound(err) {
+			continue // this version of the group is not served
+		}
+		if err != nil {
+			return nil, listError(k, ns, err)
+		}
+		return items, nil
+	}
+	if k.optional {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("cannot list %s: %s %s is not served by the cluster (resource.k8s.io/v1 needs Kubernetes 1.34 or later)", k.resource, cmp.Or(k.group, "core"), k.versions[0])
+}
+
+func (l *live) listVersion(ctx context.Context, gvr schema.GroupVersionResource, ns string) ([]unstructured.Unstructured, error) {
+	var items []unstructured.Unstructured
+	opts := metav1.ListOptions{Limit: l.pageSize}
+	for page := 0; ; page++ {
+		if page == maxPages {
+			return nil, fmt.Errorf("more than %d pages of %d %s: the server keeps sending a continue token", maxPages, l.pageSize, gvr.Resource)
+		}
+		list, err := l.client.Resource(gvr).Namespace(ns).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, list.Items...)
+		next := list.GetContinue()
+		if next == "" {
+			return items, nil
+		}
+		if next == opts.Continue {
+			return nil, fmt.Errorf("the server sent the same continue token twice for %s", gvr.Resource)
+		}
+		opts.Continue = next
+	}
+}
+
+// listError says what failed, and for a forbidden list which permission is missing.
+func listError(k kind, ns string, err error) error {
+	where := " in all namespaces"
+	switch {
+	case !k.namespaced:
+		where = ""
+	case ns != "":
+		where = " in namespace " + ns
+	}
+	on := k.resource
+	if k.group != "" {
+		on = k.group + " " + k.resource
+	}
+	switch {
+	case apierrors.IsForbidden(err):
+		msg := fmt.Sprintf("cannot list %s%s: needs get/list on %s", k.resource, where, on)
+		if k.everywhere {
+			msg += " in every namespace (a ClusterRole): a device that a claim of any namespace holds is in use"
+		}
+		return errors.New(msg)
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("cannot list %s%s: the cluster does not accept the credentials of the kubeconfig: %w", k.resource, where, err)
+	}
+	return fmt.Errorf("cannot list %s%s: %w", k.resource, where, err)
+}

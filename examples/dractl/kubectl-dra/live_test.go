@@ -1,0 +1,405 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dralloc/dralloc/allocator/manifest"
+	"github.com/dralloc/dralloc/examples/dractl/internal/cli"
+)
+
+// testdata is dractl's test clusters.
+const testdata = "../internal/cli/testdata"
+
+// listKinds are the list kinds of every resource and version kubectl-dra may list, which the fake
+// dynamic client needs to know.
+func listKinds() map[schema.GroupVersionResource]string {
+	out := map[schema.GroupVersionResource]string{}
+	for _, k := range kinds {
+		for _, v := range k.versions {
+			out[schema.GroupVersionResource{Group: k.group, Version: v, Resource: k.resource}] = kindOf(k.resource) + "List"
+		}
+	}
+	return out
+}
+
+func kindOf(resource string) string {
+	return map[string]string{
+		"pods": "Pod", "nodes": "Node", "resourceslices": "ResourceSlice", "deviceclasses": "DeviceClass",
+		"resourceclaims": "ResourceClaim", "resourceclaimtemplates": "ResourceClaimTemplate",
+		"devicetaintrules": "DeviceTaintRule", "podgroups": "PodGroup",
+	}[resource]
+}
+
+// cluster is a fake API server holding objs, what a cluster created from them would list, and the
+// same objects as `kubectl get <every kind> -A -o yaml` writes them: one List, kind by kind in
+// the order kubectl-dra lists them, each kind by namespace and name.
+func cluster(t *testing.T, objs *manifest.Objects) (*dynamicfake.FakeDynamicClient, []byte) {
+	t.Helper()
+	var typed []runtime.Object
+	for _, o := range objs.Pods {
+		typed = append(typed, o)
+	}
+	for _, o := range objs.Nodes {
+		typed = append(typed, o)
+	}
+	for _, o := range objs.Slices {
+		typed = append(typed, o)
+	}
+	for _, o := range objs.Classes {
+		typed = append(typed, o)
+	}
+	for _, o := range objs.Claims {
+		typed = append(typed, o)
+	}
+	for _, o := range objs.Templates {
+		typed = append(typed, o)
+	}
+	for _, o := range objs.TaintRules {
+		typed = append(typed, o)
+	}
+	for _, o := range objs.PodGroups {
+		typed = append(typed, o)
+	}
+	gv := map[string]string{}
+	for _, k := range kinds {
+		gv[kindOf(k.resource)] = schema.GroupVersion{Group: k.group, Version: k.versions[0]}.String()
+	}
+	var items []runtime.Object
+	var list []unstructured.Unstructured
+	for _, o := range typed {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := unstructured.Unstructured{Object: m}
+		kind := strings.TrimPrefix(fmt.Sprintf("%T", o), "*")
+		kind = kind[strings.LastIndex(kind, ".")+1:]
+		u.SetAPIVersion(gv[kind])
+		u.SetKind(kind)
+		items = append(items, &u)
+		list = append(list, u)
+	}
+	order := map[string]int{}
+	for i, k := range kinds {
+		order[kindOf(k.resource)] = i
+	}
+	slices.SortStableFunc(list, func(a, b unstructured.Unstructured) int {
+		return cmp.Or(cmp.Compare(order[a.GetKind()], order[b.GetKind()]), cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+	})
+	file, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": list})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds(), items...), file
+}
+
+func load(t *testing.T, path string) *manifest.Objects {
+	t.Helper()
+	objs, err := manifest.Load([]string{path}, manifest.Options{SkipUnknown: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// kubectlDRA runs kubectl dra in-process against client, listing pages of pageSize objects.
+func kubectlDRA(client dynamic.Interface, pageSize int64, args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	l := newLive(func(*live) (dynamic.Interface, string, error) { return client, "default", nil })
+	if pageSize > 0 {
+		l.pageSize = pageSize
+	}
+	code = l.options().Run(args, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func dractl(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = cli.Run(args, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// commands are every command of dractl, with the flags that make its output the same run to run.
+var commands = [][]string{
+	{"explain"}, {"place"}, {"lint"}, {"taints", "--now", "2026-12-01T12:00:00Z"}, {"inventory"}, {"top"},
+}
+
+// TestSameAsFile: the objects of a cluster, read live, give byte for byte the output that the same
+// objects give as kubectl get -A -o yaml writes them, for every command and output format.
+func TestSameAsFile(t *testing.T) {
+	for _, dir := range []string{"reasons", "gang", "demo", "top"} {
+		client, file := cluster(t, load(t, filepath.Join(testdata, dir)))
+		path := filepath.Join(t.TempDir(), "cluster.yaml")
+		if err := os.WriteFile(path, file, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range commands {
+			for _, o := range []string{"text", "yaml", "json"} {
+				args := append(slices.Clone(cmd), "-o", o, "--color", "never")
+				wantCode, want, wantErr := dractl(append(slices.Clone(args), "-f", path)...)
+				if wantCode == cli.ExitBadInput || wantCode == cli.ExitInternal {
+					t.Fatalf("%s %v -f: status %d: %s", dir, args, wantCode, wantErr)
+				}
+				code, got, errOut := kubectlDRA(client, 0, append(slices.Clone(args), "-A")...)
+				if code != wantCode || got != want {
+					t.Errorf("%s %v: live status %d, from the file %d; stderr %s\nlive:\n%s\nfile:\n%s", dir, args, code, wantCode, errOut, got, want)
+				}
+			}
+		}
+	}
+}
+
+// pager serves lists in pages as kube-apiserver does, at most Limit objects and a continue token
+// while more are left (the fake client alone returns every object at once), and records every
+// list's options.
+type pager struct {
+	dynamic.Interface
+	requests map[string][]metav1.ListOptions // by resource
+}
+
+func (p *pager) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	return pagedResource{NamespaceableResourceInterface: p.Interface.Resource(gvr), p: p, resource: gvr.Resource}
+}
+
+type pagedResource struct {
+	dynamic.NamespaceableResourceInterface
+	p        *pager
+	resource string
+	ns       string
+}
+
+func (r pagedResource) Namespace(ns string) dynamic.ResourceInterface {
+	r.ns = ns
+	return r
+}
+
+func (r pagedResource) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	r.p.requests[r.resource] = append(r.p.requests[r.resource], opts)
+	all, err := r.NamespaceableResourceInterface.Namespace(r.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	// Served in the API server's order, by namespace and name, but backwards, so that a client
+	// that relied on the order of a page would show it.
+	slices.SortFunc(all.Items, func(a, b unstructured.Unstructured) int {
+		return cmp.Or(cmp.Compare(b.GetNamespace(), a.GetNamespace()), cmp.Compare(b.GetName(), a.GetName()))
+	})
+	start := 0
+	if opts.Continue != "" {
+		if start, err = strconv.Atoi(opts.Continue); err != nil || start > len(all.Items) {
+			return nil, apierrors.NewBadRequest("bad continue token " + opts.Continue)
+		}
+	}
+	end := len(all.Items)
+	if opts.Limit > 0 && int64(end-start) > opts.Limit {
+		end = start + int(opts.Limit)
+		all.SetContinue(strconv.Itoa(end))
+	}
+	all.Items = all.Items[start:end]
+	return all, nil
+}
+
+// TestPagination: with pages of 2 objects every kind is read whole, a page after the other, and
+// the output is the same as with one page.
+func TestPagination(t *testing.T) {
+	client, _ := cluster(t, load(t, filepath.Join(testdata, "reasons")))
+	for _, cmd := range commands {
+		args := append(slices.Clone(cmd), "-A", "-o", "yaml")
+		wantCode, want, _ := kubectlDRA(client, 0, args...)
+		p := &pager{Interface: client, requests: map[string][]metav1.ListOptions{}}
+		code, got, errOut := kubectlDRA(p, 2, args...)
+		if code != wantCode || got != want {
+			t.Errorf("%v: in pages of 2 status %d, in one page %d; stderr %s\npages:\n%s\none page:\n%s", args, code, wantCode, errOut, got, want)
+		}
+		for _, resource := range []string{"pods", "resourceslices", "resourceclaims"} {
+			reqs := p.requests[resource]
+			if len(reqs) < 2 {
+				t.Errorf("%v: %d lists of %s, want several pages", args, len(reqs), resource)
+			}
+			for i, r := range reqs {
+				wantContinue := ""
+				if i > 0 {
+					wantContinue = strconv.Itoa(2 * i)
+				}
+				if r.Limit != 2 || r.Continue != wantContinue {
+					t.Errorf("%v: list %d of %s: limit %d, continue %q", args, i, resource, r.Limit, r.Continue)
+				}
+			}
+		}
+	}
+}
+
+func forbid(client *dynamicfake.FakeDynamicClient, resource string) {
+	client.PrependReactor("list", resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
+		gr := a.GetResource().GroupResource()
+		return true, nil, apierrors.NewForbidden(gr, "", fmt.Errorf("User \"dev\" cannot list resource %q in API group %q", gr.Resource, gr.Group))
+	})
+}
+
+func notServed(client *dynamicfake.FakeDynamicClient, resource string) {
+	client.PrependReactor("list", resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(a.GetResource().GroupResource(), "")
+	})
+}
+
+// TestForbidden: a list the user may not make is bad input (exit status 3) and names the
+// permission missing, with the namespace listed.
+func TestForbidden(t *testing.T) {
+	for _, tc := range []struct {
+		resource string
+		args     []string
+		want     string
+	}{
+		{"resourceclaims", []string{"top", "-n", "x"}, "kubectl dra top: cannot list resourceclaims in all namespaces: needs get/list on resource.k8s.io resourceclaims in every namespace (a ClusterRole)"},
+		{"pods", []string{"explain", "-n", "x"}, "kubectl dra explain: cannot list pods in namespace x: needs get/list on pods\n"},
+		{"pods", []string{"place", "--all-namespaces"}, "kubectl dra place: cannot list pods in all namespaces: needs get/list on pods\n"},
+		{"resourceclaimtemplates", []string{"lint", "--namespace", "ml"}, "kubectl dra lint: cannot list resourceclaimtemplates in namespace ml: needs get/list on resource.k8s.io resourceclaimtemplates\n"},
+		{"nodes", []string{"inventory"}, "kubectl dra inventory: cannot list nodes: needs get/list on nodes\n"},
+		{"deviceclasses", []string{"taints"}, "kubectl dra taints: cannot list deviceclasses: needs get/list on resource.k8s.io deviceclasses\n"},
+	} {
+		client, _ := cluster(t, load(t, filepath.Join(testdata, "reasons")))
+		forbid(client, tc.resource)
+		code, out, errOut := kubectlDRA(client, 0, tc.args...)
+		if code != cli.ExitBadInput || out != "" || !strings.HasPrefix(errOut, tc.want) {
+			t.Errorf("%v with %s forbidden: status %d, stdout %q, stderr %q; want 3 and %q", tc.args, tc.resource, code, out, errOut, tc.want)
+		}
+	}
+}
+
+// TestNotServed: PodGroups and DeviceTaintRules are read in the first version the cluster serves,
+// and none when it serves none (their features are off); ResourceSlices not served are an error.
+func TestNotServed(t *testing.T) {
+	client, _ := cluster(t, load(t, filepath.Join(testdata, "reasons")))
+	_, want, _ := kubectlDRA(client, 0, "place", "-A")
+	client, _ = cluster(t, load(t, filepath.Join(testdata, "reasons")))
+	notServed(client, "podgroups")
+	code, got, errOut := kubectlDRA(client, 0, "place", "-A")
+	if code == cli.ExitBadInput || got != want {
+		t.Errorf("podgroups not served: status %d, stderr %s\n%s\nwant\n%s", code, errOut, got, want)
+	}
+	var versions []string
+	for _, a := range client.Actions() {
+		if a.GetResource().Resource == "podgroups" {
+			versions = append(versions, a.GetResource().Version)
+		}
+	}
+	if strings.Join(versions, " ") != "v1beta1 v1alpha3" {
+		t.Errorf("podgroups listed in versions %v, want v1beta1 then v1alpha3", versions)
+	}
+
+	client, _ = cluster(t, load(t, filepath.Join(testdata, "reasons")))
+	notServed(client, "resourceslices")
+	code, _, errOut = kubectlDRA(client, 0, "place", "-A")
+	if want := "kubectl dra place: cannot list resourceslices: resource.k8s.io v1 is not served by the cluster"; code != cli.ExitBadInput || !strings.HasPrefix(errOut, want) {
+		t.Errorf("resourceslices not served: status %d, stderr %q, want 3 and %q", code, errOut, want)
+	}
+}
+
+// TestNamespace: -n narrows pods, templates and PodGroups, never claims (a device a claim of
+// another namespace holds is in use) nor cluster-scoped kinds; a pod named without a namespace is in
+// the one of -n, or the context's.
+func TestNamespace(t *testing.T) {
+	client, _ := cluster(t, load(t, filepath.Join(testdata, "gang")))
+	if code, _, errOut := kubectlDRA(client, 0, "place", "-n", "team-b"); code == cli.ExitBadInput {
+		t.Fatal(errOut)
+	}
+	got := map[string]string{}
+	for _, a := range client.Actions() {
+		got[a.GetResource().Resource] = a.GetNamespace()
+	}
+	want := map[string]string{"pods": "team-b", "resourceclaimtemplates": "team-b", "podgroups": "team-b", "resourceclaims": "", "nodes": "", "resourceslices": "", "deviceclasses": "", "devicetaintrules": ""}
+	for r, ns := range want {
+		if g, ok := got[r]; !ok || g != ns {
+			t.Errorf("%s listed in namespace %q (listed: %v), want %q", r, g, ok, ns)
+		}
+	}
+
+	_, want1, _ := dractl("explain", "-f", filepath.Join(testdata, "gang"), "--pod", "default/t2", "-o", "json")
+	for _, args := range [][]string{{"explain", "pod/t2", "-o", "json"}, {"explain", "t2", "-n", "default", "-o", "json"}} {
+		if _, out, errOut := kubectlDRA(client, 0, args...); out != want1 {
+			t.Errorf("%v: stderr %s\n%s\nwant\n%s", args, errOut, out, want1)
+		}
+	}
+}
+
+// TestKubeconfig: --kubeconfig, --context and -n choose the cluster and namespace as kubectl does.
+func TestKubeconfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	const config = `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: a
+  context: {cluster: c, user: u, namespace: ml}
+- name: b
+  context: {cluster: c, user: u}
+current-context: a
+`
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		l    live
+		want string
+	}{
+		{live{kubeconfig: path}, "ml"},
+		{live{kubeconfig: path, context: "b"}, "default"},
+		{live{kubeconfig: path, context: "a", namespace: "x"}, "x"},
+	} {
+		if _, ns, err := kubeconfig(&tc.l); err != nil || ns != tc.want {
+			t.Errorf("%+v: namespace %q, %v; want %q", tc.l, ns, err, tc.want)
+		}
+	}
+	l := live{kubeconfig: path, context: "nope"}
+	if _, _, err := kubeconfig(&l); err == nil || !strings.HasPrefix(err.Error(), "kubeconfig: ") {
+		t.Errorf("unknown context: %v", err)
+	}
+	var out, errOut bytes.Buffer
+	if code := options().Run([]string{"top", "--kubeconfig", filepath.Join(t.TempDir(), "missing")}, strings.NewReader(""), &out, &errOut); code != cli.ExitBadInput || !strings.Contains(errOut.String(), "kubeconfig") {
+		t.Errorf("missing kubeconfig: status %d, stderr %q", code, errOut.String())
+	}
+}
+
+// TestRequestTimeout: --request-timeout ends a request the server never answers.
+func TestRequestTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // never answers; the client gives up
+	}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	config := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"" + srv.URL + "\"}\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: a\n  context: {cluster: c, user: u}\ncurrent-context: a\n"
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := options().Run([]string{"top", "--kubeconfig", path, "--request-timeout", "50ms"}, strings.NewReader(""), &out, &errOut)
+	if code != cli.ExitBadInput || !strings.HasPrefix(errOut.String(), "kubectl dra top: cannot list pods in namespace default: ") {
+		t.Errorf("status %d, stderr %q", code, errOut.String())
+	}
+}
