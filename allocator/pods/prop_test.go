@@ -85,12 +85,18 @@ func newCluster(t *rapid.T, c *fuzz.Cluster) *pods.Cluster {
 }
 
 func newClusterWith(t *rapid.T, c *fuzz.Cluster, preferred pods.Preferred) *pods.Cluster {
+	n := 0
+	return loadCluster(t, c, pods.Options{Workers: 2, Preferred: preferred, NameSuffix: func() string { n++; return fmt.Sprintf("s%04d", n) }})
+}
+
+// loadCluster loads the generated cluster into a Cluster with the options: its pending claims become
+// shared claims and templates t-<i>.
+func loadCluster(t *rapid.T, c *fuzz.Cluster, opts pods.Options) *pods.Cluster {
 	snap, err := c.Snapshot(allocator.Options{StepBudget: 20000, CEL: propEnv(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	cl := pods.New(snap, pods.Options{Workers: 2, Preferred: preferred, NameSuffix: func() string { n++; return fmt.Sprintf("s%04d", n) }})
+	cl := pods.New(snap, opts)
 	for i, claim := range c.Claims {
 		if err := snap.AddOrUpdateClaim(claim); err != nil {
 			t.Fatal(err)

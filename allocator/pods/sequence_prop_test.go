@@ -36,25 +36,10 @@ func fewSuffixes() func() string {
 	}
 }
 
-// sequenceCluster loads a generated cluster for the sequence properties: its pending claims become
-// shared claims and templates, names collide, and the gang search has a budget.
+// sequenceCluster loads a generated cluster for the sequence properties: names collide, and the gang
+// search has a budget.
 func sequenceCluster(t *rapid.T, c *fuzz.Cluster) *pods.Cluster {
-	snap, err := c.Snapshot(allocator.Options{StepBudget: 20000, CEL: propEnv(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := pods.New(snap, pods.Options{Workers: 2, StepBudget: 2000, NameSuffix: fewSuffixes()})
-	for i, claim := range c.Claims {
-		if err := snap.AddOrUpdateClaim(claim); err != nil {
-			t.Fatal(err)
-		}
-		tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: claim.Namespace, Name: fmt.Sprintf("t-%d", i)}}
-		tmpl.Spec.Spec = *claim.Spec.DeepCopy()
-		if err := cl.AddOrUpdateTemplate(tmpl); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return cl
+	return loadCluster(t, c, pods.Options{Workers: 2, StepBudget: 2000, NameSuffix: fewSuffixes()})
 }
 
 // drawPod draws a pod in the generated namespace with up to two claims, through templates or shared.
