@@ -113,7 +113,7 @@ func (s *Snapshot) UpdateClaims(updates []ClaimUpdate) error {
 				fresh = append(fresh, n)
 			}
 		}
-		if err := conflictIn(findConflicts(s.st, fresh, s.f, theSnapshot)); err != nil {
+		if err := conflictIn(findConflicts(s.st, fresh, s.f, theSnapshot), "update"); err != nil {
 			// Undo, last change first, so that the snapshot is as it was.
 			for i := len(updates) - 1; i >= 0; i-- {
 				key := updates[i].key()
@@ -137,13 +137,13 @@ func (s *Snapshot) UpdateClaims(updates []ClaimUpdate) error {
 	})
 }
 
-// conflictIn turns the conflicts of one claim, the first in name order, into a *ConflictError; nil when
-// there are none.
-func conflictIn(found []conflict) error {
+// conflictIn turns the conflicts of one claim, the first in name order, into a *ConflictError of the
+// operation op; nil when there are none.
+func conflictIn(found []conflict, op string) error {
 	var first *ConflictError
 	for _, c := range found {
 		if first == nil {
-			first = &ConflictError{Claim: c.key.claim, op: "update"}
+			first = &ConflictError{Claim: c.key.claim, op: op}
 		} else if first.Claim != c.key.claim {
 			break
 		}

@@ -153,22 +153,7 @@ func (s *Snapshot) conflictingUse(merged *state) error {
 	for _, c := range findConflicts(s.st, fresh, s.f, parentSnapshot) {
 		own[c.key] = true
 	}
-	var first *ConflictError
-	for _, c := range found {
-		if own[c.key] {
-			continue
-		}
-		if first == nil {
-			first = &ConflictError{Claim: c.key.claim}
-		} else if first.Claim != c.key.claim {
-			break
-		}
-		first.add(c)
-	}
-	if first == nil {
-		return nil
-	}
-	return first
+	return conflictIn(slices.DeleteFunc(found, func(c conflict) bool { return own[c.key] }), "commit")
 }
 
 // Where findConflicts finds what conflicts: for Commit, the parent; for UpdateClaims, the snapshot.
