@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/dralloc/dralloc/allocator/headroom"
 	"github.com/dralloc/dralloc/allocator/pods"
 )
@@ -30,4 +32,31 @@ func ExampleCount() {
 	// 1 Insufficient cpu
 	// 1 claim default/train-headroom-5-gpu-s0006, request "gpu": 1 of 2 matching devices allocated to ResourceClaim default/train-headroom-3-gpu-s0003
 	// 1 claim default/train-headroom-5-gpu-s0006, request "gpu": no device of the node's pools
+}
+
+// Fragmentation of a node with one GPU shared to 90%, for a mix of whole GPUs and quarter shares.
+func ExampleInventory_Fragmentation() {
+	specs := []string{"a 32 2 1000"}
+	c := cluster(pods.Options{}, specs...)
+	for i := range 3 { // three shares of 300 on gpu-0: 100 left, a tenth of the GPU
+		p, _ := c.Place(context.Background(), pod(fmt.Sprint("s", i), "1", "third-gpu"))
+		_ = c.Assume(p)
+	}
+	inv, err := headroom.NewInventory(slicesOf(specs...))
+	if err != nil {
+		panic(err)
+	}
+	quarter := headroom.Request{Capacity: "shares", Amount: resource.MustParse("250")}
+	rep, err := inv.Fragmentation(c.Snapshot(), []headroom.Shape{
+		{Name: "whole", Weight: 0.5, Requests: []headroom.Request{{Count: 1}}},
+		{Name: "quarter", Weight: 0.5, Requests: []headroom.Request{quarter}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	// Neither shape can use gpu-0's tenth: F = ½·0.1 + ½·0.1, and it is stranded.
+	fmt.Println(rep)
+	// Output:
+	// a: free 1.1 F 0.1 stranded 1 (0.1)
+	// total: free 1.1 F 0.1 stranded 0.1
 }
