@@ -60,6 +60,9 @@
 // [allocator.BestFit]): a selector failing at run time on any candidate, or a request for all devices
 // breaking a constraint with devices taken in BestFit's order, is the placement's error.
 // [Cluster.PlaceGroup] does not use the Choice: it allocates in the snapshot's own strategy.
+// [Options.Cost] replaces the Choice with a caller's rating (allocator/headroom's FGD is one): every node
+// is filtered, the claims allocated with BestFit on each node where the pod fits, and the cheapest
+// allocation's node taken, the first by name on ties.
 //
 // Built-in filters ([Filter], each switched off with Options.DisableFilters): NodeResourcesFit counts the
 // requests of the pods on each node (cpu, memory, ephemeral-storage, hugepages, a device plugin's

@@ -38,6 +38,9 @@ import (
 // would choose, and needs to filter only the nodes before it. scored reports a BestFit on a snapshot
 // with counter sets: then every node is filtered and the fill of its allocation comes first (place).
 func (c *Cluster) order(snap *allocator.Snapshot, nodes []*v1.Node) (order []int, scored bool) {
+	if c.opts.Cost != nil {
+		return nil, true // every node is filtered and allocated, then rated (cost.go)
+	}
 	if c.opts.Choice == FirstFit {
 		return nil, false
 	}
