@@ -8,6 +8,14 @@
 // placements, and when no further copy fits the nodes are grouped by the reason they refuse it
 // ([pods.Cluster.Explain]).
 //
+// [Inventory.Fragmentation] measures, for a workload mix (task shapes with weights summing to 1), the
+// fragmentation of FGD (Weng et al., "Beware of Fragmentation", USENIX ATC '23) per node and in all,
+// F(M) = Σ_n Σ_m p_m · F_n(m), F_n(m) being the free GPU capacity of n that shape m cannot use (all of
+// it where m does not fit), and the stranded capacity no shape can use; frag.go defines free capacity
+// and use for DRA devices (whole devices count 1, shared devices the free fraction of their shares).
+// [Inventory.FGD] is the node choice that places a pod where F grows least, as a [pods.Cost] for
+// pods.Options.Cost.
+//
 // Imports: allocator, allocator/pods, k8s.io/api and k8s.io/apimachinery. allocator/verify is used by
 // tests only.
 package headroom
