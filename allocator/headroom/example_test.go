@@ -60,3 +60,42 @@ func ExampleInventory_Fragmentation() {
 	// a: free 1.1 F 0.1 stranded 1 (0.1)
 	// total: free 1.1 F 0.1 stranded 0.1
 }
+
+// FGD places a share where it fragments least: on the unused GPU rather than the one it would leave too
+// small for the mix's half GPUs.
+func ExampleInventory_FGD() {
+	specs := []string{"a 32 1 1000", "b 32 1 1000"}
+	inv, err := headroom.NewInventory(slicesOf(specs...))
+	if err != nil {
+		panic(err)
+	}
+	half := headroom.Request{Capacity: "shares", Amount: resource.MustParse("500")}
+	cost, err := inv.FGD([]headroom.Shape{{Name: "half", Weight: 1, Requests: []headroom.Request{half}}})
+	if err != nil {
+		panic(err)
+	}
+	for _, opts := range []pods.Options{{}, {Cost: cost}} {
+		c := cluster(opts, specs...)
+		first := pod("first", "1", "third-gpu")
+		first.Spec.NodeName = "a" // a: 700 of 1000 shares left
+		p, _ := c.Place(context.Background(), first)
+		_ = c.Assume(p)
+		// 300 more on a would leave 400, too little for a half; on b 700 are left.
+		p, _ = c.Place(context.Background(), pod("second", "1", "third-gpu"))
+		fmt.Println(opts.Cost != nil, p.Node)
+	}
+	// Output:
+	// false a
+	// true b
+}
+
+// ShapeOf reads a mix's shape from a pod and its claim templates.
+func ExampleShapeOf() {
+	c := cluster(pods.Options{}, "a 32 1 1000")
+	s, err := headroom.ShapeOf(c, pod("infer", "1", "third-gpu"), 0.25)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(s.Name, s.Weight, s.Requests[0].Capacity, s.Requests[0].Amount.String())
+	// Output: default/infer 0.25 shares 300
+}

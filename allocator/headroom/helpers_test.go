@@ -108,10 +108,15 @@ func cluster(opts pods.Options, specs ...string) *pods.Cluster {
 	k := 0
 	opts.NameSuffix = func() string { k++; return fmt.Sprintf("s%04d", k) }
 	c := pods.New(snap, opts)
+	addTemplates(c)
+	return c
+}
+
+// addTemplates adds the templates the tests' pods name.
+func addTemplates(c *pods.Cluster) {
 	for _, t := range []*resourceapi.ResourceClaimTemplate{template("one-gpu", 1, 0), template("two-gpus", 2, 0), template("half-gpu", 0, 500), template("tenth-gpu", 0, 100), template("third-gpu", 0, 300)} {
 		must(c.AddOrUpdateTemplate(t))
 	}
-	return c
 }
 
 func must(err error) {
