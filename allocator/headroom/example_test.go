@@ -29,9 +29,8 @@ func ExampleCount() {
 	// 4 Full
 	// a 2
 	// b 2
+	// 2 cannot allocate all claims
 	// 1 Insufficient cpu
-	// 1 claim default/train-headroom-5-gpu-s0006, request "gpu": 1 of 2 matching devices allocated to ResourceClaim default/train-headroom-3-gpu-s0003
-	// 1 claim default/train-headroom-5-gpu-s0006, request "gpu": no device of the node's pools
 }
 
 // Fragmentation of a node with one GPU shared to 90%, for a mix of whole GPUs and quarter shares.
