@@ -34,10 +34,18 @@ import (
 //	F_n(m) = Σ free(d) over the devices d of n that m cannot use, when it fits;
 //	F_n(M) = Σ_m p_m · F_n(m);   F(M) = Σ_n F_n(M).
 //
+// Partitionable devices (MIG partitions in dynamic-MIG mode) draw on a counter set, one per physical
+// GPU: such a GPU is one unit whose free(g) is the share of its memory slices (counters named
+// memory-slice-<i>) not consumed by allocated devices, or of its counter "memory" when it has no
+// slices. A partition device can serve a request for whole devices when it is not allocated, its
+// attributes match the request's, and the counters it consumes are still free in its set; the GPU is
+// usable by m when one of its partitions can serve m. Two partitions that each fit a set may not fit it
+// together, so for partitions "fits" is an upper bound.
+//
 // Device capacity that no shape of the mix can use on its node is stranded. The measure looks at the
 // devices of the ResourceSlices given to [NewInventory] only (the accelerators: its unit is one GPU);
-// CPU, memory, device selectors and constraints are not part of it, as in the paper, which measures GPU
-// fragmentation. Partitionable devices (consumesCounters) are not modelled: an [Inventory] refuses them.
+// CPU, memory, CEL selectors and constraints are not part of it, as in the paper, which measures GPU
+// fragmentation; a Request's Attributes stand for the selectors that tell device kinds apart.
 
 // Request is what a shape asks of one device class: Count whole devices, or, with Capacity set, one
 // share of Amount of that capacity of a device with allowMultipleAllocations.
@@ -45,6 +53,9 @@ type Request struct {
 	Count    int64
 	Capacity resourceapi.QualifiedName
 	Amount   resource.Quantity
+	// Attributes, when set, are string attributes a device must have with these values (such as a MIG
+	// profile); nil matches every device.
+	Attributes map[resourceapi.QualifiedName]string
 }
 
 // Shape is one task shape of a workload mix and its weight.
@@ -56,7 +67,8 @@ type Shape struct {
 
 // ShapeOf reads a shape from a pod: the requests of the claims it would get ([pods.Cluster.PodClaims]),
 // each ExactCount request as Count whole devices or, with capacity requests, one share of the first
-// capacity requested by name.
+// capacity requested by name. CEL selectors are not read: set Request.Attributes to tell device kinds
+// (MIG profiles) apart.
 func ShapeOf(c *pods.Cluster, pod *v1.Pod, weight float64) (Shape, error) {
 	if c == nil || pod == nil {
 		return Shape{}, errors.New("headroom: nil Cluster or Pod")
@@ -93,6 +105,7 @@ func ShapeOf(c *pods.Cluster, pod *v1.Pod, weight float64) (Shape, error) {
 type Inventory struct {
 	nodes   []string
 	devices map[string][]device // by node
+	sets    map[setKey]resourceapi.CounterSet
 
 	mu    sync.Mutex
 	cache *allocator.Snapshot // the snapshot and revision usage was read at
@@ -100,11 +113,18 @@ type Inventory struct {
 	usage map[allocator.DeviceID]*use
 }
 
+// setKey names a counter set: its driver, pool and name.
+type setKey struct {
+	driver, pool, name string
+}
+
 type device struct {
-	id     allocator.DeviceID
-	shared bool
-	unit   resourceapi.QualifiedName // the capacity free(d) is measured in, for shared devices
-	cap    map[resourceapi.QualifiedName]resource.Quantity
+	id       allocator.DeviceID
+	shared   bool
+	unit     resourceapi.QualifiedName // the capacity free(d) is measured in, for shared devices
+	cap      map[resourceapi.QualifiedName]resource.Quantity
+	attrs    map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
+	consumes []resourceapi.DeviceCounterConsumption
 }
 
 // use is what allocated claims hold of a device.
@@ -113,23 +133,34 @@ type use struct {
 	consumed map[resourceapi.QualifiedName]resource.Quantity
 }
 
-// NewInventory indexes the node-local devices of the slices by node. Slices without spec.nodeName, and
-// devices that consume counters, are an error naming them.
+// NewInventory indexes the node-local devices of the slices by node, and the counter sets of their
+// pools. A slice with devices but without spec.nodeName, or a device consuming a counter set no slice
+// publishes, is an error naming it.
 func NewInventory(rs []*resourceapi.ResourceSlice) (*Inventory, error) {
-	inv := &Inventory{devices: map[string][]device{}}
+	inv := &Inventory{devices: map[string][]device{}, sets: map[setKey]resourceapi.CounterSet{}}
 	for _, s := range rs {
 		if s == nil {
 			return nil, errors.New("headroom: nil ResourceSlice")
+		}
+		for _, cs := range s.Spec.SharedCounters {
+			inv.sets[setKey{s.Spec.Driver, s.Spec.Pool.Name, cs.Name}] = cs
+		}
+	}
+	for _, s := range rs {
+		if len(s.Spec.Devices) == 0 {
+			continue
 		}
 		if s.Spec.NodeName == nil || *s.Spec.NodeName == "" {
 			return nil, fmt.Errorf("ResourceSlice %s: spec.nodeName: required for the fragmentation measure", s.Name)
 		}
 		n := *s.Spec.NodeName
 		for i, d := range s.Spec.Devices {
-			if len(d.ConsumesCounters) > 0 {
-				return nil, fmt.Errorf("ResourceSlice %s: spec.devices[%d].consumesCounters: partitionable devices are not modelled", s.Name, i)
+			for j, cc := range d.ConsumesCounters {
+				if _, ok := inv.sets[setKey{s.Spec.Driver, s.Spec.Pool.Name, cc.CounterSet}]; !ok {
+					return nil, fmt.Errorf("ResourceSlice %s: spec.devices[%d].consumesCounters[%d].counterSet: %q is not published in pool %s", s.Name, i, j, cc.CounterSet, s.Spec.Pool.Name)
+				}
 			}
-			dev := device{id: allocator.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}}
+			dev := device{id: allocator.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}, attrs: d.Attributes, consumes: d.ConsumesCounters}
 			if d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations && len(d.Capacity) > 0 {
 				dev.shared = true
 				dev.cap = map[resourceapi.QualifiedName]resource.Quantity{}
@@ -169,8 +200,8 @@ type NodeFragmentation struct {
 	Free float64
 	// F is F_n(M).
 	F float64
-	// StrandedDevices is how many devices with free capacity no shape can use; StrandedFree their free
-	// capacity in GPUs.
+	// StrandedDevices is how many units (devices, or GPUs of partitions) with free capacity no shape
+	// can use; StrandedFree their free capacity in GPUs.
 	StrandedDevices int
 	StrandedFree    float64
 }
@@ -266,35 +297,66 @@ func addResults(u map[allocator.DeviceID]*use, results []resourceapi.DeviceReque
 	}
 }
 
-// devState is one device's free state on a node.
+// nodeState is the free state of a node's devices and of the units the measure counts: a device
+// without counters is its own unit, a counter set (a GPU in dynamic-MIG mode) is one.
+type nodeState struct {
+	devs  []devState
+	units []float64 // free(unit) in GPUs
+}
+
+// devState is one device's free state.
 type devState struct {
 	dev  *device
-	free float64 // free(d) in GPUs
-	left map[resourceapi.QualifiedName]resource.Quantity
+	unit int
+	left map[resourceapi.QualifiedName]resource.Quantity // shared devices: capacity not consumed
 	held bool
+	fits bool // counter devices: its counters are free in its sets
 }
 
 // state is the free state of the node's devices, with extra results (a placement considered) added.
-func (inv *Inventory) state(node string, usage map[allocator.DeviceID]*use, extra map[allocator.DeviceID]*use) []devState {
+func (inv *Inventory) state(node string, usage map[allocator.DeviceID]*use, extra map[allocator.DeviceID]*use) *nodeState {
 	devs := inv.devices[node]
-	out := make([]devState, len(devs))
+	st := &nodeState{devs: make([]devState, len(devs))}
+	setUnit := map[setKey]int{}
+	setLeft := map[setKey]map[string]resource.Quantity{}
 	for i := range devs {
 		d := &devs[i]
-		st := devState{dev: d}
+		ds := &st.devs[i]
+		ds.dev = d
 		us := []*use{usage[d.id], extra[d.id]}
 		for _, u := range us {
 			if u != nil && u.held {
-				st.held = true
+				ds.held = true
 			}
 		}
-		if !d.shared {
-			if !st.held {
-				st.free = 1
+		if len(d.consumes) > 0 {
+			ds.unit = -1
+			for _, cc := range d.consumes {
+				k := setKey{d.id.Driver, d.id.Pool, cc.CounterSet}
+				if _, ok := setUnit[k]; !ok {
+					setUnit[k] = len(st.units)
+					st.units = append(st.units, 0)
+					left := map[string]resource.Quantity{}
+					for name, c := range inv.sets[k].Counters {
+						left[name] = c.Value.DeepCopy()
+					}
+					setLeft[k] = left
+				}
+				if ds.unit < 0 {
+					ds.unit = setUnit[k] // a device drawing on two sets counts towards the first
+				}
 			}
-			out[i] = st
 			continue
 		}
-		st.left = map[resourceapi.QualifiedName]resource.Quantity{}
+		ds.unit = len(st.units)
+		if !d.shared {
+			st.units = append(st.units, 0)
+			if !ds.held {
+				st.units[ds.unit] = 1
+			}
+			continue
+		}
+		ds.left = map[resourceapi.QualifiedName]resource.Quantity{}
 		for k, c := range d.cap {
 			l := c.DeepCopy()
 			for _, u := range us {
@@ -304,22 +366,88 @@ func (inv *Inventory) state(node string, usage map[allocator.DeviceID]*use, extr
 					}
 				}
 			}
-			st.left[k] = l
+			ds.left[k] = l
 		}
-		c := d.cap[d.unit]
-		l := st.left[d.unit]
+		free := 0.0
+		c, l := d.cap[d.unit], ds.left[d.unit]
 		if c.Sign() > 0 && l.Sign() > 0 {
-			st.free = l.AsApproximateFloat64() / c.AsApproximateFloat64()
+			free = l.AsApproximateFloat64() / c.AsApproximateFloat64()
 		}
-		out[i] = st
+		st.units = append(st.units, free)
 	}
-	return out
+	if len(setUnit) == 0 {
+		return st
+	}
+	// Held partitions consume their counters once, however many claims share them.
+	for i := range st.devs {
+		ds := &st.devs[i]
+		if !ds.held {
+			continue
+		}
+		for _, cc := range ds.dev.consumes {
+			left := setLeft[setKey{ds.dev.id.Driver, ds.dev.id.Pool, cc.CounterSet}]
+			for name, c := range cc.Counters {
+				l := left[name]
+				l.Sub(c.Value)
+				left[name] = l
+			}
+		}
+	}
+	for k, u := range setUnit {
+		st.units[u] = setFree(inv.sets[k], setLeft[k])
+	}
+	for i := range st.devs {
+		ds := &st.devs[i]
+		if len(ds.dev.consumes) == 0 || ds.held {
+			continue
+		}
+		ds.fits = true
+		for _, cc := range ds.dev.consumes {
+			left := setLeft[setKey{ds.dev.id.Driver, ds.dev.id.Pool, cc.CounterSet}]
+			for name, c := range cc.Counters {
+				if l := left[name]; l.Cmp(c.Value) < 0 {
+					ds.fits = false
+				}
+			}
+		}
+	}
+	return st
+}
+
+// setFree is the free share of a counter set's memory slices (counters memory-slice-<i>), or of its
+// counter "memory" when it has no slices.
+func setFree(set resourceapi.CounterSet, left map[string]resource.Quantity) float64 {
+	var total, free float64
+	for name, c := range set.Counters {
+		if strings.HasPrefix(name, "memory-slice-") {
+			total += c.Value.AsApproximateFloat64()
+			l := left[name]
+			free += max(0, l.AsApproximateFloat64())
+		}
+	}
+	if total == 0 {
+		if c, ok := set.Counters["memory"]; ok && c.Value.Sign() > 0 {
+			l := left["memory"]
+			return max(0, l.AsApproximateFloat64()) / c.Value.AsApproximateFloat64()
+		}
+		return 0
+	}
+	return free / total
 }
 
 // serves reports whether the device could serve the request now.
-func (s *devState) serves(r Request) bool {
+func (s *devState) serves(st *nodeState, r Request) bool {
+	for k, want := range r.Attributes {
+		a, ok := s.dev.attrs[k]
+		if !ok || a.StringValue == nil || *a.StringValue != want {
+			return false
+		}
+	}
+	if len(s.dev.consumes) > 0 {
+		return r.Capacity == "" && s.fits
+	}
 	if r.Capacity == "" {
-		return s.free > 0 && !s.held
+		return !s.held && st.units[s.unit] > 0
 	}
 	if !s.dev.shared {
 		// A share request on a device without allowMultipleAllocations takes all of it.
@@ -329,19 +457,19 @@ func (s *devState) serves(r Request) bool {
 	return ok && l.Cmp(r.Amount) >= 0
 }
 
-// fits reports whether the shape fits on the devices, each request on devices of its own, and marks in
-// usable the devices one of its requests could use.
-func fits(st []devState, m Shape, usable []bool) bool {
-	taken := make([]bool, len(st))
+// fits reports whether the shape fits on the node, each request on devices of its own, and marks in
+// usable the units one of its requests could use.
+func fits(st *nodeState, m Shape, usable []bool) bool {
+	taken := make([]bool, len(st.devs))
 	ok := true
 	for _, r := range m.Requests {
 		need := r.Count
 		if r.Capacity != "" {
 			need = 1
 		}
-		for i := range st {
-			if st[i].serves(r) {
-				usable[i] = true
+		for i := range st.devs {
+			if st.devs[i].serves(st, r) {
+				usable[st.devs[i].unit] = true
 				if need > 0 && !taken[i] {
 					taken[i] = true
 					need--
@@ -355,13 +483,13 @@ func fits(st []devState, m Shape, usable []bool) bool {
 	return ok
 }
 
-func measure(node string, st []devState, mix []Shape) NodeFragmentation {
+func measure(node string, st *nodeState, mix []Shape) NodeFragmentation {
 	nf := NodeFragmentation{Node: node}
-	for i := range st {
-		nf.Free += st[i].free
+	for _, f := range st.units {
+		nf.Free += f
 	}
-	anyUse := make([]bool, len(st))
-	usable := make([]bool, len(st))
+	anyUse := make([]bool, len(st.units))
+	usable := make([]bool, len(st.units))
 	for _, m := range mix {
 		clear(usable)
 		if !fits(st, m, usable) {
@@ -369,19 +497,19 @@ func measure(node string, st []devState, mix []Shape) NodeFragmentation {
 			continue
 		}
 		fm := 0.0
-		for i := range st {
-			if usable[i] {
-				anyUse[i] = true
+		for u, f := range st.units {
+			if usable[u] {
+				anyUse[u] = true
 			} else {
-				fm += st[i].free
+				fm += f
 			}
 		}
 		nf.F += m.Weight * fm
 	}
-	for i := range st {
-		if st[i].free > 0 && !anyUse[i] {
+	for u, f := range st.units {
+		if f > 0 && !anyUse[u] {
 			nf.StrandedDevices++
-			nf.StrandedFree += st[i].free
+			nf.StrandedFree += f
 		}
 	}
 	return nf
