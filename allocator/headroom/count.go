@@ -166,21 +166,21 @@ func (k *counter) place(ctx context.Context, fork *pods.Cluster, node string) (b
 	return true, nil
 }
 
-// stop ends the count if Max or the budget is reached: the result and error to return, or nil.
-func (k *counter) stop() (*Result, error, bool) {
+// stop ends the count if Max or the budget is reached: done, and the result and error to return.
+func (k *counter) stop() (bool, *Result, error) {
 	if k.total == k.max {
-		return k.result(ReachedMax), nil, true
+		return true, k.result(ReachedMax), nil
 	}
 	if k.steps == k.budget {
-		return k.result(OutOfBudget), fmt.Errorf("pod %s/%s: %w after %d placements", k.pod.Namespace, k.pod.Name, ErrBudget, k.budget), true
+		return true, k.result(OutOfBudget), fmt.Errorf("pod %s/%s: %w after %d placements", k.pod.Namespace, k.pod.Name, ErrBudget, k.budget)
 	}
-	return nil, nil, false
+	return false, nil, nil
 }
 
 func (k *counter) byNode(ctx context.Context, fork *pods.Cluster, nodes []*v1.Node) (*Result, error) {
 	for _, n := range nodes {
 		for {
-			if res, err, done := k.stop(); done {
+			if done, res, err := k.stop(); done {
 				return res, err
 			}
 			ok, err := k.place(ctx, fork, n.Name)
