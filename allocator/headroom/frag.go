@@ -53,9 +53,9 @@ type Request struct {
 	Count    int64
 	Capacity resourceapi.QualifiedName
 	Amount   resource.Quantity
-	// Attributes, when set, are string attributes a device must have with these values (such as a MIG
-	// profile); nil matches every device.
-	Attributes map[resourceapi.QualifiedName]string
+	// Attributes, when set, are string attributes a device must have, each with one of the values given
+	// (a MIG profile, GPU models a task accepts); nil matches every device.
+	Attributes map[resourceapi.QualifiedName][]string
 }
 
 // Shape is one task shape of a workload mix and its weight.
@@ -439,7 +439,7 @@ func setFree(set resourceapi.CounterSet, left map[string]resource.Quantity) floa
 func (s *devState) serves(st *nodeState, r Request) bool {
 	for k, want := range r.Attributes {
 		a, ok := s.dev.attrs[k]
-		if !ok || a.StringValue == nil || *a.StringValue != want {
+		if !ok || a.StringValue == nil || !slices.Contains(want, *a.StringValue) {
 			return false
 		}
 	}

@@ -56,7 +56,7 @@ func TestFragmentationMIG(t *testing.T) {
 		t.Fatal(err)
 	}
 	profile := func(p string) headroom.Request {
-		return headroom.Request{Count: 1, Attributes: map[resourceapi.QualifiedName]string{"profile": p}}
+		return headroom.Request{Count: 1, Attributes: map[resourceapi.QualifiedName][]string{"profile": {p}}}
 	}
 	mix := []headroom.Shape{{Name: "4g", Weight: 0.5, Requests: []headroom.Request{profile("4g")}}, {Name: "gpu", Weight: 0.5, Requests: []headroom.Request{profile("gpu")}}}
 	for _, tc := range []struct {
