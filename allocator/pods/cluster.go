@@ -77,6 +77,11 @@ type Predicate func(pod *v1.Pod, node *v1.Node) error
 type Options struct {
 	// Choice chooses among the nodes where a pod fits.
 	Choice Choice
+	// Cost, when set, replaces Choice for Place: every node is filtered, the pod's claims are allocated
+	// on each node where it fits with [allocator.BestFit], and the node whose allocation costs least is
+	// chosen (ties: the first by name). The pod fits on the same nodes as under FirstFit. PlaceGroup
+	// does not use it.
+	Cost Cost
 	// Workers is the number of goroutines that filter nodes; 0 means runtime.GOMAXPROCS(0).
 	Workers int
 	// NoBuiltinPredicates switches off the checks of kube-scheduler's NodeAffinity (nodeSelector and

@@ -30,7 +30,8 @@
 //     then the claims) and chooses one; a pod with scheduling gates is not placed
 //     ([ErrSchedulingGated]); [Cluster.Assume] writes the
 //     placement into the snapshot and [Cluster.Remove] undoes it as the control plane does when a pod
-//     goes away. Use [allocator.Snapshot.Fork] for what-if questions.
+//     goes away. Use [allocator.Snapshot.Fork] for what-if questions. [Cluster.PlaceOnNode] asks one
+//     node only, at a cost that does not grow with the cluster (capacity planning fills nodes with it).
 //   - [Cluster.Explain] says why a pod fits on which nodes and not on the others, node by node, and
 //     groups the nodes by their main reason in a line short enough for a pod condition.
 //   - [Cluster.PlaceGroup] places a gang all or nothing (a group with the basic policy pod by pod:
@@ -60,6 +61,9 @@
 // [allocator.BestFit]): a selector failing at run time on any candidate, or a request for all devices
 // breaking a constraint with devices taken in BestFit's order, is the placement's error.
 // [Cluster.PlaceGroup] does not use the Choice: it allocates in the snapshot's own strategy.
+// [Options.Cost] replaces the Choice with a caller's rating (allocator/headroom's FGD is one): every node
+// is filtered, the claims allocated with BestFit on each node where the pod fits, and the cheapest
+// allocation's node taken, the first by name on ties.
 //
 // Built-in filters ([Filter], each switched off with Options.DisableFilters): NodeResourcesFit counts the
 // requests of the pods on each node (cpu, memory, ephemeral-storage, hugepages, a device plugin's

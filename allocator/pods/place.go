@@ -412,7 +412,12 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 	wg.Wait()
 
 	chosen := -1
-	if scored {
+	if scored && c.opts.Cost != nil {
+		var err error
+		if chosen, err = c.leastCost(ctx, snap, r, nodes, verdicts, allocs); err != nil {
+			return nil, err
+		}
+	} else if scored {
 		var err error
 		if chosen, err = c.bestFill(snap, r, nodes, order, verdicts, allocs); err != nil {
 			return nil, err

@@ -36,8 +36,12 @@ import (
 // them first, Spread those with the fewest; ties keep the nodes' order. Without counter sets, taking the
 // first node in this order where the pod fits chooses what comparing the scores of every node that fits
 // would choose, and needs to filter only the nodes before it. scored reports a BestFit on a snapshot
-// with counter sets: then every node is filtered and the fill of its allocation comes first (place).
+// with counter sets: then every node is filtered and the fill of its allocation comes first (place);
+// or Options.Cost, which rates every node where the pod fits (cost.go).
 func (c *Cluster) order(snap *allocator.Snapshot, nodes []*v1.Node) (order []int, scored bool) {
+	if c.opts.Cost != nil {
+		return nil, true // every node is filtered and allocated, then rated (cost.go)
+	}
 	if c.opts.Choice == FirstFit {
 		return nil, false
 	}

@@ -1,0 +1,126 @@
+package pods_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"pgregory.net/rapid"
+
+	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/allocator/pods"
+)
+
+// TestPropCostChoosesLeast: through a stream of placements and removals on nodes with 1–4 GPUs, a Place
+// with Options.Cost fits the pod somewhere exactly where FirstFit does, on the node where it fits (Fits
+// on each) with the least cost, the first by name on ties; the cost is shown the node's own devices
+// (every result names a device of the node's pool, also for nodes of one class), and every placement
+// verifies.
+func TestPropCostChoosesLeast(t *testing.T) {
+	ctx := context.Background()
+	rapid.Check(t, func(rt *rapid.T) {
+		var nodes []*v1.Node
+		weight := map[string]float64{}
+		for i := range rapid.IntRange(2, 6).Draw(rt, "nodes") {
+			n := node(fmt.Sprintf("n%d", i), nil)
+			nodes = append(nodes, n)
+			weight[n.Name] = float64(rapid.IntRange(0, 2).Draw(rt, n.Name+"-weight"))
+		}
+		var seen error
+		cost := func(_ *allocator.Snapshot, n *v1.Node, results []resourceapi.AllocationResult) (float64, error) {
+			for _, r := range results {
+				for _, d := range r.Devices.Results {
+					if d.Pool != n.Name && seen == nil {
+						seen = fmt.Errorf("cost of %s shown device %s/%s", n.Name, d.Pool, d.Device)
+					}
+				}
+			}
+			return weight[n.Name], nil
+		}
+		base := cluster(t, pods.Options{}, 0, nodes...).Snapshot()
+		c := pods.New(base, pods.Options{Cost: cost, NameSuffix: fixedSuffixes()})
+		ff := pods.New(base, pods.Options{NameSuffix: fixedSuffixes()})
+		snap := c.Snapshot()
+		var published []*resourceapi.ResourceSlice
+		for _, n := range nodes {
+			s := gpus(n.Name, rapid.IntRange(1, 4).Draw(rt, n.Name+"-gpus"))
+			published = append(published, s)
+			must(t, snap.AddOrUpdateSlice(s))
+		}
+		for size := int64(1); size <= 3; size++ {
+			must(t, c.AddOrUpdateTemplate(template(fmt.Sprintf("gpus-%d", size), size)))
+			must(t, ff.AddOrUpdateTemplate(template(fmt.Sprintf("gpus-%d", size), size)))
+		}
+		var placed []*v1.Pod
+		for step := range rapid.IntRange(1, 25).Draw(rt, "steps") {
+			if len(placed) > 0 && rapid.IntRange(0, 3).Draw(rt, fmt.Sprintf("remove-%d", step)) == 0 {
+				k := rapid.IntRange(0, len(placed)-1).Draw(rt, fmt.Sprintf("which-%d", step))
+				must(t, c.Remove(placed[k]))
+				placed = append(placed[:k], placed[k+1:]...)
+				continue
+			}
+			size := rapid.IntRange(1, 3).Draw(rt, fmt.Sprintf("size-%d", step))
+			p := pod(fmt.Sprintf("pod-%d", step), fmt.Sprintf("gpu=template:gpus-%d", size))
+			want := ""
+			for _, n := range snap.Nodes() {
+				fits, err := snap.Fits(ctx, n, []*resourceapi.ResourceClaim{claim("probe", int64(size))})
+				must(t, err)
+				if fits && (want == "" || weight[n.Name] < weight[want]) {
+					want = n.Name
+				}
+			}
+			_, ffErr := ff.Place(ctx, p)
+			pl, err := c.Place(ctx, p)
+			if (err == nil) != (ffErr == nil) {
+				rt.Fatalf("%s: with Cost %v, FirstFit %v", p.Name, err, ffErr)
+			}
+			if want == "" {
+				if !errors.Is(err, pods.ErrNoNode) {
+					rt.Fatalf("%s: %v, but fits on no node", p.Name, err)
+				}
+				continue
+			}
+			if err != nil {
+				rt.Fatalf("%s: %v, but fits on %s", p.Name, err, want)
+			}
+			if seen != nil {
+				rt.Fatal(seen)
+			}
+			if pl.Node != want {
+				rt.Fatalf("%s placed on %s (weights %v), want %s", p.Name, pl.Node, weight, want)
+			}
+			verifyAndAssume(rt, c, published, nodes, p, pl)
+			placed = append(placed, p)
+		}
+	})
+}
+
+// A cost that fails stops the placement with its error.
+func TestCostError(t *testing.T) {
+	boom := errors.New("boom")
+	c := exampleCluster(pods.Options{Cost: func(*allocator.Snapshot, *v1.Node, []resourceapi.AllocationResult) (float64, error) { return 0, boom }})
+	_, err := c.Place(context.Background(), pod("p", "gpu=template:one-gpu"))
+	if !errors.Is(err, boom) || err.Error() != "Pod default/p: node node-a: cost: boom" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A Cost chooses among the nodes where the pod fits, the lowest first: here node-b costs less.
+func ExampleCost() {
+	cost := func(_ *allocator.Snapshot, n *v1.Node, _ []resourceapi.AllocationResult) (float64, error) {
+		if n.Name == "node-b" {
+			return 0, nil
+		}
+		return 1, nil
+	}
+	c := exampleCluster(pods.Options{Cost: cost})
+	p, err := c.Place(context.Background(), pod("train", "gpu=template:one-gpu"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(p.Node, p.Claims[0].Claim.Status.Allocation.Devices.Results[0].Pool)
+	// Output: node-b node-b
+}
