@@ -166,7 +166,7 @@ func runScenario(t *testing.T, c kubernetes.Interface, sc *scenario, tl *tally) 
 	for _, p := range sc.pods {
 		p = p.DeepCopy()
 		p.Namespace = ns
-		if err := syncClaims(ctx, c, ns, snap); err != nil {
+		if err := sync(ctx, c, ns, cl); err != nil {
 			t.Fatal(err)
 		}
 		created, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
@@ -299,7 +299,8 @@ func apiClaimName(apiPod *v1.Pod, p *pods.Placement, pc pods.PlacedClaim) string
 			return *s.ResourceClaimName
 		}
 	}
-	return ""
+	// A claim of the pod's PodGroup: the pod's status names none.
+	return pc.Claim.Name
 }
 
 func mapsValues(m map[string]string) []string {
@@ -361,9 +362,19 @@ func scheduledCondition(p *v1.Pod) *v1.PodCondition {
 	return nil
 }
 
-// syncClaims makes the snapshot's claims in ns the API server's: each pod is compared from the state the
-// scheduler saw, whatever devices earlier pods got.
-func syncClaims(ctx context.Context, c kubernetes.Interface, ns string, snap *allocator.Snapshot) error {
+// sync makes the Cluster's claims and PodGroups in ns the API server's: each pod is compared from the state
+// the scheduler saw, whatever devices earlier pods got.
+func sync(ctx context.Context, c kubernetes.Interface, ns string, cl *pods.Cluster) error {
+	groups, err := c.SchedulingV1beta1().PodGroups(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list PodGroups: %w", err)
+	}
+	for i := range groups.Items {
+		if err := cl.AddOrUpdatePodGroup(&groups.Items[i]); err != nil {
+			return err
+		}
+	}
+	snap := cl.Snapshot()
 	list, err := c.ResourceV1().ResourceClaims(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("list claims: %w", err)

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -207,7 +208,32 @@ func handWritten() []*scenario {
 		classes: []*resourceapi.DeviceClass{gpuClass("gpu", "example.com/gpu")},
 		pods:    []*v1.Pod{requesting(pod("plugin"), res("example.com/gpu", "2"))},
 		known:   "devicePluginAmount",
+	}, {
+		name:      "a basic PodGroup's claim from a template, shared by its pods",
+		nodes:     []*v1.Node{node("node-a", nil), node("node-b", nil)},
+		slices:    []*resourceapi.ResourceSlice{gpus("node-a", 1, "a100"), gpus("node-b", 2, "a100")},
+		classes:   []*resourceapi.DeviceClass{gpuClass("gpu", "")},
+		templates: []*resourceapi.ResourceClaimTemplate{one},
+		groups:    []*schedulingapi.PodGroup{basicGroup("workers", "shared=one-gpu")},
+		pods: []*v1.Pod{inGroup(pod("worker-0", "shared=template:one-gpu"), "workers"),
+			inGroup(pod("worker-1", "shared=template:one-gpu", "own=template:one-gpu"), "workers")},
 	}}
+}
+
+// basicGroup is a PodGroup with the basic scheduling policy and claims "entry=template" made from templates.
+func basicGroup(name string, claims ...string) *schedulingapi.PodGroup {
+	g := &schedulingapi.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	g.Spec.SchedulingPolicy.Basic = &schedulingapi.BasicSchedulingPolicy{}
+	for _, c := range claims {
+		entry, tmpl, _ := strings.Cut(c, "=")
+		g.Spec.ResourceClaims = append(g.Spec.ResourceClaims, schedulingapi.PodGroupResourceClaim{Name: entry, ResourceClaimTemplateName: ptr.To(tmpl)})
+	}
+	return g
+}
+
+func inGroup(p *v1.Pod, group string) *v1.Pod {
+	p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To(group)}
+	return p
 }
 
 // TestHandWrittenScenarios compares dralloc with kube-scheduler on hand-written scenarios, pod by pod.
