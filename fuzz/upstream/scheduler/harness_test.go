@@ -57,6 +57,9 @@ type outcome struct {
 	pod     *v1.Pod // as read back at the end
 	node    string  // "" while pending
 	message string  // the PodScheduled condition's message of a pending pod
+	// failed reports a pod kube-scheduler keeps failing with an error (reason SchedulerError) rather than
+	// finding no node for it: the upstream allocator treats some inputs as errors of the whole attempt.
+	failed bool
 }
 
 // tally counts agreements and differences per category over a test.
@@ -196,8 +199,19 @@ func comparePod(ctx context.Context, t *testing.T, c kubernetes.Interface, sc *s
 	only *atomic.Pointer[string], pod *v1.Pod, out outcome, placed *pods.Placement, placeErr error, tl *tally) {
 	t.Helper()
 	name := pod.Name
-	if placeErr != nil && !errors.Is(placeErr, pods.ErrNoNode) {
-		tl.record(t, sc, name, "outcome", []difference{{category: "outcome", detail: "dralloc failed: " + placeErr.Error()}})
+	drFailed := placeErr != nil && !errors.Is(placeErr, pods.ErrNoNode)
+	switch {
+	case out.failed && drFailed:
+		tl.record(t, sc, name, "outcome", nil)
+		t.Logf("%s: an error in both (kube-scheduler: %s; dralloc: %v)", name, out.message, placeErr)
+		return
+	case out.failed:
+		tl.record(t, sc, name, "outcome", []difference{{category: "outcome",
+			detail: fmt.Sprintf("kube-scheduler fails with an error (%s), dralloc: %s", out.message, placedOrNot(placed, placeErr))}})
+		return
+	case drFailed:
+		tl.record(t, sc, name, "outcome", []difference{{category: "outcome",
+			detail: fmt.Sprintf("dralloc fails with an error (%v), kube-scheduler: %s", placeErr, boundOrNot(out))}})
 		return
 	}
 	if out.node == "" && strings.Contains(out.message, "timed out") {
@@ -283,6 +297,20 @@ func comparePod(ctx context.Context, t *testing.T, c kubernetes.Interface, sc *s
 	}
 }
 
+func placedOrNot(p *pods.Placement, err error) string {
+	if p != nil {
+		return "places it on " + p.Node
+	}
+	return err.Error()
+}
+
+func boundOrNot(out outcome) string {
+	if out.node != "" {
+		return "binds it to " + out.node
+	}
+	return "leaves it pending: " + out.message
+}
+
 // apiClaimName is the name of the control plane's claim for dralloc's placed claim pc.
 func apiClaimName(apiPod *v1.Pod, p *pods.Placement, pc pods.PlacedClaim) string {
 	if !pc.Generated {
@@ -320,7 +348,8 @@ func owned(claim *resourceapi.ResourceClaim, uid types.UID) bool {
 	return false
 }
 
-// await waits until kube-scheduler binds the pod, or has kept it unschedulable for unschedulableFor.
+// await waits until kube-scheduler binds the pod, or has kept it unschedulable (or failing with an error) for
+// unschedulableFor.
 func await(ctx context.Context, c kubernetes.Interface, pod *v1.Pod) (outcome, error) {
 	deadline := time.Now().Add(podTimeout)
 	var since time.Time
@@ -335,11 +364,11 @@ func await(ctx context.Context, c kubernetes.Interface, pod *v1.Pod) (outcome, e
 			return outcome{pod: p, node: p.Spec.NodeName}, nil
 		}
 		cond := scheduledCondition(p)
-		if cond != nil && cond.Status == v1.ConditionFalse && cond.Reason == v1.PodReasonUnschedulable {
+		if cond != nil && cond.Status == v1.ConditionFalse && (cond.Reason == v1.PodReasonUnschedulable || cond.Reason == v1.PodReasonSchedulerError) {
 			if since.IsZero() {
 				since = time.Now()
 			} else if time.Since(since) >= unschedulableFor {
-				return outcome{pod: p, message: cond.Message}, nil
+				return outcome{pod: p, message: cond.Message, failed: cond.Reason == v1.PodReasonSchedulerError}, nil
 			}
 		} else {
 			since = time.Time{}
