@@ -7,13 +7,16 @@
 // Nodes are plain API objects with status.allocatable and no kubelet; the API server runs without the
 // TaintNodesByCondition admission plugin, since no kubelet would ever lift its not-ready taint.
 //
-// Each scenario (hand-written ones, and clusters drawn by fuzz.ClusterGen with pods made from their pending
-// claims) creates its nodes, ResourceSlices, DeviceClasses, DeviceTaintRules, templates and claims, then its
+// Each scenario (hand-written ones, and clusters drawn by fuzz.ClusterGen from fixed seeds, with pods made
+// from their pending claims, every other one a cluster where dralloc places a pod) creates its nodes, ResourceSlices, DeviceClasses, DeviceTaintRules, templates and claims, then its
 // pods one by one: each pod is created through the API and awaited until kube-scheduler binds it or marks it
 // unschedulable, and the same pod is placed by a pods.Cluster holding the same objects. Per pod the tests
 // compare:
 //
-//   - scheduled against pending;
+//   - scheduled against pending, and an error against an error: for some inputs (a request for all devices
+//     of a pool that is being updated, a device of an allocationMode All request that a claim constraint
+//     refuses) the upstream allocator fails the whole attempt, and kube-scheduler keeps the pod with reason
+//     SchedulerError;
 //   - the node: kube-scheduler breaks score ties at random, so dralloc must find the scheduler's node
 //     feasible (it is placed again with a predicate restricted to that node), not choose the same one;
 //   - the devices: the same as the scheduler's (both run the upstream search order), else dralloc's must pass
