@@ -138,6 +138,12 @@ func handWritten() []*scenario {
 	tolerating.Spec.Spec.Devices.Requests[0].Exactly.Tolerations = []resourceapi.DeviceToleration{{
 		Key: "example.com/broken", Operator: resourceapi.DeviceTolerationOpExists, Effect: resourceapi.DeviceTaintEffectNoSchedule}}
 
+	// The pool says it has two slices; the second never comes.
+	halfPublished := gpus("node-a", 2, "a100")
+	halfPublished.Spec.Pool.ResourceSliceCount = 2
+	allGPUs := template("all-gpus", claimSpec("gpu", 0))
+	allGPUs.Spec.Spec.Devices.Requests[0].Exactly.AllocationMode = resourceapi.DeviceAllocationModeAll
+
 	return []*scenario{{
 		name:      "whole GPUs from a template, until none is left",
 		nodes:     []*v1.Node{node("node-a", nil), node("node-b", nil)},
@@ -208,6 +214,14 @@ func handWritten() []*scenario {
 		classes: []*resourceapi.DeviceClass{gpuClass("gpu", "example.com/gpu")},
 		pods:    []*v1.Pod{requesting(pod("plugin"), res("example.com/gpu", "2"))},
 		known:   "devicePluginAmount",
+	}, {
+		// The upstream allocator fails the whole attempt: kube-scheduler keeps the pod with SchedulerError.
+		name:      "a request for all devices of a pool still being published is an error",
+		nodes:     []*v1.Node{node("node-a", nil)},
+		slices:    []*resourceapi.ResourceSlice{halfPublished},
+		classes:   []*resourceapi.DeviceClass{gpuClass("gpu", "")},
+		templates: []*resourceapi.ResourceClaimTemplate{allGPUs},
+		pods:      []*v1.Pod{pod("every-gpu", "gpu=template:all-gpus")},
 	}, {
 		name:      "a basic PodGroup's claim from a template, shared by its pods",
 		nodes:     []*v1.Node{node("node-a", nil), node("node-b", nil)},
