@@ -91,6 +91,8 @@ func (tl *tally) summary() string {
 	}
 	slices.Sort(keys)
 	var b strings.Builder
+	// Every category counts pods but "claim", which counts the claims of the pods both placed.
+	b.WriteString("category (per pod; claim: per claim)\n")
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%-24s agree %3d, differ %3d, known difference %3d", k, tl.agree[k], tl.differ[k], tl.expected[k])
 		if tl.other[k] > 0 {
