@@ -3,5 +3,8 @@
 // dependencies (client-go, apiserver) never enter the library's go.mod.
 //
 // Each subpackage compares one dralloc package with its upstream counterpart: the same inputs go to both, and
-// verdicts, devices and errors must agree; benchmarks run both in the same process.
+// verdicts, devices and errors must agree; benchmarks run both in the same process. Two packages test against a
+// real control plane built from the module proxy by scripts/kube-apiserver: apiserver (kube-apiserver, the
+// oracle for what Kubernetes accepts) and scheduler (kube-scheduler and kube-controller-manager, the oracle for
+// what Kubernetes decides about pods, compared pod by pod with allocator/pods).
 package upstream

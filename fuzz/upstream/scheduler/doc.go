@@ -1,0 +1,34 @@
+// Package scheduler compares github.com/dralloc/dralloc/allocator/pods with the real kube-scheduler and
+// kube-controller-manager v1.37.2: the oracle for what Kubernetes decides about pods. The tests build the
+// three commands from the Go module proxy (scripts/kube-apiserver build), run kube-apiserver with etcd,
+// kube-scheduler with every feature gate the API server has (the DRA ones, GenericWorkload and
+// DRAWorkloadResourceClaims among them) and kube-controller-manager with the resourceclaim,
+// device-taint-eviction and podgroup-protection controllers, all on loopback, once per test binary.
+// Nodes are plain API objects with status.allocatable and no kubelet; the API server runs without the
+// TaintNodesByCondition admission plugin, since no kubelet would ever lift its not-ready taint.
+//
+// Each scenario (hand-written ones, and clusters drawn by fuzz.ClusterGen from fixed seeds, with pods made
+// from their pending claims, every other one a cluster where dralloc places a pod) creates its nodes, ResourceSlices, DeviceClasses, DeviceTaintRules, templates and claims, then its
+// pods one by one: each pod is created through the API and awaited until kube-scheduler binds it or marks it
+// unschedulable, and the same pod is placed by a pods.Cluster holding the same objects. Per pod the tests
+// compare:
+//
+//   - scheduled against pending, and an error against an error: for some inputs (a request for all devices
+//     of a pool that is being updated, a device of an allocationMode All request that a claim constraint
+//     refuses) the upstream allocator fails the whole attempt, and kube-scheduler keeps the pod with reason
+//     SchedulerError;
+//   - the node: kube-scheduler breaks score ties at random, so dralloc must find the scheduler's node
+//     feasible (it is placed again with a predicate restricted to that node), not choose the same one;
+//   - the devices: the same as the scheduler's (both run the upstream search order), else dralloc's must pass
+//     allocator/verify;
+//   - every claim's shape (generated name form, labels, annotations, owner references, finalizers, spec,
+//     reservedFor, the allocation's node selector) and the pod's status.resourceClaimStatuses and
+//     status.extendedResourceClaimStatus.
+//
+// After each pod the pods.Cluster takes the API server's claims, so that each pod is compared from the same
+// state. Differences that are known and have a reason are listed in knownDifferences; every other
+// difference fails the test. The counts per category are logged.
+//
+// The package holds tests only. They skip, saying why, when the commands cannot be built (or
+// DRALLOC_APISERVER=skip); a control plane that was built but does not start fails them.
+package scheduler
