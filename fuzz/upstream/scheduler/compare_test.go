@@ -10,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dralloc/dralloc/allocator/pods"
 	"github.com/dralloc/dralloc/allocator/verify"
@@ -20,16 +19,9 @@ import (
 // kube-controller-manager v1.37.2, each with its reason. A difference explained by an entry is logged, not
 // failed; the summary says which entries did not occur, so that an entry is removed once dralloc agrees.
 var knownDifferences = map[string]string{
-	// kube-controller-manager's resourceclaim controller (pkg/controller/resourceclaim, handleClaim) writes
-	// the pod's owner reference with controller: true and no blockOwnerDeletion; allocator/pods adds
-	// blockOwnerDeletion: true.
-	"blockOwnerDeletion": "generated claims' owner reference: allocator/pods sets blockOwnerDeletion, the resourceclaim controller does not",
-	// kube-scheduler's NodeResourcesFit filters nodes by the pods' cpu and memory requests against
-	// status.allocatable; allocator/pods leaves those to Options.Predicate.
-	"cpuMemory": "allocator/pods does not filter nodes by cpu and memory requests (NodeResourcesFit)",
-	// On a node whose status.allocatable advertises an extended resource, a device plugin serves it and
-	// NodeResourcesFit checks the amount; allocator/pods does not count it.
-	"devicePluginAmount": "allocator/pods does not check the amount of a device plugin's extended resource",
+	// None left: allocator/pods writes generated claims' owner references as the resourceclaim controller
+	// of v1.37.2 does (controller: true, no blockOwnerDeletion), and filters nodes by cpu, memory and a
+	// device plugin's amount of an extended resource as NodeResourcesFit does.
 }
 
 // rendered is v as JSON, for messages.
@@ -74,11 +66,7 @@ func compareClaim(pc pods.PlacedClaim, api *resourceapi.ResourceClaim) []differe
 		add("metadata.annotations", dr.Annotations, api.Annotations, "")
 	}
 	if !apiequality.Semantic.DeepEqual(dr.OwnerReferences, api.OwnerReferences) {
-		known := ""
-		if apiequality.Semantic.DeepEqual(withoutBlockOwnerDeletion(dr.OwnerReferences), withoutBlockOwnerDeletion(api.OwnerReferences)) {
-			known = "blockOwnerDeletion"
-		}
-		add("metadata.ownerReferences", dr.OwnerReferences, api.OwnerReferences, known)
+		add("metadata.ownerReferences", dr.OwnerReferences, api.OwnerReferences, "")
 	}
 	if df, af := slices.Sorted(slices.Values(dr.Finalizers)), slices.Sorted(slices.Values(api.Finalizers)); !slices.Equal(df, af) {
 		add("metadata.finalizers", df, af, "")
@@ -102,14 +90,6 @@ func compareClaim(pc pods.PlacedClaim, api *resourceapi.ResourceClaim) []differe
 		}
 	}
 	return diffs
-}
-
-func withoutBlockOwnerDeletion(refs []metav1.OwnerReference) []metav1.OwnerReference {
-	out := slices.Clone(refs)
-	for i := range out {
-		out[i].BlockOwnerDeletion = nil
-	}
-	return out
 }
 
 // compareDevices compares the devices dralloc allocated for a pod's claims (dr) with the devices the

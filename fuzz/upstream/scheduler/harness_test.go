@@ -280,9 +280,6 @@ func comparePod(ctx context.Context, t *testing.T, c kubernetes.Interface, sc *s
 				detail: fmt.Sprintf("claim %s (pod claim %q): the control plane has no such claim", pc.Claim.Name, pc.Name)}})
 			continue
 		}
-		if pc.Generated && pc.Name != "" {
-			tl.knownExpected["blockOwnerDeletion"] = true
-		}
 		tl.record(t, sc, name, "claim", compareClaim(pc, api))
 		if pc.Allocated {
 			drAllocated = append(drAllocated, pc.Claim)
@@ -415,6 +412,16 @@ func sync(ctx context.Context, c kubernetes.Interface, ns string, cl *pods.Clust
 	}
 	for i := range groups.Items {
 		if err := cl.AddOrUpdatePodGroup(&groups.Items[i]); err != nil {
+			return err
+		}
+	}
+	// The pods bound so far count on their nodes (NodeResourcesFit, NodePorts), as in the scheduler's cache.
+	podList, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list pods: %w", err)
+	}
+	for i := range podList.Items {
+		if err := cl.AddOrUpdatePod(&podList.Items[i]); err != nil {
 			return err
 		}
 	}

@@ -198,7 +198,11 @@ func handWritten() []*scenario {
 		classes:   []*resourceapi.DeviceClass{gpuClass("gpu", "")},
 		rules:     []*resourceapi.DeviceTaintRule{taint},
 		templates: []*resourceapi.ResourceClaimTemplate{one, tolerating},
-		pods:      []*v1.Pod{pod("plain-0", "gpu=template:one-gpu"), pod("plain-1", "gpu=template:one-gpu"), pod("tolerant", "gpu=template:tolerating")},
+		// The tolerant pod comes before the pod left pending: once a pod counts as pending, the scheduler
+		// still retries it on every later event (a claim created for the next pod), and one loaded run here
+		// ended with kube-scheduler binding the pending pod while the tolerant one stayed pending (not
+		// reproduced in isolation, cause not found). In this order no pod follows the pending one.
+		pods: []*v1.Pod{pod("plain-0", "gpu=template:one-gpu"), pod("tolerant", "gpu=template:tolerating"), pod("plain-1", "gpu=template:one-gpu")},
 	}, {
 		name:      "cpu and memory: the node is too small for the pod",
 		nodes:     []*v1.Node{node("node-a", nil)},
@@ -206,14 +210,12 @@ func handWritten() []*scenario {
 		classes:   []*resourceapi.DeviceClass{gpuClass("gpu", "")},
 		templates: []*resourceapi.ResourceClaimTemplate{one},
 		pods:      []*v1.Pod{requesting(pod("hungry", "gpu=template:one-gpu"), v1.ResourceList{v1.ResourceCPU: resource.MustParse("16")})},
-		known:     "cpuMemory",
 	}, {
 		name:    "a device plugin serves the resource with too few",
 		nodes:   []*v1.Node{node("node-a", res("example.com/gpu", "1"))},
 		slices:  []*resourceapi.ResourceSlice{gpus("node-a", 2, "a100")},
 		classes: []*resourceapi.DeviceClass{gpuClass("gpu", "example.com/gpu")},
 		pods:    []*v1.Pod{requesting(pod("plugin"), res("example.com/gpu", "2"))},
-		known:   "devicePluginAmount",
 	}, {
 		// The upstream allocator fails the whole attempt: kube-scheduler keeps the pod with SchedulerError.
 		name:      "a request for all devices of a pool still being published is an error",
