@@ -86,8 +86,11 @@ func dominant(e *pods.Explanation) string {
 	return ReasonClaims
 }
 
-// claimsReason is the filter that removed the most devices from the first short request, or the first
-// obstacle when every request has candidates enough.
+// claimsReason reads the main reason of the first short request as dralloc's explanation words it
+// (allocator/pods, nodeReason): when the filters that decide what a device is (pools, class and
+// request selectors, CEL errors, node locality) leave no device, the one that removed the most; else
+// the filter that removed the most of the matching devices (in use, tainted, short of capacity or
+// counters). Without a short request, the first obstacle between the requests.
 func claimsReason(e *allocator.Explanation) string {
 	for _, c := range e.Claims {
 		for i := range c.Requests {
@@ -95,14 +98,24 @@ func claimsReason(e *allocator.Explanation) string {
 			if !r.Short() {
 				continue
 			}
-			best := -1
+			matching := r.Devices
+			var top, topStatic *allocator.Filter
 			for fi := range r.Filters {
-				if best < 0 || r.Filters[fi].Removed > r.Filters[best].Removed {
-					best = fi
+				f := &r.Filters[fi]
+				if staticFilter(f.Reason) {
+					matching -= f.Removed
+					if topStatic == nil || f.Removed > topStatic.Removed {
+						topStatic = f
+					}
+				} else if top == nil || f.Removed > top.Removed {
+					top = f
 				}
 			}
-			if best >= 0 && r.Filters[best].Removed > 0 {
-				return string(r.Filters[best].Reason)
+			switch {
+			case matching <= 0 && topStatic != nil && topStatic.Removed > 0:
+				return string(topStatic.Reason)
+			case top != nil && top.Removed > 0:
+				return string(top.Reason)
 			}
 			return ReasonClaims
 		}
@@ -117,4 +130,14 @@ func claimsReason(e *allocator.Explanation) string {
 		return string(allocator.ReasonPoolInvalid)
 	}
 	return ReasonClaims
+}
+
+// staticFilter reports the filters that decide what a device is, before what the cluster does with it.
+func staticFilter(r allocator.Reason) bool {
+	switch r {
+	case allocator.ReasonPoolIncomplete, allocator.ReasonPoolInvalid, allocator.ReasonBindingConditions, allocator.ReasonClassSelector,
+		allocator.ReasonRequestSelector, allocator.ReasonCELError, allocator.ReasonNotOnNode:
+		return true
+	}
+	return false
 }
