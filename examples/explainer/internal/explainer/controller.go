@@ -70,7 +70,7 @@ type Controller struct {
 	queue               workqueue.TypedRateLimitingInterface[string]
 
 	mu   sync.Mutex
-	uids map[string]types.UID // pods the recorder or the metrics hold, by key
+	uids map[string]types.UID // the UID of the pods the recorder or the metrics hold, by key
 }
 
 // NewController wires the informers of every kind a Feed reads into a new Cluster, and an informer
@@ -270,7 +270,7 @@ func (c *Controller) sync(ctx context.Context, key string) (retry time.Duration,
 	}
 	c.mu.Lock()
 	if prev, ok := c.uids[key]; ok && prev != pod.UID {
-		c.recorder.Forget(prev) // a new pod with the name of a deleted one
+		c.recorder.Forget(ns, name, prev) // a new pod with the name of a deleted one
 	}
 	c.uids[key] = pod.UID
 	c.mu.Unlock()
@@ -331,7 +331,8 @@ func (c *Controller) forget(key string) {
 	delete(c.uids, key)
 	c.mu.Unlock()
 	if ok {
-		c.recorder.Forget(uid)
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		c.recorder.Forget(ns, name, uid)
 		c.metrics.SetPending(key, "")
 	}
 }

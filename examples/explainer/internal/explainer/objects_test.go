@@ -57,7 +57,7 @@ func class(name, model string) *resourceapi.DeviceClass {
 // constraint on the NUMA node.
 func claimSpec(className string, count int64, sameNUMA bool) resourceapi.ResourceClaimSpec {
 	spec := resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
-		Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: className, Count: count},
+		Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: className, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count},
 	}}}}
 	if sameNUMA {
 		spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(testDriver + "/numa"))}}

@@ -48,8 +48,17 @@ type Recorder struct {
 	opts   RecorderOptions
 
 	mu   sync.Mutex
-	last map[types.UID]written
+	last map[podID]written
 }
+
+// podID names a pod; the UID tells a pod from an earlier one of the same name, and the name tells
+// pods apart that have no UID yet (a fake clientset, objects built in memory).
+type podID struct {
+	namespace, name string
+	uid             types.UID
+}
+
+func idOf(p *v1.Pod) podID { return podID{p.Namespace, p.Name, p.UID} }
 
 type written struct {
 	message string
@@ -88,14 +97,14 @@ func NewRecorder(client kubernetes.Interface, opts RecorderOptions) *Recorder {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Recorder{client: client, opts: opts, last: map[types.UID]written{}}
+	return &Recorder{client: client, opts: opts, last: map[podID]written{}}
 }
 
 // Record writes the result for the pod unless it repeats the last one or comes too soon after it. For
 // Deferred, retry is how long to wait.
 func (r *Recorder) Record(ctx context.Context, pod *v1.Pod, res Result) (out Outcome, retry time.Duration, err error) {
 	r.mu.Lock()
-	prev, known := r.last[pod.UID]
+	prev, known := r.last[idOf(pod)]
 	r.mu.Unlock()
 	if !known {
 		if prev, known, err = r.lastEvent(ctx, pod); err != nil {
@@ -104,19 +113,19 @@ func (r *Recorder) Record(ctx context.Context, pod *v1.Pod, res Result) (out Out
 	}
 	now := r.opts.Clock.Now()
 	if known && prev.message == res.Message {
-		r.remember(pod.UID, prev)
+		r.remember(idOf(pod), prev)
 		return Unchanged, 0, nil
 	}
 	if known {
 		if wait := prev.at.Add(r.opts.MinInterval).Sub(now); wait > 0 {
-			r.remember(pod.UID, prev)
+			r.remember(idOf(pod), prev)
 			return Deferred, wait, nil
 		}
 	}
 	if err := r.writeEvent(ctx, pod, res.Message, now); err != nil {
 		return 0, 0, err
 	}
-	r.remember(pod.UID, written{message: res.Message, at: now})
+	r.remember(idOf(pod), written{message: res.Message, at: now})
 	if r.opts.Condition {
 		if err := r.writeCondition(ctx, pod, res, now); err != nil {
 			return Written, 0, err
@@ -126,23 +135,23 @@ func (r *Recorder) Record(ctx context.Context, pod *v1.Pod, res Result) (out Out
 }
 
 // Forget drops what the Recorder remembers of a pod (it was scheduled or deleted).
-func (r *Recorder) Forget(uid types.UID) {
+func (r *Recorder) Forget(namespace, name string, uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.last, uid)
+	delete(r.last, podID{namespace, name, uid})
 }
 
-func (r *Recorder) remember(uid types.UID, w written) {
+func (r *Recorder) remember(id podID, w written) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.last[uid] = w
+	r.last[id] = w
 }
 
 // lastEvent is the newest DRAUnschedulable Event of the pod in the API, if any. The field selector
 // narrows the list on the server; the filter is repeated here, where a selector is not applied (a
 // fake clientset).
 func (r *Recorder) lastEvent(ctx context.Context, pod *v1.Pod) (written, bool, error) {
-	sel := fields.Set{"involvedObject.uid": string(pod.UID), "reason": EventReason}.AsSelector().String()
+	sel := fields.Set{"involvedObject.name": pod.Name, "involvedObject.uid": string(pod.UID), "reason": EventReason}.AsSelector().String()
 	list, err := r.client.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
 	if err != nil {
 		return written{}, false, fmt.Errorf("list events of pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -151,7 +160,7 @@ func (r *Recorder) lastEvent(ctx context.Context, pod *v1.Pod) (written, bool, e
 	found := false
 	for i := range list.Items {
 		ev := &list.Items[i]
-		if ev.InvolvedObject.UID != pod.UID || ev.Reason != EventReason {
+		if ev.InvolvedObject.UID != pod.UID || ev.InvolvedObject.Name != pod.Name || ev.Reason != EventReason {
 			continue
 		}
 		at := ev.LastTimestamp.Time
