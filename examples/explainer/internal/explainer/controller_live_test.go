@@ -89,11 +89,11 @@ func testControllerRecordsEvents(t *testing.T, c kubernetes.Interface, schedule 
 		must("create class", err)
 	}
 	type scenario struct {
-		pod, claim, class string
-		count             int64
-		sameNUMA          bool
-		extended          string
-		reason, message   string // empty: no event
+		pod, class      string
+		count           int64
+		sameNUMA        bool
+		extended        string
+		reason, message string // empty: no event
 	}
 	scenarios := []scenario{
 		{pod: "selector", class: n("h100"), count: 1, reason: "ClassSelectorFalse", message: "class " + n("h100") + " matched no device"},
