@@ -3,12 +3,16 @@ package explainer
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 )
 
@@ -132,5 +136,47 @@ func testFailover(t *testing.T, c kubernetes.Interface, schedule scheduleStep) {
 	}
 	if got := replicas[follower].obs.get("first").out; got != Unchanged {
 		t.Errorf("new leader on pod first: %v, want %v (it read its predecessor's event)", got, Unchanged)
+	}
+}
+
+// A replica that loses its Lease (its renewals fail, as when it is cut off from the API server) stops
+// explaining and Run returns an error, so that the process exits and restarts as a follower.
+func TestLostLeaseEndsRun(t *testing.T) {
+	c := fake.NewClientset()
+	var lost atomic.Bool
+	c.PrependReactor("update", "leases", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if lost.Load() {
+			return true, nil, apierrors.NewServiceUnavailable("the API server is out of reach")
+		}
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, ktesting.NewLogger(t, ktesting.NewConfig()), RunOptions{
+			Controller:     Config{Client: c},
+			LeaderElection: true, Namespace: "ns", Name: "explainer", Identity: "replica-a",
+			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond,
+		})
+	}()
+	eventually(t, 30*time.Second, "replica-a holds the Lease", func() error {
+		l, err := c.CoordinationV1().Leases("ns").Get(ctx, "explainer", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if h := l.Spec.HolderIdentity; h == nil || *h != "replica-a" {
+			return fmt.Errorf("holder %v", h)
+		}
+		return nil
+	})
+	lost.Store(true)
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("Run returned nil after losing the Lease, want an error")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Run did not return within 30s of losing the Lease")
 	}
 }

@@ -38,12 +38,17 @@ type RunOptions struct {
 // not start.
 func Run(ctx context.Context, logger klog.Logger, opts RunOptions) error {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	ctrl, err := NewController(logger, opts.Controller)
 	if err != nil {
+		cancel()
 		return err
 	}
-	defer ctrl.Shutdown()
+	// The informers end with ctx, and Shutdown waits for them: ctx must end first, also when Run
+	// returns because the Lease was lost while the caller's context goes on.
+	defer func() {
+		cancel()
+		ctrl.Shutdown()
+	}()
 
 	reg := prometheus.NewRegistry()
 	if err := ctrl.Metrics().Register(reg); err != nil {
