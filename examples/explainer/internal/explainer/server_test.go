@@ -27,6 +27,7 @@ var server struct {
 	client kubernetes.Interface
 	skip   string // why the tests skip: no server built
 	failed string // why they fail: a server built that does not start
+	dir    string // the server's directory: its logs and pid files
 	stop   func()
 }
 
@@ -48,6 +49,21 @@ func liveClient(t *testing.T) kubernetes.Interface {
 	if server.client == nil {
 		t.Skip("no kube-apiserver: " + server.skip)
 	}
+	// A failing test says whether the server still runs and what it logged last.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, name := range []string{"kube-apiserver", "etcd"} {
+			pid, _ := os.ReadFile(filepath.Join(server.dir, name+".pid"))
+			_, err := os.Stat("/proc/" + strings.TrimSpace(string(pid)))
+			t.Logf("%s (pid %s) running: %v", name, strings.TrimSpace(string(pid)), err == nil)
+			if log, err := os.ReadFile(filepath.Join(server.dir, name+".log")); err == nil {
+				lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
+				t.Logf("%s.log ends:\n%s", name, strings.Join(lines[max(0, len(lines)-15):], "\n"))
+			}
+		}
+	})
 	return server.client
 }
 
@@ -83,7 +99,7 @@ func startServer() {
 		server.failed = fmt.Sprintf("%s start: %v\n%s", script, err, out)
 		return
 	}
-	server.stop = stop
+	server.stop, server.dir = stop, dir
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
 	if err != nil {
 		server.skip = err.Error()
