@@ -1,0 +1,359 @@
+package explainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/allocator/feed"
+	"github.com/dralloc/dralloc/allocator/pods"
+)
+
+// Config configures a [Controller]. Client is required; the zero value of every other field is the
+// default.
+type Config struct {
+	Client kubernetes.Interface
+	// Recorder configures the Events (and the condition).
+	Recorder RecorderOptions
+	// Workers is how many pods are explained at once; 0 means 2.
+	Workers int
+	// ExplainTimeout bounds one explanation; 0 means 10 seconds.
+	ExplainTimeout time.Duration
+	// Requeue is how often, at most, every pending DRA pod is explained again after the cluster's DRA
+	// objects changed; 0 means 5 seconds.
+	Requeue time.Duration
+	// Resync is the informers' resync period; 0 means none.
+	Resync time.Duration
+	// Pods configures the Cluster the pods are explained on (its predicates, the suffix of generated
+	// claim names); the zero value is the default.
+	Pods pods.Options
+	// Observe, when set, is called after each pod is processed (for logs and tests).
+	Observe func(pod *v1.Pod, res Result, out Outcome, err error)
+}
+
+// Controller explains unschedulable DRA pods. Create it with [NewController]; [Controller.Start]
+// starts the informers (on every replica, so that a new leader has warm caches) and
+// [Controller.Run] the workers (on the leader).
+type Controller struct {
+	cfg      Config
+	cluster  *pods.Cluster
+	feed     *feed.Feed
+	recorder *Recorder
+	metrics  *Metrics
+	logger   klog.Logger
+
+	factory, podFactory informers.SharedInformerFactory
+	podLister           corelisters.PodLister
+	synced              []cache.InformerSynced
+	ready               atomic.Bool
+	changed             atomic.Bool
+	queue               workqueue.TypedRateLimitingInterface[string]
+
+	mu   sync.Mutex
+	uids map[string]types.UID // the UID of the pods the recorder or the metrics hold, by key
+}
+
+// NewController wires the informers of every kind a Feed reads into a new Cluster, and an informer
+// of the pods not bound to a node. PodGroups (scheduling.k8s.io/v1beta1) are read when the API server
+// serves them.
+func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("explainer config: client is required")
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.ExplainTimeout <= 0 {
+		cfg.ExplainTimeout = 10 * time.Second
+	}
+	if cfg.Requeue <= 0 {
+		cfg.Requeue = 5 * time.Second
+	}
+	// An informer fed snapshot: the API server validated every object already.
+	snap := allocator.NewSnapshot(allocator.Options{TrustAPIServer: true})
+	c := &Controller{
+		cfg:     cfg,
+		cluster: pods.New(snap, cfg.Pods),
+		logger:  logger,
+		factory: informers.NewSharedInformerFactory(cfg.Client, cfg.Resync),
+		// Only pods that wait for a node: a cluster's running pods are most of its pods.
+		podFactory: informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.Resync, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", "").String()
+		})),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "dralloc-explainer"}),
+		uids: map[string]types.UID{},
+	}
+	c.feed = feed.New(c.cluster, feed.Options{OnError: func(err error) { logger.Error(err, "Feed refused an object") }})
+	c.recorder = NewRecorder(cfg.Client, cfg.Recorder)
+	res := c.factory.Resource().V1()
+	c.metrics = NewMetrics(listerSource{res.ResourceSlices().Lister(), res.DeviceClasses().Lister(), res.ResourceClaims().Lister(), res.DeviceTaintRules().Lister()})
+	infs := []cache.SharedIndexInformer{
+		res.ResourceSlices().Informer(), res.DeviceClasses().Informer(), res.ResourceClaims().Informer(),
+		res.ResourceClaimTemplates().Informer(), res.DeviceTaintRules().Informer(), c.factory.Core().V1().Nodes().Informer(),
+	}
+	if served(cfg.Client, "scheduling.k8s.io/v1beta1", "podgroups") {
+		infs = append(infs, c.factory.Scheduling().V1beta1().PodGroups().Informer())
+	}
+	mark := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.changed.Store(true) },
+		UpdateFunc: func(any, any) { c.changed.Store(true) },
+		DeleteFunc: func(any) { c.changed.Store(true) },
+	}
+	for _, inf := range infs {
+		reg, err := inf.AddEventHandler(c.feed)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := inf.AddEventHandler(mark); err != nil {
+			return nil, err
+		}
+		c.synced = append(c.synced, reg.HasSynced)
+	}
+	podInf := c.podFactory.Core().V1().Pods()
+	c.podLister = podInf.Lister()
+	reg, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueue(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+		DeleteFunc: func(obj any) { c.enqueue(obj) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.synced = append(c.synced, reg.HasSynced)
+	return c, nil
+}
+
+// served reports whether the API server serves the resource; a discovery error counts as not served.
+func served(client kubernetes.Interface, groupVersion, resource string) bool {
+	list, err := client.Discovery().ServerResourcesForGroupVersion(groupVersion)
+	if err != nil {
+		return false
+	}
+	for _, r := range list.APIResources {
+		if r.Name == resource {
+			return true
+		}
+	}
+	return false
+}
+
+// Cluster is the Cluster the informers feed.
+func (c *Controller) Cluster() *pods.Cluster { return c.cluster }
+
+// Metrics are the controller's metrics.
+func (c *Controller) Metrics() *Metrics { return c.metrics }
+
+// Ready reports whether every informer has listed once.
+func (c *Controller) Ready() bool { return c.ready.Load() }
+
+// Start starts the informers and waits, until ctx ends, for their first lists.
+func (c *Controller) Start(ctx context.Context) error {
+	c.factory.Start(ctx.Done())
+	c.podFactory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("informers did not sync: %w", context.Cause(ctx))
+	}
+	c.ready.Store(true)
+	return nil
+}
+
+// Shutdown stops the work queue and waits for the informers to end (after ctx of Start ended).
+func (c *Controller) Shutdown() {
+	c.queue.ShutDown()
+	c.factory.Shutdown()
+	c.podFactory.Shutdown()
+}
+
+// Run explains pods until ctx ends; call it after Start.
+func (c *Controller) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Go(func() {
+			for c.next(ctx) {
+			}
+		})
+	}
+	// Every change of a DRA object may change every pending pod's explanation; they are looked at
+	// again at most once per Requeue.
+	wg.Go(func() {
+		wait.Until(func() {
+			if c.changed.Swap(false) {
+				c.enqueueAll()
+			}
+		}, c.cfg.Requeue, ctx.Done())
+	})
+	c.enqueueAll()
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	c.queue.Add(key)
+}
+
+func (c *Controller) enqueueAll() {
+	list, err := c.podLister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, p := range list {
+		if Unschedulable(p) {
+			c.queue.Add(podKey(p))
+		}
+	}
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	retry, err := c.sync(ctx, key)
+	switch {
+	case err != nil:
+		c.logger.Error(err, "Explaining pod failed", "pod", key)
+		c.queue.AddRateLimited(key)
+	case retry > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, retry)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+// sync explains one pod; a positive retry is when to look again.
+func (c *Controller) sync(ctx context.Context, key string) (retry time.Duration, err error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	pod, err := c.podLister.Pods(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.forget(key)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	snap := c.cluster.Snapshot()
+	if !Unschedulable(pod) || !UsesDRA(pod, snap.Classes(), snap.Nodes()) {
+		c.forget(key)
+		return 0, nil
+	}
+	c.mu.Lock()
+	if prev, ok := c.uids[key]; ok && prev != pod.UID {
+		c.recorder.Forget(ns, name, prev) // a new pod with the name of a deleted one
+	}
+	c.uids[key] = pod.UID
+	c.mu.Unlock()
+
+	ectx, cancel := context.WithTimeout(ctx, c.cfg.ExplainTimeout)
+	start := time.Now()
+	res, err := explainOrWait(ectx, c.cluster, pod)
+	c.metrics.Latency.Observe(time.Since(start).Seconds())
+	cancel()
+	if err != nil {
+		c.metrics.Records.WithLabelValues("failed").Inc()
+		c.observe(pod, res, 0, err)
+		return 0, err
+	}
+	c.metrics.SetPending(key, res.Reason)
+	if res.Fits {
+		c.metrics.Records.WithLabelValues("fits").Inc()
+		c.logger.V(4).Info("Pod fits by dralloc's answer; nothing recorded", "pod", key, "explanation", res.Message)
+		c.observe(pod, res, Unchanged, nil)
+		return 0, nil
+	}
+	out, retry, err := c.recorder.Record(ctx, pod, res)
+	if err != nil {
+		c.metrics.Records.WithLabelValues("failed").Inc()
+		c.observe(pod, res, out, err)
+		return 0, err
+	}
+	c.metrics.Records.WithLabelValues(out.String()).Inc()
+	if out == Written {
+		c.logger.V(2).Info("Recorded explanation", "pod", key, "reason", res.Reason, "message", res.Message)
+	}
+	c.observe(pod, res, out, nil)
+	return retry, nil
+}
+
+// explainOrWait is Explain, with the claims the pod waits for (not created yet, or held by others) as
+// the explanation: kube-scheduler waits for them too, and says so in its own message.
+func explainOrWait(ctx context.Context, cluster *pods.Cluster, pod *v1.Pod) (Result, error) {
+	res, err := Explain(ctx, cluster, pod)
+	switch {
+	case errors.Is(err, pods.ErrClaimNotFound), errors.Is(err, pods.ErrTemplateNotFound), errors.Is(err, pods.ErrPodGroupNotFound):
+		return Result{Message: err.Error(), Reason: "WaitingForObject"}, nil
+	case errors.Is(err, pods.ErrClaimNotUsable):
+		return Result{Message: err.Error(), Reason: "ClaimNotUsable"}, nil
+	}
+	return res, err
+}
+
+func (c *Controller) observe(pod *v1.Pod, res Result, out Outcome, err error) {
+	if c.cfg.Observe != nil {
+		c.cfg.Observe(pod, res, out, err)
+	}
+}
+
+func (c *Controller) forget(key string) {
+	c.mu.Lock()
+	uid, ok := c.uids[key]
+	delete(c.uids, key)
+	c.mu.Unlock()
+	if ok {
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		c.recorder.Forget(ns, name, uid)
+		c.metrics.SetPending(key, "")
+	}
+}
+
+// listerSource reads the device metrics' objects from the informers' caches.
+type listerSource struct {
+	slices  resourcelisters.ResourceSliceLister
+	classes resourcelisters.DeviceClassLister
+	claims  resourcelisters.ResourceClaimLister
+	rules   resourcelisters.DeviceTaintRuleLister
+}
+
+func (l listerSource) Slices() ([]*resourceapi.ResourceSlice, error) {
+	return l.slices.List(labels.Everything())
+}
+func (l listerSource) Classes() ([]*resourceapi.DeviceClass, error) {
+	return l.classes.List(labels.Everything())
+}
+func (l listerSource) Claims() ([]*resourceapi.ResourceClaim, error) {
+	return l.claims.List(labels.Everything())
+}
+func (l listerSource) TaintRules() ([]*resourceapi.DeviceTaintRule, error) {
+	return l.rules.List(labels.Everything())
+}

@@ -1,0 +1,143 @@
+package explainer
+
+import (
+	"context"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/allocator/pods"
+)
+
+// Dominant reasons that are not an [allocator.Reason].
+const (
+	// ReasonFits is a pod that fits on some node by dralloc's answer: what keeps it pending is not DRA
+	// (or the scheduler has not retried yet).
+	ReasonFits = "Fits"
+	// ReasonNoNodes is a cluster without nodes.
+	ReasonNoNodes = "NoNodes"
+	// ReasonNodePredicate is a pod ruled out by the nodes' affinity or taints before its claims.
+	ReasonNodePredicate = "NodePredicate"
+	// ReasonExtendedResourceClass is an extended resource that no DeviceClass maps and no node advertises.
+	ReasonExtendedResourceClass = "ExtendedResourceClassMissing"
+	// ReasonClaims is a pod whose claims do not fit for a reason the explanation does not classify.
+	ReasonClaims = "ClaimsDoNotFit"
+)
+
+// Result is what the controller records for one pod.
+type Result struct {
+	// Fits reports that dralloc finds a node for the pod: nothing is recorded.
+	Fits bool
+	// Message is the explanation in one line, grouped by reason, most nodes first.
+	Message string
+	// Reason is the dominant reason, a label value of bounded cardinality: an [allocator.Reason]
+	// ("ClassSelectorFalse", "UntoleratedTaint", …) or one of the Reason… constants of this package.
+	Reason string
+}
+
+// Explain explains why the pod fits nowhere, on the Cluster's snapshot: the extended resources nothing
+// serves first (the pods layer leaves a resource no class maps to device plugins, so it never names
+// one), then the explanation of [pods.Cluster.Explain].
+func Explain(ctx context.Context, c *pods.Cluster, pod *v1.Pod) (Result, error) {
+	snap := c.Snapshot()
+	var missing []string
+	for _, r := range draExtendedResources(pod, snap.Classes(), snap.Nodes()) {
+		if r.class == "" {
+			missing = append(missing, "extended resource "+string(r.name)+": no DeviceClass has it as spec.extendedResourceName and no node advertises it")
+		}
+	}
+	e, err := c.Explain(ctx, pod)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(missing) > 0 {
+		msg := strings.Join(missing, "; ")
+		if len(e.FitsOn) == 0 && len(e.Groups) > 0 {
+			msg += "; " + e.String()
+		}
+		return Result{Message: msg, Reason: ReasonExtendedResourceClass}, nil
+	}
+	if len(e.FitsOn) > 0 {
+		return Result{Fits: true, Message: e.String(), Reason: ReasonFits}, nil
+	}
+	return Result{Message: e.String(), Reason: dominant(e)}, nil
+}
+
+// dominant is the reason of the largest group of nodes, read from its first node.
+func dominant(e *pods.Explanation) string {
+	if len(e.Groups) == 0 || len(e.Groups[0].Examples) == 0 {
+		return ReasonNoNodes
+	}
+	name := e.Groups[0].Examples[0]
+	for i := range e.Nodes {
+		n := &e.Nodes[i]
+		if n.Node != name {
+			continue
+		}
+		if n.Claims == nil {
+			if strings.Contains(n.Reason, "extended resource") {
+				return ReasonExtendedResourceClass
+			}
+			return ReasonNodePredicate
+		}
+		return claimsReason(n.Claims)
+	}
+	return ReasonClaims
+}
+
+// claimsReason reads the main reason of the first short request as dralloc's explanation words it
+// (allocator/pods, nodeReason): when the filters that decide what a device is (pools, class and
+// request selectors, CEL errors, node locality) leave no device, the one that removed the most; else
+// the filter that removed the most of the matching devices (in use, tainted, short of capacity or
+// counters). Without a short request, the first obstacle between the requests.
+func claimsReason(e *allocator.Explanation) string {
+	for _, c := range e.Claims {
+		for i := range c.Requests {
+			r := &c.Requests[i]
+			if !r.Short() {
+				continue
+			}
+			matching := r.Devices
+			var top, topStatic *allocator.Filter
+			for fi := range r.Filters {
+				f := &r.Filters[fi]
+				if staticFilter(f.Reason) {
+					matching -= f.Removed
+					if topStatic == nil || f.Removed > topStatic.Removed {
+						topStatic = f
+					}
+				} else if top == nil || f.Removed > top.Removed {
+					top = f
+				}
+			}
+			switch {
+			case matching <= 0 && topStatic != nil && topStatic.Removed > 0:
+				return string(topStatic.Reason)
+			case top != nil && top.Removed > 0:
+				return string(top.Reason)
+			}
+			return ReasonClaims
+		}
+	}
+	if len(e.Obstacles) > 0 {
+		return string(e.Obstacles[0].Reason)
+	}
+	if len(e.Pools) > 0 {
+		if e.Pools[0].Incomplete {
+			return string(allocator.ReasonPoolIncomplete)
+		}
+		return string(allocator.ReasonPoolInvalid)
+	}
+	return ReasonClaims
+}
+
+// staticFilter reports the filters that decide what a device is, before what the cluster does with it.
+func staticFilter(r allocator.Reason) bool {
+	switch r {
+	case allocator.ReasonPoolIncomplete, allocator.ReasonPoolInvalid, allocator.ReasonBindingConditions, allocator.ReasonClassSelector,
+		allocator.ReasonRequestSelector, allocator.ReasonCELError, allocator.ReasonNotOnNode:
+		return true
+	}
+	return false
+}
