@@ -15,8 +15,13 @@ import (
 // The objects of the tests: one driver whose devices have a model and a NUMA node.
 const testDriver = "gpu.live.example"
 
+// node is a Node with a kubelet's allocatable: kube-scheduler's NodeResourcesFit, which the pods package
+// reproduces, fits no pod on a node without allocatable pods.
 func node(name string) *v1.Node {
-	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
+	n.Status.Allocatable = v1.ResourceList{v1.ResourcePods: resource.MustParse("110"), v1.ResourceCPU: resource.MustParse("32"),
+		v1.ResourceMemory: resource.MustParse("128Gi")}
+	return n
 }
 
 type dev struct {

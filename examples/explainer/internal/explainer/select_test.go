@@ -40,7 +40,7 @@ func TestUsesDRA(t *testing.T) {
 	mapped := class("fpga", "")
 	mapped.Spec.ExtendedResourceName = ptr.To("example.com/fpga")
 	plugin := node("n1")
-	plugin.Status.Allocatable = v1.ResourceList{"example.com/nic": resource.MustParse("4")}
+	plugin.Status.Allocatable["example.com/nic"] = resource.MustParse("4")
 	classes, nodes := []*resourceapi.DeviceClass{mapped, class("gpu", "a100")}, []*v1.Node{plugin}
 	for _, tc := range []struct {
 		name string
