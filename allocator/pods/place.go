@@ -327,6 +327,17 @@ func (c *Cluster) placeOnce(ctx context.Context, snap *allocator.Snapshot, pod *
 }
 
 func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *request, nodes []*v1.Node) (*Placement, error) {
+	return c.placeIndexed(ctx, snap, r, nodes, true)
+}
+
+// placeIndexed is place, skipping the nodes the index knows full for the pod's shape when indexed
+// (nodeindex.go). A pod that fits nowhere then is placed again without the index, so that the error
+// gives every node's reason as it is now.
+func (c *Cluster) placeIndexed(ctx context.Context, snap *allocator.Snapshot, r *request, nodes []*v1.Node, indexed bool) (*Placement, error) {
+	var idx *indexView
+	if indexed {
+		idx = c.indexView(snap, r, snap.Revision(), nodes)
+	}
 	extName := ""
 	if r.ext != nil {
 		taken := map[string]bool{}
@@ -356,6 +367,11 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 	}
 	var shared classVerdicts
 	var next atomic.Int64
+	start := 0 // FirstFit: the positions before start are known full
+	if idx != nil && order == nil {
+		start = idx.first
+		next.Store(int64(start))
+	}
 	// best is the first position in order where the pod fits so far; later positions need no check
 	// unless the choice is scored.
 	best := atomic.Int64{}
@@ -377,6 +393,10 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 				i := k
 				if order != nil {
 					i = order[k]
+				}
+				if idx != nil && idx.skip(i) {
+					verdicts[i].reason = reasonKnownFull
+					continue
 				}
 				if err := ctx.Err(); err != nil {
 					verdicts[i].err = context.Cause(ctx)
@@ -419,7 +439,7 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 		}
 	} else {
 		// The first node in order that fits, unless a node before it failed.
-		for k := 0; k < len(nodes) && int64(k) <= best.Load(); k++ {
+		for k := start; k < len(nodes) && int64(k) <= best.Load(); k++ {
 			i := k
 			if order != nil {
 				i = order[k]
@@ -430,6 +450,12 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 				chosen = i
 				break
 			}
+		}
+	}
+	if idx != nil {
+		c.recordFull(snap, idx, verdicts)
+		if chosen < 0 {
+			return c.placeIndexed(ctx, snap, r, nodes, false)
 		}
 	}
 	if chosen < 0 {
@@ -443,6 +469,22 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 		return c.build(r, nodes[chosen].Name, a[chosen].nc, a[chosen].results), nil
 	}
 	return c.allocateOn(ctx, snap, r, nodes[chosen], extName)
+}
+
+// reasonKnownFull marks, in a placement's verdicts, a node skipped as the index knows it full.
+const reasonKnownFull = "known full"
+
+// recordFull tells the index the nodes a placement found full: those with a reason, not an error (an
+// error, a context's among them, says nothing about the node). The nodes skipped as known full are
+// known already.
+func (c *Cluster) recordFull(snap *allocator.Snapshot, idx *indexView, verdicts []verdict) {
+	var full []int
+	for i, v := range verdicts {
+		if v.err == nil && !v.fits && v.reason != "" && v.reason != reasonKnownFull {
+			full = append(full, i)
+		}
+	}
+	c.fullIdx.record(idx, snap.Revision(), full)
 }
 
 // bestFill chooses, for a scored BestFit, the node where the pod fits whose allocation has the highest

@@ -1,0 +1,173 @@
+package pods
+
+import (
+	"encoding/json"
+	"slices"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/dralloc/dralloc/allocator"
+)
+
+// The node index keeps Place from filtering again, pod after pod, the nodes already found full.
+//
+// Whether a pod fits on a node is a function of the pod's shape (its spec, namespace and the specs of the
+// claims to allocate, see shapeKey) and of what the cluster holds: the snapshot and the pods on nodes. An
+// Assume only adds: allocations take devices, counters and capacity, and recorded pods take CPU, memory,
+// pod slots and host ports. None of the checks Place runs (NodeName, NodeUnschedulable, TaintToleration,
+// NodeAffinity, NodePorts, NodeResourcesFit, the reuse of allocated claims and Fits) can turn from "no"
+// to "yes" when more is taken, so a node where a shape did not fit stays one where it does not fit while
+// only Assumes change the cluster. The index holds, per shape, those nodes (by position in the snapshot's
+// node list) for one lineage of revisions: the revision it was built at, advanced by each Assume that
+// made the snapshot's next change (as the load cache in score.go). Any other change of the snapshot (a
+// Remove, a commit, the caller's updates), and any pod forgotten on a node (DeletePod, Remove, a pod
+// recorded anew), empties it. The caller's Predicate (standing for PodTopologySpread and
+// InterPodAffinity, which more pods can satisfy) is not monotone: a Cluster with one keeps no index.
+//
+// FirstFit takes nodes in name order, so the nodes it found full form a prefix of the list: the index
+// keeps where that prefix ends, and the next pod of the shape starts after it, which makes a placement's
+// cost independent of how many nodes were filled before. BestFit and Spread skip the known full nodes
+// wherever they are in their order.
+
+// nodeIndex is the Cluster's index of full nodes per pod shape.
+type nodeIndex struct {
+	mu     sync.Mutex
+	ok     bool
+	gen    uint64 // counts the times the index was emptied; a pass records only into the generation it read
+	rev    allocator.Revision
+	n      int // the length of the snapshot's node list at rev
+	shapes map[string]*shapeFull
+}
+
+// shapeFull is what the index knows of one shape. Its full slice is never modified once published (a
+// record replaces it), so a placement reads it without the lock.
+type shapeFull struct {
+	full  []bool // by position in the node list: the shape does not fit there
+	first int    // every position before first is full
+}
+
+// indexView is what one placement read from the index.
+type indexView struct {
+	key   string
+	gen   uint64
+	rev   allocator.Revision
+	full  []bool // nil: nothing known
+	first int
+}
+
+// skip reports whether the node at position i is known full.
+func (v *indexView) skip(i int) bool { return v.full != nil && v.full[i] }
+
+// reset empties the index; the next lookup starts a new lineage.
+func (x *nodeIndex) reset() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.resetLocked()
+}
+
+func (x *nodeIndex) resetLocked() {
+	x.ok = false
+	x.gen++
+	x.shapes = nil
+}
+
+// lookup returns what the index knows of the shape at snap's revision rev, n nodes, emptying it first
+// when it holds another revision.
+func (x *nodeIndex) lookup(rev allocator.Revision, n int, key string) *indexView {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.ok || x.rev != rev || x.n != n {
+		x.resetLocked()
+		x.ok, x.rev, x.n = true, rev, n
+	}
+	v := &indexView{key: key, gen: x.gen, rev: rev}
+	if s := x.shapes[key]; s != nil {
+		v.full, v.first = s.full, s.first
+	}
+	return v
+}
+
+// record adds the positions found full by a placement that read v, when the index is still at the
+// generation and revision v was read at and the snapshot made no change meanwhile (now is its revision
+// after the placement's filtering): what the placement saw is then what the index describes.
+func (x *nodeIndex) record(v *indexView, now allocator.Revision, full []int) {
+	if len(full) == 0 {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.ok || x.gen != v.gen || x.rev != v.rev || now != v.rev {
+		return
+	}
+	s := x.shapes[v.key]
+	ns := &shapeFull{}
+	if s != nil {
+		ns.full, ns.first = slices.Clone(s.full), s.first
+	} else {
+		ns.full = make([]bool, x.n)
+	}
+	for _, i := range full {
+		ns.full[i] = true
+	}
+	for ns.first < len(ns.full) && ns.full[ns.first] {
+		ns.first++
+	}
+	if x.shapes == nil {
+		x.shapes = map[string]*shapeFull{}
+	}
+	x.shapes[v.key] = ns
+}
+
+// assumed advances the index over an Assume's write (before and after are the snapshot's revisions
+// around it, err its error): the write only took devices, so what was full stays full.
+func (x *nodeIndex) assumed(before, after allocator.Revision, err error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.ok {
+		return
+	}
+	if err != nil || x.rev != before || !sameLineage(before, after, 1) {
+		x.resetLocked()
+		return
+	}
+	x.rev = after
+}
+
+// indexView returns the index's view for the request's shape, nil when the placement may not use the
+// index: on another snapshot than the Cluster's (a fork of Place's fallbacks), with the caller's
+// Predicate, or for a pod reusing allocated claims (whose reservations are the pod's own).
+func (c *Cluster) indexView(snap *allocator.Snapshot, r *request, rev allocator.Revision, nodes []*v1.Node) *indexView {
+	if c.noIndex || snap != c.snap || c.opts.Predicate != nil || len(r.allocated) > 0 || r.pod == nil {
+		return nil
+	}
+	key, ok := shapeKey(r)
+	if !ok {
+		return nil
+	}
+	return c.fullIdx.lookup(rev, len(nodes), key)
+}
+
+// shapeKey is what decides where a pod fits, besides the cluster: the pod's namespace and spec (node
+// name, selectors, affinity, tolerations, requests, host ports, extended resources) and the namespace
+// and spec of each claim to allocate. Names are left out: pods of one workload share a shape.
+func shapeKey(r *request) (string, bool) {
+	type claimShape struct {
+		Namespace string
+		Spec      *resourceapi.ResourceClaimSpec
+	}
+	s := struct {
+		Namespace string
+		Spec      *v1.PodSpec
+		Claims    []claimShape
+	}{Namespace: r.pod.Namespace, Spec: &r.pod.Spec}
+	for _, claim := range r.pending {
+		s.Claims = append(s.Claims, claimShape{Namespace: claim.Namespace, Spec: &claim.Spec})
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
