@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -31,21 +32,23 @@ import (
 // cost independent of how many nodes were filled before. BestFit and Spread skip the known full nodes
 // wherever they are in their order.
 
-// nodeIndex is the Cluster's index of full nodes per pod shape.
+// nodeIndex is the Cluster's index of full nodes per pod shape. It keeps the snapshot's node list of its
+// revision too (Assumes do not change it), so that a placement does not copy it.
 type nodeIndex struct {
 	mu     sync.Mutex
 	ok     bool
 	gen    uint64 // counts the times the index was emptied; a pass records only into the generation it read
 	rev    allocator.Revision
-	n      int // the length of the snapshot's node list at rev
+	nodes  []*v1.Node // the snapshot's node list, read after rev (see nodeList)
 	shapes map[string]*shapeFull
 }
 
-// shapeFull is what the index knows of one shape. Its full slice is never modified once published (a
-// record replaces it), so a placement reads it without the lock.
+// shapeFull is what the index knows of one shape. Its bit set is never modified once published (a
+// record replaces it), so a placement reads it without the lock; a FirstFit fill replaces it once a node
+// fills, a 64th of a byte a node.
 type shapeFull struct {
-	full  []bool // by position in the node list: the shape does not fit there
-	first int    // every position before first is full
+	full  []uint64 // bit i: the shape does not fit on the node at position i of the node list
+	first int      // every position before first is full
 }
 
 // indexView is what one placement read from the index.
@@ -53,12 +56,12 @@ type indexView struct {
 	key   string
 	gen   uint64
 	rev   allocator.Revision
-	full  []bool // nil: nothing known
+	full  []uint64 // nil: nothing known
 	first int
 }
 
 // skip reports whether the node at position i is known full.
-func (v *indexView) skip(i int) bool { return v.full != nil && v.full[i] }
+func (v *indexView) skip(i int) bool { return v.full != nil && v.full[i/64]&(1<<(i%64)) != 0 }
 
 // reset empties the index; the next lookup starts a new lineage.
 func (x *nodeIndex) reset() {
@@ -70,17 +73,35 @@ func (x *nodeIndex) reset() {
 func (x *nodeIndex) resetLocked() {
 	x.ok = false
 	x.gen++
-	x.shapes = nil
+	x.shapes, x.nodes = nil, nil
 }
 
-// lookup returns what the index knows of the shape at snap's revision rev, n nodes, emptying it first
-// when it holds another revision.
-func (x *nodeIndex) lookup(rev allocator.Revision, n int, key string) *indexView {
+// nodeList is snap.Nodes() for the Cluster's snapshot, from the index while the snapshot's revision is
+// the index's; any other revision empties the index, which starts from the list as it is now. (A list
+// read after the revision may be newer than it: then no placement records into the index, as the
+// revision it reads after filtering differs, and the next call empties it.)
+func (c *Cluster) nodeList(snap *allocator.Snapshot) []*v1.Node {
+	if c.noIndex || snap != c.snap {
+		return snap.Nodes()
+	}
+	x := &c.fullIdx
+	rev := snap.Revision()
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if !x.ok || x.rev != rev || x.n != n {
+	if !x.ok || x.rev != rev {
 		x.resetLocked()
-		x.ok, x.rev, x.n = true, rev, n
+		x.ok, x.rev, x.nodes = true, rev, snap.Nodes()
+	}
+	return x.nodes
+}
+
+// lookup returns what the index knows of the shape, nil when the index is not of snap's revision rev or
+// nodes is not its node list (positions would name other nodes).
+func (x *nodeIndex) lookup(rev allocator.Revision, nodes []*v1.Node, key string) *indexView {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.ok || x.rev != rev || len(nodes) == 0 || len(nodes) != len(x.nodes) || &nodes[0] != &x.nodes[0] {
+		return nil
 	}
 	v := &indexView{key: key, gen: x.gen, rev: rev}
 	if s := x.shapes[key]; s != nil {
@@ -106,12 +127,12 @@ func (x *nodeIndex) record(v *indexView, now allocator.Revision, full []int) {
 	if s != nil {
 		ns.full, ns.first = slices.Clone(s.full), s.first
 	} else {
-		ns.full = make([]bool, x.n)
+		ns.full = make([]uint64, (len(x.nodes)+63)/64)
 	}
 	for _, i := range full {
-		ns.full[i] = true
+		ns.full[i/64] |= 1 << (i % 64)
 	}
-	for ns.first < len(ns.full) && ns.full[ns.first] {
+	for ns.first < len(x.nodes) && ns.full[ns.first/64]&(1<<(ns.first%64)) != 0 {
 		ns.first++
 	}
 	if x.shapes == nil {
@@ -146,7 +167,7 @@ func (c *Cluster) indexView(snap *allocator.Snapshot, r *request, rev allocator.
 	if !ok {
 		return nil
 	}
-	return c.fullIdx.lookup(rev, len(nodes), key)
+	return c.fullIdx.lookup(rev, nodes, key)
 }
 
 // shapeKey is what decides where a pod fits, besides the cluster: the pod's namespace and spec (node
@@ -170,4 +191,49 @@ func shapeKey(r *request) (string, bool) {
 		return "", false
 	}
 	return string(b), true
+}
+
+// verdictPages are a placement's verdicts by node, in pages allocated when a node of theirs is filtered:
+// a FirstFit placement that filters a few nodes allocates for those, not for every node. Workers set
+// the verdicts of distinct nodes; they are read once the workers are done.
+type verdictPages struct {
+	pages []atomic.Pointer[[verdictPage]verdict]
+}
+
+const verdictPage = 32
+
+func newVerdicts(n int) *verdictPages {
+	return &verdictPages{pages: make([]atomic.Pointer[[verdictPage]verdict], (n+verdictPage-1)/verdictPage)}
+}
+
+// at is the node's verdict, to set.
+func (p *verdictPages) at(i int) *verdict {
+	slot := &p.pages[i/verdictPage]
+	pg := slot.Load()
+	if pg == nil {
+		pg = new([verdictPage]verdict)
+		if !slot.CompareAndSwap(nil, pg) {
+			pg = slot.Load()
+		}
+	}
+	return &pg[i%verdictPage]
+}
+
+// get is the node's verdict; the zero verdict for a node not filtered.
+func (p *verdictPages) get(i int) verdict {
+	if pg := p.pages[i/verdictPage].Load(); pg != nil {
+		return pg[i%verdictPage]
+	}
+	return verdict{}
+}
+
+// each calls fn with the verdicts of the pages allocated, in node order.
+func (p *verdictPages) each(fn func(i int, v *verdict)) {
+	for k := range p.pages {
+		if pg := p.pages[k].Load(); pg != nil {
+			for j := range pg {
+				fn(k*verdictPage+j, &pg[j])
+			}
+		}
+	}
 }

@@ -316,7 +316,7 @@ func (c *Cluster) placeOnce(ctx context.Context, snap *allocator.Snapshot, pod *
 	if err != nil {
 		return nil, err
 	}
-	p, err := c.place(ctx, snap, r, snap.Nodes())
+	p, err := c.place(ctx, snap, r, c.nodeList(snap))
 	if err != nil || !grow {
 		return p, err
 	}
@@ -351,7 +351,7 @@ func (c *Cluster) placeIndexed(ctx context.Context, snap *allocator.Snapshot, r 
 			return nil, fmt.Errorf("%s: %w", podName(r.pod), err)
 		}
 	}
-	verdicts := make([]verdict, len(nodes))
+	verdicts := newVerdicts(len(nodes)) // paged: FirstFit fills only the pages of the nodes it filters
 	// Nodes the claims cannot tell apart are asked once (see allocator.NodeClasses).
 	var classes *allocator.NodeClasses
 	if len(r.pending) > 0 && len(nodes) > 1 {
@@ -388,35 +388,35 @@ func (c *Cluster) placeIndexed(ctx context.Context, snap *allocator.Snapshot, r 
 					return
 				}
 				if !scored && int64(k) > best.Load() {
-					continue
+					return // positions only grow, best only shrinks: the rest need no check either
 				}
 				i := k
 				if order != nil {
 					i = order[k]
 				}
 				if idx != nil && idx.skip(i) {
-					verdicts[i].reason = reasonKnownFull
 					continue
 				}
 				if err := ctx.Err(); err != nil {
-					verdicts[i].err = context.Cause(ctx)
+					verdicts.at(i).err = context.Cause(ctx)
 					continue
 				}
 				nc, reason, err := c.check(r, nodes[i], extName)
 				if err != nil || nc == nil {
-					verdicts[i] = verdict{reason: reason, err: err}
+					*verdicts.at(i) = verdict{reason: reason, err: err}
 					continue
 				}
 				fits := true
 				if len(nc.claims) > 0 {
 					fits, err = shared.fits(ctx, snap, classes, nodes[i], nc)
 				}
-				verdicts[i] = verdict{fits: fits, err: err}
+				v := verdicts.at(i)
+				*v = verdict{fits: fits, err: err}
 				if !fits && err == nil {
-					verdicts[i].reason = "cannot allocate all claims"
+					v.reason = "cannot allocate all claims"
 				}
 				if scored && fits && err == nil {
-					verdicts[i], allocs[i] = shared.allocate(ctx, snap, classes, nodes[i], nc)
+					*v, allocs[i] = shared.allocate(ctx, snap, classes, nodes[i], nc)
 				}
 				if !scored && fits && err == nil {
 					for {
@@ -444,7 +444,7 @@ func (c *Cluster) placeIndexed(ctx context.Context, snap *allocator.Snapshot, r 
 			if order != nil {
 				i = order[k]
 			}
-			if v := verdicts[i]; v.err != nil {
+			if v := verdicts.get(i); v.err != nil {
 				return nil, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[i].Name, v.err)
 			} else if v.fits {
 				chosen = i
@@ -460,7 +460,8 @@ func (c *Cluster) placeIndexed(ctx context.Context, snap *allocator.Snapshot, r 
 	}
 	if chosen < 0 {
 		e := &NoNodeError{Pod: r.pod.Namespace + "/" + r.pod.Name}
-		for i, v := range verdicts {
+		for i := range nodes {
+			v := verdicts.get(i)
 			e.Nodes = append(e.Nodes, NodeReason{Node: nodes[i].Name, Reason: v.reason})
 		}
 		return nil, e
@@ -471,28 +472,25 @@ func (c *Cluster) placeIndexed(ctx context.Context, snap *allocator.Snapshot, r 
 	return c.allocateOn(ctx, snap, r, nodes[chosen], extName)
 }
 
-// reasonKnownFull marks, in a placement's verdicts, a node skipped as the index knows it full.
-const reasonKnownFull = "known full"
-
 // recordFull tells the index the nodes a placement found full: those with a reason, not an error (an
-// error, a context's among them, says nothing about the node). The nodes skipped as known full are
-// known already.
-func (c *Cluster) recordFull(snap *allocator.Snapshot, idx *indexView, verdicts []verdict) {
+// error, a context's among them, says nothing about the node). The nodes skipped as known full have no
+// verdict.
+func (c *Cluster) recordFull(snap *allocator.Snapshot, idx *indexView, verdicts *verdictPages) {
 	var full []int
-	for i, v := range verdicts {
-		if v.err == nil && !v.fits && v.reason != "" && v.reason != reasonKnownFull {
+	verdicts.each(func(i int, v *verdict) {
+		if v.err == nil && !v.fits && v.reason != "" {
 			full = append(full, i)
 		}
-	}
+	})
 	c.fullIdx.record(idx, snap.Revision(), full)
 }
 
 // bestFill chooses, for a scored BestFit, the node where the pod fits whose allocation has the highest
 // fill (score.go), the first in order (most load, then name) on ties; -1 when it fits nowhere. Every
 // node was filtered, so an error on any is returned, the first in order.
-func (c *Cluster) bestFill(snap *allocator.Snapshot, r *request, nodes []*v1.Node, order []int, verdicts []verdict, allocs []*allocVerdict) (int, error) {
+func (c *Cluster) bestFill(snap *allocator.Snapshot, r *request, nodes []*v1.Node, order []int, verdicts *verdictPages, allocs []*allocVerdict) (int, error) {
 	for _, i := range order {
-		if err := verdicts[i].err; err != nil {
+		if err := verdicts.get(i).err; err != nil {
 			return -1, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[i].Name, err)
 		}
 	}
@@ -502,7 +500,7 @@ func (c *Cluster) bestFill(snap *allocator.Snapshot, r *request, nodes []*v1.Nod
 		byClass := map[*classVerdict]*big.Rat{} // nodes of a class draw on sets alike (NodeClasses)
 		for _, i := range order {
 			v := allocs[i]
-			if !verdicts[i].fits || v == nil {
+			if !verdicts.get(i).fits || v == nil {
 				continue
 			}
 			f := byClass[v.class]
