@@ -51,6 +51,9 @@ type shapeFull struct {
 	first int      // every position before first is full
 }
 
+// maxShapes bounds the shapes the index remembers.
+const maxShapes = 256
+
 // indexView is what one placement read from the index.
 type indexView struct {
 	key   string
@@ -137,6 +140,14 @@ func (x *nodeIndex) record(v *indexView, now allocator.Revision, full []int) {
 	}
 	if x.shapes == nil {
 		x.shapes = map[string]*shapeFull{}
+	}
+	if s == nil && len(x.shapes) >= maxShapes {
+		// Pods of many shapes (each with its own spec.nodeName, say): forget one shape, so that the
+		// index holds at most maxShapes bit sets.
+		for k := range x.shapes {
+			delete(x.shapes, k)
+			break
+		}
 	}
 	x.shapes[v.key] = ns
 }
