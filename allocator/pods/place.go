@@ -272,6 +272,10 @@ func usableOn(claim *resourceapi.ResourceClaim, node *v1.Node) (bool, error) {
 // class of nodes the claims cannot tell apart ([allocator.Snapshot.NodeClasses]). Options.Choice orders
 // the nodes (by name for FirstFit, by their load for BestFit and Spread) and the first node in that
 // order where the pod fits is chosen; nodes after it are not filtered, so an error there is not met.
+// Nodes where a pod of the same shape (spec, namespace, the specs of the claims to allocate) was found
+// not to fit are not filtered again while only Assume has changed the Cluster since: Assume only takes
+// devices and node resources, so they still do not fit. This keeps a pod's cost from growing with the
+// nodes filled before it; it is off with Options.Predicate (which more pods may satisfy).
 // BestFit on a snapshot with shared counter sets filters every node instead, allocates the claims once
 // per class where they fit, and takes the node whose allocation draws on the fullest counter sets
 // (ties: the first in the load order); an error on any node is then returned.
