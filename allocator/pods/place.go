@@ -371,11 +371,17 @@ func (c *Cluster) placeIndexed(ctx context.Context, snap *allocator.Snapshot, r 
 	}
 	var shared classVerdicts
 	var next atomic.Int64
-	start := 0 // FirstFit: the positions before start are known full
+	start := 0 // the positions in order before start are known full
 	if idx != nil && order == nil {
 		start = idx.first
-		next.Store(int64(start))
+	} else if idx != nil && !scored {
+		// BestFit takes the fullest nodes first: pass those known full here, in one goroutine, rather
+		// than through the workers' shared counter.
+		for start < len(order) && idx.skip(order[start]) {
+			start++
+		}
 	}
+	next.Store(int64(start))
 	// best is the first position in order where the pod fits so far; later positions need no check
 	// unless the choice is scored.
 	best := atomic.Int64{}
