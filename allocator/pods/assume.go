@@ -57,7 +57,9 @@ func (c *Cluster) assume(ps []*Placement) error {
 	}
 	before := c.snap.Revision()
 	err = c.snap.UpdateClaims(updates)
-	c.assumed(updates, before, c.snap.Revision(), err)
+	after := c.snap.Revision()
+	c.assumed(updates, before, after, err)
+	c.fullIdx.assumed(before, after, err)
 	if err == nil {
 		// As the scheduler's cache assumes the pod on its node: NodeResourcesFit and NodePorts count it.
 		c.recordPlacements(ps)

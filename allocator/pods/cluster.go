@@ -134,6 +134,10 @@ type Cluster struct {
 	parent *Cluster
 	podLog []podChange
 	load   loadCache // for BestFit and Spread
+	// fullIdx remembers the nodes where pods of a shape were found full (nodeindex.go); noIndex turns
+	// it off (tests compare placements with and without).
+	fullIdx nodeIndex
+	noIndex bool
 }
 
 // New returns a Cluster that places pods on the nodes of snap.

@@ -12,3 +12,10 @@ import (
 func (c *Cluster) PlaceGroupUnpruned(ctx context.Context, group *schedulingapi.PodGroup, pods []*v1.Pod, budget *Budget) (*GroupPlacement, error) {
 	return c.placeGroup(ctx, group, pods, budget, false)
 }
+
+// WithoutNodeIndex makes c filter every node for every pod, as without the index of full nodes
+// (nodeindex.go): the reference the index's property compares with.
+func WithoutNodeIndex(c *Cluster) *Cluster {
+	c.noIndex = true
+	return c
+}

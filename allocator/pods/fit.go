@@ -293,6 +293,8 @@ func (c *Cluster) forgetLocked(key types.NamespacedName) {
 		c.podLog = append(c.podLog, podChange{key: key})
 	}
 	delete(c.bound, key)
+	// What the pod took is free again: nodes found full may fit now.
+	c.fullIdx.reset()
 	u := c.usage[b.node].with(b.demand, -1)
 	if u.pods <= 0 {
 		delete(c.usage, b.node)

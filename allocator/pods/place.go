@@ -272,6 +272,10 @@ func usableOn(claim *resourceapi.ResourceClaim, node *v1.Node) (bool, error) {
 // class of nodes the claims cannot tell apart ([allocator.Snapshot.NodeClasses]). Options.Choice orders
 // the nodes (by name for FirstFit, by their load for BestFit and Spread) and the first node in that
 // order where the pod fits is chosen; nodes after it are not filtered, so an error there is not met.
+// Nodes where a pod of the same shape (spec, namespace, the specs of the claims to allocate) was found
+// not to fit are not filtered again while only Assume has changed the Cluster since: Assume only takes
+// devices and node resources, so they still do not fit. This keeps a pod's cost from growing with the
+// nodes filled before it; it is off with Options.Predicate (which more pods may satisfy).
 // BestFit on a snapshot with shared counter sets filters every node instead, allocates the claims once
 // per class where they fit, and takes the node whose allocation draws on the fullest counter sets
 // (ties: the first in the load order); an error on any node is then returned.
@@ -316,7 +320,7 @@ func (c *Cluster) placeOnce(ctx context.Context, snap *allocator.Snapshot, pod *
 	if err != nil {
 		return nil, err
 	}
-	p, err := c.place(ctx, snap, r, snap.Nodes())
+	p, err := c.place(ctx, snap, r, c.nodeList(snap))
 	if err != nil || !grow {
 		return p, err
 	}
@@ -327,6 +331,17 @@ func (c *Cluster) placeOnce(ctx context.Context, snap *allocator.Snapshot, pod *
 }
 
 func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *request, nodes []*v1.Node) (*Placement, error) {
+	return c.placeIndexed(ctx, snap, r, nodes, true)
+}
+
+// placeIndexed is place, skipping the nodes the index knows full for the pod's shape when indexed
+// (nodeindex.go). A pod that fits nowhere then is placed again without the index, so that the error
+// gives every node's reason as it is now.
+func (c *Cluster) placeIndexed(ctx context.Context, snap *allocator.Snapshot, r *request, nodes []*v1.Node, indexed bool) (*Placement, error) {
+	var idx *indexView
+	if indexed {
+		idx = c.indexView(snap, r, snap.Revision(), nodes)
+	}
 	extName := ""
 	if r.ext != nil {
 		taken := map[string]bool{}
@@ -340,7 +355,7 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 			return nil, fmt.Errorf("%s: %w", podName(r.pod), err)
 		}
 	}
-	verdicts := make([]verdict, len(nodes))
+	verdicts := newVerdicts(len(nodes)) // paged: FirstFit fills only the pages of the nodes it filters
 	// Nodes the claims cannot tell apart are asked once (see allocator.NodeClasses).
 	var classes *allocator.NodeClasses
 	if len(r.pending) > 0 && len(nodes) > 1 {
@@ -356,6 +371,17 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 	}
 	var shared classVerdicts
 	var next atomic.Int64
+	start := 0 // the positions in order before start are known full
+	if idx != nil && order == nil {
+		start = idx.first
+	} else if idx != nil && !scored {
+		// BestFit takes the fullest nodes first: pass those known full here, in one goroutine, rather
+		// than through the workers' shared counter.
+		for start < len(order) && idx.skip(order[start]) {
+			start++
+		}
+	}
+	next.Store(int64(start))
 	// best is the first position in order where the pod fits so far; later positions need no check
 	// unless the choice is scored.
 	best := atomic.Int64{}
@@ -372,31 +398,35 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 					return
 				}
 				if !scored && int64(k) > best.Load() {
-					continue
+					return // positions only grow, best only shrinks: the rest need no check either
 				}
 				i := k
 				if order != nil {
 					i = order[k]
 				}
+				if idx != nil && idx.skip(i) {
+					continue
+				}
 				if err := ctx.Err(); err != nil {
-					verdicts[i].err = context.Cause(ctx)
+					verdicts.at(i).err = context.Cause(ctx)
 					continue
 				}
 				nc, reason, err := c.check(r, nodes[i], extName)
 				if err != nil || nc == nil {
-					verdicts[i] = verdict{reason: reason, err: err}
+					*verdicts.at(i) = verdict{reason: reason, err: err}
 					continue
 				}
 				fits := true
 				if len(nc.claims) > 0 {
 					fits, err = shared.fits(ctx, snap, classes, nodes[i], nc)
 				}
-				verdicts[i] = verdict{fits: fits, err: err}
+				v := verdicts.at(i)
+				*v = verdict{fits: fits, err: err}
 				if !fits && err == nil {
-					verdicts[i].reason = "cannot allocate all claims"
+					v.reason = "cannot allocate all claims"
 				}
 				if scored && fits && err == nil {
-					verdicts[i], allocs[i] = shared.allocate(ctx, snap, classes, nodes[i], nc)
+					*v, allocs[i] = shared.allocate(ctx, snap, classes, nodes[i], nc)
 				}
 				if !scored && fits && err == nil {
 					for {
@@ -424,12 +454,12 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 		}
 	} else {
 		// The first node in order that fits, unless a node before it failed.
-		for k := 0; k < len(nodes) && int64(k) <= best.Load(); k++ {
+		for k := start; k < len(nodes) && int64(k) <= best.Load(); k++ {
 			i := k
 			if order != nil {
 				i = order[k]
 			}
-			if v := verdicts[i]; v.err != nil {
+			if v := verdicts.get(i); v.err != nil {
 				return nil, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[i].Name, v.err)
 			} else if v.fits {
 				chosen = i
@@ -437,9 +467,16 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 			}
 		}
 	}
+	if idx != nil {
+		c.recordFull(snap, idx, verdicts)
+		if chosen < 0 {
+			return c.placeIndexed(ctx, snap, r, nodes, false)
+		}
+	}
 	if chosen < 0 {
 		e := &NoNodeError{Pod: r.pod.Namespace + "/" + r.pod.Name}
-		for i, v := range verdicts {
+		for i := range nodes {
+			v := verdicts.get(i)
 			e.Nodes = append(e.Nodes, NodeReason{Node: nodes[i].Name, Reason: v.reason})
 		}
 		return nil, e
@@ -450,12 +487,25 @@ func (c *Cluster) place(ctx context.Context, snap *allocator.Snapshot, r *reques
 	return c.allocateOn(ctx, snap, r, nodes[chosen], extName)
 }
 
+// recordFull tells the index the nodes a placement found full: those with a reason, not an error (an
+// error, a context's among them, says nothing about the node). The nodes skipped as known full have no
+// verdict.
+func (c *Cluster) recordFull(snap *allocator.Snapshot, idx *indexView, verdicts *verdictPages) {
+	var full []int
+	verdicts.each(func(i int, v *verdict) {
+		if v.err == nil && !v.fits && v.reason != "" {
+			full = append(full, i)
+		}
+	})
+	c.fullIdx.record(idx, snap.Revision(), full)
+}
+
 // bestFill chooses, for a scored BestFit, the node where the pod fits whose allocation has the highest
 // fill (score.go), the first in order (most load, then name) on ties; -1 when it fits nowhere. Every
 // node was filtered, so an error on any is returned, the first in order.
-func (c *Cluster) bestFill(snap *allocator.Snapshot, r *request, nodes []*v1.Node, order []int, verdicts []verdict, allocs []*allocVerdict) (int, error) {
+func (c *Cluster) bestFill(snap *allocator.Snapshot, r *request, nodes []*v1.Node, order []int, verdicts *verdictPages, allocs []*allocVerdict) (int, error) {
 	for _, i := range order {
-		if err := verdicts[i].err; err != nil {
+		if err := verdicts.get(i).err; err != nil {
 			return -1, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[i].Name, err)
 		}
 	}
@@ -465,7 +515,7 @@ func (c *Cluster) bestFill(snap *allocator.Snapshot, r *request, nodes []*v1.Nod
 		byClass := map[*classVerdict]*big.Rat{} // nodes of a class draw on sets alike (NodeClasses)
 		for _, i := range order {
 			v := allocs[i]
-			if !verdicts[i].fits || v == nil {
+			if !verdicts.get(i).fits || v == nil {
 				continue
 			}
 			f := byClass[v.class]

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/big"
 	"slices"
-	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -45,59 +44,23 @@ func (c *Cluster) order(snap *allocator.Snapshot, nodes []*v1.Node) (order []int
 	if c.opts.Choice == FirstFit {
 		return nil, false
 	}
-	var loaded []int // nodes with a load, found from the load's names
-	var score []int  // by position in loaded
 	c.withScores(snap, func(load map[string]int, fill *fillState) {
 		scored = fill != nil
-		byName := slices.IsSortedFunc(nodes, func(x, y *v1.Node) int { return strings.Compare(x.Name, y.Name) })
-		var index map[string]int
-		if !byName || len(load) > len(nodes)/8 {
-			index = make(map[string]int, len(nodes))
-			for i, n := range nodes {
-				index[n.Name] = i
-			}
+		if snap != c.snap {
+			order = sortByLoad(nodes, load, c.opts.Choice == BestFit).order
+			return
 		}
-		for name, n := range load {
-			if n == 0 {
-				continue
-			}
-			i, ok := -1, false
-			if index != nil {
-				i, ok = index[name]
-			} else {
-				i, ok = slices.BinarySearchFunc(nodes, name, func(x *v1.Node, name string) int { return strings.Compare(x.Name, name) })
-			}
-			if ok {
-				loaded = append(loaded, i)
-				score = append(score, n)
-			}
+		// The cache's lock is held: the order kept for its revision and this node list is the one to take.
+		lc := &c.load
+		if o := lc.order; o != nil && o.rev == lc.rev && sameList(o.nodes, nodes) {
+			order = o.order
+			return
 		}
+		o := sortByLoad(nodes, load, c.opts.Choice == BestFit)
+		o.rev = lc.rev
+		lc.order = o
+		order = o.order
 	})
-	scoreOf := make(map[int]int, len(loaded))
-	for k, i := range loaded {
-		scoreOf[i] = score[k]
-	}
-	slices.SortFunc(loaded, func(x, y int) int {
-		if sx, sy := scoreOf[x], scoreOf[y]; sx != sy {
-			if c.opts.Choice == BestFit {
-				return sy - sx
-			}
-			return sx - sy
-		}
-		return x - y
-	})
-	order = make([]int, 0, len(nodes))
-	if c.opts.Choice == BestFit {
-		order = append(order, loaded...)
-	}
-	for i := range nodes {
-		if _, ok := scoreOf[i]; !ok {
-			order = append(order, i)
-		}
-	}
-	if c.opts.Choice != BestFit {
-		order = append(order, loaded...)
-	}
 	return order, scored
 }
 
@@ -323,6 +286,8 @@ type loadCache struct {
 	rev  allocator.Revision
 	load map[string]int
 	fill *fillState // nil without counter sets, and for Spread
+	// order is BestFit's or Spread's order of the nodes at rev (orderindex.go); nil when not known.
+	order *nodeOrder
 }
 
 // withScores calls fn with nodeLoad of snap and, for BestFit, its fill state (nil without counter sets),
@@ -359,13 +324,15 @@ func (c *Cluster) assumed(updates []allocator.ClaimUpdate, before, after allocat
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	if err != nil || !lc.ok || lc.rev != before || !sameLineage(before, after, 1) {
-		lc.ok = false
+		lc.ok, lc.order = false, nil
 		return
 	}
+	var changed []string // nodes whose load the updates change
 	for _, u := range updates {
 		if old := u.Base; old != nil {
 			if node, n := pinned(old); n > 0 {
 				lc.load[node] -= n
+				changed = append(changed, node)
 			}
 			if lc.fill != nil {
 				lc.fill.claim(c.snap, old, -1)
@@ -376,10 +343,16 @@ func (c *Cluster) assumed(updates []allocator.ClaimUpdate, before, after allocat
 		}
 		if node, n := pinned(u.Claim); n > 0 {
 			lc.load[node] += n
+			changed = append(changed, node)
 		}
 		if lc.fill != nil {
 			lc.fill.claim(c.snap, u.Claim, 1)
 		}
+	}
+	if lc.order != nil && lc.order.rev == before {
+		lc.order = lc.order.moved(after, changed, lc.load)
+	} else {
+		lc.order = nil
 	}
 	lc.rev = after
 }
