@@ -21,9 +21,9 @@ type Cost func(snap *allocator.Snapshot, node *v1.Node, results []resourceapi.Al
 // any is returned, the first. A node whose allocation is its class's, not its own, is allocated on its
 // own here, so that the cost sees its own devices; the chosen node's allocation is kept in allocs for
 // the placement.
-func (c *Cluster) leastCost(ctx context.Context, snap *allocator.Snapshot, r *request, nodes []*v1.Node, verdicts []verdict, allocs []*allocVerdict) (int, error) {
+func (c *Cluster) leastCost(ctx context.Context, snap *allocator.Snapshot, r *request, nodes []*v1.Node, verdicts *verdictPages, allocs []*allocVerdict) (int, error) {
 	for i := range nodes {
-		if err := verdicts[i].err; err != nil {
+		if err := verdicts.get(i).err; err != nil {
 			return -1, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[i].Name, err)
 		}
 	}
@@ -31,7 +31,7 @@ func (c *Cluster) leastCost(ctx context.Context, snap *allocator.Snapshot, r *re
 	var best float64
 	for i := range nodes {
 		v := allocs[i]
-		if !verdicts[i].fits || v == nil {
+		if !verdicts.get(i).fits || v == nil {
 			continue
 		}
 		if !v.own {
