@@ -1,0 +1,89 @@
+package pods_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/allocator/pods"
+)
+
+// distinctFleet is n nodes no two alike: node i has 1 to 8 GPUs (i mod 8, plus one), each with its own
+// serial number and memory (a node's GPUs have 40Gi to 80Gi, by node), and a label of its own, so no
+// class of alike nodes merges two of them. The template "big-gpus" asks 4 GPUs with at least 64Gi.
+func distinctFleet(b *testing.B, n int) *pods.Cluster {
+	b.Helper()
+	snap := allocator.NewSnapshot(allocator.Options{})
+	for i := range n {
+		name := fmt.Sprintf("node-%04d", i)
+		must(b, snap.AddOrUpdateNode(node(name, map[string]string{"example.com/rack": fmt.Sprint(i)})))
+		s := gpus(name, i%8+1)
+		mem := resource.MustParse(fmt.Sprintf("%dGi", 40+i%41))
+		for d := range s.Spec.Devices {
+			serial := fmt.Sprintf("%s-%d", name, d)
+			s.Spec.Devices[d].Attributes = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"serial": {StringValue: &serial}}
+			s.Spec.Devices[d].Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: mem}}
+		}
+		must(b, snap.AddOrUpdateSlice(s))
+	}
+	must(b, snap.AddOrUpdateClass(gpuClass("gpu", "example.com/gpu")))
+	c := pods.New(snap, pods.Options{NameSuffix: fixedSuffixes()})
+	t := template("big-gpus", 4)
+	t.Spec.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+		Expression: `device.capacity["` + driver + `"].memory.compareTo(quantity("64Gi")) >= 0`}}}
+	must(b, c.AddOrUpdateTemplate(t))
+	return c
+}
+
+// BenchmarkExplainDistinctNodes explains a pod over 1,000 nodes no two alike (the issue "Scale" asks
+// at most 0.5 s): warm, on a snapshot explained before (the devices' CEL views built), and cold, on a
+// fresh snapshot each time (built outside the timer), as a first Explain after loading a dump is; with
+// the claim from a template, and with the extended resource example.com/gpu.
+func BenchmarkExplainDistinctNodes(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		cold bool
+		pod  *v1.Pod
+	}{
+		{"template/warm", false, pod("train", "gpus=template:big-gpus")},
+		{"template/cold", true, pod("train", "gpus=template:big-gpus")},
+		{"extended/warm", false, extendedPod("train", 4)},
+		{"extended/cold", true, extendedPod("train", 4)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := distinctFleet(b, 1000)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if tc.cold {
+					b.StopTimer()
+					c = distinctFleet(b, 1000)
+					b.StartTimer()
+				}
+				e, err := c.Explain(ctx, tc.pod)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(e.Nodes) != 1000 || len(e.FitsOn) == 0 || len(e.Groups) == 0 {
+					b.Fatalf("explanation: %d nodes, fits on %d, %d groups", len(e.Nodes), len(e.FitsOn), len(e.Groups))
+				}
+			}
+		})
+	}
+}
+
+// extendedPod asks n of the extended resource example.com/gpu (limits and requests equal).
+func extendedPod(name string, n int64) *v1.Pod {
+	p := pod(name)
+	q := *resource.NewQuantity(n, resource.DecimalSI)
+	p.Spec.Containers[0].Resources = v1.ResourceRequirements{
+		Limits:   v1.ResourceList{"example.com/gpu": q},
+		Requests: v1.ResourceList{"example.com/gpu": q},
+	}
+	return p
+}
