@@ -541,18 +541,24 @@ func (d *decoder) object(obj runtime.Object, src Source) error {
 		d.daemonSets = append(d.daemonSets, pending{workload, src})
 		return nil
 	}
-	_, err = d.add(converted, src)
+	// converted is the decoder's own: decoded from the input here, or converted from that.
+	_, err = d.add(converted, src, true)
 	return err
 }
 
-// add defaults obj, validates it and adds it to the objects; it returns what it added.
-func (d *decoder) add(obj runtime.Object, src Source) (runtime.Object, error) {
+// add defaults obj, validates it and adds it to the objects; it returns what it added. When owned,
+// obj shares no memory with anything else and is defaulted in place; otherwise a copy is.
+func (d *decoder) add(obj runtime.Object, src Source, owned bool) (runtime.Object, error) {
 	if !d.opts.NoDefaults {
 		var now time.Time
 		if d.opts.Now != nil {
 			now = d.opts.Now()
 		}
-		obj = Default(obj, now)
+		if owned {
+			defaultInPlace(obj, now)
+		} else {
+			obj = Default(obj, now)
+		}
 	}
 	if !d.opts.NoValidate {
 		if errs := validation.Object(obj, d.opts.Validation); len(errs) > 0 {

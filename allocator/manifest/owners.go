@@ -39,7 +39,7 @@ func (d *decoder) addExpanded(pods []*corev1.Pod, owner Source, e expansion) err
 	for _, pod := range pods {
 		ref := metav1.GetControllerOf(pod)
 		e.controller = ownerKey{ref.Kind, pod.Namespace, ref.Name}
-		added, err := d.add(pod, owner)
+		added, err := d.add(pod, owner, false)
 		if err != nil {
 			return err
 		}
