@@ -178,6 +178,9 @@ func buildFleet(t *testing.T, ns string, nodes int) *fleet {
 	tmpl.Mode = inventory.ModeDynamicMIG
 	for range nodes {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: uniqueName("dgxh100"), Labels: map[string]string{"example.com/rack": "r1"}}}
+		// The DGX H100's allocatable, which NodeResourcesFit reads (a kubelet reports it; the API server keeps
+		// the status a Node is created with).
+		node.Status.Allocatable = tmpl.Allocatable.DeepCopy()
 		f.nodes = append(f.nodes, node)
 		sl, err := tmpl.Slices(node.Name, 1)
 		if err != nil {
