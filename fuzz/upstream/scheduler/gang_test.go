@@ -174,6 +174,10 @@ func runGangScenario(t *testing.T, c kubernetes.Interface, sc *scenario, tl *tal
 		if err != nil {
 			t.Fatal(err)
 		}
+		before, err := allocatedDevices(ctx, c, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var created []*v1.Pod
 		for _, p := range sc.pods {
 			if p.Spec.SchedulingGroup == nil || ptr.Deref(p.Spec.SchedulingGroup.PodGroupName, "") != g.Name {
@@ -199,13 +203,30 @@ func runGangScenario(t *testing.T, c kubernetes.Interface, sc *scenario, tl *tal
 				t.Logf("%s: pending in kube-scheduler: %s", p.Name, out.message)
 			}
 		}
+		after, err := allocatedDevices(ctx, c, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var apiDevices []string
+		for _, d := range after {
+			if !slices.Contains(before, d) {
+				apiDevices = append(apiDevices, d)
+			}
+		}
 		drNodes := map[string]string{}
+		var drDevices []string
 		gp, err := cl.PlaceGroup(ctx, group, created, nil)
 		switch {
 		case err == nil:
 			for i, pl := range gp.Pods {
-				if pl != nil {
-					drNodes[created[i].Name] = pl.Node
+				if pl == nil {
+					continue
+				}
+				drNodes[created[i].Name] = pl.Node
+				for _, pc := range pl.Claims {
+					if pc.Allocated {
+						drDevices = append(drDevices, devicesOf(pc.Claim)...)
+					}
 				}
 			}
 		case errors.Is(err, pods.ErrGroupUnschedulable):
@@ -214,6 +235,15 @@ func runGangScenario(t *testing.T, c kubernetes.Interface, sc *scenario, tl *tal
 			t.Fatalf("PodGroup %s: dralloc: %v", g.Name, err)
 		}
 		compareGang(t, sc, g, st, apiNodes, drNodes, tl)
+		// How many devices the group's pods got: a claim of the PodGroup gives all its pods one device.
+		// kube-scheduler's choice among equal devices may differ from dralloc's, the number may not.
+		apiDevices, drDevices = sortedSet(apiDevices), sortedSet(drDevices)
+		if len(apiDevices) == len(drDevices) {
+			tl.record(t, sc, "PodGroup "+g.Name, "gang devices", nil)
+		} else {
+			tl.record(t, sc, "PodGroup "+g.Name, "gang devices", []difference{{category: "gang devices",
+				detail: fmt.Sprintf("kube-scheduler allocates %v, dralloc %v", apiDevices, drDevices)}})
+		}
 	}
 }
 
@@ -246,6 +276,37 @@ func compareGang(t *testing.T, sc *scenario, g *schedulingapi.PodGroup, st *stat
 		diffs = append(diffs, difference{category: "gang topology", detail: fmt.Sprintf("%s: kube-scheduler %v, dralloc %v", key, apiDomains, drDomains)})
 	}
 	tl.record(t, sc, name, "gang topology", diffs)
+}
+
+// allocatedDevices are the devices of the allocated claims in ns, as "driver/pool/device", sorted.
+func allocatedDevices(ctx context.Context, c kubernetes.Interface, ns string) ([]string, error) {
+	list, err := c.ResourceV1().ResourceClaims(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list claims: %w", err)
+	}
+	var out []string
+	for i := range list.Items {
+		out = append(out, devicesOf(&list.Items[i])...)
+	}
+	return sortedSet(out), nil
+}
+
+// devicesOf are the devices allocated to a claim, as "driver/pool/device".
+func devicesOf(claim *resourceapi.ResourceClaim) []string {
+	if claim.Status.Allocation == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		out = append(out, r.Driver+"/"+r.Pool+"/"+r.Device)
+	}
+	return out
+}
+
+func sortedSet(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return slices.Compact(s)
 }
 
 func sortedKeys(m map[string]string) []string {
