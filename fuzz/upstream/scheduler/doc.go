@@ -25,6 +25,12 @@
 //     reservedFor, the allocation's node selector) and the pod's status.resourceClaimStatuses and
 //     status.extendedResourceClaimStatus.
 //
+// The dra-example-driver demos (allocator/manifest/testdata/demo, on the driver's demo cluster of
+// allocator/pods/testdata) run the same way; demos_test.go says which are left out and why. Gangs (PodGroups
+// with the gang policy, some with a topology constraint on a node label; TopologyAwareWorkloadScheduling is
+// on with AllAlpha) create all pods of a group at once and compare the pods kube-scheduler binds, the label
+// value their nodes share and the number of devices allocated with pods.Cluster.PlaceGroup.
+//
 // After each pod the pods.Cluster takes the API server's claims, so that each pod is compared from the same
 // state. Differences that are known and have a reason are listed in knownDifferences; every other
 // difference fails the test. The counts per category are logged.
