@@ -142,13 +142,13 @@ func dractl(args ...string) (code int, stdout, stderr string) {
 
 // commands are every command of dractl, with the flags that make its output the same run to run.
 var commands = [][]string{
-	{"explain"}, {"place"}, {"lint"}, {"taints", "--now", "2026-12-01T12:00:00Z"}, {"inventory"}, {"top"},
+	{"explain"}, {"place"}, {"lint"}, {"taints", "--now", "2026-12-01T12:00:00Z"}, {"inventory"}, {"top"}, {"capacity"},
 }
 
 // TestSameAsFile: the objects of a cluster, read live, give byte for byte the output that the same
 // objects give as kubectl get -A -o yaml writes them, for every command and output format.
 func TestSameAsFile(t *testing.T) {
-	for _, dir := range []string{"reasons", "gang", "demo", "top"} {
+	for _, dir := range []string{"reasons", "gang", "demo", "top", "capacity"} {
 		client, file := cluster(t, load(t, filepath.Join(testdata, dir)))
 		path := filepath.Join(t.TempDir(), "cluster.yaml")
 		if err := os.WriteFile(path, file, 0o600); err != nil {

@@ -52,7 +52,7 @@ type env struct {
 	name string
 }
 
-var commands = []*command{explainCommand, placeCommand, lintCommand, taintsCommand, inventoryCommand, topCommand}
+var commands = []*command{explainCommand, placeCommand, lintCommand, taintsCommand, inventoryCommand, topCommand, capacityCommand}
 
 // liveUsage is the paragraph of the main usage that says how to read a live cluster.
 const liveUsage = `Read the objects of a live cluster from kubectl (or run kubectl-dra, which reads them itself):

@@ -63,3 +63,19 @@ spec:
 	// Per DeviceClass:
 	//   no DeviceClasses in the input
 }
+
+// capacity counts how many more copies of a pod fit and where, and measures how fragmented the free
+// devices are for the pending pods (testdata/capacity/cluster.yaml says why these numbers).
+func ExampleRun_capacity() {
+	cli.Run([]string{"capacity", "-f", "testdata/capacity", "--pod", "default/train", "--color", "never"}, nil, os.Stdout, os.Stderr)
+	// Output:
+	// pod default/train: 2 more copies fit (the next one fits nowhere)
+	//   node-a: 2
+	//   2 node(s) (node-a, node-b): cannot allocate all claims
+	//
+	// fragmentation for the mix default/train 0.50, default/infer 0.50: free 5.00, F(M) 0.50, stranded 0.00 devices
+	// NODE    FREE  F(M)  STRANDED
+	// node-a  4.00  0.00  0.00
+	// node-b  1.00  0.50  0.00
+	// not in the mix: default/web: asks for no devices
+}
