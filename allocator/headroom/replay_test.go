@@ -23,7 +23,7 @@ import (
 )
 
 // readCSV reads a testdata CSV into rows keyed by its header.
-func readCSV(t *testing.T, name string) []map[string]string {
+func readCSV(t testing.TB, name string) []map[string]string {
 	t.Helper()
 	f, err := os.Open("testdata/" + name)
 	if err != nil {
@@ -45,7 +45,7 @@ func readCSV(t *testing.T, name string) []map[string]string {
 	return out
 }
 
-func atoi(t *testing.T, row map[string]string, col string) int64 {
+func atoi(t testing.TB, row map[string]string, col string) int64 {
 	t.Helper()
 	n, err := strconv.ParseInt(row[col], 10, 64)
 	if err != nil {
@@ -66,8 +66,8 @@ type traceTask struct {
 // loadTrace builds, from the slice of Alibaba's GPU trace v2023 in testdata (see its README), the nodes
 // with their CPUs, memory and shared GPUs ("shares" 1000 each: gpu_milli) and the tasks in arrival
 // order; the mix is the tasks' GPU shapes weighted by how often they occur.
-func loadTrace(t *testing.T, podsFile string) (specs []nodeSpec, tasks []traceTask, mix []headroom.Shape) {
-	for _, r := range readCSV(t, "openb_nodes_slice.csv") {
+func loadTrace(t testing.TB, nodesFile, podsFile string) (specs []nodeSpec, tasks []traceTask, mix []headroom.Shape) {
+	for _, r := range readCSV(t, nodesFile) {
 		specs = append(specs, nodeSpec{name: r["sn"], model: r["model"], cpuMilli: atoi(t, r, "cpu_milli"), memMiB: atoi(t, r, "memory_mib"), gpus: int(atoi(t, r, "gpu"))})
 	}
 	counts := map[string]int{}
@@ -179,7 +179,7 @@ func TestReplayAlibabaTrace(t *testing.T) {
 }
 
 func replay(t *testing.T, file string) {
-	specs, tasks, mix := loadTrace(t, file)
+	specs, tasks, mix := loadTrace(t, "openb_nodes_slice.csv", file)
 	totalGPUs := 0
 	var published []*resourceapi.ResourceSlice
 	for _, s := range specs {
@@ -198,45 +198,57 @@ func replay(t *testing.T, file string) {
 		name string
 		opts pods.Options
 	}{{"FirstFit", pods.Options{}}, {"BestFit", pods.Options{Choice: pods.BestFit}}, {"FGD", pods.Options{Cost: cost}}} {
-		c := replayCluster(specs, tasks, run.opts)
-		placed, failedGPU, failedCPU := 0, 0, 0
-		asked := 0.0 // GPUs the placed tasks hold
-		for i, task := range tasks {
-			p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("task-%04d", i), UID: types.UID(fmt.Sprint("task-", i))}}
-			p.Spec.Containers = []v1.Container{{Name: "main", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
-				v1.ResourceCPU:    *resource.NewMilliQuantity(task.cpu, resource.DecimalSI),
-				v1.ResourceMemory: *resource.NewQuantity(task.mem<<20, resource.BinarySI),
-			}}}}
-			if task.tmpl != "" {
-				tmpl := task.tmpl
-				p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
-			}
-			pl, err := c.Place(context.Background(), p)
-			if errors.Is(err, pods.ErrNoNode) {
-				if task.tmpl != "" {
-					failedGPU++
-				} else {
-					failedCPU++
-				}
-				continue
-			}
-			if err != nil {
-				t.Fatalf("%s: %s: %v", run.name, p.Name, err)
-			}
-			if err := c.Assume(pl); err != nil {
-				t.Fatalf("%s: %s: %v", run.name, p.Name, err)
-			}
-			placed++
-			asked += float64(task.n) + float64(task.milli)/1000
-		}
-		rep, err := inv.Fragmentation(c.Snapshot(), mix)
+		r := replayRun(t, specs, tasks, run.name, run.opts)
+		rep, err := inv.Fragmentation(r.cluster.Snapshot(), mix)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !near(rep.Free, float64(totalGPUs)-asked) {
-			t.Errorf("%s: measured %v GPUs free, but %d GPUs less %v asked is %v", run.name, rep.Free, totalGPUs, asked, float64(totalGPUs)-asked)
+		if !near(rep.Free, float64(totalGPUs)-r.asked) {
+			t.Errorf("%s: measured %v GPUs free, but %d GPUs less %v asked is %v", run.name, rep.Free, totalGPUs, r.asked, float64(totalGPUs)-r.asked)
 		}
 		t.Logf("%s: %d of %d tasks placed (%d GPU and %d CPU-only tasks fit nowhere); GPUs allocated %.2f, unallocated %.2f of %d; F(M) %.2f, stranded %.2f",
-			run.name, placed, len(tasks), failedGPU, failedCPU, asked, rep.Free, totalGPUs, rep.F, rep.Stranded)
+			run.name, r.placed, len(tasks), r.failedGPU, r.failedCPU, r.asked, rep.Free, totalGPUs, rep.F, rep.Stranded)
 	}
+}
+
+// replayed is what one replay of the trace did.
+type replayed struct {
+	cluster                      *pods.Cluster
+	placed, failedGPU, failedCPU int
+	asked                        float64 // GPUs the placed tasks hold
+}
+
+// replayRun places the tasks in arrival order, each assumed before the next, none leaving.
+func replayRun(t testing.TB, specs []nodeSpec, tasks []traceTask, name string, opts pods.Options) replayed {
+	r := replayed{cluster: replayCluster(specs, tasks, opts)}
+	c := r.cluster
+	for i, task := range tasks {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("task-%04d", i), UID: types.UID(fmt.Sprint("task-", i))}}
+		p.Spec.Containers = []v1.Container{{Name: "main", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+			v1.ResourceCPU:    *resource.NewMilliQuantity(task.cpu, resource.DecimalSI),
+			v1.ResourceMemory: *resource.NewQuantity(task.mem<<20, resource.BinarySI),
+		}}}}
+		if task.tmpl != "" {
+			tmpl := task.tmpl
+			p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
+		}
+		pl, err := c.Place(context.Background(), p)
+		if errors.Is(err, pods.ErrNoNode) {
+			if task.tmpl != "" {
+				r.failedGPU++
+			} else {
+				r.failedCPU++
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %s: %v", name, p.Name, err)
+		}
+		if err := c.Assume(pl); err != nil {
+			t.Fatalf("%s: %s: %v", name, p.Name, err)
+		}
+		r.placed++
+		r.asked += float64(task.n) + float64(task.milli)/1000
+	}
+	return r
 }

@@ -1,0 +1,92 @@
+package headroom_test
+
+import (
+	"testing"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/dralloc/dralloc/allocator/headroom"
+	"github.com/dralloc/dralloc/allocator/pods"
+)
+
+// BenchmarkReplayAlibabaTrace replays the whole default trace of Alibaba's GPU trace v2023
+// (openb_pod_list_default: 8,152 tasks in arrival order, none leaving, on the 1,213 nodes and 6,212
+// GPUs of openb_node_list_gpu_node; see testdata/README.md) with FirstFit, BestFit and FGD (the mix
+// is the tasks' GPU shapes by frequency) and reports, per strategy, the GPUs left unallocated at the
+// end, the tasks that fit nowhere and the wall time of one replay. It does not run with the tests:
+//
+//	go test -run '^$' -bench ReplayAlibabaTrace -benchtime 1x ./allocator/headroom/
+func BenchmarkReplayAlibabaTrace(b *testing.B) {
+	specs, tasks, mix := loadTrace(b, "openb_node_list_gpu_node.csv", "openb_pod_list_default.csv")
+	inv, cost, totalGPUs := traceInventory(b, specs, mix)
+	for _, run := range []struct {
+		name string
+		opts pods.Options
+	}{{"FirstFit", pods.Options{}}, {"BestFit", pods.Options{Choice: pods.BestFit}}, {"FGD", pods.Options{Cost: cost}}} {
+		b.Run(run.name, func(b *testing.B) {
+			var r replayed
+			start := time.Now()
+			for range b.N {
+				r = replayRun(b, specs, tasks, run.name, run.opts)
+			}
+			perReplay := time.Since(start).Seconds() / float64(b.N)
+			rep, err := inv.Fragmentation(r.cluster.Snapshot(), mix)
+			if err != nil {
+				b.Fatal(err)
+			}
+			// The measure agrees with the allocator on the whole trace: the free GPUs are the GPUs
+			// less what the placed tasks hold.
+			if !near(rep.Free, float64(totalGPUs)-r.asked) {
+				b.Errorf("measured %v GPUs free, but %d GPUs less %v asked is %v", rep.Free, totalGPUs, r.asked, float64(totalGPUs)-r.asked)
+			}
+			b.ReportMetric(float64(totalGPUs)-r.asked, "GPUs-unallocated")
+			b.ReportMetric(float64(r.failedGPU), "GPU-tasks-unplaced")
+			b.ReportMetric(rep.F, "F(M)")
+			b.ReportMetric(perReplay, "s/replay")
+		})
+	}
+}
+
+// TestAlibabaTraceFiles: the full trace in testdata is what testdata/README.md says it is (the
+// replay itself is BenchmarkReplayAlibabaTrace, about 20-40 s per strategy).
+func TestAlibabaTraceFiles(t *testing.T) {
+	specs, tasks, mix := loadTrace(t, "openb_node_list_gpu_node.csv", "openb_pod_list_default.csv")
+	gpus, gpuTasks := 0, 0
+	for _, s := range specs {
+		gpus += s.gpus
+	}
+	for _, task := range tasks {
+		if task.tmpl != "" {
+			gpuTasks++
+		}
+	}
+	if len(specs) != 1213 || gpus != 6212 || len(tasks) != 8152 {
+		t.Errorf("%d nodes, %d GPUs, %d tasks; README says 1213, 6212, 8152", len(specs), gpus, len(tasks))
+	}
+	if gpuTasks == 0 || len(mix) == 0 {
+		t.Errorf("%d GPU tasks, %d shapes", gpuTasks, len(mix))
+	}
+	t.Logf("%d GPU tasks in %d shapes", gpuTasks, len(mix))
+}
+
+// traceInventory is the measure's inventory of the trace's nodes, FGD's cost for the mix, and the
+// number of GPUs.
+func traceInventory(tb testing.TB, specs []nodeSpec, mix []headroom.Shape) (*headroom.Inventory, pods.Cost, int) {
+	tb.Helper()
+	total := 0
+	var published []*resourceapi.ResourceSlice
+	for _, s := range specs {
+		total += s.gpus
+		published = append(published, modelGPUs(s))
+	}
+	inv, err := headroom.NewInventory(published)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cost, err := inv.FGD(mix)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return inv, cost, total
+}
