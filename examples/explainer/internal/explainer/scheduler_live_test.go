@@ -115,6 +115,22 @@ func podScheduled(p *v1.Pod) *v1.PodCondition {
 	return nil
 }
 
+// awaitUnschedulable is the scheduling step of a real kube-scheduler: it waits until the scheduler
+// left the pod pending with PodScheduled=False, reason Unschedulable.
+func awaitUnschedulable(ctx context.Context, t *testing.T, c kubernetes.Interface, p *v1.Pod) {
+	t.Helper()
+	eventually(t, 60*time.Second, "kube-scheduler leaves pod "+p.Name+" unschedulable", func() error {
+		cur, err := c.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !Unschedulable(cur) {
+			return fmt.Errorf("pod on node %q, PodScheduled %+v", cur.Spec.NodeName, podScheduled(cur))
+		}
+		return nil
+	})
+}
+
 // TestLiveWithScheduler runs the controller against a kube-apiserver where a real kube-scheduler
 // (v1.37.2, with kube-controller-manager's DRA controllers) does the scheduling: nothing in the test
 // writes a pod's status. Pods the scheduler leaves pending for a class selector that matches nothing,
