@@ -16,10 +16,17 @@ import (
 	"k8s.io/klog/v2/ktesting"
 )
 
-// TestLiveFailover runs two replicas against a real kube-apiserver: only the one holding the Lease
-// writes; when it stops, the other takes the Lease, explains new pods, and does not repeat the Event
-// its predecessor wrote.
-func TestLiveFailover(t *testing.T) { testFailover(t, liveClient(t), markUnschedulable) }
+// TestLiveFailover runs two replicas against a real kube-apiserver, where a real kube-scheduler
+// leaves the pods unschedulable (where kube-scheduler is not built, the test marks them itself): only
+// the one holding the Lease writes; when it stops, the other takes the Lease, explains new pods, and
+// does not repeat the Event its predecessor wrote.
+func TestLiveFailover(t *testing.T) {
+	if c := maybeSchedulerClient(t); c != nil {
+		testFailover(t, c, awaitUnschedulable)
+		return
+	}
+	testFailover(t, liveClient(t), markUnschedulable)
+}
 
 // TestFailover is TestLiveFailover on client-go's fake clientset.
 func TestFailover(t *testing.T) { testFailover(t, fake.NewClientset(), markUnschedulable) }

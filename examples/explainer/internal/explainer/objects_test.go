@@ -131,9 +131,9 @@ func unschedulable(p *v1.Pod) {
 	})
 }
 
-// scheduleStep is the step a scheduler takes on a new pod. Here it writes, through the status
-// subresource, what kube-scheduler writes on a pod it could not place; a real kube-scheduler
-// replaces this step with one that waits until the scheduler wrote the condition.
+// scheduleStep is the step a scheduler takes on a new pod. markUnschedulable writes, through the
+// status subresource, what kube-scheduler writes on a pod it could not place; with a real
+// kube-scheduler, awaitUnschedulable waits until the scheduler wrote it.
 type scheduleStep func(ctx context.Context, t *testing.T, c kubernetes.Interface, p *v1.Pod)
 
 func markUnschedulable(ctx context.Context, t *testing.T, c kubernetes.Interface, p *v1.Pod) {

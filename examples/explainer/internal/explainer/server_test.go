@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if server.stop != nil {
 		server.stop()
 	}
+	if schedServer.stop != nil {
+		schedServer.stop()
+	}
 	os.Exit(code)
 }
 
@@ -82,9 +85,9 @@ func startServer() {
 		server.skip = err.Error()
 		return
 	}
-	out, err := runScript(4*time.Minute, script, "start", dir)
+	out, err := runScript(4*time.Minute, script, nil, "start", dir)
 	stop := func() {
-		if out, err := runScript(time.Minute, script, "stop", dir); err != nil {
+		if out, err := runScript(time.Minute, script, nil, "stop", dir); err != nil {
 			fmt.Fprintf(os.Stderr, "%s stop: %v\n%s", script, err, out)
 		}
 		os.RemoveAll(dir)
@@ -130,12 +133,14 @@ func findScript() (string, error) {
 	}
 }
 
-func runScript(timeout time.Duration, script string, args ...string) ([]byte, error) {
+// runScript runs the script with args; env adds to this process's environment.
+func runScript(timeout time.Duration, script string, env []string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, script, args...)
 	// The script stops the server once this process exits, should TestMain never get to stop it.
 	cmd.Env = append(os.Environ(), "DRALLOC_APISERVER_OWNER="+strconv.Itoa(os.Getpid()))
+	cmd.Env = append(cmd.Env, env...)
 	cmd.WaitDelay = 10 * time.Second
 	return cmd.CombinedOutput()
 }
