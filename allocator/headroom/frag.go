@@ -44,8 +44,10 @@ import (
 //
 // Device capacity that no shape of the mix can use on its node is stranded. The measure looks at the
 // devices of the ResourceSlices given to [NewInventory] only (the accelerators: its unit is one GPU);
-// CPU, memory, CEL selectors and constraints are not part of it, as in the paper, which measures GPU
-// fragmentation; a Request's Attributes stand for the selectors that tell device kinds apart.
+// CPU, memory, CEL selectors and constraints are not part of it; a Request's Attributes stand for the
+// selectors that tell device kinds apart. The paper measures GPU capacity too, but counts all of a node's
+// free GPUs as fragments for a task whose CPU or memory the node cannot hold; this measure does not yet,
+// which is one reason its FGD fares worse on the whole trace (BenchmarkReplayAlibabaTrace).
 
 // Request is what a shape asks of one device class: Count whole devices, or, with Capacity set, one
 // share of Amount of that capacity of a device with allowMultipleAllocations.
