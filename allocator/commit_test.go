@@ -400,6 +400,11 @@ func countTrue(bs []bool) int {
 	return n
 }
 
+// forkStepBudget bounds every search of the fork properties: a generated claim can make the search
+// exponential (a clean CI run once spent ten minutes in one), and a search that gives up allocates nothing,
+// like a claim that does not fit.
+const forkStepBudget = 20000
+
 // Forks of a generated cluster (shares, counters, network-attached pools, taints, allocated claims), all
 // made before any commit, allocate copies of its pending claims, one each, and commit concurrently; a fork
 // that conflicts retries with a new fork. The verifier accepts every committed claim against the root's
@@ -408,7 +413,7 @@ func TestPropForkCommitsOfGeneratedClusters(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := fuzz.ClusterGen(fuzz.AllOptions()).Draw(t, "cluster")
 		copies := rapid.IntRange(2, 4).Draw(t, "copies")
-		s, err := c.Snapshot(allocator.Options{})
+		s, err := c.Snapshot(allocator.Options{StepBudget: forkStepBudget})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -515,7 +520,7 @@ func forkCommitsInterleaved(t *testing.T, opts fuzz.Options) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := fuzz.ClusterGen(opts).Draw(t, "cluster")
 		copies := rapid.IntRange(2, 6).Draw(t, "copies")
-		s, err := c.Snapshot(allocator.Options{})
+		s, err := c.Snapshot(allocator.Options{StepBudget: forkStepBudget})
 		if err != nil {
 			t.Fatal(err)
 		}
