@@ -19,9 +19,14 @@ import (
 // kube-controller-manager v1.37.2, each with its reason. A difference explained by an entry is logged, not
 // failed; the summary says which entries did not occur, so that an entry is removed once dralloc agrees.
 var knownDifferences = map[string]string{
-	// None left: allocator/pods writes generated claims' owner references as the resourceclaim controller
-	// of v1.37.2 does (controller: true, no blockOwnerDeletion), and filters nodes by cpu, memory and a
-	// device plugin's amount of an extended resource as NodeResourcesFit does.
+	// allocator/pods writes generated claims' owner references as the resourceclaim controller of v1.37.2
+	// does (controller: true, no blockOwnerDeletion), and filters nodes by cpu, memory and a device plugin's
+	// amount of an extended resource as NodeResourcesFit does: those differences are gone. One is not
+	// understood yet: in 2 of about 10 runs of the whole package on a loaded 2-core machine (never in
+	// isolation), kube-scheduler left a pod whose claim tolerates a DeviceTaintRule's NoSchedule taint
+	// pending ("cannot allocate all claims") while the tainted device was free, where dralloc places it
+	// on that device. The scenario marks it, so that the run reports it when it happens.
+	"deviceTaintRuleToleration": "kube-scheduler intermittently leaves a pod pending whose claim tolerates a DeviceTaintRule's NoSchedule taint (cause not found)",
 }
 
 // rendered is v as JSON, for messages.

@@ -202,7 +202,8 @@ func handWritten() []*scenario {
 		// still retries it on every later event (a claim created for the next pod), and one loaded run here
 		// ended with kube-scheduler binding the pending pod while the tolerant one stayed pending (not
 		// reproduced in isolation, cause not found). In this order no pod follows the pending one.
-		pods: []*v1.Pod{pod("plain-0", "gpu=template:one-gpu"), pod("tolerant", "gpu=template:tolerating"), pod("plain-1", "gpu=template:one-gpu")},
+		pods:  []*v1.Pod{pod("plain-0", "gpu=template:one-gpu"), pod("tolerant", "gpu=template:tolerating"), pod("plain-1", "gpu=template:one-gpu")},
+		known: "deviceTaintRuleToleration",
 	}, {
 		name:      "cpu and memory: the node is too small for the pod",
 		nodes:     []*v1.Node{node("node-a", nil)},
