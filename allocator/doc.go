@@ -115,6 +115,36 @@
 // Options.StepBudget bounds what is left, and running out of it is reported as [ErrSearchBudget], never
 // as [ErrUnsatisfiable].
 //
+// # Where things are
+//
+// The package is one import boundary: the search reads the snapshot's indexes and prepared devices
+// directly, a pointer away, where an interface between them would cost a call per device on the hot
+// path. Its files, by concern (a maintainer changing one concern reads the files of its group):
+//
+//   - The cluster and its indexes: snapshot.go (the [Snapshot], its updates, Fork, Commit, Discard),
+//     objects.go (slice and device entries, prepared on first use), copy.go (the private copy of a slice),
+//     columns.go (a slice's attribute values by name), state.go (the allocated state: devices, shares,
+//     counters in use), claimupdate.go ([Snapshot.UpdateClaims]), conflict.go (what a commit or update
+//     finds taken meanwhile: [ConflictError]), validate.go (validation on add), lookup.go (read access for
+//     code built on a snapshot), revision.go, options.go, features.go, errors.go.
+//   - One call's search: allocate.go (Allocate and Fits, the call's working state), scratch.go (that
+//     state, pooled across calls), pools.go (the pools a node sees), filter.go and verdicts.go (which
+//     devices a request may take; selector verdicts kept per device), strategy.go (the order each
+//     [Strategy] tries candidates in), search.go (the backtracking search), constraints.go (matchAttribute
+//     and distinctAttribute), tally.go and counterbase.go (shared counters in dense form), shareids.go,
+//     results.go (the AllocationResults, one block per call).
+//   - Pruning, which never changes an answer, only how soon it is found: failfast.go and bounds.go (the
+//     counts before searching: enough candidates, enough sharing a value, pigeonholes), independent.go
+//     (ending the search when nothing before a failed request can help it), symmetry.go (devices no check
+//     tells apart are tried once per position).
+//   - Explanations: explain.go (the [Explanation] types and [Snapshot.Explain]), explain_pass.go (the
+//     pass that counts what each filter removed), explain_obstacles.go (what keeps requests with enough
+//     candidates apart).
+//   - Node classes: equivalence.go ([NodeClasses]), content.go (a device's content as classes compare it),
+//     fleetcache.go (each node's class key, remembered across calls).
+//   - Requeue: requeue.go ([Requeue] and its index of pending claims by class), requeue_events.go (one
+//     method per cluster event).
+//
 // Imports: allocator/gates (the feature gates; [Features] is gates.Features), celenv (CEL selectors), capacity (consumable capacity and shared counters), taints (device
 // taints and tolerations), allocator/validation (API validation of added objects), k8s.io/api, k8s.io/apimachinery and k8s.io/component-helpers (node selector
 // matching). Nothing in dralloc imports allocator's internals.

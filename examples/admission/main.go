@@ -10,6 +10,8 @@
 //     requests.nvidia.com/gpu sees the pods that ask for the extended resource (DRA serves them through
 //     the class's extendedResourceName, and their containers still say so), but not the pods that get
 //     GPUs through ResourceClaims (allocator/scaling.Audit).
+//
+// Imports: of dralloc only its public packages (allocator, allocator/pods, allocator/scaling, allocator/verify and inventory); nothing imports an example.
 package main
 
 import (

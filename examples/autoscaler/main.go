@@ -14,6 +14,8 @@
 // real DGX A100.
 //
 // Usage: autoscaler [--cost dgxa100=1,dgxh100=3,...]
+//
+// Imports: of dralloc only its public packages (allocator, allocator/pods, allocator/scaling and inventory); nothing imports an example.
 package main
 
 import (

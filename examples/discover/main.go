@@ -12,6 +12,8 @@
 //
 // Values that could not be read are listed on stderr. Without --mock on a
 // machine without NVML it says so and exits with status 1.
+//
+// Imports: of dralloc only its public packages (inventory, inventory/nvml and its mocks); nothing imports an example.
 package main
 
 import (

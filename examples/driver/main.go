@@ -12,6 +12,8 @@
 // --consumable-shares (NVIDIA's flag of that name, main 95932046 / v0.5.0)
 // the devices are published shareable and the prepare step checks the
 // configuration as NVIDIA's driver does under consumable shares.
+//
+// Imports: of dralloc only its public packages (inventory, inventory/claim, inventory/nvml and its mocks); nothing imports an example.
 package main
 
 import (

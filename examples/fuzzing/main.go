@@ -8,6 +8,8 @@
 // fuzz.CheckAllocations): rapid shrinks a failing draw to a small case and saves it for replay.
 //
 // Usage: fuzzing [--draws 50] [--profile dgxh100]
+//
+// Imports: of dralloc only its public packages (allocator, allocator/verify, fuzz and inventory); nothing imports an example.
 package main
 
 import (

@@ -16,6 +16,8 @@
 //	go run ./examples/quickstart                         # the story
 //	go run ./examples/quickstart -show list              # the objects it created, by kind and name
 //	go run ./examples/quickstart -show claim/ml/train    # one of them as YAML
+//
+// Imports: of dralloc only its public packages (allocator, allocator/pods, inventory and taints); nothing imports an example.
 package main
 
 import (

@@ -9,6 +9,8 @@
 // (allocator/scaling.NewChargeback).
 //
 // Usage: quota [--budget research=8,prod=4]
+//
+// Imports: of dralloc only its public packages (allocator, allocator/pods, allocator/scaling, capacity and inventory); nothing imports an example.
 package main
 
 import (

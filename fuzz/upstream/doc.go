@@ -7,4 +7,6 @@
 // real control plane built from the module proxy by scripts/kube-apiserver: apiserver (kube-apiserver, the
 // oracle for what Kubernetes accepts) and scheduler (kube-scheduler and kube-controller-manager, the oracle for
 // what Kubernetes decides about pods, compared pod by pod with allocator/pods).
+//
+// Imports: nothing in a build; deps.go (build tag tools) names the upstream packages the subpackages test against.
 package upstream

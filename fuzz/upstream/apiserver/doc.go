@@ -18,4 +18,8 @@
 //
 // The package holds tests only. They skip, saying why, when kube-apiserver cannot be built (or
 // DRALLOC_APISERVER=skip); a server that was built but does not start fails them.
+//
+// Imports (tests only): client-go, and of dralloc the packages whose objects it sends to the server: allocator,
+// allocator/manifest, allocator/pods, allocator/validation, fuzz, inventory (with inventory/claim, inventory/nvml
+// and its mocks) and taints.
 package apiserver

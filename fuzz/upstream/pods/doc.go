@@ -10,4 +10,7 @@
 //     where upstream's allocator fits the pod's claims, and the devices are the ones it picks there.
 //
 // The package has no code of its own.
+//
+// Imports (tests only): the upstream module, fuzz/upstream/reference, and of dralloc allocator, allocator/pods,
+// allocator/verify and fuzz.
 package pods

@@ -37,4 +37,7 @@
 //
 // The package holds tests only. They skip, saying why, when the commands cannot be built (or
 // DRALLOC_APISERVER=skip); a control plane that was built but does not start fails them.
+//
+// Imports (tests only): client-go, and of dralloc allocator, allocator/manifest, allocator/pods,
+// allocator/verify and fuzz.
 package scheduler
