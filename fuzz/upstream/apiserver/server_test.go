@@ -2,21 +2,19 @@ package apiserver_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/dralloc/dralloc/fuzz/controlplane"
 )
 
 // server is the kube-apiserver this test binary runs, or why it does not run one.
@@ -33,37 +31,22 @@ func TestMain(m *testing.M) {
 // runWithServer builds and starts kube-apiserver, runs the tests and stops it. A build that is impossible makes
 // every test skip; a server that is built but does not start is a failure.
 func runWithServer(m *testing.M) int {
-	if os.Getenv("DRALLOC_APISERVER") == "skip" {
-		server.skip = "DRALLOC_APISERVER=skip"
-		return m.Run()
-	}
-	script, err := findScript()
-	if err != nil {
+	plane, err := controlplane.Start(controlplane.Options{Build: true, DirPrefix: "dralloc-apiserver-"})
+	if errors.Is(err, controlplane.ErrUnavailable) {
 		server.skip = err.Error()
-		return m.Run()
-	}
-	if out, err := runScript(buildTimeout(), script, "build"); err != nil {
-		server.skip = fmt.Sprintf("%s build failed (%v); its output ends:\n%s", script, err, tail(out, 20))
 		fmt.Fprintln(os.Stderr, "apiserver tests skip:", server.skip)
 		return m.Run()
 	}
-	dir, err := os.MkdirTemp("", "dralloc-apiserver-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	out, err := runScript(5*time.Minute, script, "start", dir)
 	defer func() {
-		if out, err := runScript(time.Minute, script, "stop", dir); err != nil {
-			fmt.Fprintf(os.Stderr, "%s stop: %v\n%s", script, err, out)
+		if err := plane.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 		}
 	}()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s start: %v\n%s", script, err, out)
-		return 1
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	cfg, err := clientcmd.BuildConfigFromFlags("", plane.Kubeconfig)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -74,59 +57,6 @@ func runWithServer(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// findScript finds scripts/kube-apiserver in the repository above the working directory.
-func findScript() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		p := filepath.Join(dir, "scripts", "kube-apiserver")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("scripts/kube-apiserver not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// buildTimeout leaves the build two minutes less than the test binary's timeout, so that a cold build that
-// does not finish in time is a skip with its reason rather than a panic; the Go build cache keeps what was
-// compiled, and `scripts/kube-apiserver build` run beforehand (as CI does) finishes it.
-func buildTimeout() time.Duration {
-	const spare = 2 * time.Minute
-	f := flag.Lookup("test.timeout")
-	if f == nil {
-		return time.Hour
-	}
-	d, err := time.ParseDuration(f.Value.String())
-	if err != nil || d <= 0 {
-		return time.Hour
-	}
-	return max(d-spare, time.Minute)
-}
-
-func runScript(timeout time.Duration, script string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, script, args...)
-	cmd.Env = append(os.Environ(), "DRALLOC_APISERVER_OWNER="+strconv.Itoa(os.Getpid()))
-	cmd.WaitDelay = 10 * time.Second
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		err = fmt.Errorf("%w after %v", ctx.Err(), timeout)
-	}
-	return out, err
-}
-
-func tail(out []byte, lines int) string {
-	l := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	return strings.Join(l[max(0, len(l)-lines):], "\n")
 }
 
 // client returns the server's clientset, or skips the test when there is no server.

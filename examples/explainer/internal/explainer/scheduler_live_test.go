@@ -4,18 +4,16 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/dralloc/dralloc/fuzz/controlplane"
 )
 
 // schedServer is a second control plane: kube-apiserver with kube-scheduler and
@@ -23,14 +21,12 @@ import (
 // server because a scheduler there would place, or mark unschedulable, the pods of the tests that
 // play the scheduler's step themselves. Started by the first test that asks for it, stopped by
 // TestMain.
-var schedServer struct {
-	once   sync.Once
-	client kubernetes.Interface
-	skip   string // why the tests skip: a binary not built
-	failed string // why they fail: binaries built that do not start
-	dir    string
-	stop   func()
-}
+var schedServer = &livePlane{opts: controlplane.Options{
+	Scheduler: true, DirPrefix: "dralloc-explainer-sched-", StartTimeout: 4 * time.Minute,
+	// No kubelet lifts the node.kubernetes.io/not-ready taint that this admission plugin puts on every
+	// new Node; without it the Nodes are plain API objects with no taint.
+	DisableAdmission: []string{"TaintNodesByCondition"},
+}}
 
 // schedulerClient returns a client of the control plane with a real kube-scheduler, or skips the test.
 func schedulerClient(t *testing.T) kubernetes.Interface {
@@ -45,75 +41,11 @@ func schedulerClient(t *testing.T) kubernetes.Interface {
 // maybeSchedulerClient is schedulerClient, with nil where the binaries are not built.
 func maybeSchedulerClient(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	schedServer.once.Do(startSchedulerPlane)
-	if schedServer.failed != "" {
-		t.Fatal(schedServer.failed)
-	}
-	if schedServer.client == nil {
+	c := schedServer.clientOrNil(t, "kube-scheduler", "kube-controller-manager", "kube-apiserver")
+	if c == nil {
 		t.Logf("no kube-apiserver with kube-scheduler: %s", schedServer.skip)
-		return nil
 	}
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		for _, name := range []string{"kube-scheduler", "kube-controller-manager", "kube-apiserver"} {
-			if log, err := os.ReadFile(filepath.Join(schedServer.dir, name+".log")); err == nil {
-				lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
-				t.Logf("%s.log ends:\n%s", name, strings.Join(lines[max(0, len(lines)-15):], "\n"))
-			}
-		}
-	})
-	return schedServer.client
-}
-
-func startSchedulerPlane() {
-	if os.Getenv("DRALLOC_APISERVER") == "skip" {
-		schedServer.skip = "DRALLOC_APISERVER=skip"
-		return
-	}
-	script, err := findScript()
-	if err != nil {
-		schedServer.skip = err.Error()
-		return
-	}
-	dir, err := os.MkdirTemp("", "dralloc-explainer-sched-")
-	if err != nil {
-		schedServer.skip = err.Error()
-		return
-	}
-	stop := func() {
-		if out, err := runScript(time.Minute, script, nil, "stop", dir); err != nil {
-			fmt.Fprintf(os.Stderr, "%s stop: %v\n%s", script, err, out)
-		}
-		os.RemoveAll(dir)
-	}
-	// No kubelet lifts the node.kubernetes.io/not-ready taint that this admission plugin puts on every
-	// new Node; without it the Nodes are plain API objects with no taint.
-	env := []string{"DRALLOC_APISERVER_DISABLE_ADMISSION=TaintNodesByCondition"}
-	for _, step := range []string{"start", "start-scheduler"} {
-		out, err := runScript(4*time.Minute, script, env, step, dir)
-		if err == nil {
-			continue
-		}
-		stop()
-		if strings.Contains(string(out), "is not built") || strings.Contains(string(out), "etcd is not installed") {
-			schedServer.skip = fmt.Sprintf("%s %s: %s (run `scripts/kube-apiserver build`)", script, step, strings.TrimSpace(string(out)))
-			return
-		}
-		schedServer.failed = fmt.Sprintf("%s %s: %v\n%s", script, step, err, out)
-		return
-	}
-	schedServer.stop, schedServer.dir = stop, dir
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
-	if err != nil {
-		schedServer.failed = err.Error()
-		return
-	}
-	cfg.QPS, cfg.Burst = 500, 1000
-	if schedServer.client, err = kubernetes.NewForConfig(cfg); err != nil {
-		schedServer.failed = err.Error()
-	}
+	return c
 }
 
 // podScheduled is the pod's PodScheduled condition, the one kube-scheduler writes.

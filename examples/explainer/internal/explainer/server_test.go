@@ -2,12 +2,9 @@ package explainer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,132 +14,96 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/dralloc/dralloc/fuzz/controlplane"
 )
 
 // The tests against a real kube-apiserver (scripts/kube-apiserver, built by `scripts/kube-apiserver
 // build`, as CI does before the tests) share one server, started by the first test that asks for it
 // and stopped by TestMain. A server that is not built makes them skip with the script's reason.
-var server struct {
-	once   sync.Once
-	client kubernetes.Interface
-	skip   string // why the tests skip: no server built
-	failed string // why they fail: a server built that does not start
-	dir    string // the server's directory: its logs and pid files
-	stop   func()
-}
+var server = &livePlane{opts: controlplane.Options{DirPrefix: "dralloc-explainer-", StartTimeout: 4 * time.Minute}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if server.stop != nil {
-		server.stop()
-	}
-	if schedServer.stop != nil {
-		schedServer.stop()
-	}
+	server.stop()
+	schedServer.stop()
 	os.Exit(code)
+}
+
+// livePlane is a control plane started on first use: the client of its kube-apiserver, why the tests
+// that ask for it skip (none can run here) or fail (one was built and does not start).
+type livePlane struct {
+	opts   controlplane.Options
+	once   sync.Once
+	plane  *controlplane.Plane
+	client kubernetes.Interface
+	skip   string
+	failed string
+}
+
+func (l *livePlane) start() {
+	plane, err := controlplane.Start(l.opts)
+	if errors.Is(err, controlplane.ErrUnavailable) {
+		l.skip = err.Error()
+		return
+	}
+	if err != nil {
+		l.failed = err.Error()
+		return
+	}
+	l.plane = plane
+	cfg, err := clientcmd.BuildConfigFromFlags("", plane.Kubeconfig)
+	if err != nil {
+		l.failed = err.Error()
+		return
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	if l.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		l.failed = err.Error()
+	}
+}
+
+func (l *livePlane) stop() {
+	if l.plane == nil {
+		return
+	}
+	if err := l.plane.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+}
+
+// clientOrNil starts the plane once and returns its client, nil when none can run here; a plane that
+// does not start fails the test. A failing test logs whether each component still runs and what it
+// logged last.
+func (l *livePlane) clientOrNil(t *testing.T, components ...string) kubernetes.Interface {
+	t.Helper()
+	l.once.Do(l.start)
+	if l.failed != "" {
+		t.Fatal(l.failed)
+	}
+	if l.client == nil {
+		return nil
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, name := range components {
+			pid, running := l.plane.Running(name)
+			t.Logf("%s (pid %s) running: %v; its log ends:\n%s", name, pid, running, l.plane.LogTail(name, 15))
+		}
+	})
+	return l.client
 }
 
 // liveClient returns a client of the shared kube-apiserver, or skips the test.
 func liveClient(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	server.once.Do(startServer)
-	if server.failed != "" {
-		t.Fatal(server.failed)
-	}
-	if server.client == nil {
+	c := server.clientOrNil(t, "kube-apiserver", "etcd")
+	if c == nil {
 		t.Skip("no kube-apiserver: " + server.skip)
 	}
-	// A failing test says whether the server still runs and what it logged last.
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		for _, name := range []string{"kube-apiserver", "etcd"} {
-			pid, _ := os.ReadFile(filepath.Join(server.dir, name+".pid"))
-			_, err := os.Stat("/proc/" + strings.TrimSpace(string(pid)))
-			t.Logf("%s (pid %s) running: %v", name, strings.TrimSpace(string(pid)), err == nil)
-			if log, err := os.ReadFile(filepath.Join(server.dir, name+".log")); err == nil {
-				lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
-				t.Logf("%s.log ends:\n%s", name, strings.Join(lines[max(0, len(lines)-15):], "\n"))
-			}
-		}
-	})
-	return server.client
-}
-
-func startServer() {
-	if os.Getenv("DRALLOC_APISERVER") == "skip" {
-		server.skip = "DRALLOC_APISERVER=skip"
-		return
-	}
-	script, err := findScript()
-	if err != nil {
-		server.skip = err.Error()
-		return
-	}
-	dir, err := os.MkdirTemp("", "dralloc-explainer-")
-	if err != nil {
-		server.skip = err.Error()
-		return
-	}
-	out, err := runScript(4*time.Minute, script, nil, "start", dir)
-	stop := func() {
-		if out, err := runScript(time.Minute, script, nil, "stop", dir); err != nil {
-			fmt.Fprintf(os.Stderr, "%s stop: %v\n%s", script, err, out)
-		}
-		os.RemoveAll(dir)
-	}
-	if err != nil {
-		stop()
-		if strings.Contains(string(out), "is not built") || strings.Contains(string(out), "etcd is not installed") {
-			server.skip = fmt.Sprintf("%s start: %s (run `scripts/kube-apiserver build`)", script, strings.TrimSpace(string(out)))
-			return
-		}
-		// Built but not starting is a failure of every live test, with the script's output.
-		server.failed = fmt.Sprintf("%s start: %v\n%s", script, err, out)
-		return
-	}
-	server.stop, server.dir = stop, dir
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
-	if err != nil {
-		server.skip = err.Error()
-		return
-	}
-	cfg.QPS, cfg.Burst = 500, 1000
-	if server.client, err = kubernetes.NewForConfig(cfg); err != nil {
-		server.skip = err.Error()
-	}
-}
-
-// findScript finds scripts/kube-apiserver in the repository above the working directory.
-func findScript() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		p := filepath.Join(dir, "scripts", "kube-apiserver")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("scripts/kube-apiserver not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// runScript runs the script with args; env adds to this process's environment.
-func runScript(timeout time.Duration, script string, env []string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, script, args...)
-	// The script stops the server once this process exits, should TestMain never get to stop it.
-	cmd.Env = append(os.Environ(), "DRALLOC_APISERVER_OWNER="+strconv.Itoa(os.Getpid()))
-	cmd.Env = append(cmd.Env, env...)
-	cmd.WaitDelay = 10 * time.Second
-	return cmd.CombinedOutput()
+	return c
 }
 
 var unique atomic.Int64
