@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -20,9 +21,38 @@ const schedPerfSteadyPods = 1000
 // each) and that dralloc places every measured pod, with allocations allocator/verify accepts: the
 // burst's 2500 pods, which fill the cluster to the last device, and 50 pods of each steady state.
 func TestSchedPerfShapes(t *testing.T) {
+	// The params of each workload in scheduler_perf's dra/performance-config.yaml (v1.37.2).
+	upstream := map[string]struct {
+		initClaims, measurePods, numRequests int
+		steadyState                          bool
+		threshold                            float64
+	}{
+		"5000pods_500nodes":       {2500, 2500, 1, false, 56},
+		"empty_500nodes":          {0, 10, 1, true, 64},
+		"half_500nodes":           {2500, 10, 1, true, 60},
+		"full_500nodes":           {4990, 10, 1, true, 60},
+		"selector_empty_500nodes": {0, 10, 1, true, 64},
+		"match_empty_500nodes":    {0, 10, 5, true, 64},
+	}
 	ctx := context.Background()
-	for _, w := range SchedPerfWorkloads() {
+	workloads := SchedPerfWorkloads()
+	if len(workloads) != len(upstream) {
+		t.Fatalf("%d workloads, want %d", len(workloads), len(upstream))
+	}
+	for _, w := range workloads {
 		t.Run(w.Name, func(t *testing.T) {
+			want, ok := upstream[w.Name]
+			if !ok {
+				t.Fatalf("workload %s is not one of upstream's", w.Name)
+			}
+			if w.Nodes != 500 || w.Devices != 10 || w.PCIRoots != 2 || w.InitClaims != want.initClaims || w.MeasurePods != want.measurePods ||
+				w.Requests != want.numRequests || w.SteadyState != want.steadyState || w.Threshold != want.threshold {
+				t.Fatalf("params %+v, want upstream's %+v", w, want)
+			}
+			// The selector workloads add the CEL selector, the match workloads the matchAttribute constraint.
+			if w.Selector != strings.HasPrefix(w.Name, "selector_") || w.MatchAttribute != strings.HasPrefix(w.Name, "match_") {
+				t.Fatalf("workload %s: selector %v, matchAttribute %v", w.Name, w.Selector, w.MatchAttribute)
+			}
 			run, err := NewSchedPerfRun(ctx, w, 1)
 			if err != nil {
 				t.Fatal(err)
@@ -41,8 +71,17 @@ func TestSchedPerfShapes(t *testing.T) {
 				}
 				sliceOf[*s.Spec.NodeName] = s
 			}
-			if got := len(o.Template.Spec.Spec.Devices.Requests); got != w.Requests {
-				t.Fatalf("template with %d requests, want %d", got, w.Requests)
+			devs := o.Template.Spec.Spec.Devices
+			if len(devs.Requests) != w.Requests {
+				t.Fatalf("template with %d requests, want %d", len(devs.Requests), w.Requests)
+			}
+			for _, r := range devs.Requests {
+				if r.Exactly == nil || r.Exactly.DeviceClassName != SchedPerfClass || (len(r.Exactly.Selectors) == 1) != w.Selector {
+					t.Fatalf("template request %s: %+v, want one device of %s with a selector %v", r.Name, r.Exactly, SchedPerfClass, w.Selector)
+				}
+			}
+			if (len(devs.Constraints) == 1 && devs.Constraints[0].MatchAttribute != nil) != w.MatchAttribute {
+				t.Fatalf("template constraints %+v, want a matchAttribute %v", devs.Constraints, w.MatchAttribute)
 			}
 			// The init claims: all allocated, one device each, pinned to a node.
 			if len(run.Init) != w.InitClaims {
@@ -80,6 +119,11 @@ func TestSchedPerfShapes(t *testing.T) {
 				}
 				if got := len(claim.Status.Allocation.Devices.Results); got != w.Requests {
 					t.Fatalf("pod %s: %d devices allocated, want %d", p.Pod.Name, got, w.Requests)
+				}
+				for _, r := range claim.Status.Allocation.Devices.Results {
+					if r.Driver != SchedPerfDriver || r.Pool != sliceOf[p.Node].Spec.Pool.Name {
+						t.Fatalf("pod %s on %s: device %s/%s/%s, want one of the node's slice", p.Pod.Name, p.Node, r.Driver, r.Pool, r.Device)
+					}
 				}
 				in := verify.Input{Slices: []*resourceapi.ResourceSlice{sliceOf[p.Node]}, Classes: []*resourceapi.DeviceClass{o.Class},
 					Claims: initOn[p.Node], Node: o.Nodes[nodeIndex(t, o, p.Node)]}
