@@ -66,7 +66,7 @@ func TestPropFGDFitsWhereFirstFit(t *testing.T) {
 			if err := c.Assume(pl); err != nil {
 				rt.Fatal(err)
 			}
-			rep, err := inv.Fragmentation(snap, mix)
+			rep, err := inv.Fragmentation(c, mix)
 			if err != nil {
 				rt.Fatal(err)
 			}

@@ -39,7 +39,7 @@ func BenchmarkReplayAlibabaTrace(b *testing.B) {
 				r = replayRun(b, specs, tasks, run.name, run.opts)
 			}
 			perReplay := time.Since(start).Seconds() / float64(b.N)
-			rep, err := inv.Fragmentation(r.cluster.Snapshot(), mix)
+			rep, err := inv.Fragmentation(r.cluster, mix)
 			if err != nil {
 				b.Fatal(err)
 			}
