@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"pgregory.net/rapid"
 
@@ -72,6 +73,88 @@ func TestPropFGDFitsWhereFirstFit(t *testing.T) {
 			}
 			if rep.F < -1e-9 || rep.F > rep.Free+1e-9 {
 				rt.Fatalf("F %v outside [0, %v]", rep.F, rep.Free)
+			}
+		}
+	})
+}
+
+// TestPropCachedMeasure: through a stream of FGD placements, assumes and removals of pods
+// of whole GPUs, shares and CPU on nodes of 1–3 GPUs, shared or not, and of 2–8 CPUs, the measure of an
+// Inventory that kept its nodes' states from step to step equals, node by node, the measure of a new
+// Inventory, and every FGD cost the placements asked for equals the growth a new Inventory measures
+// from scratch for the same input.
+func TestPropCachedMeasure(t *testing.T) {
+	ctx := context.Background()
+	tmpls := []string{"one-gpu", "two-gpus", "half-gpu", "third-gpu", "tenth-gpu", ""}
+	rapid.Check(t, func(rt *rapid.T) {
+		var specs []string
+		for i := range rapid.IntRange(1, 4).Draw(rt, "nodes") {
+			shares := rapid.SampledFrom([]int{0, 1000}).Draw(rt, fmt.Sprint("shares-", i))
+			cpus := rapid.IntRange(2, 8).Draw(rt, fmt.Sprint("cpus-", i))
+			specs = append(specs, fmt.Sprintf("n%d %d %d %d", i, cpus, rapid.IntRange(1, 3).Draw(rt, fmt.Sprint("gpus-", i)), shares))
+		}
+		published := slicesOf(specs...)
+		inv, err := headroom.NewInventory(published)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		mix := []headroom.Shape{
+			{Name: "whole", Weight: 0.4, Requests: []headroom.Request{whole(1)}, CPU: cpus(2)},
+			{Name: "half", Weight: 0.4, Requests: []headroom.Request{share(500)}, CPU: cpus(1)},
+			{Name: "cpu", Weight: 0.2, CPU: cpus(3)},
+		}
+		cached, err := inv.FGD(mix)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		var mismatch error
+		cost := func(in pods.CostInput) (float64, error) {
+			got, err := cached(in)
+			if err != nil {
+				return 0, err
+			}
+			fresh, _ := headroom.NewInventory(published)
+			fc, _ := fresh.FGD(mix)
+			want, _ := fc(in)
+			if got != want && mismatch == nil {
+				mismatch = fmt.Errorf("%s on %s: cached growth %v, from scratch %v", in.Pod.Name, in.Node.Name, got, want)
+			}
+			return got, nil
+		}
+		c := cluster(pods.Options{Cost: cost}, specs...)
+		var placed []*v1.Pod
+		for step := range rapid.IntRange(1, 15).Draw(rt, "steps") {
+			if len(placed) > 0 && rapid.IntRange(0, 3).Draw(rt, fmt.Sprint("remove-", step)) == 0 {
+				k := rapid.IntRange(0, len(placed)-1).Draw(rt, fmt.Sprint("which-", step))
+				if err := c.Remove(placed[k]); err != nil {
+					rt.Fatal(err)
+				}
+				placed = append(placed[:k], placed[k+1:]...)
+			} else {
+				p := pod(fmt.Sprint("p", step), fmt.Sprint(rapid.IntRange(1, 3).Draw(rt, fmt.Sprint("cpu-", step))), rapid.SampledFrom(tmpls).Draw(rt, fmt.Sprint("tmpl-", step)))
+				pl, err := c.Place(ctx, p)
+				if errors.Is(err, pods.ErrNoNode) {
+					continue
+				}
+				if err != nil {
+					rt.Fatal(err)
+				}
+				if err := c.Assume(pl); err != nil {
+					rt.Fatal(err)
+				}
+				placed = append(placed, pl.Pod)
+			}
+			if mismatch != nil {
+				rt.Fatal(mismatch)
+			}
+			got, err := inv.Fragmentation(c, mix)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			fresh, _ := headroom.NewInventory(published)
+			want, _ := fresh.Fragmentation(c, mix)
+			if got.String() != want.String() || !near(got.F, want.F) {
+				rt.Fatalf("step %d: cached\n%s\nfrom scratch\n%s", step, got, want)
 			}
 		}
 	})
