@@ -8,14 +8,26 @@
 // placements, and when no further copy fits the nodes are grouped by the reason they refuse it
 // ([pods.Cluster.Explain]).
 //
-// [Inventory.Fragmentation] measures, for a workload mix (task shapes with weights summing to 1), the
-// fragmentation of FGD (Weng et al., "Beware of Fragmentation", USENIX ATC '23) per node and in all,
-// F(M) = Σ_n Σ_m p_m · F_n(m), F_n(m) being the free GPU capacity of n that shape m cannot use (all of
-// it where m does not fit), and the stranded capacity no shape can use; frag.go defines free capacity
-// and use for DRA devices (whole devices count 1, shared devices the free fraction of their shares).
-// [Inventory.FGD] is the node choice that places a pod where F grows least, as a [pods.Cost] for
-// pods.Options.Cost.
+// [Inventory.Fragmentation] measures, for a workload mix (task shapes with weights summing to 1, each
+// with its devices, CPU and memory), the fragmentation of FGD (Weng et al., "Beware of Fragmentation",
+// USENIX ATC '23) per node and in all:
 //
-// Imports: allocator, allocator/pods, k8s.io/api and k8s.io/apimachinery. allocator/verify is used by
+//	F_n(m) = Σ_d free(d)                        when m cannot run on n: its devices do not fit, or
+//	                                            n's free CPU or memory is less than m asks for;
+//	F_n(m) = Σ_d free(d) · [m cannot use d]     when it can (a task asking for no device uses none);
+//	F_n(M) = Σ_m p_m · F_n(m);   F(M) = Σ_n F_n(M),
+//
+// free(d) being the free GPU capacity of device d (whole devices count 1, shared devices the free
+// fraction of their shares; frag.go) and n's free CPU and memory its allocatable less what the pods the
+// cluster knows on it request. The paper's three cases: a node that lacks CPU or GPU for m, a node where
+// m runs but some GPUs have less left than m asks of one (min(D_m, 1)), and a task asking for no GPU,
+// for which every free GPU is a fragment. The paper's simulator checks CPU only; memory is checked here
+// too, as the scheduler does. The stranded capacity is what no shape that can run on the node can use.
+// [Inventory.FGD] is the node choice that places a pod where F_n grows least, as a [pods.Cost] for
+// pods.Options.Cost; it keeps each node's state and measure and measures a node again only when the
+// node changed.
+//
+// Imports: allocator, allocator/pods, k8s.io/api, k8s.io/apimachinery and k8s.io/component-helpers
+// (the scheduler's sum of a pod's requests). allocator/verify is used by
 // tests only.
 package headroom

@@ -46,7 +46,7 @@ func ExampleInventory_Fragmentation() {
 		panic(err)
 	}
 	quarter := headroom.Request{Capacity: "shares", Amount: resource.MustParse("250")}
-	rep, err := inv.Fragmentation(c.Snapshot(), []headroom.Shape{
+	rep, err := inv.Fragmentation(c, []headroom.Shape{
 		{Name: "whole", Weight: 0.5, Requests: []headroom.Request{{Count: 1}}},
 		{Name: "quarter", Weight: 0.5, Requests: []headroom.Request{quarter}},
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/headroom"
+	"github.com/dralloc/dralloc/allocator/pods"
 )
 
 // migSlices is one GPU of node m in dynamic-MIG mode, laid out as NVIDIA's driver does for 1.35 and
@@ -83,7 +84,7 @@ func TestFragmentationMIG(t *testing.T) {
 			for i, d := range tc.held {
 				must(snap.AddOrUpdateClaim(allocated(fmt.Sprint("c", i), d)))
 			}
-			rep, err := inv.Fragmentation(snap, mix)
+			rep, err := inv.Fragmentation(pods.New(snap, pods.Options{}), mix)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -91,7 +91,7 @@ func TestFragmentation(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := inv.Fragmentation(c.Snapshot(), tc.mix)
+			rep, err := inv.Fragmentation(c, tc.mix)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestFragmentationBadInput(t *testing.T) {
 		{"count", []headroom.Shape{{Name: "m", Weight: 1, Requests: []headroom.Request{whole(0)}}}, "headroom: mix[0] m: requests[0].count: must be at least 1, got 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := inv.Fragmentation(c.Snapshot(), tc.mix); err == nil || err.Error() != tc.want {
+			if _, err := inv.Fragmentation(c, tc.mix); err == nil || err.Error() != tc.want {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
@@ -145,7 +145,7 @@ func TestShapeOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Requests) != 1 || s.Requests[0].Capacity != "shares" || s.Requests[0].Amount.Value() != 300 {
+	if len(s.Requests) != 1 || s.Requests[0].Capacity != "shares" || s.Requests[0].Amount.Value() != 300 || s.CPU.Cmp(resource.MustParse("1")) != 0 {
 		t.Fatalf("shape %+v", s)
 	}
 	s, _ = headroom.ShapeOf(c, pod("p", "1", "two-gpus"), 1)

@@ -65,16 +65,17 @@ type traceTask struct {
 
 // loadTrace builds, from the slice of Alibaba's GPU trace v2023 in testdata (see its README), the nodes
 // with their CPUs, memory and shared GPUs ("shares" 1000 each: gpu_milli) and the tasks in arrival
-// order; the mix is the tasks' GPU shapes weighted by how often they occur.
+// order; the mix is the tasks' shapes (GPUs, CPU and memory; CPU-only tasks too, for which every free
+// GPU is a fragment) weighted by how often they occur, as the paper's target workload.
 func loadTrace(t testing.TB, nodesFile, podsFile string) (specs []nodeSpec, tasks []traceTask, mix []headroom.Shape) {
 	for _, r := range readCSV(t, nodesFile) {
 		specs = append(specs, nodeSpec{name: r["sn"], model: r["model"], cpuMilli: atoi(t, r, "cpu_milli"), memMiB: atoi(t, r, "memory_mib"), gpus: int(atoi(t, r, "gpu"))})
 	}
 	counts := map[string]int{}
 	shapes := map[string]headroom.Shape{}
-	gpuTasks := 0
 	for _, r := range readCSV(t, podsFile) {
 		task := traceTask{cpu: atoi(t, r, "cpu_milli"), mem: atoi(t, r, "memory_mib")}
+		var reqs []headroom.Request
 		if n, milli := atoi(t, r, "num_gpu"), atoi(t, r, "gpu_milli"); n > 0 {
 			var req headroom.Request
 			if milli >= 1000 {
@@ -87,10 +88,11 @@ func loadTrace(t testing.TB, nodesFile, podsFile string) (specs []nodeSpec, task
 				task.tmpl += "-" + strings.ToLower(strings.Join(task.models, "-"))
 				req.Attributes = map[resourceapi.QualifiedName][]string{"model": task.models}
 			}
-			shapes[task.tmpl] = headroom.Shape{Name: task.tmpl, Requests: []headroom.Request{req}}
-			counts[task.tmpl]++
-			gpuTasks++
+			reqs = []headroom.Request{req}
 		}
+		key := fmt.Sprintf("%s/cpu-%d/mem-%d", task.tmpl, task.cpu, task.mem)
+		shapes[key] = headroom.Shape{Name: key, Requests: reqs, CPU: *resource.NewMilliQuantity(task.cpu, resource.DecimalSI), Memory: *resource.NewQuantity(task.mem<<20, resource.BinarySI)}
+		counts[key]++
 		tasks = append(tasks, task)
 	}
 	names := make([]string, 0, len(shapes))
@@ -100,7 +102,7 @@ func loadTrace(t testing.TB, nodesFile, podsFile string) (specs []nodeSpec, task
 	slices.Sort(names)
 	for _, n := range names {
 		s := shapes[n]
-		s.Weight = float64(counts[n]) / float64(gpuTasks)
+		s.Weight = float64(counts[n]) / float64(len(tasks))
 		mix = append(mix, s)
 	}
 	return specs, tasks, mix
@@ -199,7 +201,7 @@ func replay(t *testing.T, file string) {
 		opts pods.Options
 	}{{"FirstFit", pods.Options{}}, {"BestFit", pods.Options{Choice: pods.BestFit}}, {"FGD", pods.Options{Cost: cost}}} {
 		r := replayRun(t, specs, tasks, run.name, run.opts)
-		rep, err := inv.Fragmentation(r.cluster.Snapshot(), mix)
+		rep, err := inv.Fragmentation(r.cluster, mix)
 		if err != nil {
 			t.Fatal(err)
 		}

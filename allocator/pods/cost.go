@@ -3,6 +3,7 @@ package pods
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -10,11 +11,26 @@ import (
 	"github.com/dralloc/dralloc/allocator"
 )
 
-// Cost rates placing a pod's claims on a node with these allocation results (in the order of the claims
-// Place allocates there; none for a pod without claims to allocate): the lower, the better. It is
-// called from one goroutine, on the snapshot as filtered, which it must not change. An error stops the
-// placement and is returned.
-type Cost func(snap *allocator.Snapshot, node *v1.Node, results []resourceapi.AllocationResult) (float64, error)
+// Cost rates placing a pod on a node (see [CostInput]): the lower, the better. It is called from one
+// goroutine, on the snapshot as filtered, which it must not change. An error stops the placement and is
+// returned.
+type Cost func(in CostInput) (float64, error)
+
+// CostInput is what a [Cost] rates: the pod placed on the node with these allocation results. The maps
+// are the Cluster's own: do not modify them.
+type CostInput struct {
+	// Snapshot is the snapshot as filtered.
+	Snapshot *allocator.Snapshot
+	Pod      *v1.Pod
+	Node     *v1.Node
+	// Results are the allocations of the pod's claims on the node, in the order of the claims Place
+	// allocates there; none for a pod without claims to allocate.
+	Results []resourceapi.AllocationResult
+	// Requested is what the pods on the node already request, as NodeResourcesFit counts them (the pods
+	// given to AddOrUpdatePod and assumed; cpu in millicores, the others in units, memory in bytes);
+	// PodRequests is what the pod requests, counted alike. A resource not requested is absent.
+	Requested, PodRequests map[v1.ResourceName]int64
+}
 
 // leastCost chooses, for Options.Cost, the node where the pod fits whose allocation costs least, the
 // first by position on ties; -1 when it fits nowhere. Every node was filtered (scored), so an error on
@@ -42,7 +58,11 @@ func (c *Cluster) leastCost(ctx context.Context, snap *allocator.Snapshot, r *re
 			v = &allocVerdict{nc: v.nc, results: results, own: true}
 			allocs[i] = v
 		}
-		cost, err := c.opts.Cost(snap, nodes[i], v.results)
+		var requested map[v1.ResourceName]int64
+		if u := c.usageOf(nodes[i].Name); u != nil {
+			requested = u.requested
+		}
+		cost, err := c.opts.Cost(CostInput{Snapshot: snap, Pod: r.pod, Node: nodes[i], Results: v.results, Requested: requested, PodRequests: r.demand.requests})
 		if err != nil {
 			return -1, fmt.Errorf("%s: node %s: cost: %w", podName(r.pod), nodes[i].Name, err)
 		}
@@ -51,4 +71,14 @@ func (c *Cluster) leastCost(ctx context.Context, snap *allocator.Snapshot, r *re
 		}
 	}
 	return chosen, nil
+}
+
+// Requested is what the pods the Cluster knows on the node request, as [CostInput.Requested] counts
+// it (the pods given to AddOrUpdatePod and assumed): a new map, empty for a node without pods.
+func (c *Cluster) Requested(node string) map[v1.ResourceName]int64 {
+	out := map[v1.ResourceName]int64{}
+	if u := c.usageOf(node); u != nil {
+		maps.Copy(out, u.requested)
+	}
+	return out
 }

@@ -10,7 +10,6 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"pgregory.net/rapid"
 
-	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/pods"
 )
 
@@ -30,8 +29,9 @@ func TestPropCostChoosesLeast(t *testing.T) {
 			weight[n.Name] = float64(rapid.IntRange(0, 2).Draw(rt, n.Name+"-weight"))
 		}
 		var seen error
-		cost := func(_ *allocator.Snapshot, n *v1.Node, results []resourceapi.AllocationResult) (float64, error) {
-			for _, r := range results {
+		cost := func(in pods.CostInput) (float64, error) {
+			n := in.Node
+			for _, r := range in.Results {
 				for _, d := range r.Devices.Results {
 					if d.Pool != n.Name && seen == nil {
 						seen = fmt.Errorf("cost of %s shown device %s/%s", n.Name, d.Pool, d.Device)
@@ -101,17 +101,45 @@ func TestPropCostChoosesLeast(t *testing.T) {
 // A cost that fails stops the placement with its error.
 func TestCostError(t *testing.T) {
 	boom := errors.New("boom")
-	c := exampleCluster(pods.Options{Cost: func(*allocator.Snapshot, *v1.Node, []resourceapi.AllocationResult) (float64, error) { return 0, boom }})
+	c := exampleCluster(pods.Options{Cost: func(pods.CostInput) (float64, error) { return 0, boom }})
 	_, err := c.Place(context.Background(), pod("p", "gpu=template:one-gpu"))
 	if !errors.Is(err, boom) || err.Error() != "Pod default/p: node node-a: cost: boom" {
 		t.Fatalf("err = %v", err)
 	}
 }
 
+// A Cost is shown the pod, what it requests and what the pods already on the node request (here one
+// pod of 2 CPUs assumed on node-a), as NodeResourcesFit counts them.
+func TestCostInputRequests(t *testing.T) {
+	seen := map[string]string{}
+	c := exampleCluster(pods.Options{Cost: func(in pods.CostInput) (float64, error) {
+		seen[in.Node.Name] = fmt.Sprint(in.Pod.Name, " ", in.PodRequests[v1.ResourceCPU], " ", in.Requested[v1.ResourceCPU])
+		return 0, nil
+	}})
+	ctx := context.Background()
+	first := withExtended(pod("first"), v1.ResourceCPU, 2)
+	p, err := c.Place(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, c.Assume(p))
+	if got := c.Requested(p.Node)[v1.ResourceCPU]; got != 2000 {
+		t.Fatalf("Requested(%s) cpu = %d, want 2000", p.Node, got)
+	}
+	clear(seen)
+	if _, err := c.Place(ctx, withExtended(pod("second", "gpu=template:one-gpu"), v1.ResourceCPU, 1)); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"node-a": "second 1000 2000", "node-b": "second 1000 0"}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Fatalf("cost saw %v, want %v", seen, want)
+	}
+}
+
 // A Cost chooses among the nodes where the pod fits, the lowest first: here node-b costs less.
 func ExampleCost() {
-	cost := func(_ *allocator.Snapshot, n *v1.Node, _ []resourceapi.AllocationResult) (float64, error) {
-		if n.Name == "node-b" {
+	cost := func(in pods.CostInput) (float64, error) {
+		if in.Node.Name == "node-b" {
 			return 0, nil
 		}
 		return 1, nil

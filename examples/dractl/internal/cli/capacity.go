@@ -260,7 +260,7 @@ func (c *cluster) fragmentation(weights map[string]float64) (*fragmentation, err
 		mix[i].Weight /= total
 		fr.Mix = append(fr.Mix, mixWeight{Pod: mix[i].Name, Weight: mix[i].Weight})
 	}
-	rep, err := inv.Fragmentation(c.snap, mix)
+	rep, err := inv.Fragmentation(c.pods, mix)
 	if err != nil {
 		return nil, err
 	}
