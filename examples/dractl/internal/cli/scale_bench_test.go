@@ -35,7 +35,7 @@ func BenchmarkScaleDump(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			if _, err := buildCluster(objs, io.Discard, "dractl", false); err != nil {
+			if _, err := buildCluster(objs, io.Discard, "dractl", false, true); err != nil {
 				b.Fatal(err)
 			}
 		}
