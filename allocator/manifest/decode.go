@@ -215,6 +215,15 @@ func (d *decoder) stream(r io.Reader, name string) error {
 		} else if err != nil {
 			return d.readError(Source{File: name, Document: src.Document + 1}, err)
 		}
+		if !d.wholeLists {
+			if handled, err := d.yamlList(doc, Source{File: name, Document: src.Document + 1}); handled {
+				if err != nil {
+					return err
+				}
+				src.Document++
+				continue
+			}
+		}
 		data, dups, err := yamlToJSON(doc, d.opts.MaxBytes)
 		if errors.Is(err, ErrTooLarge) {
 			return &Error{Source: Source{File: name, Document: src.Document + 1}, Err: err}
