@@ -289,3 +289,37 @@ func TestHostileLists(t *testing.T) {
 		})
 	}
 }
+
+// TestYAMLListCutsDecodeAsWhole: YAML Lists whose lines would mislead a cut at each "- " decode as
+// the whole List does: quoted scalars that span lines, block scalars, comments, items indented,
+// CRLF line ends, another sequence after the items, a flow-style entry, an entry cut by the end of
+// the document.
+func TestYAMLListCutsDecodeAsWhole(t *testing.T) {
+	pod := "- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: %s\n  spec:\n    containers: [{name: c, image: i}]\n"
+	two := fmt.Sprintf(pod, "a") + fmt.Sprintf(pod, "b")
+	for _, tc := range []struct{ name, input string }{
+		{"kubectl's layout", "apiVersion: v1\nitems:\n" + two + "kind: List\nmetadata:\n  resourceVersion: \"\"\n"},
+		{"items indented", "apiVersion: v1\nkind: List\nitems:\n" + strings.ReplaceAll("\n"+two, "\n", "\n  ")[1:] + "\n"},
+		{"comments and blank lines", "apiVersion: v1\nkind: List\nitems:\n# first\n\n" + fmt.Sprintf(pod, "a") + "# between\n\n" + fmt.Sprintf(pod, "b") + "# after\n"},
+		{"a quoted scalar over lines", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: a\n    annotations: {x: \"one\n- two\"}\n  spec: {containers: [{name: c, image: i}]}\n" + fmt.Sprintf(pod, "b")},
+		{"a plain scalar over lines", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: a\n    annotations:\n      x: one\n        - two\n  spec: {containers: [{name: c, image: i}]}\n"},
+		{"a block scalar", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: a\n    annotations:\n      x: |\n        - not an item\n        items:\n  spec: {containers: [{name: c, image: i}]}\n" + fmt.Sprintf(pod, "b")},
+		{"CRLF", strings.ReplaceAll("apiVersion: v1\nkind: List\nitems:\n"+two, "\n", "\r\n")},
+		{"a sequence after the items", "apiVersion: v1\nkind: List\nitems:\n" + two + "bogus:\n- 1\n- 2\n"},
+		{"items given twice", "apiVersion: v1\nkind: List\nitems:\n" + two + "items:\n" + fmt.Sprintf(pod, "c")},
+		{"a flow entry and an empty one", "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: c, image: i}]}}\n-\n"},
+		{"an entry cut by the end", "apiVersion: v1\nkind: List\nitems:\n" + fmt.Sprintf(pod, "a") + "- apiVersion: v1\n  kind: \"Pod\n"},
+		{"an anchor used in another entry", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: &m {name: a}\n  spec: &s {containers: [{name: c, image: i}]}\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: b}\n  spec: *s\n"},
+		{"a typed list", "apiVersion: v1\nkind: PodList\nitems:\n- metadata: {name: a}\n  spec: {containers: [{name: c, image: i}]}\n"},
+		{"a duplicate key in an entry", "apiVersion: v1\nkind: List\nitems:\n" + fmt.Sprintf(pod, "a") + "- apiVersion: v1\n  kind: Pod\n  kind: Pod\n  metadata: {name: b}\n"},
+		{"a tab", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n\tkind: Pod\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, opts := range []Options{{}, {MaxBytes: 400}} {
+				if err := sameAsWhole([]byte(tc.input), opts); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
