@@ -2,7 +2,6 @@ package manifest
 
 import (
 	"bytes"
-	"encoding/json"
 
 	"sigs.k8s.io/yaml"
 
@@ -146,9 +145,8 @@ func (d *decoder) yamlList(doc []byte, src Source) (handled bool, err error) {
 			return false, nil
 		}
 		item := data[1 : len(data)-1]
-		var check []json.RawMessage
-		if jsonDepth(item) > maxPartDepth || json.Unmarshal(data, &check) != nil || len(check) != 1 || hasLongExponent(item) {
-			return false, nil // not one entry after all, or a number for the whole to report
+		if depth, entries := jsonShape(data); depth > maxPartDepth+1 || entries != 1 || hasLongExponent(item) {
+			return false, nil // too deep, not one entry after all, or a number for the whole to report
 		}
 		jsonSize += int64(len(item))
 		if i > 0 {
@@ -192,9 +190,10 @@ func (d *decoder) yamlList(doc []byte, src Source) (handled bool, err error) {
 // alone only.
 const maxPartDepth = 1000
 
-// jsonDepth is the deepest nesting of arrays and objects in the JSON value data.
-func jsonDepth(data []byte) int {
-	depth, deepest, inString, escaped := 0, 0, false, false
+// jsonShape reads data, JSON that json.Marshal made: the deepest nesting of its arrays and objects,
+// and the number of values in it, if it is an array.
+func jsonShape(data []byte) (deepest, entries int) {
+	depth, inString, escaped := 0, false, false
 	for _, c := range data {
 		switch {
 		case escaped:
@@ -209,7 +208,12 @@ func jsonDepth(data []byte) int {
 			deepest = max(deepest, depth)
 		case c == ']' || c == '}':
 			depth--
+		case c == ',' && depth == 1:
+			entries++
 		}
 	}
-	return deepest
+	if len(data) > 2 && data[0] == '[' {
+		entries++ // n values, n-1 commas
+	}
+	return deepest, entries
 }
