@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -175,10 +176,16 @@ func newDecoder(opts Options) *decoder {
 
 // stream decodes the documents of one stream into d.objs.
 func (d *decoder) stream(r io.Reader, name string) error {
-	reader, _, isJSON := utilyaml.GuessJSONStream(&bounded{r: r, left: d.opts.MaxBytes}, 4096)
+	// As utilyaml.GuessJSONStream guesses, but with a reader that keeps nothing it has handed
+	// out: GuessJSONStream's StreamReader keeps every byte of the stream, a copy of the whole
+	// input for as long as it is read.
+	reader := bufio.NewReaderSize(&bounded{r: r, left: d.opts.MaxBytes}, 4096)
+	head, _ := reader.Peek(4096)
+	isJSON := bytes.HasPrefix(bytes.TrimLeftFunc(head, unicode.IsSpace), []byte("{"))
 	src := Source{File: name}
 	if isJSON {
-		dec := json.NewDecoder(reader)
+		var in io.Reader = reader
+		dec := json.NewDecoder(in)
 		for {
 			var raw json.RawMessage
 			if err := dec.Decode(&raw); err == io.EOF {
@@ -187,6 +194,12 @@ func (d *decoder) stream(r io.Reader, name string) error {
 				src.Document++
 				return d.readError(src, err)
 			}
+			if len(raw) > bigDocument {
+				// The decoder's buffer has grown to the size of the document and would stay so
+				// for the rest of the stream: a new decoder reads what the old one had read ahead.
+				in = io.MultiReader(bytes.NewReader(bufferedBytes(dec)), in)
+				dec = json.NewDecoder(in)
+			}
 			src.Document++
 			if err := d.document(raw, src); err != nil {
 				return err
@@ -194,13 +207,22 @@ func (d *decoder) stream(r io.Reader, name string) error {
 		}
 		return nil
 	}
-	docs := utilyaml.NewYAMLReader(bufio.NewReader(reader))
+	docs := utilyaml.NewYAMLReader(reader)
 	for {
 		doc, err := docs.Read()
 		if err == io.EOF {
 			break
 		} else if err != nil {
 			return d.readError(Source{File: name, Document: src.Document + 1}, err)
+		}
+		if !d.wholeLists {
+			if handled, err := d.yamlList(doc, Source{File: name, Document: src.Document + 1}); handled {
+				if err != nil {
+					return err
+				}
+				src.Document++
+				continue
+			}
 		}
 		data, dups, err := yamlToJSON(doc, d.opts.MaxBytes)
 		if errors.Is(err, ErrTooLarge) {
@@ -217,6 +239,15 @@ func (d *decoder) stream(r io.Reader, name string) error {
 		}
 	}
 	return nil
+}
+
+// bigDocument is the size of a JSON document past which stream lets go of the decoder that read it.
+const bigDocument = 1 << 20
+
+// bufferedBytes copies what dec has read ahead, so that the copy does not keep dec's buffer alive.
+func bufferedBytes(dec *json.Decoder) []byte {
+	rest, _ := io.ReadAll(dec.Buffered())
+	return rest
 }
 
 // readError reports an error reading the document at src: the stream is over Options.MaxBytes,
@@ -299,12 +330,21 @@ type decoder struct {
 	expandedBytes int64
 	// namer draws the names of pods with generateName.
 	namer *namer
+	// wholeLists decodes every List as one corev1.List, as before streamList: the tests' reference.
+	wholeLists bool
 }
 
 // document decodes one JSON document: an object or a List.
 func (d *decoder) document(data []byte, src Source, dups ...string) error {
 	if err := checkExponents(data); err != nil {
 		return &Error{Source: src, Err: fmt.Errorf("%w: %w", ErrDecode, err)}
+	}
+	if src.Item == 0 && !d.wholeLists && bytes.Contains(data, []byte(`"items"`)) {
+		// A List, most likely: its items are decoded one by one (a List in a List, rare and
+		// small, is decoded whole, below).
+		if handled, err := d.streamList(data, src, dups); handled {
+			return err
+		}
 	}
 	_, ser := codec()
 	obj, gvk, err := ser.Decode(data, nil, nil)

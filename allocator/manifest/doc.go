@@ -16,6 +16,11 @@
 //     node affinity match, its tolerations and the daemon tolerations cover the node's NoSchedule
 //     and NoExecute taints); a DaemonSet's pods follow the objects read as they are.
 //
+// A List is decoded item by item, each item from the document's bytes, and a List in YAML (kubectl
+// get -o yaml, one document) converted to JSON entry by entry, so that a dump of a large cluster is
+// held once as bytes and once as objects, not as whole-document trees besides; the objects and
+// errors are those of decoding the List whole.
+//
 // Workloads read next to what a cluster already runs for them, as `kubectl get all -o yaml` writes a
 // Deployment with its ReplicaSets and their pods, are not doubled: a workload's expanded pods are
 // dropped when the input has pods that the workload controls, and a Deployment's when the input has

@@ -3,6 +3,7 @@ package manifest
 import (
 	"fmt"
 	"strings"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -28,7 +29,10 @@ type Objects struct {
 	// Skipped are the documents of kinds this package does not read, when Options.SkipUnknown is set.
 	Skipped []Skipped
 
-	sources map[runtime.Object]Source
+	// sources are keyed by weak pointers (see sourceKey), so that an object the caller lets go of
+	// (dractl drops each ResourceSlice once the snapshot has its copy) is not kept alive by its
+	// Source: the objects of a large dump are most of the memory of reading it.
+	sources map[any]Source
 }
 
 // Skipped is a document of a kind the loader does not read.
@@ -70,7 +74,7 @@ func (s Source) String() string {
 
 // Source returns where obj, one of the pointers in o, was read.
 func (o *Objects) Source(obj runtime.Object) (Source, bool) {
-	s, ok := o.sources[obj]
+	s, ok := o.sources[sourceKey(obj)]
 	return s, ok
 }
 
@@ -93,8 +97,11 @@ func (o *Objects) Append(other *Objects) {
 	o.Workloads = append(o.Workloads, other.Workloads...)
 	o.Namespaces = append(o.Namespaces, other.Namespaces...)
 	o.Skipped = append(o.Skipped, other.Skipped...)
-	for obj, s := range other.sources {
-		o.setSource(obj, s)
+	if o.sources == nil && len(other.sources) > 0 {
+		o.sources = make(map[any]Source, len(other.sources))
+	}
+	for key, s := range other.sources {
+		o.sources[key] = s
 	}
 }
 
@@ -131,7 +138,41 @@ func (o *Objects) add(obj runtime.Object, src Source) bool {
 
 func (o *Objects) setSource(obj runtime.Object, src Source) {
 	if o.sources == nil {
-		o.sources = make(map[runtime.Object]Source)
+		o.sources = make(map[any]Source)
 	}
-	o.sources[obj] = src
+	o.sources[sourceKey(obj)] = src
+}
+
+// deleteSource forgets where obj was read.
+func (o *Objects) deleteSource(obj runtime.Object) {
+	delete(o.sources, sourceKey(obj))
+}
+
+// sourceKey is the key of obj in Objects.sources: a weak pointer to it, for the kinds Objects files
+// (weak.Make(p) equals weak.Make(q) exactly when p == q, and never equals the weak pointer of an
+// object allocated later at the same address), or obj itself for any other kind.
+func sourceKey(obj runtime.Object) any {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return weak.Make(o)
+	case *corev1.Node:
+		return weak.Make(o)
+	case *resourceapi.ResourceSlice:
+		return weak.Make(o)
+	case *resourceapi.DeviceClass:
+		return weak.Make(o)
+	case *resourceapi.ResourceClaim:
+		return weak.Make(o)
+	case *resourceapi.ResourceClaimTemplate:
+		return weak.Make(o)
+	case *resourceapi.DeviceTaintRule:
+		return weak.Make(o)
+	case *schedulingapi.PodGroup:
+		return weak.Make(o)
+	case *schedulingapi.Workload:
+		return weak.Make(o)
+	case *corev1.Namespace:
+		return weak.Make(o)
+	}
+	return obj
 }

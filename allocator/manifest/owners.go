@@ -127,7 +127,7 @@ func (d *decoder) dropStandIns() {
 	for _, pod := range o.Pods {
 		e, ok := d.expanded[pod]
 		if ok && (live[e.controller] || e.deployment != (ownerKey{}) && (live[e.deployment] || d.replicaSetsOf[e.deployment])) {
-			delete(o.sources, pod)
+			o.deleteSource(pod)
 			continue
 		}
 		kept = append(kept, pod)

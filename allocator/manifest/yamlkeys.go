@@ -13,17 +13,24 @@ import (
 // bytes of JSON once its aliases are expanded is an error wrapping ErrTooLarge, found before any
 // alias is expanded.
 func duplicateKeys(doc []byte, limit int64) (dups []string, empty bool, err error) {
+	dups, _, empty, err = parseYAML(doc, limit)
+	return dups, empty, err
+}
+
+// parseYAML is duplicateKeys that also returns the size of the document as JSON, its aliases
+// expanded (see expandedSize).
+func parseYAML(doc []byte, limit int64) (dups []string, size int64, empty bool, err error) {
 	var root yamlv3.Node
 	if err := yamlv3.Unmarshal(doc, &root); err != nil {
-		return nil, false, err
+		return nil, 0, false, err
 	}
 	if root.Kind == 0 || (root.Kind == yamlv3.DocumentNode && len(root.Content) == 0) {
-		return nil, true, nil
+		return nil, 0, true, nil
 	}
-	if size, err := expandedSize(&root, limit); err != nil {
-		return nil, false, err
+	if size, err = expandedSize(&root, limit); err != nil {
+		return nil, 0, false, err
 	} else if size > limit {
-		return nil, false, tooLargeDocument(limit)
+		return nil, 0, false, tooLargeDocument(limit)
 	}
 	var walk func(n *yamlv3.Node, path string)
 	walk = func(n *yamlv3.Node, path string) {
@@ -55,5 +62,5 @@ func duplicateKeys(doc []byte, limit int64) (dups []string, empty bool, err erro
 		}
 	}
 	walk(&root, "")
-	return dups, false, nil
+	return dups, size, false, nil
 }

@@ -16,8 +16,10 @@ import (
 )
 
 var explainCommand = &command{
-	name:    "explain",
-	summary: "say why pending pods fit on no node, or where they would go and with which devices",
+	name: "explain",
+	// It reads the devices through the snapshot only.
+	dropDevices: true,
+	summary:     "say why pending pods fit on no node, or where they would go and with which devices",
 	usage: `-f FILE|DIR|- [POD | --pod NAMESPACE/NAME | --claim NAMESPACE/NAME] [-o text|yaml|json]
 
 POD is pod/NAME or NAME, in the namespace "default" (kubectl dra: of -n or the context).

@@ -16,8 +16,10 @@ import (
 )
 
 var placeCommand = &command{
-	name:    "place",
-	summary: "decide every pending pod in scheduling order and print the claims as the scheduler would write them",
+	name: "place",
+	// It reads the devices through the snapshot only.
+	dropDevices: true,
+	summary:     "decide every pending pod in scheduling order and print the claims as the scheduler would write them",
 	usage: `-f FILE|DIR|- [-o yaml|json|text]
 
 Pending pods are taken as kube-scheduler's queue takes them: higher priority first, then older

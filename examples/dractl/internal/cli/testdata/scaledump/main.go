@@ -1,10 +1,12 @@
-// Command scaledump writes the dump of the issue "Scale" as one JSON List to stdout: nodes nodes with
+// Command scaledump writes the dump of the issue "Scale" as one List to stdout, in JSON or (-o yaml) in
+// YAML as kubectl get -o yaml writes it: nodes nodes with
 // 8 GPUs each (a real node's allocatable), one DeviceClass whose extendedResourceName is
 // example.com/gpu, a ResourceClaimTemplate asking 2 GPUs of at least 40Gi (a CEL selector on memory),
 // and pods pending pods, the even ones through the template and the odd ones asking example.com/gpu: 2
 // (limits and requests equal). It lives under testdata so that only whoever measures builds it:
 //
 //	go run ./examples/dractl/internal/cli/testdata/scaledump -nodes 5000 -pods 10000 > dump.json
+//	go run ./examples/dractl/internal/cli/testdata/scaledump -o yaml > dump.yaml
 //	/usr/bin/time -v go run ./examples/dractl place -f dump.json -o text
 package main
 
@@ -14,11 +16,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 )
 
 const driver = "gpu.example.com"
@@ -26,16 +30,43 @@ const driver = "gpu.example.com"
 func main() {
 	nodes := flag.Int("nodes", 5000, "nodes, 8 GPUs each")
 	pods := flag.Int("pods", 10000, "pending pods, half through the template, half through the extended resource")
+	format := flag.String("o", "json", "json or yaml")
 	flag.Parse()
+	if *format != "json" && *format != "yaml" {
+		fmt.Fprintln(os.Stderr, "scaledump: -o must be json or yaml")
+		os.Exit(2)
+	}
 	if *nodes < 0 || *nodes > 1_000_000 || *pods < 0 || *pods > 1_000_000 {
 		fmt.Fprintln(os.Stderr, "scaledump: -nodes and -pods must be between 0 and 1,000,000")
 		os.Exit(2)
 	}
 	w := bufio.NewWriter(os.Stdout)
 	enc := json.NewEncoder(w)
-	fmt.Fprint(w, `{"apiVersion":"v1","kind":"List","items":[`)
+	if *format == "yaml" {
+		fmt.Fprint(w, "apiVersion: v1\nitems:\n")
+	} else {
+		fmt.Fprint(w, `{"apiVersion":"v1","kind":"List","items":[`)
+	}
 	first := true
 	item := func(obj any) {
+		if *format == "yaml" {
+			data, err := yaml.Marshal(obj)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "scaledump:", err)
+				os.Exit(1)
+			}
+			// An item of the List: "- " before its first line, two spaces before the others.
+			for i, line := range strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n") {
+				if i == 0 {
+					w.WriteString("- ")
+				} else {
+					w.WriteString("  ")
+				}
+				w.WriteString(line)
+			}
+			w.WriteString("\n")
+			return
+		}
 		if !first {
 			w.WriteString(",")
 		}
@@ -120,7 +151,11 @@ func main() {
 		}
 		item(p)
 	}
-	fmt.Fprintln(w, "]}")
+	if *format == "yaml" {
+		fmt.Fprint(w, "kind: List\nmetadata:\n  resourceVersion: \"\"\n")
+	} else {
+		fmt.Fprintln(w, "]}")
+	}
 	if err := w.Flush(); err != nil {
 		fmt.Fprintln(os.Stderr, "scaledump:", err)
 		os.Exit(1)
