@@ -46,14 +46,14 @@ func (a *allocation) baseCounters(p *pool) *counterBase {
 		for _, list := range [][]*sliceEntry{p.slices, p.others} {
 			for _, e := range list {
 				for _, d := range e.devices() {
-					if dc := b.layout.devs[d]; dc != nil && a.st.allocated(d.id) {
+					if dc := b.layout.dev(d); dc != nil && a.st.allocated(d.id) {
 						b.state.add(dc, 1)
 					}
 				}
 			}
 		}
 		fits = func(d *deviceEntry) bool {
-			dc := b.layout.devs[d]
+			dc := b.layout.dev(d)
 			return len(d.api.ConsumesCounters) == 0 || dc != nil && b.state.fits(dc)
 		}
 	} else {
