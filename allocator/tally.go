@@ -98,11 +98,19 @@ type counterAmount struct {
 }
 
 // setDraw is one consumesCounters entry: the set it draws on and its compatibility groups as pairs, as
-// listed (for admitting) and without repeats (for counting members).
+// listed (for admitting) and without repeats (for counting members), one list split at n: a DGX node
+// has a draw per device, so the record is kept small.
 type setDraw struct {
-	set          int32
-	groups, uniq []int32
+	set   int32
+	n     int32   // len(groups)
+	pairs []int32 // groups then uniq
 }
+
+// groups are the draw's compatibility groups as listed.
+func (sd *setDraw) groups() []int32 { return sd.pairs[:sd.n] }
+
+// uniq are the draw's compatibility groups without repeats.
+func (sd *setDraw) uniq() []int32 { return sd.pairs[sd.n:] }
 
 // tallyState is the counter state of a pool: what is left of every counter, how many of them are
 // overdrawn, and per counter set the devices drawing on it, those without groups, and per pair the
@@ -128,21 +136,17 @@ func (t *tallyState) copyFrom(o *tallyState) {
 // define, the reason that makes the pool invalid (empty when there is none). buildPool compiles the
 // layout as it checks the pool, so that each consumption is read once. A pool without consumption has
 // no layout (nil).
-func newCounterLayout(p *pool) (l *counterLayout, invalid string) {
+func newCounterLayout(p *pool, sc *poolScratch) (l *counterLayout, invalid string) {
 	// slots[i] is where consumption i lies in the block of every consuming slice's devices.
-	var slots []int
-	var cons [][]resourceapi.DeviceCounterConsumption
-	var consumers []*sliceEntry // the slices with a device that consumes, in order
-	n := 0                      // devices of consumers
+	slots, cons := sc.slots[:0], sc.cons[:0]
+	defer func() { sc.slots, sc.cons = slots, cons }() // kept for the next build, emptied by putPoolScratch
+	var consumers []*sliceEntry                        // the slices with a device that consumes, in order
+	n := 0                                             // devices of consumers
 	for _, list := range [][]*sliceEntry{p.slices, p.others} {
 		for _, e := range list {
 			for _, d := range e.devices() {
 				if len(d.api.ConsumesCounters) == 0 {
 					continue
-				}
-				if slots == nil { // room for every device, once: in a partitionable pool most consume
-					k := countDevices(p.slices) + countDevices(p.others)
-					slots, cons = make([]int, 0, k), make([][]resourceapi.DeviceCounterConsumption, 0, k)
 				}
 				if len(consumers) == 0 || consumers[len(consumers)-1] != e {
 					consumers = append(consumers, e)
@@ -303,14 +307,13 @@ func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceC
 					}
 					groups = append(groups, pi)
 				}
-				sd.groups = groups[at : at+n : at+n]
-				at = len(groups)
-				for _, pi := range sd.groups {
-					if !containsInt32(groups[at:], pi) {
+				listed := groups[at : at+n : at+n]
+				for _, pi := range listed {
+					if !containsInt32(groups[at+n:], pi) {
 						groups = append(groups, pi)
 					}
 				}
-				sd.uniq = groups[at:len(groups):len(groups)]
+				sd.n, sd.pairs = int32(n), groups[at:len(groups):len(groups)]
 			}
 			dc.sets[i] = sd
 			if sl.idx >= definedSets && !bad.found {
@@ -398,13 +401,13 @@ func (t *tallyState) admits(sd *setDraw) bool {
 	if noGroup > 0 && noGroup < members {
 		return false
 	}
-	if len(sd.groups) == 0 {
+	if sd.n == 0 {
 		return noGroup == members
 	}
 	if noGroup > 0 {
 		return false
 	}
-	for _, p := range sd.groups {
+	for _, p := range sd.groups() {
 		if t.pairs[p] == members {
 			return true
 		}
@@ -429,11 +432,11 @@ func (t *tallyState) add(dc *devCounters, sign int64) {
 	for i := range dc.sets {
 		sd := &dc.sets[i]
 		t.members[sd.set] += d
-		if len(sd.groups) == 0 {
+		if sd.n == 0 {
 			t.noGroup[sd.set] += d
 			continue
 		}
-		for _, p := range sd.uniq {
+		for _, p := range sd.uniq() {
 			t.pairs[p] += d
 		}
 	}
