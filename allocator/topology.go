@@ -76,10 +76,21 @@ type domain struct {
 	i    int64
 }
 
-func domainOf(d *deviceEntry, name resourceapi.FullyQualifiedName) domain {
-	v, ok := staticAttribute(d, name)
+// domainOf is the device's domain of the attribute, read from its slice's column (see sliceEntry.column)
+// when the slice is col's, col being nil then or past maxColumns.
+func domainOf(d *deviceEntry, name resourceapi.FullyQualifiedName, col []*resourceapi.DeviceAttribute) domain {
+	if col != nil {
+		return domainOfValue(col[d.idx])
+	}
+	if v, ok := staticAttribute(d, name); ok {
+		return domainOfValue(&v)
+	}
+	return domain{}
+}
+
+func domainOfValue(v *resourceapi.DeviceAttribute) domain {
 	switch {
-	case !ok:
+	case v == nil:
 		return domain{}
 	case v.StringValue != nil:
 		return domain{kind: 's', s: *v.StringValue}
@@ -120,71 +131,103 @@ func (a *allocation) preferTopology(r *request, list []ranked) {
 	if len(list) < 2 || len(attrs) == 0 {
 		return
 	}
+	ts := &a.topo
 	need := r.numDevices
-	devs := make([]*deviceEntry, len(list))
+	ts.devs = slices.Grow(ts.devs[:0], len(list))
 	for i := range list {
 		at := list[i].at
-		devs[i] = a.pools[at.pool].slices[at.slice].devices()[at.device]
+		ts.devs = append(ts.devs, a.pools[at.pool].slices[at.slice].devices()[at.device])
 	}
 	held := a.perClaim[r.claimIdx].results
-	keys := make([]topoLevel, len(list)*len(attrs))
-	doms := make([]domain, len(list))
+	ts.keys = slices.Grow(ts.keys[:0], len(list)*len(attrs))[:len(list)*len(attrs)]
+	ts.doms = slices.Grow(ts.doms[:0], len(list))[:len(list)]
+	if ts.groups == nil {
+		ts.groups, ts.held = map[domain]int{}, map[domain]bool{}
+	}
 	for k, name := range attrs {
-		type group struct{ free, first int }
-		groups := make(map[domain]*group)
-		for i, d := range devs {
-			doms[i] = domainOf(d, name)
-			if doms[i].kind == 0 {
+		clear(ts.groups)
+		clear(ts.held)
+		ts.free, ts.first = ts.free[:0], ts.first[:0]
+		var colEntry *sliceEntry
+		var col []*resourceapi.DeviceAttribute
+		for i, d := range ts.devs {
+			if d.slice != colEntry {
+				colEntry, col = d.slice, d.slice.column(name)
+			}
+			ts.doms[i] = domainOf(d, name, col)
+			if ts.doms[i].kind == 0 {
 				continue
 			}
-			g := groups[doms[i]]
-			if g == nil {
-				g = &group{first: i}
-				groups[doms[i]] = g
+			g, ok := ts.groups[ts.doms[i]]
+			if !ok {
+				g = len(ts.free)
+				ts.groups[ts.doms[i]] = g
+				ts.free, ts.first = append(ts.free, 0), append(ts.first, i)
 			}
 			if d.multi || !a.st.allocated(d.id) && !a.taken.has(d) {
-				g.free++
+				ts.free[g]++
 			}
 		}
-		claimHas := make(map[domain]bool, len(held))
 		for _, res := range held {
-			if dom := domainOf(res.dev, name); dom.kind != 0 {
-				claimHas[dom] = true
+			if dom := domainOf(res.dev, name, nil); dom.kind != 0 {
+				ts.held[dom] = true
 			}
 		}
-		for i := range devs {
-			lv := &keys[i*len(attrs)+k]
-			g := groups[doms[i]]
+		for i := range ts.devs {
+			lv := &ts.keys[i*len(attrs)+k]
+			g, ok := ts.groups[ts.doms[i]]
 			switch {
-			case g == nil:
+			case !ok:
 				*lv = topoLevel{tier: 3, first: i}
-			case claimHas[doms[i]]:
-				*lv = topoLevel{tier: 0, first: g.first}
-			case g.free >= need:
-				*lv = topoLevel{tier: 1, size: g.free, first: g.first}
+			case ts.held[ts.doms[i]]:
+				*lv = topoLevel{tier: 0, first: ts.first[g]}
+			case ts.free[g] >= need:
+				*lv = topoLevel{tier: 1, size: ts.free[g], first: ts.first[g]}
 			default:
-				*lv = topoLevel{tier: 2, size: -g.free, first: g.first}
+				*lv = topoLevel{tier: 2, size: -ts.free[g], first: ts.first[g]}
 			}
 		}
 	}
-	perm := make([]int, len(list))
-	for i := range perm {
-		perm[i] = i
+	ts.perm = ts.perm[:0]
+	for i := range list {
+		ts.perm = append(ts.perm, i)
 	}
-	slices.SortStableFunc(perm, func(x, y int) int {
-		kx, ky := keys[x*len(attrs):(x+1)*len(attrs)], keys[y*len(attrs):(y+1)*len(attrs)]
-		for k := range kx {
-			if c := compareLevel(kx[k], ky[k]); c != 0 {
+	keys, n := ts.keys, len(attrs)
+	slices.SortStableFunc(ts.perm, func(x, y int) int {
+		for k := range n {
+			if c := compareLevel(keys[x*n+k], keys[y*n+k]); c != 0 {
 				return c
 			}
 		}
 		return 0
 	})
-	sorted := make([]ranked, len(list))
-	for i, j := range perm {
-		sorted[i] = list[j]
+	ts.sorted = ts.sorted[:0]
+	for _, j := range ts.perm {
+		ts.sorted = append(ts.sorted, list[j])
 	}
-	copy(list, sorted)
+	copy(list, ts.sorted)
+}
+
+// topoScratch is preferTopology's working memory, kept in the pooled allocation between calls: a filter
+// pass ranks the candidates of every node.
+type topoScratch struct {
+	devs        []*deviceEntry
+	keys        []topoLevel
+	doms        []domain
+	groups      map[domain]int // a domain's index in free and first
+	free, first []int
+	held        map[domain]bool
+	perm        []int
+	sorted      []ranked
+}
+
+// reset drops what points into the snapshot, keeping the buffers.
+func (ts *topoScratch) reset() {
+	clear(ts.devs)
+	clear(ts.doms)
+	clear(ts.groups)
+	clear(ts.held)
+	ts.devs, ts.doms = ts.devs[:0], ts.doms[:0]
 }
 
 func compareLevel(x, y topoLevel) int {
