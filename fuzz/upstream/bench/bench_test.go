@@ -224,6 +224,14 @@ func buildAndFleetFilter(b *testing.B, prefix string, cluster Cluster, claims []
 // nodes in dynamic MIG (BenchmarkDGX's fleet: one counter set per GPU, a whole-GPU device and every MIG
 // placement drawing on it), alone and followed by one filter pass asking for one 1g.10gb MIG device, and
 // updating one node's slice of a built snapshot. The snapshot reports its heap per device and per node.
+//
+// Build and first pass with informer objects (NoCopy and TrustAPIServer) against upstream, on a loaded
+// 2-core machine where wall times swing by 2x from run to run: 28.3 against 22.6 MB allocated per op
+// (36.0 before a pool's counter consumption lay in one block per slice and its build kept its scratch);
+// CPU of the benchmark's goroutine over 31 ops 1.95 s against upstream's 1.66 s (2.02 s before), GC
+// 0.86 against 0.78 s (1.05 s before). The first pass compiles the counters of every device of the
+// node's pool, as upstream's validateDeviceCounterConsumption reads them in every Allocate: each
+// consumption map is iterated and each counter looked up once, which upstream does too.
 func BenchmarkBuildDGX(b *testing.B) {
 	ctx := context.Background()
 	const nodes = 200
@@ -320,7 +328,9 @@ func BenchmarkUpdateSlice(b *testing.B) {
 // copies count), with NoCopy (the caller's objects do not count) and with informer objects (NoCopy and
 // TrustAPIServer), on the DGX H100 dynamic-MIG fleet and on the whole-GPU fleet of scenario 1. The fleet
 // of 2,000 DGX nodes (464,000 devices) is measured without the copy, as a scheduler fed by informers
-// holds it: a copy of it alone would take the better part of a gigabyte.
+// holds it: a copy of it alone would take the better part of a gigabyte. Measured: 605 B per device
+// (140 KB per node) at 2,000 nodes, NoCopy and informer objects alike; 616 B at 100 nodes (677 B before
+// the counter consumption lay in one block per slice); 1,770 B copying.
 func BenchmarkSnapshotMemory(b *testing.B) {
 	dgx, err := DGXFleet(100, "dgxh100")
 	if err != nil {

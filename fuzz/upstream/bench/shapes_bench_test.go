@@ -64,7 +64,9 @@ func BenchmarkDGX(b *testing.B) {
 }
 
 // BenchmarkNUMAHalf: 300 nodes of 16 GPUs in two NUMA nodes, asked for 4 GPUs on one NUMA node: every node
-// fits, and a few devices of the first NUMA node already make the match (upstream's best case).
+// fits, and a few devices of the first NUMA node already make the match (upstream's best case). Fastest of
+// three runs on a loaded 2-core machine: Fits 704 ns per node, Allocate 4.2 us, upstream 218 us (309x and
+// 52x); BenchmarkNUMA's numaNode-8 on 16 GPUs: Fits 831 ns, upstream 180 us (216x).
 func BenchmarkNUMAHalf(b *testing.B) {
 	cluster := NUMAFleet(300, 16, 8)
 	for _, impl := range Impls {
