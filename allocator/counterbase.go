@@ -45,9 +45,13 @@ func (a *allocation) baseCounters(p *pool) *counterBase {
 		b.state = b.layout.emptyState()
 		for _, list := range [][]*sliceEntry{p.slices, p.others} {
 			for _, e := range list {
+				compiled := b.layout.slice(e)
+				if compiled == nil {
+					continue
+				}
 				for _, d := range e.devices() {
-					if dc := b.layout.dev(d); dc != nil && a.st.allocated(d.id) {
-						b.state.add(dc, 1)
+					if a.st.allocated(d.id) {
+						b.state.add(&compiled[d.idx], 1)
 					}
 				}
 			}

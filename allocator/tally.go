@@ -40,7 +40,13 @@ type counterLayout struct {
 	// rather than a map per device: a DGX node in dynamic MIG has over two hundred devices, and a pool's
 	// first pass reads each of them.
 	bySlice []sliceCounters
+	// sliceIdx indexes bySlice by entry when the pool has many consuming slices; nil otherwise (a scan
+	// of a few pointers is cheaper than a lookup).
+	sliceIdx map[*sliceEntry]int
 }
+
+// scanSlices is the most consuming slices a layout finds by a scan rather than through sliceIdx.
+const scanSlices = 8
 
 // sliceCounters is the compiled consumption of one slice's devices, indexed like its devices; a device
 // that consumes nothing has the zero devCounters.
@@ -49,12 +55,25 @@ type sliceCounters struct {
 	devs []devCounters
 }
 
-// dev returns d's compiled consumption, nil when d is not a device of the layout's pool. A pool has
-// few slices, so the scan is short.
+// dev returns d's compiled consumption, nil when d is not a device of the layout's pool.
 func (l *counterLayout) dev(d *deviceEntry) *devCounters {
+	if devs := l.slice(d.slice); devs != nil {
+		return &devs[d.idx]
+	}
+	return nil
+}
+
+// slice returns the compiled consumption of e's devices, nil when none of them consumes.
+func (l *counterLayout) slice(e *sliceEntry) []devCounters {
+	if l.sliceIdx != nil {
+		if i, ok := l.sliceIdx[e]; ok {
+			return l.bySlice[i].devs
+		}
+		return nil
+	}
 	for i := range l.bySlice {
-		if sc := &l.bySlice[i]; sc.e == d.slice {
-			return &sc.devs[d.idx]
+		if sc := &l.bySlice[i]; sc.e == e {
+			return sc.devs
 		}
 	}
 	return nil
@@ -179,6 +198,12 @@ func newCounterLayout(p *pool, sc *poolScratch) (l *counterLayout, invalid strin
 			k := len(e.obj.Spec.Devices)
 			l.bySlice[i] = sliceCounters{e: e, devs: block[at : at+k : at+k]}
 			at += k
+		}
+		if len(consumers) > scanSlices {
+			l.sliceIdx = make(map[*sliceEntry]int, len(consumers))
+			for i, e := range consumers {
+				l.sliceIdx[e] = i
+			}
 		}
 	}
 	return l, ""
