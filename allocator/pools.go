@@ -327,15 +327,6 @@ func putPoolScratch(sc *poolScratch) {
 	poolScratches.Put(sc)
 }
 
-// countDevices is the number of devices the slices publish.
-func countDevices(slices []*sliceEntry) int {
-	n := 0
-	for _, e := range slices {
-		n += len(e.obj.Spec.Devices)
-	}
-	return n
-}
-
 func (p *pool) markInvalid(reason string) *pool {
 	return &pool{id: p.id, invalid: true, invalidReason: reason}
 }
