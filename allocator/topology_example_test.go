@@ -41,9 +41,8 @@ func topologyNode() []*resourceapi.ResourceSlice {
 
 // ExampleTopology asks for an RDMA NIC and two GPUs in one claim, once in upstream order and once with
 // the topology preference: FirstFit takes the first two GPUs, on NUMA node 0, far from the NIC; with
-// Topology the GPUs share the NIC's PCIe root. A claim for four GPUs alone gets one NUMA node either
-// way when it is empty; with gpu-0 in use, upstream order spans both NUMA nodes and the preference
-// takes the four GPUs of NUMA node 1.
+// Topology the GPUs share the NIC's PCIe root. Then, with gpu-0 in use, a claim for four GPUs spans both
+// NUMA nodes in upstream order, and the preference takes the four GPUs of NUMA node 1.
 func ExampleTopology() {
 	classes := []*resourceapi.DeviceClass{
 		{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "gpu.example.com"`}}}}},
