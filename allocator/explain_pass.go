@@ -301,7 +301,7 @@ func (a *allocation) firstFalseSelector(r *request, d *deviceEntry, class bool) 
 		ok, cached := d.verdicts.get(s)
 		if !cached {
 			var err error
-			ok, err = s.Matches(a.ctx, d.cel.view())
+			ok, err = s.Matches(a.ctx, d.view())
 			if err != nil {
 				if errors.Is(err, celenv.ErrRuntime) || errors.Is(err, celenv.ErrCostLimit) {
 					return i, deviceEvalError(d.id, err)

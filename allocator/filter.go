@@ -85,7 +85,7 @@ func (a *allocation) selectorsMatch(r *request, d *deviceEntry, class bool) (boo
 		ok, cached := d.verdicts.get(s)
 		if !cached {
 			var err error
-			ok, err = s.Matches(a.ctx, d.cel.view())
+			ok, err = s.Matches(a.ctx, d.view())
 			if err != nil {
 				// An evaluation the context interrupted says nothing about the input.
 				if a.ctx.Err() != nil {

@@ -260,7 +260,6 @@ func (e *sliceEntry) prepareDevices() []*deviceEntry {
 		}
 		d.pins = nodeName != nil || dev.BindsToNode != nil && *dev.BindsToNode
 		d.lists = obj.Spec.SkipNodeOperations != nil || dev.BindingConditions != nil || dev.BindingFailureConditions != nil
-		caches[i].view.driver, caches[i].view.api = obj.Spec.Driver, dev
 		if dev.NodeSelector != nil {
 			d.nodeSel, d.nodeSelErr = nodeaffinity.NewNodeSelector(dev.NodeSelector)
 		}
@@ -472,18 +471,20 @@ func (d *deviceEntry) availableOn(node *v1.Node) (bool, error) {
 // lazyView builds a device's prepared CEL view the first time a selector or derived attribute needs it:
 // most devices of a large cluster are never evaluated against a new expression again once their
 // verdicts are cached, and building the view is most of the cost of adding a slice. Copies of an entry
-// share it. It is safe for concurrent use; two callers racing may both build the view, one is kept.
+// share it. It is safe for concurrent use; two callers racing may both build the view, one is kept. It
+// holds only the view: the device's driver and API object are the entry's, so that the caches of a
+// DGX fleet's hundreds of thousands of devices hold no copy of them.
 type lazyView struct {
-	p      atomic.Pointer[celenv.Device]
-	driver string
-	api    *resourceapi.Device
+	p atomic.Pointer[celenv.Device]
 }
 
-func (l *lazyView) view() *celenv.Device {
+// view returns the device's prepared CEL view, building it on first use.
+func (d *deviceEntry) view() *celenv.Device {
+	l := d.cel
 	if v := l.p.Load(); v != nil {
 		return v
 	}
-	v := celenv.NewDevice(l.driver, l.api)
+	v := celenv.NewDevice(d.id.Driver, d.api)
 	if l.p.CompareAndSwap(nil, v) {
 		return v
 	}
