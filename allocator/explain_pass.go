@@ -298,7 +298,7 @@ func (a *allocation) firstFalseSelector(r *request, d *deviceEntry, class bool) 
 				continue
 			}
 		}
-		ok, cached := d.verdicts.get(s)
+		ok, cached := d.caches.verdicts.get(s)
 		if !cached {
 			var err error
 			ok, err = s.Matches(a.ctx, d.view())
@@ -308,7 +308,7 @@ func (a *allocation) firstFalseSelector(r *request, d *deviceEntry, class bool) 
 				}
 				return i, err
 			}
-			d.verdicts.put(s, ok)
+			d.caches.verdicts.put(s, ok)
 		}
 		if !ok {
 			return i, nil
