@@ -225,13 +225,14 @@ func buildAndFleetFilter(b *testing.B, prefix string, cluster Cluster, claims []
 // placement drawing on it), alone and followed by one filter pass asking for one 1g.10gb MIG device, and
 // updating one node's slice of a built snapshot. The snapshot reports its heap per device and per node.
 //
-// Build and first pass with informer objects (NoCopy and TrustAPIServer) against upstream, on a loaded
-// 2-core machine where wall times swing by 2x from run to run: 28.3 against 22.6 MB allocated per op
-// (36.0 before a pool's counter consumption lay in one block per slice and its build kept its scratch);
-// CPU of the benchmark's goroutine over 31 ops 1.95 s against upstream's 1.66 s (2.02 s before), GC
-// 0.86 against 0.78 s (1.05 s before). The first pass compiles the counters of every device of the
-// node's pool, as upstream's validateDeviceCounterConsumption reads them in every Allocate: each
-// consumption map is iterated and each counter looked up once, which upstream does too.
+// Build and first pass with informer objects (NoCopy and TrustAPIServer) against upstream, three
+// interleaved runs of -benchtime 10x in a quiet spell of a shared 2-core machine: 71-96 ms against
+// upstream's 63-79 ms (about 1.13x; 75-79 against 64-76 ms, 1.16x, before this round), 26.1 against
+// 22.7 MB allocated per op (36.0 MB before: a pool's counter consumption lies in one block per slice,
+// its build keeps its scratch, a device entry holds one pointer to its caches). The first pass compiles
+// the counters of every device of the node's pool, as upstream's validateDeviceCounterConsumption reads
+// them in every Allocate: each consumption map is iterated and each counter looked up in its set, two
+// thirds of the pass's CPU, which upstream pays as well.
 func BenchmarkBuildDGX(b *testing.B) {
 	ctx := context.Background()
 	const nodes = 200
@@ -328,9 +329,9 @@ func BenchmarkUpdateSlice(b *testing.B) {
 // copies count), with NoCopy (the caller's objects do not count) and with informer objects (NoCopy and
 // TrustAPIServer), on the DGX H100 dynamic-MIG fleet and on the whole-GPU fleet of scenario 1. The fleet
 // of 2,000 DGX nodes (464,000 devices) is measured without the copy, as a scheduler fed by informers
-// holds it: a copy of it alone would take the better part of a gigabyte. Measured: 605 B per device
-// (140 KB per node) at 2,000 nodes, NoCopy and informer objects alike; 616 B at 100 nodes (677 B before
-// the counter consumption lay in one block per slice); 1,770 B copying.
+// holds it: a copy of it alone would take the better part of a gigabyte. Measured: 533 B per device
+// (124 KB per node) at 2,000 nodes, NoCopy and informer objects alike; 542-545 B at 100 nodes (677 B
+// before this round); 1,699 B copying (1,785 B before).
 func BenchmarkSnapshotMemory(b *testing.B) {
 	dgx, err := DGXFleet(100, "dgxh100")
 	if err != nil {
