@@ -62,7 +62,7 @@ func (a *allocation) attributeOf(r *request, d *deviceEntry, name resourceapi.Fu
 		if err != nil {
 			return resourceapi.DeviceAttribute{}, false, inputError(a.perClaim[r.claimIdx].name(), r.path()+".derivedAttributes", fmt.Errorf("compile derived attribute %s: %w", name, err))
 		}
-		v, err := prog.Evaluate(a.ctx, d.cel.view())
+		v, err := prog.Evaluate(a.ctx, d.view())
 		if err != nil && a.ctx.Err() != nil {
 			return resourceapi.DeviceAttribute{}, false, aborted(a.ctx)
 		}

@@ -45,15 +45,19 @@ func (a *allocation) baseCounters(p *pool) *counterBase {
 		b.state = b.layout.emptyState()
 		for _, list := range [][]*sliceEntry{p.slices, p.others} {
 			for _, e := range list {
+				compiled := b.layout.slice(e)
+				if compiled == nil {
+					continue
+				}
 				for _, d := range e.devices() {
-					if dc := b.layout.devs[d]; dc != nil && a.st.allocated(d.id) {
-						b.state.add(dc, 1)
+					if a.st.allocated(d.id) {
+						b.state.add(&compiled[d.idx], 1)
 					}
 				}
 			}
 		}
 		fits = func(d *deviceEntry) bool {
-			dc := b.layout.devs[d]
+			dc := b.layout.dev(d)
 			return len(d.api.ConsumesCounters) == 0 || dc != nil && b.state.fits(dc)
 		}
 	} else {

@@ -298,17 +298,17 @@ func (a *allocation) firstFalseSelector(r *request, d *deviceEntry, class bool) 
 				continue
 			}
 		}
-		ok, cached := d.verdicts.get(s)
+		ok, cached := d.caches.verdicts.get(s)
 		if !cached {
 			var err error
-			ok, err = s.Matches(a.ctx, d.cel.view())
+			ok, err = s.Matches(a.ctx, d.view())
 			if err != nil {
 				if errors.Is(err, celenv.ErrRuntime) || errors.Is(err, celenv.ErrCostLimit) {
 					return i, deviceEvalError(d.id, err)
 				}
 				return i, err
 			}
-			d.verdicts.put(s, ok)
+			d.caches.verdicts.put(s, ok)
 		}
 		if !ok {
 			return i, nil

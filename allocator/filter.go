@@ -82,10 +82,10 @@ func (a *allocation) selectorsMatch(r *request, d *deviceEntry, class bool) (boo
 				return false, inputError(object, f, err)
 			}
 		}
-		ok, cached := d.verdicts.get(s)
+		ok, cached := d.caches.verdicts.get(s)
 		if !cached {
 			var err error
-			ok, err = s.Matches(a.ctx, d.cel.view())
+			ok, err = s.Matches(a.ctx, d.view())
 			if err != nil {
 				// An evaluation the context interrupted says nothing about the input.
 				if a.ctx.Err() != nil {
@@ -94,7 +94,7 @@ func (a *allocation) selectorsMatch(r *request, d *deviceEntry, class bool) (boo
 				object, f := where(i, ".cel.expression")
 				return false, nodeInputError(object, f, deviceEvalError(d.id, err))
 			}
-			d.verdicts.put(s, ok)
+			d.caches.verdicts.put(s, ok)
 		}
 		if !ok {
 			return false, nil

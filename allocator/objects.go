@@ -96,13 +96,13 @@ type deviceEntry struct {
 	// The fields every candidate check reads come first, in one cache line: on a large fleet each
 	// device is read from memory, and each line is one more miss.
 	slice *sliceEntry
-	// verdicts caches selector results for cel, across Allocate calls and forks.
-	verdicts *verdicts
+	// caches are what the entry computes on first use, shared by copies of the entry: its selector
+	// verdicts (read by every candidate check), its CEL view and what a request without capacity
+	// requirements consumes of it. One pointer rather than one per cache: a DGX fleet has hundreds of
+	// thousands of entries.
+	caches *deviceCaches
 	// taints are the effective taints: the device's own followed by those of matching DeviceTaintRules.
 	taints []resourceapi.DeviceTaint
-	// plain is what a request without capacity requirements consumes of the device (consumable
-	// capacity), computed on first use: most requests have none. Shared by copies of the entry.
-	plain *atomic.Pointer[plainConsumption]
 	// idx is the device's index in its slice.
 	idx int
 	// Flags read by every candidate check, kept here so that a check touches one cache line rather than
@@ -117,7 +117,6 @@ type deviceEntry struct {
 
 	id  DeviceID
 	api *resourceapi.Device // points into slice.obj
-	cel *lazyView           // the prepared CEL view, built on first use
 	// nodeSel is spec.devices[].nodeSelector parsed once (per-device node selection).
 	nodeSel    *nodeaffinity.NodeSelector
 	nodeSelErr error
@@ -240,13 +239,11 @@ func (e *sliceEntry) prepareDevices() []*deviceEntry {
 		dev := &obj.Spec.Devices[i]
 		d := &entries[i]
 		*d = deviceEntry{
-			id:       DeviceID{Driver: e.pool.Driver, Pool: e.pool.Pool, Device: dev.Name},
-			slice:    e,
-			api:      dev,
-			cel:      &caches[i].view,
-			verdicts: &caches[i].verdicts,
-			plain:    &caches[i].plain,
-			idx:      i,
+			id:     DeviceID{Driver: e.pool.Driver, Pool: e.pool.Pool, Device: dev.Name},
+			slice:  e,
+			api:    dev,
+			caches: &caches[i],
+			idx:    i,
 
 			perDevice:   e.perDevice,
 			skipNodeOps: len(obj.Spec.SkipNodeOperations) > 0,
@@ -260,7 +257,6 @@ func (e *sliceEntry) prepareDevices() []*deviceEntry {
 		}
 		d.pins = nodeName != nil || dev.BindsToNode != nil && *dev.BindsToNode
 		d.lists = obj.Spec.SkipNodeOperations != nil || dev.BindingConditions != nil || dev.BindingFailureConditions != nil
-		caches[i].view.driver, caches[i].view.api = obj.Spec.Driver, dev
 		if dev.NodeSelector != nil {
 			d.nodeSel, d.nodeSelErr = nodeaffinity.NewNodeSelector(dev.NodeSelector)
 		}
@@ -272,19 +268,23 @@ func (e *sliceEntry) prepareDevices() []*deviceEntry {
 
 // deviceCaches are what a device entry computes on first use; copies of the entry share them.
 type deviceCaches struct {
-	view     lazyView
+	// verdicts caches selector results, across Allocate calls and forks.
 	verdicts verdicts
-	plain    atomic.Pointer[plainConsumption]
+	// view is the prepared CEL view, built on first use.
+	view lazyView
+	// plain is what a request without capacity requirements consumes of the device (consumable
+	// capacity), computed on first use: most requests have none.
+	plain atomic.Pointer[plainConsumption]
 }
 
 // plainConsumed is capacity.Consumed for a request without capacity requirements. The map must not be
 // modified.
 func (d *deviceEntry) plainConsumed() (map[resourceapi.QualifiedName]resource.Quantity, error) {
-	p := d.plain.Load()
+	p := d.caches.plain.Load()
 	if p == nil {
 		c, err := capacity.Consumed(nil, d.api.Capacity, d.slice.capOpts)
-		d.plain.CompareAndSwap(nil, &plainConsumption{consumed: c, err: err})
-		p = d.plain.Load()
+		d.caches.plain.CompareAndSwap(nil, &plainConsumption{consumed: c, err: err})
+		p = d.caches.plain.Load()
 	}
 	return p.consumed, p.err
 }
@@ -472,18 +472,20 @@ func (d *deviceEntry) availableOn(node *v1.Node) (bool, error) {
 // lazyView builds a device's prepared CEL view the first time a selector or derived attribute needs it:
 // most devices of a large cluster are never evaluated against a new expression again once their
 // verdicts are cached, and building the view is most of the cost of adding a slice. Copies of an entry
-// share it. It is safe for concurrent use; two callers racing may both build the view, one is kept.
+// share it. It is safe for concurrent use; two callers racing may both build the view, one is kept. It
+// holds only the view: the device's driver and API object are the entry's, so that the caches of a
+// DGX fleet's hundreds of thousands of devices hold no copy of them.
 type lazyView struct {
-	p      atomic.Pointer[celenv.Device]
-	driver string
-	api    *resourceapi.Device
+	p atomic.Pointer[celenv.Device]
 }
 
-func (l *lazyView) view() *celenv.Device {
+// view returns the device's prepared CEL view, building it on first use.
+func (d *deviceEntry) view() *celenv.Device {
+	l := &d.caches.view
 	if v := l.p.Load(); v != nil {
 		return v
 	}
-	v := celenv.NewDevice(l.driver, l.api)
+	v := celenv.NewDevice(d.id.Driver, d.api)
 	if l.p.CompareAndSwap(nil, v) {
 		return v
 	}

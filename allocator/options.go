@@ -88,6 +88,10 @@ type Options struct {
 	// validation is skipped, which saves its cost (mostly compiling selectors once more and checking names);
 	// the allocator still refuses, as input errors, what would make it return a wrong answer.
 	TrustAPIServer bool
+	// Topology, when set, prefers devices that sit close together (the same NUMA node, PCIe root, or
+	// the PCIe root of a NIC the claim takes) among those the strategy would try; see [Topology]. It
+	// changes which devices a call returns, never whether claims fit.
+	Topology *Topology
 	// CEL is the environment that compiles and evaluates selectors. nil means a new environment with the
 	// features above; share one Env between snapshots to share its compile cache.
 	CEL *celenv.Env

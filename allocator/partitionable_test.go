@@ -192,3 +192,38 @@ func TestFailFastCountsOnlyDevicesTheCountersAdmit(t *testing.T) {
 		t.Fatalf("got %v, want does not fit, decided by counting", err)
 	}
 }
+
+// A pool whose devices lie in more slices than a scan covers (scanSlices, 8) finds each device's
+// counters by slice as well: twelve slices of one partition each draw on one set of 8Gi, two partitions
+// of other slices already hold 6Gi, so one more 2Gi partition fits and a second does not.
+func TestCountersOfPoolWithManySlices(t *testing.T) {
+	const n = 12
+	counters := withPool(nodeSlice("s-counters", node1, driverA, "pool-1"), 1, n+1)
+	counters.Spec.SharedCounters = []resourceapi.CounterSet{{
+		Name: "gpu-0", Counters: map[string]resourceapi.Counter{"memory": {Value: quantity("8Gi")}},
+	}}
+	slices := []*resourceapi.ResourceSlice{counters}
+	for i := range n {
+		memory := "2Gi"
+		if i == 3 || i == 9 {
+			memory = "3Gi"
+		}
+		d := partition(fmt.Sprintf("p-%02d", i), "half", memory)
+		slices = append(slices, withPool(nodeSlice(fmt.Sprintf("s-%02d", i), node1, driverA, "pool-1", d), 1, n+1))
+	}
+	held := allocatedClaim("held", result(driverA, "pool-1", "p-03"), result(driverA, "pool-1", "p-09"))
+	classes := []*resourceapi.DeviceClass{anyClass, sizeClass("half")}
+	runAll(t, []scenario{{
+		name: "one more partition fits", slices: slices, classes: classes, allocated: []*resourceapi.ResourceClaim{held},
+		claims: []*resourceapi.ResourceClaim{claim("c", exact("req", "half", 1))},
+		want:   [][]string{{"req=pool-1/p-00"}},
+	}, {
+		name: "two more do not", slices: slices, classes: classes, allocated: []*resourceapi.ResourceClaim{held},
+		claims:  []*resourceapi.ResourceClaim{claim("c", exact("req", "half", 2))},
+		wantErr: allocator.ErrUnsatisfiable,
+	}, {
+		name: "without the held claim four fit", slices: slices, classes: classes,
+		claims: []*resourceapi.ResourceClaim{claim("c", exact("req", "half", 4))},
+		want:   [][]string{{"req=pool-1/p-00", "req=pool-1/p-01", "req=pool-1/p-02", "req=pool-1/p-04"}},
+	}})
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
@@ -267,7 +268,9 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 			}
 		}
 	}
-	names := make(map[string]bool, countDevices(p.slices)) // sized once: a DGX pool has hundreds of devices
+	sc := getPoolScratch()
+	defer putPoolScratch(sc)
+	names := sc.names
 	for _, e := range p.slices {
 		for _, d := range e.devices() {
 			if names[d.id.Device] {
@@ -289,7 +292,7 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 			p.counterSets = append(p.counterSets, cs)
 		}
 	}
-	l, invalid := newCounterLayout(p)
+	l, invalid := newCounterLayout(p, sc)
 	if invalid != "" {
 		return p.markInvalid(invalid)
 	}
@@ -297,13 +300,31 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 	return p
 }
 
-// countDevices is the number of devices the slices publish.
-func countDevices(slices []*sliceEntry) int {
-	n := 0
-	for _, e := range slices {
-		n += len(e.obj.Spec.Devices)
+// poolScratch is the working memory of building a pool, kept between builds: a fleet's first pass
+// builds a pool per node, each with hundreds of devices on a DGX node, and what the build only looks
+// through (the names seen, the devices' consumption lists) would otherwise be garbage per pool.
+type poolScratch struct {
+	names map[string]bool
+	slots []int
+	cons  [][]resourceapi.DeviceCounterConsumption
+}
+
+var poolScratches = sync.Pool{New: func() any { return &poolScratch{names: map[string]bool{}} }}
+
+func getPoolScratch() *poolScratch { return poolScratches.Get().(*poolScratch) }
+
+// putPoolScratch empties sc, so that it holds no object of the snapshot, and keeps it for the next build.
+// A scratch grown by an unusually large pool is dropped instead: clearing its map would cost every
+// later build the large pool's size.
+func putPoolScratch(sc *poolScratch) {
+	const keep = 4096
+	if len(sc.names) > keep || cap(sc.cons) > keep {
+		return
 	}
-	return n
+	clear(sc.names)
+	clear(sc.cons)
+	sc.slots, sc.cons = sc.slots[:0], sc.cons[:0]
+	poolScratches.Put(sc)
 }
 
 func (p *pool) markInvalid(reason string) *pool {

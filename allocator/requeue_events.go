@@ -489,7 +489,7 @@ func (s *rqSlice) view(i int) func() *celenv.Device {
 	if s.shared == nil {
 		return nil
 	}
-	return func() *celenv.Device { return s.shared.devices()[i].cel.view() }
+	return func() *celenv.Device { return s.shared.devices()[i].view() }
 }
 
 // rqSameForCEL reports whether CEL sees two devices alike: the same name, attributes, capacity values and

@@ -26,6 +26,7 @@ type scratch struct {
 	readBuf  []byte // deviceVerdicts' key
 	spans    []classSpan
 	rankBuf  []ranked // rankCandidates' list
+	topo     topoScratch
 	recent   recentSelectors
 	names    recentNames
 	limit    limitText
@@ -167,6 +168,7 @@ func putAllocation(a *allocation) {
 	clear(a.byPool)
 	a.reqBuf, a.selBuf, a.entryBuf = a.reqBuf[:0], a.selBuf[:0], a.entryBuf[:0]
 	a.taken.reset()
+	a.topo.reset()
 	a.resetTallies()
 	a.bounds.reset()
 	clear(a.pigeon.cs)

@@ -117,7 +117,7 @@ func (a *allocation) allocateStep(pos position, allocSub bool, start location) (
 		return true, nil
 	}
 
-	if a.strategy != FirstFit {
+	if a.ranks() {
 		return a.allocateRanked(pos, allocSub, r, next, start)
 	}
 	// Devices that failed here: an interchangeable one would fail the same way (symmetry), so the
@@ -498,7 +498,7 @@ var errStepBack = errors.New("the first descent failed")
 // taken is passed over without stepping back, as in the full search; one that takes some devices and
 // then runs out steps back.
 func (a *allocation) greedyApplies() bool {
-	if a.strategy != FirstFit || len(a.perClaim) != 1 {
+	if a.ranks() || len(a.perClaim) != 1 {
 		return false
 	}
 	cs := &a.perClaim[0]

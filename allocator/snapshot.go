@@ -3,6 +3,7 @@ package allocator
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -71,6 +72,15 @@ func (s *Snapshot) init(opts Options) {
 	if opts.Strategy < FirstFit || opts.Strategy > Spread {
 		s.envErr = fmt.Errorf("%w: unsupported strategy %s", ErrInvalidInput, opts.Strategy)
 		return
+	}
+	if opts.Topology != nil {
+		// A private copy: the caller's Options may change after the snapshot is built.
+		t := Topology{Attributes: slices.Clone(opts.Topology.Attributes)}
+		s.opts.Topology = &t
+		if err := t.validate(); err != nil {
+			s.envErr = err
+			return
+		}
 	}
 	if s.env == nil {
 		cf := celFeatures(f)

@@ -38,10 +38,14 @@ func (a *allocation) rankCandidates(r *request) ([]location, error) {
 		return nil, err
 	}
 	// The comparisons are called directly, not through a func value, so that x and y stay on the stack.
-	if a.strategy == Spread {
+	switch a.strategy {
+	case Spread:
 		slices.SortStableFunc(list, func(x, y ranked) int { return compareBy(spreadLess(&x, &y), spreadLess(&y, &x)) })
-	} else {
+	case BestFit:
 		slices.SortStableFunc(list, func(x, y ranked) int { return compareBy(bestFitLess(&x, &y), bestFitLess(&y, &x)) })
+	}
+	if a.s != nil && a.s.opts.Topology != nil {
+		a.preferTopology(r, list)
 	}
 	order := make([]location, len(list))
 	for i := range list {

@@ -35,8 +35,48 @@ type counterLayout struct {
 	npairs   int // (counter set, compatibility group) pairs
 	// sets numbers the counter sets by name and, within each, the counters the pool defines.
 	sets map[string]*setLayout
-	// devs maps a device of the pool (node slices and others) to its compiled consumption.
-	devs map[*deviceEntry]*devCounters
+	// bySlice holds, for each slice of the pool (node slices and others) whose devices consume
+	// counters, every device's compiled consumption by index in the slice (see dev). An array per slice
+	// rather than a map per device: a DGX node in dynamic MIG has over two hundred devices, and a pool's
+	// first pass reads each of them.
+	bySlice []sliceCounters
+	// sliceIdx indexes bySlice by entry when the pool has many consuming slices; nil otherwise (a scan
+	// of a few pointers is cheaper than a lookup).
+	sliceIdx map[*sliceEntry]int
+}
+
+// scanSlices is the most consuming slices a layout finds by a scan rather than through sliceIdx.
+const scanSlices = 8
+
+// sliceCounters is the compiled consumption of one slice's devices, indexed like its devices; a device
+// that consumes nothing has the zero devCounters.
+type sliceCounters struct {
+	e    *sliceEntry
+	devs []devCounters
+}
+
+// dev returns d's compiled consumption, nil when d is not a device of the layout's pool.
+func (l *counterLayout) dev(d *deviceEntry) *devCounters {
+	if devs := l.slice(d.slice); devs != nil {
+		return &devs[d.idx]
+	}
+	return nil
+}
+
+// slice returns the compiled consumption of e's devices, nil when none of them consumes.
+func (l *counterLayout) slice(e *sliceEntry) []devCounters {
+	if l.sliceIdx != nil {
+		if i, ok := l.sliceIdx[e]; ok {
+			return l.bySlice[i].devs
+		}
+		return nil
+	}
+	for i := range l.bySlice {
+		if sc := &l.bySlice[i]; sc.e == e {
+			return sc.devs
+		}
+	}
+	return nil
 }
 
 // devCounters is one device's consumesCounters, compiled.
@@ -77,11 +117,19 @@ type counterAmount struct {
 }
 
 // setDraw is one consumesCounters entry: the set it draws on and its compatibility groups as pairs, as
-// listed (for admitting) and without repeats (for counting members).
+// listed (for admitting) and without repeats (for counting members), one list split at n: a DGX node
+// has a draw per device, so the record is kept small.
 type setDraw struct {
-	set          int32
-	groups, uniq []int32
+	set   int32
+	n     int32   // len(groups)
+	pairs []int32 // groups then uniq
 }
+
+// groups are the draw's compatibility groups as listed.
+func (sd *setDraw) groups() []int32 { return sd.pairs[:sd.n] }
+
+// uniq are the draw's compatibility groups without repeats.
+func (sd *setDraw) uniq() []int32 { return sd.pairs[sd.n:] }
 
 // tallyState is the counter state of a pool: what is left of every counter, how many of them are
 // overdrawn, and per counter set the devices drawing on it, those without groups, and per pair the
@@ -107,27 +155,34 @@ func (t *tallyState) copyFrom(o *tallyState) {
 // define, the reason that makes the pool invalid (empty when there is none). buildPool compiles the
 // layout as it checks the pool, so that each consumption is read once. A pool without consumption has
 // no layout (nil).
-func newCounterLayout(p *pool) (l *counterLayout, invalid string) {
-	var devs []*deviceEntry
-	var cons [][]resourceapi.DeviceCounterConsumption
+func newCounterLayout(p *pool, sc *poolScratch) (l *counterLayout, invalid string) {
+	// slots[i] is where consumption i lies in the block of every consuming slice's devices.
+	slots, cons := sc.slots[:0], sc.cons[:0]
+	defer func() { sc.slots, sc.cons = slots, cons }() // kept for the next build, emptied by putPoolScratch
+	var consumers []*sliceEntry                        // the slices with a device that consumes, in order
+	n := 0                                             // devices of consumers
 	for _, list := range [][]*sliceEntry{p.slices, p.others} {
 		for _, e := range list {
 			for _, d := range e.devices() {
-				if len(d.api.ConsumesCounters) > 0 {
-					if devs == nil { // room for every device, once: in a partitionable pool most consume
-						n := countDevices(p.slices) + countDevices(p.others)
-						devs, cons = make([]*deviceEntry, 0, n), make([][]resourceapi.DeviceCounterConsumption, 0, n)
-					}
-					devs = append(devs, d)
-					cons = append(cons, d.api.ConsumesCounters)
+				if len(d.api.ConsumesCounters) == 0 {
+					continue
 				}
+				if len(consumers) == 0 || consumers[len(consumers)-1] != e {
+					consumers = append(consumers, e)
+					n += len(e.obj.Spec.Devices)
+				}
+				slots = append(slots, n-len(e.obj.Spec.Devices)+d.idx)
+				cons = append(cons, d.api.ConsumesCounters)
 			}
 		}
 	}
 	if len(cons) == 0 {
 		return nil, "" // nothing draws on counters: no call asks for the layout (whole GPUs)
 	}
-	l, compiled, bad := compileCounters(p.counterSets, cons)
+	// Every device of a consuming slice has its place in one block; compileCounters fills those of
+	// the devices that consume.
+	block := make([]devCounters, n)
+	l, bad := compileCounters(p.counterSets, cons, func(i int) *devCounters { return &block[slots[i]] })
 	if bad.found {
 		c := &cons[bad.dev][bad.cons]
 		i, defined := p.counterIdx[c.CounterSet]
@@ -137,9 +192,18 @@ func newCounterLayout(p *pool) (l *counterLayout, invalid string) {
 		return nil, fmt.Sprintf("counter %s not found in counter set %s", firstUndefined(c.Counters, p.counterSets[i].Counters), c.CounterSet)
 	}
 	if l.dense {
-		l.devs = make(map[*deviceEntry]*devCounters, len(devs))
-		for i, d := range devs {
-			l.devs[d] = compiled[i]
+		l.bySlice = make([]sliceCounters, len(consumers))
+		at := 0
+		for i, e := range consumers {
+			k := len(e.obj.Spec.Devices)
+			l.bySlice[i] = sliceCounters{e: e, devs: block[at : at+k : at+k]}
+			at += k
+		}
+		if len(consumers) > scanSlices {
+			l.sliceIdx = make(map[*sliceEntry]int, len(consumers))
+			for i, e := range consumers {
+				l.sliceIdx[e] = i
+			}
 		}
 	}
 	return l, ""
@@ -170,7 +234,7 @@ func firstUndefined(consumed, defined map[string]resourceapi.Counter) string {
 //
 // bad is the first consumption that names a counter set or a counter that sets do not define; its
 // undefined counters are left out of the compiled list.
-func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceCounterConsumption) (l *counterLayout, compiled []*devCounters, bad undefinedRef) {
+func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceCounterConsumption, at func(i int) *devCounters) (l *counterLayout, bad undefinedRef) {
 	nCounters := 0
 	for _, s := range sets {
 		nCounters += len(s.Counters)
@@ -243,13 +307,11 @@ func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceC
 		}
 	}
 	definedSets := int32(l.nsets)
-	compiled = make([]*devCounters, len(cons))
-	dcs := make([]devCounters, len(cons))
 	draws := make([]setDraw, nDraws)
 	amounts := make([]counterAmount, 0, nAmounts)
 	groups := make([]int32, 0, 2*nGroups)
 	for di, list := range cons {
-		dc := &dcs[di]
+		dc := at(di)
 		dc.sets, draws = draws[:len(list):len(list)], draws[len(list):]
 		first := len(amounts)
 		for i, c := range list {
@@ -270,14 +332,13 @@ func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceC
 					}
 					groups = append(groups, pi)
 				}
-				sd.groups = groups[at : at+n : at+n]
-				at = len(groups)
-				for _, pi := range sd.groups {
-					if !containsInt32(groups[at:], pi) {
+				listed := groups[at : at+n : at+n]
+				for _, pi := range listed {
+					if !containsInt32(groups[at+n:], pi) {
 						groups = append(groups, pi)
 					}
 				}
-				sd.uniq = groups[at:len(groups):len(groups)]
+				sd.n, sd.pairs = int32(n), groups[at:len(groups):len(groups)]
 			}
 			dc.sets[i] = sd
 			if sl.idx >= definedSets && !bad.found {
@@ -302,10 +363,9 @@ func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceC
 		if len(amounts) > first {
 			dc.amounts = amounts[first:len(amounts):len(amounts)]
 		}
-		compiled[di] = dc
 	}
 	l.dense = dense
-	return l, compiled, bad
+	return l, bad
 }
 
 func containsInt32(s []int32, x int32) bool {
@@ -366,13 +426,13 @@ func (t *tallyState) admits(sd *setDraw) bool {
 	if noGroup > 0 && noGroup < members {
 		return false
 	}
-	if len(sd.groups) == 0 {
+	if sd.n == 0 {
 		return noGroup == members
 	}
 	if noGroup > 0 {
 		return false
 	}
-	for _, p := range sd.groups {
+	for _, p := range sd.groups() {
 		if t.pairs[p] == members {
 			return true
 		}
@@ -397,11 +457,11 @@ func (t *tallyState) add(dc *devCounters, sign int64) {
 	for i := range dc.sets {
 		sd := &dc.sets[i]
 		t.members[sd.set] += d
-		if len(sd.groups) == 0 {
+		if sd.n == 0 {
 			t.noGroup[sd.set] += d
 			continue
 		}
-		for _, p := range sd.uniq {
+		for _, p := range sd.uniq() {
 			t.pairs[p] += d
 		}
 	}
@@ -423,14 +483,14 @@ func (t *tally) fits(d *deviceEntry) bool {
 	if t.slow != nil {
 		return t.slow.Fits(d.api.ConsumesCounters)
 	}
-	dc := t.lay.devs[d]
+	dc := t.lay.dev(d)
 	return dc != nil && t.state.fits(dc)
 }
 
 func (t *tally) add(d *deviceEntry) {
 	if t.slow != nil {
 		t.slow.Add(d.api.ConsumesCounters)
-	} else if dc := t.lay.devs[d]; dc != nil {
+	} else if dc := t.lay.dev(d); dc != nil {
 		t.state.add(dc, 1)
 	}
 }
@@ -438,7 +498,7 @@ func (t *tally) add(d *deviceEntry) {
 func (t *tally) remove(d *deviceEntry) {
 	if t.slow != nil {
 		t.slow.Remove(d.api.ConsumesCounters)
-	} else if dc := t.lay.devs[d]; dc != nil {
+	} else if dc := t.lay.dev(d); dc != nil {
 		t.state.add(dc, -1)
 	}
 }

@@ -45,7 +45,7 @@ func TestTallyMatchesCounters(t *testing.T) {
 			}
 			cons = append(cons, list)
 		}
-		l, compiled, _ := compileCounters(sets, cons)
+		l, compiled, _ := compileEach(sets, cons)
 		if !l.dense {
 			t.Fatal("integer quantities: the layout should be dense")
 		}
@@ -92,17 +92,27 @@ func TestTallyMatchesCounters(t *testing.T) {
 func TestTallyFallsBack(t *testing.T) {
 	for _, v := range []string{"1500m", "0.5", "1e30"} {
 		sets := []resourceapi.CounterSet{{Name: "a", Counters: map[string]resourceapi.Counter{"x": {Value: resource.MustParse(v)}}}}
-		if l, _, _ := compileCounters(sets, nil); l.dense {
+		if l, _, _ := compileEach(sets, nil); l.dense {
 			t.Errorf("capacity %s: layout dense", v)
 		}
 		cons := [][]resourceapi.DeviceCounterConsumption{{{CounterSet: "a", Counters: map[string]resourceapi.Counter{"x": {Value: resource.MustParse(v)}}}}}
-		if l, _, _ := compileCounters([]resourceapi.CounterSet{{Name: "a", Counters: map[string]resourceapi.Counter{"x": {Value: resource.MustParse("4")}}}}, cons); l.dense {
+		if l, _, _ := compileEach([]resourceapi.CounterSet{{Name: "a", Counters: map[string]resourceapi.Counter{"x": {Value: resource.MustParse("4")}}}}, cons); l.dense {
 			t.Errorf("consumption %s: layout dense", v)
 		}
 	}
 	big := resource.MustParse("5e18")
 	sets := []resourceapi.CounterSet{{Name: "a", Counters: map[string]resourceapi.Counter{"x": {Value: big}, "y": {Value: big}}}}
-	if l, _, _ := compileCounters(sets, nil); l.dense {
+	if l, _, _ := compileEach(sets, nil); l.dense {
 		t.Error("sums past int64: layout dense")
 	}
+}
+
+// compileEach is compileCounters with each consumption compiled into an element of its own.
+func compileEach(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceCounterConsumption) (*counterLayout, []*devCounters, undefinedRef) {
+	compiled := make([]*devCounters, len(cons))
+	for i := range compiled {
+		compiled[i] = new(devCounters)
+	}
+	l, bad := compileCounters(sets, cons, func(i int) *devCounters { return compiled[i] })
+	return l, compiled, bad
 }

@@ -1,0 +1,241 @@
+package allocator
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+)
+
+// Standard device attributes that name where a device sits on its node, as NVIDIA's driver and the
+// inventory package publish them: the PCIe root (a string) and the NUMA node (KEP-6072; an int, or a
+// one-element list with list-type attributes).
+const (
+	AttributeNUMANode resourceapi.FullyQualifiedName = "resource.kubernetes.io/numaNode"
+	AttributePCIeRoot resourceapi.FullyQualifiedName = "resource.kubernetes.io/pcieRoot"
+)
+
+// Topology is a preference among valid allocations for devices that sit close together: among the
+// devices a request may take, the search tries first those that share a topology domain (a value of one
+// of Attributes) with the devices the claim's earlier requests took — a GPU on the PCIe root of the NIC
+// the same claim asks for —, then those of a domain with enough devices free for the whole request (the
+// smallest such domain, so that larger ones stay whole), then those of the largest domains; devices
+// without the attribute come last. Attributes are applied in order: devices are grouped by the first
+// attribute's domain, and within it by the second's. Ties keep the strategy's order.
+//
+// The preference orders the search; it never rules a device out. Claims fit with it exactly when they
+// fit without it (as with BestFit, an error met at one device, [InputError] with NodeDependent, may come
+// under one order and not another), and the search still takes the first combination it finds, so it is
+// a preference, not an optimum: a request whose first choice of domain leaves a later request with no
+// fit steps back as usual. Like the strategies other than FirstFit, it evaluates the selectors of every
+// candidate of a request before taking any.
+type Topology struct {
+	// Attributes name the topology domains, outermost first; nil or empty means
+	// [DefaultTopologyAttributes]. A device's attribute is looked up as matchAttribute looks it up (the
+	// fully qualified name, or the short name in the driver's own domain); a one-element list is its
+	// element, longer lists are not domains.
+	Attributes []resourceapi.FullyQualifiedName
+}
+
+// DefaultTopologyAttributes are the domains [Topology] uses when it names none: the NUMA node, then the
+// PCIe root.
+func DefaultTopologyAttributes() []resourceapi.FullyQualifiedName {
+	return []resourceapi.FullyQualifiedName{AttributeNUMANode, AttributePCIeRoot}
+}
+
+// validate checks that every attribute is a fully qualified name (domain/name), as matchAttribute's
+// are: a name without a domain would silently match no device.
+func (t *Topology) validate() error {
+	for i, name := range t.Attributes {
+		domain, short, ok := strings.Cut(string(name), "/")
+		if !ok || domain == "" || short == "" {
+			return fmt.Errorf("%w: Options.Topology.Attributes[%d]: %q is not a fully qualified attribute name (domain/name)", ErrInvalidInput, i, name)
+		}
+	}
+	return nil
+}
+
+func (t *Topology) attributes() []resourceapi.FullyQualifiedName {
+	if len(t.Attributes) == 0 {
+		return DefaultTopologyAttributes()
+	}
+	return t.Attributes
+}
+
+// ranks reports whether the search walks each request's candidates in a ranked order (allocateRanked)
+// rather than in upstream order.
+func (a *allocation) ranks() bool {
+	return a.strategy != FirstFit || a.s != nil && a.s.opts.Topology != nil
+}
+
+// domain is one value of a topology attribute; the zero domain is "no value".
+type domain struct {
+	kind byte // 's' string, 'v' version, 'i' int, 'b' bool; 0 none
+	s    string
+	i    int64
+}
+
+// domainOf is the device's domain of the attribute, read from its slice's column (see sliceEntry.column)
+// when the slice is col's, col being nil then or past maxColumns.
+func domainOf(d *deviceEntry, name resourceapi.FullyQualifiedName, col []*resourceapi.DeviceAttribute) domain {
+	if col != nil {
+		return domainOfValue(col[d.idx])
+	}
+	if v, ok := staticAttribute(d, name); ok {
+		return domainOfValue(&v)
+	}
+	return domain{}
+}
+
+func domainOfValue(v *resourceapi.DeviceAttribute) domain {
+	switch {
+	case v == nil:
+		return domain{}
+	case v.StringValue != nil:
+		return domain{kind: 's', s: *v.StringValue}
+	case v.VersionValue != nil:
+		return domain{kind: 'v', s: *v.VersionValue}
+	case v.IntValue != nil:
+		return domain{kind: 'i', i: *v.IntValue}
+	case v.BoolValue != nil:
+		b := int64(0)
+		if *v.BoolValue {
+			b = 1
+		}
+		return domain{kind: 'b', i: b}
+	case len(v.IntValues) == 1:
+		return domain{kind: 'i', i: v.IntValues[0]}
+	case len(v.StringValues) == 1:
+		return domain{kind: 's', s: v.StringValues[0]}
+	case len(v.VersionValues) == 1:
+		return domain{kind: 'v', s: v.VersionValues[0]}
+	}
+	return domain{}
+}
+
+// topoLevel is a candidate's sort key for one attribute: its tier, then size (ascending), then the
+// position of its domain's first candidate, which keeps a domain's devices together.
+type topoLevel struct {
+	tier  int8 // 0 the claim already holds the domain, 1 the domain can take the whole request, 2 smaller, 3 none
+	size  int
+	first int
+}
+
+// preferTopology reorders list, the candidates of request r in the strategy's order, by the snapshot's
+// Topology preference (see Topology); ties keep list's order. The domains' sizes count the candidates
+// not allocated and not taken in this call, an estimate of what the request can take from each (a
+// candidate may still fail on capacity, counters or taints).
+func (a *allocation) preferTopology(r *request, list []ranked) {
+	attrs := a.s.opts.Topology.attributes()
+	if len(list) < 2 || len(attrs) == 0 {
+		return
+	}
+	ts := &a.topo
+	need := r.numDevices
+	ts.devs = slices.Grow(ts.devs[:0], len(list))
+	for i := range list {
+		at := list[i].at
+		ts.devs = append(ts.devs, a.pools[at.pool].slices[at.slice].devices()[at.device])
+	}
+	held := a.perClaim[r.claimIdx].results
+	ts.keys = slices.Grow(ts.keys[:0], len(list)*len(attrs))[:len(list)*len(attrs)]
+	ts.doms = slices.Grow(ts.doms[:0], len(list))[:len(list)]
+	if ts.groups == nil {
+		ts.groups, ts.held = map[domain]int{}, map[domain]bool{}
+	}
+	for k, name := range attrs {
+		clear(ts.groups)
+		clear(ts.held)
+		ts.free, ts.first = ts.free[:0], ts.first[:0]
+		var colEntry *sliceEntry
+		var col []*resourceapi.DeviceAttribute
+		for i, d := range ts.devs {
+			if d.slice != colEntry {
+				colEntry, col = d.slice, d.slice.column(name)
+			}
+			ts.doms[i] = domainOf(d, name, col)
+			if ts.doms[i].kind == 0 {
+				continue
+			}
+			g, ok := ts.groups[ts.doms[i]]
+			if !ok {
+				g = len(ts.free)
+				ts.groups[ts.doms[i]] = g
+				ts.free, ts.first = append(ts.free, 0), append(ts.first, i)
+			}
+			if d.multi || !a.st.allocated(d.id) && !a.taken.has(d) {
+				ts.free[g]++
+			}
+		}
+		for _, res := range held {
+			if dom := domainOf(res.dev, name, nil); dom.kind != 0 {
+				ts.held[dom] = true
+			}
+		}
+		for i := range ts.devs {
+			lv := &ts.keys[i*len(attrs)+k]
+			g, ok := ts.groups[ts.doms[i]]
+			switch {
+			case !ok:
+				*lv = topoLevel{tier: 3, first: i}
+			case ts.held[ts.doms[i]]:
+				*lv = topoLevel{tier: 0, first: ts.first[g]}
+			case ts.free[g] >= need:
+				*lv = topoLevel{tier: 1, size: ts.free[g], first: ts.first[g]}
+			default:
+				*lv = topoLevel{tier: 2, size: -ts.free[g], first: ts.first[g]}
+			}
+		}
+	}
+	ts.perm = ts.perm[:0]
+	for i := range list {
+		ts.perm = append(ts.perm, i)
+	}
+	keys, n := ts.keys, len(attrs)
+	slices.SortStableFunc(ts.perm, func(x, y int) int {
+		for k := range n {
+			if c := compareLevel(keys[x*n+k], keys[y*n+k]); c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+	ts.sorted = ts.sorted[:0]
+	for _, j := range ts.perm {
+		ts.sorted = append(ts.sorted, list[j])
+	}
+	copy(list, ts.sorted)
+}
+
+// topoScratch is preferTopology's working memory, kept in the pooled allocation between calls: a filter
+// pass ranks the candidates of every node.
+type topoScratch struct {
+	devs        []*deviceEntry
+	keys        []topoLevel
+	doms        []domain
+	groups      map[domain]int // a domain's index in free and first
+	free, first []int
+	held        map[domain]bool
+	perm        []int
+	sorted      []ranked
+}
+
+// reset drops what points into the snapshot, keeping the buffers.
+func (ts *topoScratch) reset() {
+	clear(ts.devs)
+	clear(ts.doms)
+	clear(ts.groups)
+	clear(ts.held)
+	ts.devs, ts.doms = ts.devs[:0], ts.doms[:0]
+}
+
+func compareLevel(x, y topoLevel) int {
+	switch {
+	case x.tier != y.tier:
+		return int(x.tier) - int(y.tier)
+	case x.size != y.size:
+		return x.size - y.size
+	}
+	return x.first - y.first
+}
