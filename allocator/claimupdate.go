@@ -94,14 +94,14 @@ func (s *Snapshot) UpdateClaims(updates []ClaimUpdate) error {
 			olds[i] = old
 			if old != nil {
 				s.st.applyUsage(old.usage, -1)
-				s.st.unindexOwner(old.obj)
+				s.st.unindexClaim(old.obj)
 				delete(s.st.claims, key)
 			}
 			if owned[i] == nil {
 				continue
 			}
 			e := &claimEntry{obj: owned[i], usage: usageOf(owned[i], s.f)}
-			s.st.indexOwner(e.obj)
+			s.st.indexClaim(e.obj)
 			s.st.claims[key] = e
 			s.st.applyUsage(e.usage, 1)
 			var held, heldAdmin []deviceUsage
@@ -119,12 +119,12 @@ func (s *Snapshot) UpdateClaims(updates []ClaimUpdate) error {
 				key := updates[i].key()
 				if e := s.st.claims[key]; e != nil && owned[i] != nil {
 					s.st.applyUsage(e.usage, -1)
-					s.st.unindexOwner(e.obj)
+					s.st.unindexClaim(e.obj)
 					delete(s.st.claims, key)
 				}
 				if old := olds[i]; old != nil {
 					s.st.claims[key] = old
-					s.st.indexOwner(old.obj)
+					s.st.indexClaim(old.obj)
 					s.st.applyUsage(old.usage, 1)
 				}
 			}

@@ -73,33 +73,71 @@ func controllerUID(claim *resourceapi.ResourceClaim) types.UID {
 	return ""
 }
 
-func (st *state) indexOwner(claim *resourceapi.ResourceClaim) {
-	uid := controllerUID(claim)
-	if uid == "" {
-		return
+// ClaimsReservedFor returns the ResourceClaims of the namespace whose status.reservedFor names a consumer
+// with the UID, sorted by name: the claims a pod or PodGroup holds. An index kept as claims change makes
+// the call cost what it returns.
+func (s *Snapshot) ClaimsReservedFor(namespace string, consumer types.UID) []*resourceapi.ResourceClaim {
+	s.ready()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*resourceapi.ResourceClaim
+	for _, key := range s.st.reserved[consumer] {
+		if key.Namespace == namespace {
+			out = append(out, s.st.claims[key].obj)
+		}
 	}
-	key := types.NamespacedName{Namespace: claim.Namespace, Name: claim.Name}
-	list := st.owned[uid]
-	i, _ := slices.BinarySearchFunc(list, key, compareKeys)
-	st.owned[uid] = slices.Insert(slices.Clone(list), i, key)
+	return out
 }
 
-func (st *state) unindexOwner(claim *resourceapi.ResourceClaim) {
-	uid := controllerUID(claim)
-	if uid == "" {
-		return
-	}
+// indexClaim adds the claim to the lookups by owner and by consumer.
+func (st *state) indexClaim(claim *resourceapi.ResourceClaim) {
 	key := types.NamespacedName{Namespace: claim.Namespace, Name: claim.Name}
-	list := st.owned[uid]
+	if uid := controllerUID(claim); uid != "" {
+		addKey(st.owned, uid, key)
+	}
+	for _, r := range claim.Status.ReservedFor {
+		if r.UID != "" {
+			addKey(st.reserved, r.UID, key)
+		}
+	}
+}
+
+// unindexClaim removes what indexClaim added for the claim.
+func (st *state) unindexClaim(claim *resourceapi.ResourceClaim) {
+	key := types.NamespacedName{Namespace: claim.Namespace, Name: claim.Name}
+	if uid := controllerUID(claim); uid != "" {
+		removeKey(st.owned, uid, key)
+	}
+	for _, r := range claim.Status.ReservedFor {
+		if r.UID != "" {
+			removeKey(st.reserved, r.UID, key)
+		}
+	}
+}
+
+// addKey adds key to the sorted list of uid, once; the list is replaced, never edited, so that clones
+// of the state may share it.
+func addKey(index map[types.UID][]types.NamespacedName, uid types.UID, key types.NamespacedName) {
+	list := index[uid]
+	i, found := slices.BinarySearchFunc(list, key, compareKeys)
+	if found {
+		return // a claim that names one consumer twice
+	}
+	index[uid] = slices.Insert(slices.Clone(list), i, key)
+}
+
+// removeKey removes key from the sorted list of uid, as addKey adds it.
+func removeKey(index map[types.UID][]types.NamespacedName, uid types.UID, key types.NamespacedName) {
+	list := index[uid]
 	i, found := slices.BinarySearchFunc(list, key, compareKeys)
 	if !found {
 		return
 	}
 	if len(list) == 1 {
-		delete(st.owned, uid)
+		delete(index, uid)
 		return
 	}
-	st.owned[uid] = slices.Concat(list[:i], list[i+1:])
+	index[uid] = slices.Concat(list[:i], list[i+1:])
 }
 
 func compareKeys(x, y types.NamespacedName) int {

@@ -2,6 +2,7 @@ package allocator_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"pgregory.net/rapid"
 
 	"github.com/dralloc/dralloc/allocator"
 )
@@ -325,4 +327,105 @@ func TestCounterSets(t *testing.T) {
 	if got := names(snap); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("after deletions: got %v, want %v", got, want)
 	}
+}
+
+// The indexes behind ClaimsOwnedBy and ClaimsReservedFor give what a walk over every claim gives,
+// through random adds, updates, deletes, batched updates and forks committed or discarded.
+func TestPropClaimIndexes(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		uids := []types.UID{"u1", "u2", "u3"}
+		yes := true
+		claimGen := func(t *rapid.T, label string) *resourceapi.ResourceClaim {
+			c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{
+				Namespace: rapid.SampledFrom([]string{"a", "b"}).Draw(t, label+"ns"),
+				Name:      rapid.SampledFrom([]string{"x", "y", "z"}).Draw(t, label+"name"),
+			}}
+			if rapid.Bool().Draw(t, label+"owned") {
+				c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p",
+					UID: rapid.SampledFrom(uids).Draw(t, label+"owner"), Controller: &yes}}
+			}
+			// Reservations may name one consumer twice.
+			for _, uid := range rapid.SliceOfN(rapid.SampledFrom(uids), 0, 3).Draw(t, label+"reserved") {
+				c.Status.ReservedFor = append(c.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: "p" + string(uid), UID: uid})
+			}
+			return c
+		}
+		root := allocator.NewSnapshot(allocator.Options{TrustAPIServer: true})
+		snaps := []*allocator.Snapshot{root}
+		for step := range rapid.IntRange(1, 30).Draw(t, "steps") {
+			s := snaps[len(snaps)-1]
+			switch rapid.IntRange(0, 5).Draw(t, fmt.Sprintf("op%d", step)) {
+			case 0, 1:
+				if err := s.AddOrUpdateClaim(claimGen(t, "add")); err != nil {
+					t.Fatal(err)
+				}
+			case 2:
+				_ = s.DeleteClaim(rapid.SampledFrom([]string{"a", "b"}).Draw(t, "delns"), rapid.SampledFrom([]string{"x", "y", "z"}).Draw(t, "delname"))
+			case 3:
+				c := claimGen(t, "upd")
+				u := allocator.ClaimUpdate{Namespace: c.Namespace, Name: c.Name, Claim: c}
+				if rapid.Bool().Draw(t, "delete") {
+					u.Claim = nil
+				}
+				if err := s.UpdateClaims([]allocator.ClaimUpdate{u}); err != nil {
+					t.Fatal(err)
+				}
+			case 4:
+				snaps = append(snaps, s.Fork())
+			case 5:
+				if len(snaps) > 1 {
+					snaps = snaps[:len(snaps)-1]
+					if rapid.Bool().Draw(t, "commit") {
+						if err := s.Commit(); err != nil {
+							t.Fatal(err)
+						}
+					} else if err := s.Discard(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for _, s := range snaps {
+				for _, ns := range []string{"a", "b"} {
+					for _, uid := range uids {
+						var owned, held string
+						for _, c := range s.Claims(ns) {
+							if len(c.OwnerReferences) > 0 && c.OwnerReferences[0].UID == uid {
+								owned += c.Name + " "
+							}
+							if slices.ContainsFunc(c.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == uid }) {
+								held += c.Name + " "
+							}
+						}
+						if got := joinNames(s.ClaimsOwnedBy(ns, uid)); got != owned {
+							t.Fatalf("ClaimsOwnedBy(%s, %s) = %q, a walk gives %q", ns, uid, got, owned)
+						}
+						if got := joinNames(s.ClaimsReservedFor(ns, uid)); got != held {
+							t.Fatalf("ClaimsReservedFor(%s, %s) = %q, a walk gives %q", ns, uid, got, held)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+func joinNames(cs []*resourceapi.ResourceClaim) string {
+	s := ""
+	for _, c := range cs {
+		s += c.Name + " "
+	}
+	return s
+}
+
+func ExampleSnapshot_ClaimsReservedFor() {
+	snap := allocator.NewSnapshot(allocator.Options{TrustAPIServer: true})
+	_ = snap.AddOrUpdateClaim(&resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "shared-gpu"},
+		Status: resourceapi.ResourceClaimStatus{ReservedFor: []resourceapi.ResourceClaimConsumerReference{
+			{Resource: "pods", Name: "train-0", UID: "uid-train-0"}, {Resource: "pods", Name: "train-1", UID: "uid-train-1"}}},
+	})
+	for _, c := range snap.ClaimsReservedFor("default", "uid-train-1") {
+		fmt.Println(c.Name)
+	}
+	// Output: shared-gpu
 }

@@ -245,9 +245,9 @@ func (s *Snapshot) AddOrUpdateClaim(claim *resourceapi.ResourceClaim) error {
 		s.touchClaim(key)
 		if old, ok := s.st.claims[key]; ok {
 			s.st.applyUsage(old.usage, -1)
-			s.st.unindexOwner(old.obj)
+			s.st.unindexClaim(old.obj)
 		}
-		s.st.indexOwner(claim)
+		s.st.indexClaim(claim)
 		e := &claimEntry{obj: claim, usage: usageOf(claim, s.f)}
 		s.st.claims[key] = e
 		s.st.applyUsage(e.usage, 1)
@@ -262,7 +262,7 @@ func (s *Snapshot) DeleteClaim(namespace, name string) error {
 		s.touchClaim(key)
 		if old, ok := s.st.claims[key]; ok {
 			s.st.applyUsage(old.usage, -1)
-			s.st.unindexOwner(old.obj)
+			s.st.unindexClaim(old.obj)
 			delete(s.st.claims, key)
 		}
 		return nil

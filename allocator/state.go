@@ -50,10 +50,12 @@ type state struct {
 	poolUse map[PoolID]uint64
 
 	// Indexes for the lookups (lookup.go); a change replaces a list instead of editing it, so forks
-	// share them. owned lists, per controlling owner's UID, the claims it owns; nodeList is nodes
+	// share them. owned lists, per controlling owner's UID, the claims it owns, and reserved, per
+	// consumer UID in status.reservedFor, the claims reserved for it; nodeList is nodes
 	// sorted by name. nodeListBy is the id of the state that allocated nodeList's backing array: that
 	// state alone may append to it in place (its clones see only their own length of it).
 	owned      map[types.UID][]types.NamespacedName
+	reserved   map[types.UID][]types.NamespacedName
 	nodeList   []*v1.Node
 	nodeListBy uint64
 }
@@ -67,6 +69,7 @@ func newState() *state {
 		classes:    map[string]*classEntry{},
 		claims:     map[types.NamespacedName]*claimEntry{},
 		owned:      map[types.UID][]types.NamespacedName{},
+		reserved:   map[types.UID][]types.NamespacedName{},
 		rules:      map[string]*resourceapi.DeviceTaintRule{},
 		nodes:      map[string]*v1.Node{},
 		inUse:      map[DeviceID]int{},
@@ -88,6 +91,7 @@ func (st *state) clone() *state {
 	c.classes = maps.Clone(st.classes)
 	c.claims = maps.Clone(st.claims)
 	c.owned = maps.Clone(st.owned)
+	c.reserved = maps.Clone(st.reserved)
 	c.rules = maps.Clone(st.rules)
 	c.nodes = maps.Clone(st.nodes)
 	c.inUse = maps.Clone(st.inUse)

@@ -222,7 +222,7 @@ func (c *Cluster) release(namespace string, cons resourceapi.ResourceClaimConsum
 // releaseUpdates are the changes release makes, conditional on the claims as read.
 func (c *Cluster) releaseUpdates(namespace string, cons resourceapi.ResourceClaimConsumerReference, owner ownerOf) []allocator.ClaimUpdate {
 	var updates []allocator.ClaimUpdate
-	for _, claim := range c.snap.Claims(namespace) {
+	for _, claim := range c.relatedClaims(namespace, cons, owner) {
 		u := allocator.ClaimUpdate{Namespace: claim.Namespace, Name: claim.Name, IfUnchanged: true, Base: claim}
 		owned := owner.owns(claim) || (claim.Annotations[resourceapi.ExtendedResourceClaimAnnotation] == "true" && owner.ownsByName(claim))
 		if owned {
@@ -248,4 +248,24 @@ func (c *Cluster) releaseUpdates(namespace string, cons resourceapi.ResourceClai
 		updates = append(updates, u)
 	}
 	return updates
+}
+
+// relatedClaims are the claims of the namespace that the owner owns or that are reserved for the consumer,
+// sorted by name: those release may change, read through the snapshot's indexes so that a removal costs
+// what it touches, not the number of claims in the cluster.
+func (c *Cluster) relatedClaims(namespace string, cons resourceapi.ResourceClaimConsumerReference, owner ownerOf) []*resourceapi.ResourceClaim {
+	owned := c.snap.ClaimsOwnedBy(namespace, owner.uid)
+	held := c.snap.ClaimsReservedFor(namespace, cons.UID)
+	out := make([]*resourceapi.ResourceClaim, 0, len(owned)+len(held))
+	for len(owned) > 0 || len(held) > 0 {
+		switch {
+		case len(held) == 0 || len(owned) > 0 && owned[0].Name < held[0].Name:
+			out, owned = append(out, owned[0]), owned[1:]
+		case len(owned) == 0 || held[0].Name < owned[0].Name:
+			out, held = append(out, held[0]), held[1:]
+		default: // the same claim in both
+			out, owned, held = append(out, owned[0]), owned[1:], held[1:]
+		}
+	}
+	return out
 }
