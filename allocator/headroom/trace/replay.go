@@ -174,8 +174,8 @@ func Replay(ctx context.Context, o *Objects, opts ReplayOptions) (*Curve, error)
 		order[i] = i
 	}
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x7472616365)) // "trace"
-	next := 1                                               // the next sample is at end·next/samples
-	pos := len(order)                                       // order is used up: start it (again)
+	next := 1                                             // the next sample is at end·next/samples
+	pos := len(order)                                     // order is used up: start it (again)
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
