@@ -1,0 +1,134 @@
+package trace_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/dralloc/dralloc/allocator/headroom/trace"
+)
+
+// load reads a node list and a pod list of testdata.
+func load(nodesFile, podsFile string) (*trace.Trace, error) {
+	nf, err := os.Open(nodesFile)
+	if err != nil {
+		return nil, err
+	}
+	defer nf.Close()
+	nodes, err := trace.ReadNodes(nodesFile, nf, trace.ReadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	pf, err := os.Open(podsFile)
+	if err != nil {
+		return nil, err
+	}
+	defer pf.Close()
+	tasks, err := trace.ReadTasks(podsFile, pf, trace.ReadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return &trace.Trace{Nodes: nodes, Tasks: tasks}, nil
+}
+
+// Replay the first 500 tasks of the default trace on 61 of its nodes in trace order with every
+// strategy, and read the GPUs each leaves unallocated once every task has arrived.
+func ExampleReplay() {
+	tr, err := load("testdata/nodes_slice.csv", "testdata/pods_default_slice.csv")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	objs, err := tr.Objects()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	strategies, err := objs.Strategies()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%d nodes, %d GPUs, %d tasks\n", len(tr.Nodes), objs.GPUs, len(tr.Tasks))
+	for _, s := range strategies {
+		curve, err := trace.Replay(context.Background(), objs, trace.ReplayOptions{Strategy: s, Samples: 4})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		end := curve.Points[len(curve.Points)-1]
+		fmt.Printf("%-8s arrived %.1f%% of the GPUs, %.2f GPUs unallocated, %d tasks failed\n", s.Name, 100*end.Arrived, end.Unallocated, end.Failed)
+	}
+	// Output:
+	// 61 nodes, 314 GPUs, 500 tasks
+	// FirstFit arrived 124.0% of the GPUs, 10.03 GPUs unallocated, 103 tasks failed
+	// BestFit  arrived 124.0% of the GPUs, 9.80 GPUs unallocated, 103 tasks failed
+	// Spread   arrived 124.0% of the GPUs, 9.07 GPUs unallocated, 72 tasks failed
+	// FGD      arrived 124.0% of the GPUs, 8.48 GPUs unallocated, 103 tasks failed
+}
+
+// The paper's experiment: tasks drawn at random until the arrived GPU workload is the cluster's GPUs.
+func ExampleReplay_shuffled() {
+	tr, err := load("testdata/nodes_slice.csv", "testdata/pods_default_slice.csv")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	objs, err := tr.Objects()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	curve, err := trace.Replay(context.Background(), objs, trace.ReplayOptions{Shuffle: true, Seed: 1, Until: 1, Samples: 4})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, p := range curve.Points {
+		fmt.Printf("arrived %5.1f%%  unallocated %5.1f%%  F(M) %6.2f GPUs  failed %d\n", 100*p.Arrived, 100*p.UnallocatedShare, p.Fragmentation, p.Failed)
+	}
+	// Output:
+	// arrived   0.0%  unallocated 100.0%  F(M)   0.51 GPUs  failed 0
+	// arrived  25.0%  unallocated  75.0%  F(M)   2.73 GPUs  failed 0
+	// arrived  50.1%  unallocated  49.9%  F(M)   5.68 GPUs  failed 0
+	// arrived  75.1%  unallocated  24.9%  F(M)   7.60 GPUs  failed 0
+	// arrived 100.3%  unallocated   4.2%  F(M)   8.56 GPUs  failed 7
+}
+
+// A bad value names the file, the row and the column.
+func ExampleReadTasks() {
+	in := "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n" +
+		"task-a,4000,8192,1,500\n" +
+		"task-b,4000,8192,2,500\n"
+	_, err := trace.ReadTasks("pods.csv", strings.NewReader(in), trace.ReadOptions{})
+	fmt.Println(err)
+	// Output:
+	// pods.csv: invalid trace: row 3: column gpu_milli: 500 for a task with 2 GPUs: only one GPU can be shared
+}
+
+// A node list: the GPUs become devices of a ResourceSlice per node.
+func ExampleReadNodes() {
+	in := "sn,cpu_milli,memory_mib,gpu,model\n" +
+		"node-a,64000,262144,2,V100M32\n" +
+		"node-b,32000,131072,0,\n"
+	nodes, err := trace.ReadNodes("nodes.csv", strings.NewReader(in), trace.ReadOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	objs, err := (&trace.Trace{Nodes: nodes}).Objects()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, s := range objs.Slices {
+		for _, d := range s.Spec.Devices {
+			shares, mem := d.Capacity[trace.Shares].Value, d.Capacity[trace.Memory].Value
+			fmt.Println(*s.Spec.NodeName, d.Name, *d.Attributes[trace.ModelAttribute].StringValue, shares.String(), mem.String())
+		}
+	}
+	// Output:
+	// node-a gpu-0 V100M32 1k 32Gi
+	// node-a gpu-1 V100M32 1k 32Gi
+}

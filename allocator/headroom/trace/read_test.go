@@ -1,0 +1,86 @@
+package trace_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/dralloc/dralloc/allocator/headroom/trace"
+)
+
+const (
+	nodeHeader = "sn,cpu_milli,memory_mib,gpu,model\n"
+	taskHeader = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+)
+
+func TestReadNodesErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+		opts           trace.ReadOptions
+	}{
+		{"empty file", "", "nodes.csv: invalid trace: no header row", trace.ReadOptions{}},
+		{"missing column", "sn,cpu_milli,memory_mib,gpu\n", "nodes.csv: invalid trace: header: no column model", trace.ReadOptions{}},
+		{"not a number", nodeHeader + "n1,64000,262144,2,T4\nn2,64k,262144,2,T4\n", "nodes.csv: invalid trace: row 3: column cpu_milli: \"64k\" is not a whole number", trace.ReadOptions{}},
+		{"negative", nodeHeader + "n1,64000,-1,2,T4\n", "nodes.csv: invalid trace: row 2: column memory_mib: -1 is outside [0, 1099511627776]", trace.ReadOptions{}},
+		{"too many GPUs", nodeHeader + "n1,64000,262144,65,T4\n", "nodes.csv: invalid trace: row 2: column gpu: 65 is outside [0, 64]", trace.ReadOptions{}},
+		{"GPUs without model", nodeHeader + "n1,64000,262144,2,nan\n", "nodes.csv: invalid trace: row 2: column model: node n1 has 2 GPUs but no model", trace.ReadOptions{}},
+		{"duplicate", nodeHeader + "n1,64000,262144,2,T4\nn1,64000,262144,2,T4\n", "nodes.csv: invalid trace: row 3: column sn: node n1 is also row 2", trace.ReadOptions{}},
+		{"bad name", nodeHeader + "Node_1,64000,262144,2,T4\n", "nodes.csv: invalid trace: row 2: column sn: \"Node_1\" is not a node name", trace.ReadOptions{}},
+		{"short row", nodeHeader + "n1,64000,262144,2\n", "nodes.csv: invalid trace: record on line 2: wrong number of fields", trace.ReadOptions{}},
+		{"too many rows", nodeHeader + "n1,1,1,0,\nn2,1,1,0,\nn3,1,1,0,\n", "nodes.csv: invalid trace: more than 2 rows", trace.ReadOptions{MaxRows: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := trace.ReadNodes("nodes.csv", strings.NewReader(tc.in), tc.opts)
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) || !errors.Is(err, trace.ErrInput) {
+				t.Errorf("got %v, want an ErrInput starting %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadTasksErrors(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"missing column", "name,cpu_milli,memory_mib,num_gpu\n", "pods.csv: invalid trace: header: no column gpu_milli"},
+		{"milli above 1000", taskHeader + "p1,1000,1024,1,1001,\n", "pods.csv: invalid trace: row 2: column gpu_milli: 1001 is outside [0, 1000]"},
+		{"milli without GPUs", taskHeader + "p1,1000,1024,0,500,\n", "pods.csv: invalid trace: row 2: column gpu_milli: 500 for a task without GPUs (num_gpu 0)"},
+		{"GPUs without milli", taskHeader + "p1,1000,1024,1,0,\n", "pods.csv: invalid trace: row 2: column gpu_milli: 0 for a task with 1 GPUs"},
+		{"shares of several GPUs", taskHeader + "p1,1000,1024,2,500,\n", "pods.csv: invalid trace: row 2: column gpu_milli: 500 for a task with 2 GPUs: only one GPU can be shared"},
+		{"spec without GPUs", taskHeader + "p1,1000,1024,0,0,T4\n", "pods.csv: invalid trace: row 2: column gpu_spec: \"T4\" for a task without GPUs"},
+		{"empty model", taskHeader + "p1,1000,1024,1,1000,T4||V100M16\n", "pods.csv: invalid trace: row 2: column gpu_spec: \"T4||V100M16\" has an empty model"},
+		{"empty name", taskHeader + ",1000,1024,1,1000,\n", "pods.csv: invalid trace: row 2: column name: must not be empty"},
+		{"bad name", taskHeader + "Pod 1,1000,1024,1,1000,\n", "pods.csv: invalid trace: row 2: column name: \"Pod 1\" is not a pod name of at most 200 characters"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := trace.ReadTasks("pods.csv", strings.NewReader(tc.in), trace.ReadOptions{})
+			if err == nil || err.Error() != tc.want || !errors.Is(err, trace.ErrInput) {
+				t.Errorf("got %v, want an ErrInput %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadTasks(t *testing.T) {
+	in := "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos\n" +
+		"p0,88000,327680,8,1000,nan,Burstable\n" +
+		"p1,4000,15258,1,220,,BE\n" +
+		"p2,16000,32768,1,1000,V100M16|V100M32,LS\n" +
+		"p3,2000,4096,0,0,,LS\n"
+	tasks, err := trace.ReadTasks("pods.csv", strings.NewReader(in), trace.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		gpu    float64
+		shared bool
+		models string
+	}{{8, false, ""}, {0.22, true, ""}, {1, false, "V100M16|V100M32"}, {0, false, ""}}
+	if len(tasks) != len(want) {
+		t.Fatalf("%d tasks, want %d", len(tasks), len(want))
+	}
+	for i, w := range want {
+		task := tasks[i]
+		if task.GPU() != w.gpu || task.Shared() != w.shared || strings.Join(task.Models, "|") != w.models {
+			t.Errorf("task %s: GPU %v shared %v models %q; want %v %v %q", task.Name, task.GPU(), task.Shared(), task.Models, w.gpu, w.shared, w.models)
+		}
+	}
+}
