@@ -41,9 +41,10 @@ func ExampleTrace_Objects() {
 	// gpu-2-models-1 2 false
 	//   device.attributes["gpu.example.com"].model in ["V100M16", "V100M32"]
 	// gpu-share-250 1 true
-	// gpu-1 0.25
-	// gpu-2-models-1 0.25
-	// gpu-share-250 0.50
+	// no-gpu/cpu-2000/mem-4096 0.20
+	// gpu-1/cpu-8000/mem-16384 0.20
+	// gpu-2-models-1/cpu-16000/mem-32768 0.20
+	// gpu-share-250/cpu-4000/mem-8192 0.40
 }
 
 // A task's pod placed on a cluster of the objects, as Replay places it.

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -67,8 +68,9 @@ type Objects struct {
 	Class *resourceapi.DeviceClass
 	// Templates are the claim templates of the tasks' GPU shapes, by name.
 	Templates []*resourceapi.ResourceClaimTemplate
-	// Mix is the tasks' GPU shapes weighted by how many tasks ask for each, by name: the workload
-	// mix of the fragmentation measure and of FGD. Nil when no task asks for GPUs.
+	// Mix is the tasks' whole shapes (GPU request, CPU and memory; tasks without GPUs too, for which
+	// every free GPU is a fragment) weighted by how many tasks have each, sorted by name: the target
+	// workload of the fragmentation measure and of FGD, as the paper takes it. Nil without GPU tasks.
 	Mix []headroom.Shape
 	// GPUs is the number of GPUs.
 	GPUs int
@@ -99,9 +101,16 @@ func (t *Trace) Objects() (*Objects, error) {
 	shapes := map[string]*shape{}
 	modelSets := map[string]int{} // gpu_spec, by first appearance: template names need not spell it
 	gpuTasks := 0
+	// The mix's shapes: a task's template (none without GPUs), CPU and memory.
+	type mixKey struct {
+		tmpl     string
+		cpu, mem int64
+	}
+	mixCount := map[mixKey]int{}
 	for _, task := range t.Tasks {
 		if task.GPUs == 0 {
 			o.taskTemplate = append(o.taskTemplate, "")
+			mixCount[mixKey{"", task.CPUMilli, task.MemoryMiB}]++
 			continue
 		}
 		for _, m := range task.Models {
@@ -123,6 +132,7 @@ func (t *Trace) Objects() (*Objects, error) {
 			name += fmt.Sprintf("-models-%d", k)
 		}
 		o.taskTemplate = append(o.taskTemplate, name)
+		mixCount[mixKey{name, task.CPUMilli, task.MemoryMiB}]++
 		gpuTasks++
 		if s, ok := shapes[name]; ok {
 			s.count++
@@ -147,7 +157,27 @@ func (t *Trace) Objects() (*Objects, error) {
 		s := shapes[n]
 		index[n] = i
 		o.Templates = append(o.Templates, s.tmpl)
-		o.Mix = append(o.Mix, headroom.Shape{Name: n, Weight: float64(s.count) / float64(gpuTasks), Requests: []headroom.Request{s.req}})
+	}
+	if gpuTasks > 0 {
+		keys := make([]mixKey, 0, len(mixCount))
+		for k := range mixCount {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(x, y mixKey) int {
+			return cmp.Or(strings.Compare(x.tmpl, y.tmpl), cmp.Compare(x.cpu, y.cpu), cmp.Compare(x.mem, y.mem))
+		})
+		for _, k := range keys {
+			sh := headroom.Shape{
+				Name:   fmt.Sprintf("%s/cpu-%d/mem-%d", cmp.Or(k.tmpl, "no-gpu"), k.cpu, k.mem),
+				Weight: float64(mixCount[k]) / float64(len(t.Tasks)),
+				CPU:    *resource.NewMilliQuantity(k.cpu, resource.DecimalSI),
+				Memory: *resource.NewQuantity(k.mem<<20, resource.BinarySI),
+			}
+			if k.tmpl != "" {
+				sh.Requests = []headroom.Request{shapes[k.tmpl].req}
+			}
+			o.Mix = append(o.Mix, sh)
+		}
 	}
 	for _, n := range o.taskTemplate {
 		i := -1

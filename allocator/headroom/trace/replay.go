@@ -276,7 +276,7 @@ func (r *replay) fail(i int, task Task) {
 
 // sample measures the cluster and appends the point.
 func (r *replay) sample() error {
-	rep, err := r.inv.Fragmentation(r.c.Snapshot(), r.mix)
+	rep, err := r.inv.Fragmentation(r.c, r.mix)
 	if err != nil {
 		return err
 	}
