@@ -101,7 +101,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tr, err := load(c.nodes, c.pods)
+	tr, err := trace.Open(c.nodes, c.pods, trace.ReadOptions{})
 	if err != nil {
 		return err
 	}
@@ -145,28 +145,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s and %s\n", c.out, csvPath)
 	return nil
-}
-
-func load(nodesFile, podsFile string) (*trace.Trace, error) {
-	nf, err := os.Open(nodesFile)
-	if err != nil {
-		return nil, err
-	}
-	defer nf.Close()
-	nodes, err := trace.ReadNodes(nodesFile, nf, trace.ReadOptions{})
-	if err != nil {
-		return nil, err
-	}
-	pf, err := os.Open(podsFile)
-	if err != nil {
-		return nil, err
-	}
-	defer pf.Close()
-	tasks, err := trace.ReadTasks(podsFile, pf, trace.ReadOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return &trace.Trace{Nodes: nodes, Tasks: tasks}, nil
 }
 
 // replay runs the strategy's replays and puts their mean on a grid of c.samples+1 arrived shares

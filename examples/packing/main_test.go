@@ -126,7 +126,7 @@ func TestPictureOfSlice(t *testing.T) {
 		t.Errorf("%s: %+v, %v", out, cfg, err)
 	}
 	data := readCSV(t, filepath.Join(dir, "slice.csv"))
-	tr, err := load(sliceNodes, slicePods)
+	tr, err := trace.Open(sliceNodes, slicePods, trace.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 // replay in allocator/headroom's BenchmarkReplayAlibabaTrace took 458 s); the whole benchmark is
 // therefore well over the minute it should take until FGD's cost is cheaper.
 func BenchmarkReplay(b *testing.B) {
-	tr, err := load("../testdata/openb_node_list_gpu_node.csv", "../testdata/openb_pod_list_default.csv")
+	tr, err := trace.Open("../testdata/openb_node_list_gpu_node.csv", "../testdata/openb_pod_list_default.csv", trace.ReadOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func ExampleObjects_Cluster() {
 
 // The GPUs left unallocated when the arrived workload first reached the cluster's GPUs.
 func ExampleCurve_At() {
-	tr, err := load("testdata/nodes_slice.csv", "testdata/pods_multigpu50_slice.csv")
+	tr, err := trace.Open("testdata/nodes_slice.csv", "testdata/pods_multigpu50_slice.csv", trace.ReadOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -3,39 +3,15 @@ package trace_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/dralloc/dralloc/allocator/headroom/trace"
 )
 
-// load reads a node list and a pod list of testdata.
-func load(nodesFile, podsFile string) (*trace.Trace, error) {
-	nf, err := os.Open(nodesFile)
-	if err != nil {
-		return nil, err
-	}
-	defer nf.Close()
-	nodes, err := trace.ReadNodes(nodesFile, nf, trace.ReadOptions{})
-	if err != nil {
-		return nil, err
-	}
-	pf, err := os.Open(podsFile)
-	if err != nil {
-		return nil, err
-	}
-	defer pf.Close()
-	tasks, err := trace.ReadTasks(podsFile, pf, trace.ReadOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return &trace.Trace{Nodes: nodes, Tasks: tasks}, nil
-}
-
 // Replay the first 500 tasks of the default trace on 61 of its nodes in trace order with every
 // strategy, and read the GPUs each leaves unallocated once every task has arrived.
 func ExampleReplay() {
-	tr, err := load("testdata/nodes_slice.csv", "testdata/pods_default_slice.csv")
+	tr, err := trace.Open("testdata/nodes_slice.csv", "testdata/pods_default_slice.csv", trace.ReadOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -70,7 +46,7 @@ func ExampleReplay() {
 
 // The paper's experiment: tasks drawn at random until the arrived GPU workload is the cluster's GPUs.
 func ExampleReplay_shuffled() {
-	tr, err := load("testdata/nodes_slice.csv", "testdata/pods_default_slice.csv")
+	tr, err := trace.Open("testdata/nodes_slice.csv", "testdata/pods_default_slice.csv", trace.ReadOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -131,4 +107,19 @@ func ExampleReadNodes() {
 	// Output:
 	// node-a gpu-0 V100M32 1k 32Gi
 	// node-a gpu-1 V100M32 1k 32Gi
+}
+
+// Read a trace from its two files.
+func ExampleOpen() {
+	tr, err := trace.Open("testdata/nodes_slice.csv", "testdata/pods_default_slice.csv", trace.ReadOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(tr.Nodes), "nodes,", tr.GPUs(), "GPUs,", len(tr.Tasks), "tasks")
+	_, err = trace.Open("testdata/nodes_slice.csv", "testdata/missing.csv", trace.ReadOptions{})
+	fmt.Println(err)
+	// Output:
+	// 61 nodes, 314 GPUs, 500 tasks
+	// open testdata/missing.csv: no such file or directory
 }

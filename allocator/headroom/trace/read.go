@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -275,4 +276,26 @@ func ReadTasks(file string, r io.Reader, opts ReadOptions) ([]Task, error) {
 		}
 		tasks = append(tasks, task)
 	}
+}
+
+// Open reads a trace from two files: a node list ([ReadNodes]) and a pod list ([ReadTasks]).
+func Open(nodesFile, podsFile string, opts ReadOptions) (*Trace, error) {
+	nodes, err := readFile(nodesFile, opts, ReadNodes)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := readFile(podsFile, opts, ReadTasks)
+	if err != nil {
+		return nil, err
+	}
+	return &Trace{Nodes: nodes, Tasks: tasks}, nil
+}
+
+func readFile[T any](file string, opts ReadOptions, read func(string, io.Reader, ReadOptions) ([]T, error)) ([]T, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return read(file, f, opts)
 }

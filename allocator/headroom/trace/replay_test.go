@@ -15,7 +15,7 @@ import (
 
 func objects(t testing.TB, nodesFile, podsFile string) *trace.Objects {
 	t.Helper()
-	tr, err := load(nodesFile, podsFile)
+	tr, err := trace.Open(nodesFile, podsFile, trace.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
