@@ -41,6 +41,8 @@ type nodeIndex struct {
 	rev    allocator.Revision
 	nodes  []*v1.Node // the snapshot's node list, read after rev (see nodeList)
 	shapes map[string]*shapeFull
+	ranks  map[string]*rank // BestFit's and Spread's rank index per shape (rankindex.go)
+	byName map[string]int32 // positions in nodes by name, made when first needed
 }
 
 // shapeFull is what the index knows of one shape. Its bit set is never modified once published (a
@@ -76,7 +78,7 @@ func (x *nodeIndex) reset() {
 func (x *nodeIndex) resetLocked() {
 	x.ok = false
 	x.gen++
-	x.shapes, x.nodes = nil, nil
+	x.shapes, x.nodes, x.ranks, x.byName = nil, nil, nil, nil
 }
 
 // nodeList is snap.Nodes() for the Cluster's snapshot, from the index while the snapshot's revision is

@@ -355,6 +355,14 @@ func (c *Cluster) placeIndexed(ctx context.Context, snap *allocator.Snapshot, r 
 			return nil, fmt.Errorf("%s: %w", podName(r.pod), err)
 		}
 	}
+	if idx != nil && c.opts.Cost == nil && c.opts.Choice != FirstFit {
+		if chosen, ok := c.rankChoose(ctx, snap, r, nodes, idx, extName); ok {
+			if chosen < 0 {
+				return c.placeIndexed(ctx, snap, r, nodes, false)
+			}
+			return c.allocateOn(ctx, snap, r, nodes[chosen], extName)
+		}
+	}
 	verdicts := newVerdicts(len(nodes)) // paged: FirstFit fills only the pages of the nodes it filters
 	// Nodes the claims cannot tell apart are asked once (see allocator.NodeClasses).
 	var classes *allocator.NodeClasses
