@@ -30,7 +30,8 @@ import (
 // FirstFit takes nodes in name order, so the nodes it found full form a prefix of the list: the index
 // keeps where that prefix ends, and the next pod of the shape starts after it, which makes a placement's
 // cost independent of how many nodes were filled before. BestFit and Spread skip the known full nodes
-// wherever they are in their order.
+// wherever they are in their order, and choose from the shape's rank index (rankindex.go), which the
+// node index holds for its lineage too.
 
 // nodeIndex is the Cluster's index of full nodes per pod shape. It keeps the snapshot's node list of its
 // revision too (Assumes do not change it), so that a placement does not copy it.

@@ -255,6 +255,9 @@ type rankPass struct {
 	asked   bool // classes were asked for
 	shared  classVerdicts
 	full    []int // positions found full
+	// own is the allocation a scored pass made on the node it chose, when it was asked in this pass
+	// and the results are the node's own: Place builds the placement from it, as bestFill's caller does.
+	own *allocVerdict
 }
 
 // ask filters the node at position i as the workers of placeIndexed do: fits, and for a scored pass the
@@ -304,13 +307,13 @@ func (p *rankPass) ask(i int, scored bool) (bool, *allocVerdict, error) {
 }
 
 // rankChoose chooses the node for a BestFit or Spread placement from the shape's rank index: the
-// position the unindexed path chooses, -1 when the pod fits on no node; false when the index cannot
-// answer (the node index moved on, the snapshot changed, or asking a node failed), and the caller
-// filters as without it.
-func (c *Cluster) rankChoose(ctx context.Context, snap *allocator.Snapshot, r *request, nodes []*v1.Node, idx *indexView, extName string) (int, bool) {
+// position the unindexed path chooses, -1 when the pod fits on no node, and for a scored BestFit the
+// allocation made there when this pass made it; false when the index cannot answer (the node index
+// moved on, the snapshot changed, or asking a node failed), and the caller filters as without it.
+func (c *Cluster) rankChoose(ctx context.Context, snap *allocator.Snapshot, r *request, nodes []*v1.Node, idx *indexView, extName string) (int, *allocVerdict, bool) {
 	rk := c.fullIdx.rankOf(idx, c.opts.Choice == BestFit)
 	if rk == nil {
-		return -1, false
+		return -1, nil, false
 	}
 	p := &rankPass{c: c, ctx: ctx, snap: snap, r: r, nodes: nodes, extName: extName}
 	chosen, ok := c.rankChooseLocked(rk, p, idx)
@@ -318,7 +321,7 @@ func (c *Cluster) rankChoose(ctx context.Context, snap *allocator.Snapshot, r *r
 	if len(p.full) > 0 {
 		c.fullIdx.record(idx, snap.Revision(), p.full)
 	}
-	return chosen, ok
+	return chosen, p.own, ok
 }
 
 func (c *Cluster) rankChooseLocked(rk *rank, p *rankPass, idx *indexView) (int, bool) {
@@ -363,7 +366,9 @@ func (c *Cluster) rankChooseLocked(rk *rank, p *rankPass, idx *indexView) (int, 
 	// A scored pass asks every node again now (bestFill compares them all); an unscored one asks a
 	// node when it comes first.
 	var allocs []*allocVerdict
+	var asked map[int32]*allocVerdict // the allocations made in this pass, by position
 	if scored {
+		asked = make(map[int32]*allocVerdict, len(again))
 		allocs = make([]*allocVerdict, len(again))
 		for k, i := range again {
 			fits, av, err := p.ask(int(i), true)
@@ -372,7 +377,7 @@ func (c *Cluster) rankChooseLocked(rk *rank, p *rankPass, idx *indexView) (int, 
 			}
 			if fits {
 				rk.state[i] = stateFits
-				allocs[k] = av
+				allocs[k], asked[i] = av, av
 			} else {
 				rk.state[i] = stateFull
 			}
@@ -426,6 +431,9 @@ func (c *Cluster) rankChooseLocked(rk *rank, p *rankPass, idx *indexView) (int, 
 				continue
 			}
 			rk.state[i] = stateFits
+		}
+		if av := asked[e.pos]; av != nil && av.own {
+			p.own = av
 		}
 		rk.compact()
 		return i, true
