@@ -124,3 +124,23 @@ func ExampleSnapshot_Node() {
 	// true r1
 	// false
 }
+
+// PoolNode tells a node's own pool (its devices can only go to pods on that node) from a pool of
+// network-attached devices.
+func ExampleSnapshot_PoolNode() {
+	snap := allocator.NewSnapshot(allocator.Options{})
+	check(snap.AddOrUpdateSlice(gpuSlice("node-a", "H100", 2)))
+	all := true
+	fabric := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "fabric"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: "nic.example.com", AllNodes: &all,
+			Pool:    resourceapi.ResourcePool{Name: "fabric", ResourceSliceCount: 1},
+			Devices: []resourceapi.Device{{Name: "nic-0"}}},
+	}
+	check(snap.AddOrUpdateSlice(fabric))
+	fmt.Println(snap.PoolNode(allocator.PoolID{Driver: "gpu.example.com", Pool: "node-a"}))
+	fmt.Println(snap.PoolNode(allocator.PoolID{Driver: "nic.example.com", Pool: "fabric"}))
+	// Output:
+	// node-a true
+	//  false
+}

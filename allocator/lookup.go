@@ -186,6 +186,30 @@ func (s *Snapshot) Device(id DeviceID) (*resourceapi.Device, bool) {
 	return nil, false
 }
 
+// PoolNode returns the node whose own pool this is, and true: every slice the snapshot holds of the
+// pool (any generation) names that node in spec.nodeName, none selects nodes per device, and none has
+// another node's name. Only that node can be given the pool's devices, and what they take (devices,
+// shares, capacity, the pool's shared counters) changes what no other node can get: code that keeps
+// per-node answers learns from an allocation which nodes' answers it may have changed. False for a
+// pool of network-attached devices (a node selector, or all nodes), one spanning nodes, and one the
+// snapshot does not hold.
+func (s *Snapshot) PoolNode(id PoolID) (string, bool) {
+	s.ready()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	entries := s.st.poolSlices[id]
+	if len(entries) == 0 {
+		return "", false
+	}
+	node := entries[0].nodeName
+	for _, e := range entries {
+		if e.nodeName == "" || e.nodeName != node || e.perDevice {
+			return "", false
+		}
+	}
+	return node, true
+}
+
 // CounterSets returns, per pool, the shared counter sets its newest generation publishes
 // (spec.sharedCounters of its slices, in the order the slices were added): the capacity that devices'
 // consumesCounters draw on, which code built on the snapshot needs to say how full a counter set is.

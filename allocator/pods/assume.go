@@ -60,11 +60,16 @@ func (c *Cluster) assume(ps []*Placement) error {
 	after := c.snap.Revision()
 	c.assumed(updates, before, after, err)
 	c.fullIdx.assumed(before, after, err)
-	if err == nil {
-		// As the scheduler's cache assumes the pod on its node: NodeResourcesFit and NodePorts count it.
-		c.recordPlacements(ps)
+	if err != nil {
+		return err
 	}
-	return err
+	// As the scheduler's cache assumes the pod on its node: NodeResourcesFit and NodePorts count it.
+	c.recordPlacements(ps)
+	// The rank indexes learn the nodes the write touched once the pods are recorded there, so that
+	// no answer asked before the record survives it (rankindex.go).
+	names, all := c.touchedBy(updates, ps)
+	c.fullIdx.touched(names, all, true, before, after)
+	return nil
 }
 
 // podOnNode is a pod to be recorded on a node.

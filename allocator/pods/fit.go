@@ -247,12 +247,16 @@ func (c *Cluster) AddOrUpdatePod(pod *v1.Pod) error {
 	}
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if pod.Spec.NodeName == "" || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 		c.forgetLocked(key)
+		c.mu.Unlock()
 		return nil
 	}
 	c.recordLocked(key, pod.Spec.NodeName, demandOf(pod), pod)
+	c.mu.Unlock()
+	// The pod takes from its node: the rank indexes ask the node again (rankindex.go), after the
+	// record and without c.mu, which a placement asking nodes reads under a rank's lock.
+	c.fullIdx.touched([]string{pod.Spec.NodeName}, false, false, allocator.Revision{}, allocator.Revision{})
 	return nil
 }
 

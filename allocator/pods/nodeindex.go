@@ -30,7 +30,8 @@ import (
 // FirstFit takes nodes in name order, so the nodes it found full form a prefix of the list: the index
 // keeps where that prefix ends, and the next pod of the shape starts after it, which makes a placement's
 // cost independent of how many nodes were filled before. BestFit and Spread skip the known full nodes
-// wherever they are in their order.
+// wherever they are in their order, and choose from the shape's rank index (rankindex.go), which the
+// node index holds for its lineage too.
 
 // nodeIndex is the Cluster's index of full nodes per pod shape. It keeps the snapshot's node list of its
 // revision too (Assumes do not change it), so that a placement does not copy it.
@@ -41,6 +42,8 @@ type nodeIndex struct {
 	rev    allocator.Revision
 	nodes  []*v1.Node // the snapshot's node list, read after rev (see nodeList)
 	shapes map[string]*shapeFull
+	ranks  map[string]*rank // BestFit's and Spread's rank index per shape (rankindex.go)
+	byName map[string]int32 // positions in nodes by name, made when first needed
 }
 
 // shapeFull is what the index knows of one shape. Its bit set is never modified once published (a
@@ -76,7 +79,7 @@ func (x *nodeIndex) reset() {
 func (x *nodeIndex) resetLocked() {
 	x.ok = false
 	x.gen++
-	x.shapes, x.nodes = nil, nil
+	x.shapes, x.nodes, x.ranks, x.byName = nil, nil, nil, nil
 }
 
 // nodeList is snap.Nodes() for the Cluster's snapshot, from the index while the snapshot's revision is

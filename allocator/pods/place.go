@@ -275,7 +275,11 @@ func usableOn(claim *resourceapi.ResourceClaim, node *v1.Node) (bool, error) {
 // Nodes where a pod of the same shape (spec, namespace, the specs of the claims to allocate) was found
 // not to fit are not filtered again while only Assume has changed the Cluster since: Assume only takes
 // devices and node resources, so they still do not fit. This keeps a pod's cost from growing with the
-// nodes filled before it; it is off with Options.Predicate (which more pods may satisfy).
+// nodes filled before it; it is off with Options.Predicate (which more pods may satisfy). BestFit and
+// Spread keep, per shape, each node's answer in their order and ask again only the nodes an Assume
+// touched (its devices' nodes, its pods' nodes; every node when a device is network-attached), so that
+// they neither filter nor score every node for every pod; the node chosen is the one filtering every
+// node would choose.
 // BestFit on a snapshot with shared counter sets filters every node instead, allocates the claims once
 // per class where they fit, and takes the node whose allocation draws on the fullest counter sets
 // (ties: the first in the load order); an error on any node is then returned.
@@ -353,6 +357,17 @@ func (c *Cluster) placeIndexed(ctx context.Context, snap *allocator.Snapshot, r 
 		var err error
 		if extName, err = c.freeName(snap, r.pod.Namespace, r.pod.Name+"-extended-resources-", taken); err != nil {
 			return nil, fmt.Errorf("%s: %w", podName(r.pod), err)
+		}
+	}
+	if idx != nil && c.opts.Cost == nil && c.opts.Choice != FirstFit {
+		if chosen, own, ok := c.rankChoose(ctx, snap, r, nodes, idx, extName); ok {
+			if chosen < 0 {
+				return c.placeIndexed(ctx, snap, r, nodes, false)
+			}
+			if own != nil {
+				return c.build(r, nodes[chosen].Name, own.nc, own.results), nil
+			}
+			return c.allocateOn(ctx, snap, r, nodes[chosen], extName)
 		}
 	}
 	verdicts := newVerdicts(len(nodes)) // paged: FirstFit fills only the pages of the nodes it filters

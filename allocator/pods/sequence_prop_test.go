@@ -36,10 +36,12 @@ func fewSuffixes() func() string {
 	}
 }
 
-// sequenceCluster loads a generated cluster for the sequence properties: names collide, and the gang
-// search has a budget.
+// sequenceCluster loads a generated cluster for the sequence properties: names collide, the gang
+// search has a budget, and the Choice is drawn, so that the steps run on the index of full nodes
+// (FirstFit) and on BestFit's and Spread's rank index.
 func sequenceCluster(t *rapid.T, c *fuzz.Cluster) *pods.Cluster {
-	return loadCluster(t, c, pods.Options{Workers: 2, StepBudget: 2000, NameSuffix: fewSuffixes()})
+	choice := pods.Choice(rapid.IntRange(0, 2).Draw(t, "choice"))
+	return loadCluster(t, c, pods.Options{Choice: choice, Workers: 2, StepBudget: 2000, NameSuffix: fewSuffixes()})
 }
 
 // drawPod draws a pod in the generated namespace with up to two claims, through templates or shared.
