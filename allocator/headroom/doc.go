@@ -27,6 +27,14 @@
 // pods.Options.Cost; it keeps each node's state and measure and measures a node again only when the
 // node changed.
 //
+// Differences from the paper's FGD, which may explain why it leaves fewer GPUs unallocated there (up to
+// 49 % fewer than the best packing heuristic) than here (on Alibaba's default trace, 412.9 GPUs against
+// FirstFit's 452.6 in trace order, 356.1 against 347.5 shuffled; allocator/headroom/trace,
+// examples/packing): the paper's FGD chooses the GPUs within a node by the same gradient, where
+// Inventory.FGD rates the one allocation BestFit makes on each node; ties go to the first node by name,
+// where the paper's simulator draws among equal rounded scores; and its figures average many shuffled
+// replays, against the paper's own baselines rather than kube-scheduler's FirstFit.
+//
 // Imports: allocator, allocator/pods, k8s.io/api, k8s.io/apimachinery and k8s.io/component-helpers
 // (the scheduler's sum of a pod's requests). allocator/verify is used by
 // tests only.
