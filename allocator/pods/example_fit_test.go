@@ -83,3 +83,18 @@ func ExampleCluster_Place_schedulingGates() {
 	// true
 	// waiting for scheduling gates: [example.com/quota]
 }
+
+// What the pods on a node request, as NodeResourcesFit counts it: what a Cost sees as
+// CostInput.Requested.
+func ExampleCluster_Requested() {
+	c := exampleCluster(pods.Options{}) // two nodes of 32 CPUs
+	running := withRequests(pod("db"), "cpu=6", "memory=4Gi")
+	running.Spec.NodeName = "node-a"
+	running.Status.Phase = v1.PodRunning
+	if err := c.AddOrUpdatePod(running); err != nil {
+		panic(err)
+	}
+	a, b := c.Requested("node-a"), c.Requested("node-b")
+	fmt.Println(a[v1.ResourceCPU], a[v1.ResourceMemory], len(b))
+	// Output: 6000 4294967296 0
+}
