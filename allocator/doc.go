@@ -130,8 +130,8 @@
 //     counters in use), claimupdate.go ([Snapshot.UpdateClaims]), conflict.go (what a commit or update
 //     finds taken meanwhile: [ConflictError]), validate.go (validation on add), lookup.go (read access for
 //     code built on a snapshot; deviceuse.go: what the allocated claims hold of a device or pool), revision.go, options.go, features.go, errors.go.
-//   - One call's search: allocate.go (Allocate and Fits, the call's working state), scratch.go (that
-//     state, pooled across calls), pools.go (the pools a node sees), filter.go and verdicts.go (which
+//   - One call's search: allocate.go (Allocate and Fits), call.go (the call's working state: claims,
+//     requests, candidates), scratch.go (that state's buffers, pooled across calls), pools.go (the pools a node sees), filter.go and verdicts.go (which
 //     devices a request may take; selector verdicts kept per device), strategy.go (the order each
 //     [Strategy] tries candidates in), topology.go (the optional [Topology] preference within that order), search.go (the backtracking search), constraints.go (matchAttribute
 //     and distinctAttribute), tally.go and counterbase.go (shared counters in dense form), shareids.go,
