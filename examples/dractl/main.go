@@ -17,6 +17,8 @@
 // is refused as bad input before memory runs out.
 //
 // The commands are in package internal/cli, which only dractl's own tree may import.
+//
+// Imports: of dralloc only examples/dractl/internal/cli, which holds the commands.
 package main
 
 import (

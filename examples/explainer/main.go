@@ -1,6 +1,8 @@
 // Command explainer is a controller that explains, on every pending pod that kube-scheduler marked
 // unschedulable and that uses Dynamic Resource Allocation, why it fits on no node: a Warning Event
 // with reason DRAUnschedulable, computed by dralloc from shared informers. See README.md.
+//
+// Imports: its internal/explainer (which builds on allocator/feed and allocator/pods), client-go and klog.
 package main
 
 import (

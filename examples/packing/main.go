@@ -9,6 +9,8 @@
 //	go run . -order shuffled -seed 1 -repetitions 1 -o ../../docs/packing.png
 //
 // It is a module of its own so that the library's go.mod does not require the plotting library.
+//
+// Imports: of dralloc only allocator/headroom/trace (and through it the library), and gonum/plot.
 package main
 
 import (

@@ -18,6 +18,9 @@
 // list the user may not make included: the message names the permission missing).
 //
 // It is a module of its own so that the library's go.mod never requires client-go.
+//
+// Imports: examples/dractl/internal/cli (the commands), allocator/manifest, client-go's dynamic client and
+// apimachinery.
 package main
 
 import "os"
