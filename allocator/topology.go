@@ -44,9 +44,16 @@ func DefaultTopologyAttributes() []resourceapi.FullyQualifiedName {
 	return []resourceapi.FullyQualifiedName{AttributeNUMANode, AttributePCIeRoot}
 }
 
+// MaxTopologyAttributes bounds Topology.Attributes: each level is one more pass over a request's
+// candidates on every node, and machines nest far fewer levels (socket, NUMA node, PCIe root, switch).
+const MaxTopologyAttributes = 8
+
 // validate checks that every attribute is a fully qualified name (domain/name), as matchAttribute's
 // are: a name without a domain would silently match no device.
 func (t *Topology) validate() error {
+	if len(t.Attributes) > MaxTopologyAttributes {
+		return fmt.Errorf("%w: Options.Topology.Attributes: %d names, more than the %d levels a preference may have", ErrInvalidInput, len(t.Attributes), MaxTopologyAttributes)
+	}
 	for i, name := range t.Attributes {
 		domain, short, ok := strings.Cut(string(name), "/")
 		if !ok || domain == "" || short == "" {

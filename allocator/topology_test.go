@@ -3,6 +3,7 @@ package allocator_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -101,6 +102,23 @@ func TestTopologyRefusesUnqualifiedAttribute(t *testing.T) {
 		if want := "Options.Topology.Attributes[1]"; !strings.Contains(err.Error(), want) {
 			t.Errorf("attribute %q: error %q does not name %s", name, err, want)
 		}
+	}
+}
+
+// A preference of more levels than MaxTopologyAttributes is refused, naming the field.
+func TestTopologyRefusesTooManyAttributes(t *testing.T) {
+	attrs := make([]resourceapi.FullyQualifiedName, allocator.MaxTopologyAttributes+1)
+	for i := range attrs {
+		attrs[i] = resourceapi.FullyQualifiedName(fmt.Sprintf("example.com/level%d", i))
+	}
+	snap := allocator.NewSnapshot(allocator.Options{Topology: &allocator.Topology{Attributes: attrs}})
+	_, err := snap.Allocate(context.Background(), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, nil)
+	if !errors.Is(err, allocator.ErrInvalidInput) || !strings.Contains(err.Error(), "Options.Topology.Attributes") {
+		t.Fatalf("error %v, want ErrInvalidInput naming Options.Topology.Attributes", err)
+	}
+	if _, err := allocator.NewSnapshot(allocator.Options{Topology: &allocator.Topology{Attributes: attrs[:allocator.MaxTopologyAttributes]}}).
+		Allocate(context.Background(), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, nil); err != nil {
+		t.Fatalf("%d levels: %v", allocator.MaxTopologyAttributes, err)
 	}
 }
 
