@@ -2,7 +2,6 @@ package apiserver_test
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -12,60 +11,23 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/dralloc/dralloc/fuzz/controlplane"
+	"github.com/dralloc/dralloc/fuzz/upstream/internal/livetest"
 )
 
 // server is the kube-apiserver this test binary runs, or why it does not run one.
-var server struct {
-	client kubernetes.Interface
-	skip   string
-}
+var server = &livetest.Plane{Name: "kube-apiserver", Options: controlplane.Options{Build: true, DirPrefix: "dralloc-apiserver-"}}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(runWithServer(m))
-}
-
-// runWithServer builds and starts kube-apiserver, runs the tests and stops it. A build that is impossible makes
-// every test skip; a server that is built but does not start is a failure.
-func runWithServer(m *testing.M) int {
-	plane, err := controlplane.Start(controlplane.Options{Build: true, DirPrefix: "dralloc-apiserver-"})
-	if errors.Is(err, controlplane.ErrUnavailable) {
-		server.skip = err.Error()
-		fmt.Fprintln(os.Stderr, "apiserver tests skip:", server.skip)
-		return m.Run()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := plane.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	cfg, err := clientcmd.BuildConfigFromFlags("", plane.Kubeconfig)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cfg.QPS, cfg.Burst = 500, 1000
-	if server.client, err = kubernetes.NewForConfig(cfg); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(server.Run(m))
 }
 
 // client returns the server's clientset, or skips the test when there is no server.
 func client(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	if server.client == nil {
-		t.Skip("no kube-apiserver: " + server.skip)
-	}
-	return server.client
+	return server.Client(t)
 }
 
 var unique atomic.Int64

@@ -238,7 +238,7 @@ func (f *fleet) newPod(name string) *corev1.Pod {
 // pod creates a pending pod with newPod.
 func (f *fleet) pod(t *testing.T, name string) *corev1.Pod {
 	t.Helper()
-	got, err := server.client.CoreV1().Pods(f.ns).Create(context.Background(), f.newPod(name), metav1.CreateOptions{})
+	got, err := client(t).CoreV1().Pods(f.ns).Create(context.Background(), f.newPod(name), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create Pod %s/%s: %v", f.ns, name, err)
 	}
