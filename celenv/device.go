@@ -2,6 +2,7 @@ package celenv
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/blang/semver/v4"
@@ -27,8 +28,9 @@ type Device struct {
 	// within the sizes the API allows, which the compile-time cost estimate
 	// relies on.
 	withinLimits bool
-	// attrs and caps keep the converted maps by domain, for Lint.
-	attrs, caps map[string]map[string]ref.Val
+	// attrs and caps are device.attributes and device.capacity: domain →
+	// name → value, kept typed for Lint.
+	attrs, caps *stringMap
 }
 
 // activation resolves the single variable "device". It is built once per
@@ -100,11 +102,11 @@ func NewDevice(driver string, dev *resourceapi.Device) *Device {
 		d.name = driver + "/"
 	}
 
-	d.attrs = map[string]map[string]ref.Val{}
 	// Map order does not matter: the error kept is the first by name, and of
 	// two names for one attribute ("model" and "<driver>/model") the last by
 	// name wins.
 	var errName resourceapi.QualifiedName
+	entries := make([]entry, 0, len(attributes))
 	for name, attr := range attributes {
 		val, err := attributeValue(attr)
 		if err != nil {
@@ -113,23 +115,14 @@ func NewDevice(driver string, dev *resourceapi.Device) *Device {
 			}
 			continue
 		}
-		domain, id := splitQualifiedName(name, driver)
-		d.noteKey(domain, id)
 		if !attributeWithinLimits(attr) {
 			d.withinLimits = false
 		}
-		if d.attrs[domain] == nil {
-			d.attrs[domain] = map[string]ref.Val{}
-		}
-		if _, dup := d.attrs[domain][id]; dup && string(name) < otherName(name, domain, id) {
-			continue
-		}
-		d.attrs[domain][id] = val
+		entries = d.add(entries, driver, name, val)
 	}
-	d.caps = map[string]map[string]ref.Val{}
+	d.attrs = nestedMap(entries)
+	entries = make([]entry, 0, len(capacity))
 	for name, c := range capacity {
-		domain, id := splitQualifiedName(name, driver)
-		d.noteKey(domain, id)
 		q := newQuantityVal(c.Value.DeepCopy(), false)
 		if !q.outOfRange {
 			// String caches its result inside the Quantity; fill the cache
@@ -137,34 +130,23 @@ func NewDevice(driver string, dev *resourceapi.Device) *Device {
 			// range it would print a number of up to 2^31 digits.)
 			_ = q.q.String()
 		}
-		if d.caps[domain] == nil {
-			d.caps[domain] = map[string]ref.Val{}
-		}
-		if _, dup := d.caps[domain][id]; dup && string(name) < otherName(name, domain, id) {
-			continue
-		}
-		d.caps[domain][id] = q
+		entries = d.add(entries, driver, name, q)
 	}
+	d.caps = nestedMap(entries)
 
 	dv := &deviceVal{
 		driver:     types.String(driver),
 		multiAlloc: types.Bool(multi),
-		attributes: nestedMap(d.attrs),
-		capacity:   nestedMap(d.caps),
+		attributes: d.attrs,
+		capacity:   d.caps,
 	}
-	dv.stringMap = newStringMap(map[string]ref.Val{
-		driverVar:     dv.driver,
-		multiAllocVar: dv.multiAlloc,
-		attributesVar: dv.attributes,
-		capacityVar:   dv.capacity,
-	}, nil)
-	if len(d.attrs) > resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice ||
-		len(d.caps) > resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice {
-		d.withinLimits = false
-	}
-	for _, m := range []map[string]map[string]ref.Val{d.attrs, d.caps} {
-		for _, inner := range m {
-			if len(inner) > resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice {
+	dv.stringMap = sortedMap(deviceKeys, []ref.Val{dv.multiAlloc, dv.attributes, dv.capacity, dv.driver}, nil)
+	for _, m := range []*stringMap{d.attrs, d.caps} {
+		if len(m.names) > resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice {
+			d.withinLimits = false
+		}
+		for _, inner := range m.vals {
+			if len(inner.(*stringMap).names) > resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice {
 				d.withinLimits = false
 			}
 		}
@@ -179,23 +161,65 @@ func (d *Device) noteKey(domain, id string) {
 	}
 }
 
-// nestedMap turns domain → name → value into CEL maps; unknown domains
-// read as an empty map.
-func nestedMap(m map[string]map[string]ref.Val) *stringMap {
-	outer := make(map[string]ref.Val, len(m))
-	for domain, inner := range m {
-		outer[domain] = newStringMap(inner, nil)
-	}
-	return newStringMap(outer, emptyMap)
+// deviceKeys are the keys of the variable device, sorted.
+var deviceKeys = []string{multiAllocVar, attributesVar, capacityVar, driverVar}
+
+// entry is one attribute or capacity of a device, by domain and name.
+type entry struct {
+	domain, id string
+	name       resourceapi.QualifiedName // as published, which decides between two spellings
+	val        ref.Val
 }
 
-// otherName is the other spelling of an attribute or capacity name of the
-// driver's domain: "<domain>/<id>" for "<id>" and the reverse.
-func otherName(name resourceapi.QualifiedName, domain, id string) string {
-	if strings.Contains(string(name), "/") {
-		return id
+// add appends the attribute or capacity name of the device's driver.
+func (d *Device) add(entries []entry, driver string, name resourceapi.QualifiedName, val ref.Val) []entry {
+	domain, id := splitQualifiedName(name, driver)
+	d.noteKey(domain, id)
+	return append(entries, entry{domain, id, name, val})
+}
+
+// nestedMap turns the entries into the CEL map domain → name → value; unknown domains read as an empty
+// map. Of two entries for one name (the spellings "model" and "<driver>/model"), the one published under
+// the later name wins. It sorts the entries.
+func nestedMap(entries []entry) *stringMap {
+	slices.SortFunc(entries, func(a, b entry) int {
+		if c := strings.Compare(a.domain, b.domain); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.id, b.id); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.name), string(b.name))
+	})
+	var domains []string
+	var inner []ref.Val
+	for i := 0; i < len(entries); {
+		j := i + 1
+		for j < len(entries) && entries[j].domain == entries[i].domain {
+			j++
+		}
+		names, vals := make([]string, 0, j-i), make([]ref.Val, 0, j-i)
+		for _, e := range entries[i:j] {
+			if n := len(names); n > 0 && names[n-1] == e.id {
+				vals[n-1] = e.val // the later spelling
+				continue
+			}
+			names, vals = append(names, e.id), append(vals, e.val)
+		}
+		domains = append(domains, entries[i].domain)
+		inner = append(inner, sortedMap(names, vals, nil))
+		i = j
 	}
-	return domain + "/" + id
+	return sortedMap(domains, inner, emptyMap)
+}
+
+// value returns device.<m>[domain][id] of a nested map.
+func (m *stringMap) value(domain, id string) (ref.Val, bool) {
+	inner, ok := m.find(domain)
+	if !ok {
+		return nil, false
+	}
+	return inner.(*stringMap).find(id)
 }
 
 // splitQualifiedName splits "<domain>/<id>"; a name without a domain

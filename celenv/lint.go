@@ -256,10 +256,10 @@ func (r reference) check(devices []*Device) []Finding {
 		if r.capacity {
 			own, other = d.caps, d.attrs
 		}
-		if v, ok := own[r.domain][r.name]; ok {
+		if v, ok := own.value(r.domain, r.name); ok {
 			kinds[valueKind(v)]++
 		}
-		if _, ok := other[r.domain][r.name]; ok {
+		if _, ok := other.value(r.domain, r.name); ok {
 			otherPlace = true
 		}
 	}
@@ -423,8 +423,8 @@ func (r reference) closestPublished(devices []*Device) string {
 		if r.capacity {
 			m = d.caps
 		}
-		for domain, names := range m {
-			for name := range names {
+		for i, domain := range m.names {
+			for _, name := range m.vals[i].(*stringMap).names {
 				dist := 3
 				switch {
 				case domain == r.domain:

@@ -15,51 +15,60 @@ import (
 // in advance. Lookups neither convert nor allocate, which is what keeps a
 // selector evaluation allocation-free.
 //
+// The keys are a sorted slice and the values a slice beside it, not a Go
+// map: a device's maps have a few to a few dozen entries, where a binary
+// search is as fast as hashing, and a prepared fleet holds millions of them,
+// where a map's groups and headers would be most of its memory.
+//
 // When fallback is set, Find (what indexing and field selection use)
 // answers it for unknown keys, as Kubernetes does for device.attributes and
 // device.capacity: device.attributes["unknown.example.com"] is an empty map,
 // not an error. Get, "in" and iteration still see only the real keys.
 type stringMap struct {
-	vals     map[string]ref.Val
+	names    []string  // sorted, without duplicates
+	vals     []ref.Val // vals[i] is the value of names[i]
 	fallback ref.Val
-	// sorted are the keys, sorted and boxed once, on first iteration: most
-	// maps are only ever indexed.
+	// sorted are the keys, boxed once, on first iteration: most maps are
+	// only ever indexed.
 	sorted atomic.Pointer[[]ref.Val]
 }
 
 var _ traits.Mapper = (*stringMap)(nil)
 
-// newStringMap builds a map from vals, which it keeps.
-func newStringMap(vals map[string]ref.Val, fallback ref.Val) *stringMap {
-	return &stringMap{vals: vals, fallback: fallback}
+// sortedMap is a map of names, sorted and without duplicates, and their values, which it keeps.
+func sortedMap(names []string, vals []ref.Val, fallback ref.Val) *stringMap {
+	return &stringMap{names: names, vals: vals, fallback: fallback}
 }
 
-// keys returns the sorted keys. It is safe for concurrent use.
+// find returns the value of the key k.
+func (m *stringMap) find(k string) (ref.Val, bool) {
+	if i, ok := slices.BinarySearch(m.names, k); ok {
+		return m.vals[i], true
+	}
+	return nil, false
+}
+
+// keys returns the sorted keys, boxed. It is safe for concurrent use.
 func (m *stringMap) keys() []ref.Val {
 	if k := m.sorted.Load(); k != nil {
 		return *k
 	}
-	names := make([]string, 0, len(m.vals))
-	for k := range m.vals {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	keys := make([]ref.Val, len(names))
-	for i, k := range names {
+	keys := make([]ref.Val, len(m.names))
+	for i, k := range m.names {
 		keys[i] = types.String(k)
 	}
 	m.sorted.CompareAndSwap(nil, &keys)
 	return *m.sorted.Load()
 }
 
-var emptyMap = newStringMap(map[string]ref.Val{}, nil)
+var emptyMap = sortedMap(nil, nil, nil)
 
 func (m *stringMap) lookup(key ref.Val) (ref.Val, bool, ref.Val) {
 	k, ok := key.(types.String)
 	if !ok {
 		return nil, false, types.MaybeNoSuchOverloadErr(key)
 	}
-	v, found := m.vals[string(k)]
+	v, found := m.find(string(k))
 	return v, found, nil
 }
 
@@ -95,7 +104,7 @@ func (m *stringMap) Find(key ref.Val) (ref.Val, bool) {
 
 func (m *stringMap) Iterator() traits.Iterator { return &keyIterator{keys: m.keys()} }
 
-func (m *stringMap) Size() ref.Val { return types.Int(len(m.vals)) }
+func (m *stringMap) Size() ref.Val { return types.Int(len(m.names)) }
 
 func (m *stringMap) Equal(other ref.Val) ref.Val {
 	o, ok := other.(traits.Mapper)
@@ -105,12 +114,12 @@ func (m *stringMap) Equal(other ref.Val) ref.Val {
 	if o.Size() != m.Size() {
 		return types.False
 	}
-	for _, k := range m.keys() {
+	for i, k := range m.keys() {
 		ov, found := o.Find(k)
 		if !found {
 			return types.False
 		}
-		if eq := types.Equal(m.vals[string(k.(types.String))], ov); eq != types.True {
+		if eq := types.Equal(m.vals[i], ov); eq != types.True {
 			return eq
 		}
 	}
@@ -119,8 +128,9 @@ func (m *stringMap) Equal(other ref.Val) ref.Val {
 
 func (m *stringMap) ConvertToNative(typeDesc reflect.Type) (any, error) {
 	if typeDesc.Kind() == reflect.Map && typeDesc.Key().Kind() == reflect.String {
-		out := reflect.MakeMapWithSize(typeDesc, len(m.vals))
-		for k, v := range m.vals {
+		out := reflect.MakeMapWithSize(typeDesc, len(m.names))
+		for i, k := range m.names {
+			v := m.vals[i]
 			nv, err := v.ConvertToNative(typeDesc.Elem())
 			if err != nil {
 				return nil, err
@@ -147,7 +157,14 @@ func (m *stringMap) ConvertToType(typeVal ref.Type) ref.Val {
 
 func (m *stringMap) Type() ref.Type { return types.MapType }
 
-func (m *stringMap) Value() any { return m.vals }
+// Value is the map as a Go map of its values.
+func (m *stringMap) Value() any {
+	out := make(map[string]ref.Val, len(m.names))
+	for i, k := range m.names {
+		out[k] = m.vals[i]
+	}
+	return out
+}
 
 // keyIterator walks boxed keys. Only comprehensions over a map create one.
 type keyIterator struct {
