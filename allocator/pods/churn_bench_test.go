@@ -15,8 +15,22 @@ import (
 // timed, then times cycles of one Remove of a random pod and the Place and Assume of a new pod of the
 // same shape, which lands where the removed pod was (the only free GPU): a workload that keeps a full
 // fleet full. It reports the time and allocations per cycle. Run with -benchtime 1x.
+//
+// Measured (1,000 cycles, one run each, on a 2-core machine under a load average of about 10: times
+// vary several-fold from run to run; allocations are exact). µs per cycle / allocations per cycle, at
+// 500, 1,000 and 5,000 nodes:
+//
+//	FirstFit   146 / 224     79 / 224    217 / 224
+//	BestFit    357 / 220    115 / 220    101 / 220
+//	Spread     156 / 210    113 / 210    163 / 210
+//
+// Before removals kept the indexes (nodeindex.go), every Remove emptied them, and the placement after
+// it filtered the fleet again (FirstFit every full node before the freed one, BestFit and Spread every
+// node, to rebuild the rank index), in the same run: FirstFit 1,331, 984 and 5,366 µs; BestFit 5,266,
+// 9,949 and 98,397 µs; Spread 4,032, 16,189 and 129,590 µs; allocations 236 to 356 a cycle, growing
+// with the fleet.
 func BenchmarkChurn(b *testing.B) {
-	const cycles = 500
+	const cycles = 1000
 	for _, choice := range []pods.Choice{pods.FirstFit, pods.BestFit, pods.Spread} {
 		for _, n := range []int{500, 1000, 5000} {
 			b.Run(fmt.Sprintf("gpu/%s/nodes=%d", choice, n), func(b *testing.B) {
@@ -28,6 +42,7 @@ func BenchmarkChurn(b *testing.B) {
 					c, ps := scaleFleet(b, "gpu", choice, n)
 					fillRun(b, c, ps)
 					rng := rand.New(rand.NewPCG(1, uint64(n)))
+					runtime.GC() // the fill's garbage is not the cycles'
 					var before, after runtime.MemStats
 					runtime.ReadMemStats(&before)
 					b.StartTimer()
