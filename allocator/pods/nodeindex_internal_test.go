@@ -144,7 +144,7 @@ func TestNodeIndexKeptOverRemove(t *testing.T) {
 			gen := c.fullIdx.gen
 			victim := "p-3"
 			freed := on[victim]
-			pos := int(freed[1] - '0')
+			pos := int(freed[1] - '0') // nodes n0…n3, in order
 			must(t, c.Remove(churnPod(victim)))
 
 			s, rk2 := onlyShape(t, c)
