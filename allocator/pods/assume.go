@@ -64,11 +64,13 @@ func (c *Cluster) assume(ps []*Placement) error {
 		return err
 	}
 	// As the scheduler's cache assumes the pod on its node: NodeResourcesFit and NodePorts count it.
-	c.recordPlacements(ps)
+	moved := c.recordPlacements(ps)
 	// The rank indexes learn the nodes the write touched once the pods are recorded there, so that
 	// no answer asked before the record survives it (rankindex.go).
 	names, all := c.touchedBy(updates, ps)
 	c.fullIdx.touched(names, all, true, before, after)
+	// A pod assumed again on another node left its old one.
+	c.fullIdx.freed(moved, false, nil)
 	return nil
 }
 
@@ -193,14 +195,21 @@ func podKey(pod *v1.Pod) string {
 // and finalizer removed, and with them the status.devices entries a driver wrote, which kube-apiserver
 // drops from a claim whose devices are no longer allocated), which frees their devices. PodGroup claims
 // stay reserved for the group. All of it is one change of the snapshot, or none. The pod is forgotten
-// on its node ([Cluster.DeletePod]).
+// on its node ([Cluster.DeletePod]). Removes run one at a time with Assumes.
 func (c *Cluster) Remove(pod *v1.Pod) error {
 	if pod == nil {
 		return &allocator.InputError{Object: "Pod", Err: errors.New("nil object")}
 	}
-	c.DeletePod(pod.Namespace, pod.Name)
-	return c.release(pod.Namespace, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: uidOf(pod)},
+	c.assumeMu.Lock()
+	defer c.assumeMu.Unlock()
+	var names []string
+	if node, ok := c.forget(pod.Namespace, pod.Name); ok {
+		names = append(names, node)
+	}
+	updates, w, err := c.release(pod.Namespace, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: uidOf(pod)},
 		ownerOf{apiVersion: "v1", kind: "Pod", name: pod.Name, uid: uidOf(pod)})
+	c.released(names, updates, w)
+	return err
 }
 
 // RemovePodGroup is Remove for a PodGroup: its reservations, and the claims it owns.
@@ -208,20 +217,55 @@ func (c *Cluster) RemovePodGroup(g *schedulingapi.PodGroup) error {
 	if g == nil {
 		return &allocator.InputError{Object: "PodGroup", Err: errors.New("nil object")}
 	}
-	return c.release(g.Namespace, consumer(nil, g),
+	c.assumeMu.Lock()
+	defer c.assumeMu.Unlock()
+	updates, w, err := c.release(g.Namespace, consumer(nil, g),
 		ownerOf{apiVersion: schedulingapi.SchemeGroupVersion.String(), kind: "PodGroup", name: g.Name, uid: uidOf(g)})
+	c.released(nil, updates, w)
+	return err
 }
 
 // releaseTries bounds how often release reads the claims again when they changed while it wrote.
 const releaseTries = 8
 
-func (c *Cluster) release(namespace string, cons resourceapi.ResourceClaimConsumerReference, owner ownerOf) error {
+// snapWrite is one change of the snapshot a Cluster made: its revisions before and after.
+type snapWrite struct{ before, after allocator.Revision }
+
+// release writes releaseUpdates in one change, reading the claims again when they changed meanwhile, and
+// returns what it wrote and the revisions around the write; no write when there was nothing to change
+// or it failed (UpdateClaims changes all or nothing).
+func (c *Cluster) release(namespace string, cons resourceapi.ResourceClaimConsumerReference, owner ownerOf) ([]allocator.ClaimUpdate, *snapWrite, error) {
 	for try := 1; ; try++ {
-		err := c.snap.UpdateClaims(c.releaseUpdates(namespace, cons, owner))
-		if err == nil || !errors.Is(err, allocator.ErrConflict) || try == releaseTries {
-			return err
+		updates := c.releaseUpdates(namespace, cons, owner)
+		if len(updates) == 0 {
+			return nil, nil, nil
+		}
+		before := c.snap.Revision()
+		err := c.snap.UpdateClaims(updates)
+		after := c.snap.Revision()
+		if err == nil {
+			return updates, &snapWrite{before: before, after: after}, nil
+		}
+		if !errors.Is(err, allocator.ErrConflict) || try == releaseTries {
+			return nil, nil, err
 		}
 	}
+}
+
+// released brings the load cache (score.go) and the node index (nodeindex.go) over a removal: the pods
+// forgotten on the named nodes and the claim updates of the write w (nil: none). A removal only frees,
+// so the indexes ask again the nodes it touched (touchedBy) rather than every node; a device of a
+// pool that is not one node's own, or a write that was not the snapshot's next change after the
+// indexes' revision, empties them.
+func (c *Cluster) released(names []string, updates []allocator.ClaimUpdate, w *snapWrite) {
+	all := false
+	if w != nil {
+		c.assumed(updates, w.before, w.after, nil)
+		var more []string
+		more, all = c.touchedBy(updates, nil)
+		names = append(names, more...)
+	}
+	c.fullIdx.freed(names, all, w)
 }
 
 // releaseUpdates are the changes release makes, conditional on the claims as read.

@@ -128,7 +128,7 @@ type Cluster struct {
 	bound     map[types.NamespacedName]*boundPod // pods on nodes: added by the caller or assumed (fit.go)
 	usage     map[string]*usage                  // per node: what the bound pods take; entries never change
 	suffixMu  sync.Mutex
-	assumeMu  sync.Mutex // one Assume or AssumeGroup at a time (assume.go)
+	assumeMu  sync.Mutex // one Assume, AssumeGroup, Remove or commit at a time (assume.go)
 	// parent is the Cluster this one was forked from, and podLog what happened to its pods on nodes
 	// since, for Commit.
 	parent *Cluster
@@ -202,12 +202,20 @@ func (c *Cluster) Commit() error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	forgot := false
 	for _, ch := range log {
+		var had bool
 		if ch.pod != nil {
-			p.recordLocked(ch.key, ch.node, ch.demand, ch.pod)
+			_, had = p.recordLocked(ch.key, ch.node, ch.demand, ch.pod)
 		} else {
-			p.forgetLocked(ch.key)
+			_, had = p.forgetLocked(ch.key)
 		}
+		forgot = forgot || had
+	}
+	if forgot {
+		// Pods forgotten next to a commit's claims, which are no change the index can follow: it
+		// is emptied (nodeindex.go).
+		p.fullIdx.reset()
 	}
 	return nil
 }

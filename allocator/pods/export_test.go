@@ -19,3 +19,11 @@ func WithoutNodeIndex(c *Cluster) *Cluster {
 	c.noIndex = true
 	return c
 }
+
+// NodeIndexLive reports whether c's index of full nodes holds a lineage of revisions, that is, was not
+// emptied since the last placement read it: the property tests count the removals the index outlives.
+func NodeIndexLive(c *Cluster) bool {
+	c.fullIdx.mu.Lock()
+	defer c.fullIdx.mu.Unlock()
+	return c.fullIdx.ok
+}

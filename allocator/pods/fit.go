@@ -248,23 +248,38 @@ func (c *Cluster) AddOrUpdatePod(pod *v1.Pod) error {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	c.mu.Lock()
 	if pod.Spec.NodeName == "" || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
-		c.forgetLocked(key)
+		old, had := c.forgetLocked(key)
 		c.mu.Unlock()
+		if had {
+			c.fullIdx.freed([]string{old}, false, nil)
+		}
 		return nil
 	}
-	c.recordLocked(key, pod.Spec.NodeName, demandOf(pod), pod)
+	old, had := c.recordLocked(key, pod.Spec.NodeName, demandOf(pod), pod)
 	c.mu.Unlock()
-	// The pod takes from its node: the rank indexes ask the node again (rankindex.go), after the
-	// record and without c.mu, which a placement asking nodes reads under a rank's lock.
+	// What the pod took before (an update of a known pod) is free again, and the pod takes from its
+	// node: the indexes ask those nodes again (nodeindex.go, rankindex.go), after the record and
+	// without c.mu, which a placement asking nodes reads under a rank's lock.
+	if had {
+		c.fullIdx.freed([]string{old}, false, nil)
+	}
 	c.fullIdx.touched([]string{pod.Spec.NodeName}, false, false, allocator.Revision{}, allocator.Revision{})
 	return nil
 }
 
 // DeletePod forgets a pod given to AddOrUpdatePod or assumed: what it took on its node is free again.
 func (c *Cluster) DeletePod(namespace, name string) {
+	if node, ok := c.forget(namespace, name); ok {
+		c.fullIdx.freed([]string{node}, false, nil)
+	}
+}
+
+// forget forgets the pod on its node, and returns the node; false when the pod was not known. The
+// caller tells the node index (nodeIndex.freed).
+func (c *Cluster) forget(namespace, name string) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.forgetLocked(types.NamespacedName{Namespace: namespace, Name: name})
+	return c.forgetLocked(types.NamespacedName{Namespace: namespace, Name: name})
 }
 
 // podChange is one change of the pods on nodes of a fork: pod recorded on node, or (pod nil) forgotten.
@@ -275,8 +290,11 @@ type podChange struct {
 	pod    *v1.Pod
 }
 
-func (c *Cluster) recordLocked(key types.NamespacedName, node string, d demand, pod *v1.Pod) {
-	c.forgetLocked(key)
+// recordLocked records the pod on the node; when the pod was known it is forgotten first, and the node
+// it was on is returned with true, for the caller to tell the node index (nodeIndex.freed) once c.mu is
+// released.
+func (c *Cluster) recordLocked(key types.NamespacedName, node string, d demand, pod *v1.Pod) (string, bool) {
+	old, had := c.forgetLocked(key)
 	if c.parent != nil {
 		c.podLog = append(c.podLog, podChange{key: key, node: node, demand: d, pod: pod})
 	}
@@ -286,25 +304,28 @@ func (c *Cluster) recordLocked(key types.NamespacedName, node string, d demand, 
 	}
 	c.bound[key] = &boundPod{node: node, demand: d}
 	c.usage[node] = c.usage[node].with(d, 1)
+	return old, had
 }
 
-func (c *Cluster) forgetLocked(key types.NamespacedName) {
+// forgetLocked forgets the pod and returns the node it was on; false when it was not known. What the
+// pod took is free again, so that the node may fit pods it was found full for: the caller tells the
+// node index (nodeIndex.freed, or reset), once c.mu is released where the rank indexes are marked.
+func (c *Cluster) forgetLocked(key types.NamespacedName) (string, bool) {
 	b, ok := c.bound[key]
 	if !ok {
-		return
+		return "", false
 	}
 	if c.parent != nil {
 		c.podLog = append(c.podLog, podChange{key: key})
 	}
 	delete(c.bound, key)
-	// What the pod took is free again: nodes found full may fit now.
-	c.fullIdx.reset()
 	u := c.usage[b.node].with(b.demand, -1)
 	if u.pods <= 0 {
 		delete(c.usage, b.node)
-		return
+	} else {
+		c.usage[b.node] = u
 	}
-	c.usage[b.node] = u
+	return b.node, true
 }
 
 // knownOn reports whether the pod is known to be on the node already.
@@ -315,16 +336,20 @@ func (c *Cluster) knownOn(pod *v1.Pod, node string) bool {
 	return ok && b.node == node
 }
 
-// recordPlacements records the pods of placements written into the snapshot on their nodes.
-func (c *Cluster) recordPlacements(ps []*Placement) {
+// recordPlacements records the pods of placements written into the snapshot on their nodes, and returns
+// the nodes that pods known before were on (recordLocked).
+func (c *Cluster) recordPlacements(ps []*Placement) (freed []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range ps {
 		if p == nil || p.Pod == nil {
 			continue
 		}
-		c.recordLocked(types.NamespacedName{Namespace: p.Pod.Namespace, Name: p.Pod.Name}, p.Node, demandOf(p.Pod), p.Pod)
+		if old, had := c.recordLocked(types.NamespacedName{Namespace: p.Pod.Namespace, Name: p.Pod.Name}, p.Node, demandOf(p.Pod), p.Pod); had {
+			freed = append(freed, old)
+		}
 	}
+	return freed
 }
 
 // usageOf is what the known pods take on the node; nil when none.

@@ -22,10 +22,20 @@ import (
 // to "yes" when more is taken, so a node where a shape did not fit stays one where it does not fit while
 // only Assumes change the cluster. The index holds, per shape, those nodes (by position in the snapshot's
 // node list) for one lineage of revisions: the revision it was built at, advanced by each Assume that
-// made the snapshot's next change (as the load cache in score.go). Any other change of the snapshot (a
-// Remove, a commit, the caller's updates), and any pod forgotten on a node (DeletePod, Remove, a pod
-// recorded anew), empties it. The caller's Predicate (standing for PodTopologySpread and
-// InterPodAffinity, which more pods can satisfy) is not monotone: a Cluster with one keeps no index.
+// made the snapshot's next change (as the load cache in score.go).
+//
+// A removal only frees: a pod forgotten on its node (DeletePod, Remove, a pod recorded anew) frees that
+// node's CPU, memory, pod slot and ports, and the claims a Remove or RemovePodGroup deallocates or
+// deletes free devices of their pools, which are one node's own where allocator.Snapshot.PoolNode
+// says so (touchedBy, rankindex.go). Only those nodes can turn from "no" to "yes": the index forgets
+// that they were full, for every shape (FirstFit's prefix ends at the first of them at the latest), and
+// the rank indexes ask them again (freed), so that a workload alternating removals and placements does
+// not filter the fleet again after each removal. A removal whose write was not the snapshot's next
+// change after the index's revision, or that freed a device of a pool that is not one node's own
+// (network-attached devices, a pool spanning nodes, a pool the snapshot no longer holds), empties the
+// index, as does any other change of the snapshot (a commit, the caller's updates). The caller's
+// Predicate (standing for PodTopologySpread and InterPodAffinity, which more pods can satisfy) is not
+// monotone: a Cluster with one keeps no index.
 //
 // FirstFit takes nodes in name order, so the nodes it found full form a prefix of the list: the index
 // keeps where that prefix ends, and the next pod of the shape starts after it, which makes a placement's
@@ -36,9 +46,14 @@ import (
 // nodeIndex is the Cluster's index of full nodes per pod shape. It keeps the snapshot's node list of its
 // revision too (Assumes do not change it), so that a placement does not copy it.
 type nodeIndex struct {
+	// freeMu makes one removal's update (freed) at a time, so that the rank indexes learn the
+	// generations in order.
+	freeMu sync.Mutex
 	mu     sync.Mutex
 	ok     bool
-	gen    uint64 // counts the times the index was emptied; a pass records only into the generation it read
+	// gen counts the times the index was emptied or told of a removal (freed); a pass records only
+	// into the generation it read, as it may have found full a node freed since.
+	gen    uint64
 	rev    allocator.Revision
 	nodes  []*v1.Node // the snapshot's node list, read after rev (see nodeList)
 	shapes map[string]*shapeFull
@@ -168,6 +183,96 @@ func (x *nodeIndex) assumed(before, after allocator.Revision, err error) {
 		return
 	}
 	x.rev = after
+}
+
+// freed updates the index for a removal (see the top of the file): the pods forgotten on the named nodes
+// and, when w is not nil, that write of the snapshot, whose claim updates freed devices on those nodes
+// only (all: a device of a pool that is not one node's own). The nodes' full bits are cleared for every
+// shape and the rank indexes ask them again; a write that was not the snapshot's next change after the
+// index's revision, or all, empties the index. A forgotten pod alone (w nil) changes no revision.
+func (x *nodeIndex) freed(names []string, all bool, w *snapWrite) {
+	if len(names) == 0 && !all && w == nil {
+		return
+	}
+	x.freeMu.Lock()
+	defer x.freeMu.Unlock()
+	x.mu.Lock()
+	if !x.ok {
+		x.mu.Unlock()
+		return
+	}
+	if all || w != nil && (x.rev != w.before || !sameLineage(w.before, w.after, 1)) {
+		x.resetLocked()
+		x.mu.Unlock()
+		return
+	}
+	pos := x.positionsLocked(names)
+	// Passes that read the index before now may have found these nodes full before they were freed:
+	// they record nothing.
+	x.gen++
+	gen := x.gen
+	if w != nil {
+		x.rev = w.after
+	}
+	for key, s := range x.shapes {
+		x.shapes[key] = s.without(pos)
+	}
+	ranks := make([]*rank, 0, len(x.ranks))
+	for _, rk := range x.ranks {
+		ranks = append(ranks, rk)
+	}
+	x.mu.Unlock()
+	// The ranks' locks are taken without the index's (see touched).
+	for _, rk := range ranks {
+		rk.mu.Lock()
+		if w != nil && rk.rev != w.before {
+			rk.mark(nil, true, false)
+		} else {
+			rk.mark(pos, false, true)
+		}
+		if w != nil {
+			rk.rev = w.after
+		}
+		rk.gen = gen
+		rk.mu.Unlock()
+	}
+}
+
+// positionsLocked returns the positions of the named nodes in the node list, each once (a removal names
+// a node for its pod, its claims' node selector and their devices); names not in it are left out (no
+// placement chooses them).
+func (x *nodeIndex) positionsLocked(names []string) []int32 {
+	if x.byName == nil {
+		x.byName = make(map[string]int32, len(x.nodes))
+		for i, n := range x.nodes {
+			x.byName[n.Name] = int32(i)
+		}
+	}
+	pos := make([]int32, 0, len(names))
+	for _, name := range names {
+		if p, ok := x.byName[name]; ok {
+			pos = append(pos, p)
+		}
+	}
+	slices.Sort(pos)
+	return slices.Compact(pos)
+}
+
+// without returns the shape's set with the positions cleared, and FirstFit's prefix ending at the
+// first of them at the latest; s itself when none of them was full (the published set is not modified).
+func (s *shapeFull) without(pos []int32) *shapeFull {
+	ns := s
+	for _, p := range pos {
+		if ns.full[p/64]&(1<<(p%64)) == 0 {
+			continue
+		}
+		if ns == s {
+			ns = &shapeFull{full: slices.Clone(s.full), first: s.first}
+		}
+		ns.full[p/64] &^= 1 << (p % 64)
+		ns.first = min(ns.first, int(p))
+	}
+	return ns
 }
 
 // indexView returns the index's view for the request's shape, nil when the placement may not use the

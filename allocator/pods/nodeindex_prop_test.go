@@ -9,8 +9,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
 
 	"github.com/dralloc/dralloc/allocator"
@@ -39,7 +41,25 @@ func indexCluster(t *rapid.T, c *fuzz.Cluster, choice pods.Choice) *pods.Cluster
 // TestPropNodeIndexSamePlacements places, assumes and removes the same sequence of pods (few shapes, so
 // that nodes fill up for a shape) on two copies of a generated cluster, one with the index of full nodes
 // and one filtering every node, for each Choice: every step must give the same node, or the same error.
+// Removals (Remove, DeletePod) update the index rather than empty it where they free known nodes: some
+// must leave it standing, so that the update is what the steps after them check.
 func TestPropNodeIndexSamePlacements(t *testing.T) {
+	var removals, kept int
+	// removed counts a removal, and one the index outlived (it held a lineage before and after).
+	removed := func(c *pods.Cluster, remove func()) {
+		live := pods.NodeIndexLive(c)
+		remove()
+		removals++
+		if live && pods.NodeIndexLive(c) {
+			kept++
+		}
+	}
+	defer func() {
+		t.Logf("removals %d, kept %d", removals, kept)
+		if !t.Failed() && kept == 0 {
+			t.Errorf("the index outlived none of %d removals", removals)
+		}
+	}()
 	rapid.Check(t, func(t *rapid.T) {
 		c := fuzz.ClusterGen(propOptions()).Draw(t, "cluster")
 		if len(c.Claims) == 0 {
@@ -52,7 +72,7 @@ func TestPropNodeIndexSamePlacements(t *testing.T) {
 		var placed []*v1.Pod
 		steps := rapid.IntRange(1, 40).Draw(t, "steps")
 		for step := range steps {
-			switch rapid.IntRange(0, 5).Draw(t, "op") {
+			switch rapid.IntRange(0, 6).Draw(t, "op") {
 			case 0, 1, 2, 3: // place and assume
 				p := pod(fmt.Sprintf("p-%d", step), fmt.Sprintf("c=template:t-%d", rapid.IntRange(0, shapes-1).Draw(t, "shape")))
 				p.Namespace = fuzz.Namespace
@@ -86,12 +106,21 @@ func TestPropNodeIndexSamePlacements(t *testing.T) {
 				i := rapid.IntRange(0, len(placed)-1).Draw(t, "remove")
 				p := placed[i]
 				placed = append(placed[:i:i], placed[i+1:]...)
-				if err := indexed.Remove(p); err != nil {
-					t.Fatal(err)
-				}
+				removed(indexed, func() {
+					if err := indexed.Remove(p); err != nil {
+						t.Fatal(err)
+					}
+				})
 				if err := plain.Remove(p); err != nil {
 					t.Fatal(err)
 				}
+			case 6: // a pod forgotten on its node (its claims stay allocated, a later Remove frees them)
+				if len(placed) == 0 {
+					continue
+				}
+				p := placed[rapid.IntRange(0, len(placed)-1).Draw(t, "forget")]
+				removed(indexed, func() { indexed.DeletePod(p.Namespace, p.Name) })
+				plain.DeletePod(p.Namespace, p.Name)
 			case 5: // a node taken out of scheduling, or back: the snapshot changes under the index
 				nodes := indexed.Snapshot().Nodes()
 				n := nodes[rapid.IntRange(0, len(nodes)-1).Draw(t, "node")].DeepCopy()
@@ -113,8 +142,26 @@ func TestPropNodeIndexSamePlacements(t *testing.T) {
 // whole GPUs, MIG-like partitionable GPUs (counter sets: BestFit scores the fill), DGX H100 in dynamic
 // MIG, and a pool of network-attached NICs every node sees (a pod taking one changes every node's
 // answer); pods of a few shapes ask for CPU as well, so that nodes fill by NodeResourcesFit too. Steps
-// place and assume, remove pods, record bound pods on nodes (AddOrUpdatePod) and cordon nodes.
+// place and assume, remove pods, record bound pods on nodes (AddOrUpdatePod) and forget them
+// (DeletePod), place and remove PodGroups whose claim their member shares (RemovePodGroup frees it),
+// and cordon nodes. Removals update the indexes rather than empty them where they free known nodes:
+// some must leave them standing.
 func TestPropRankIndexSamePlacements(t *testing.T) {
+	var removals, kept int
+	removed := func(c *pods.Cluster, remove func()) {
+		live := pods.NodeIndexLive(c)
+		remove()
+		removals++
+		if live && pods.NodeIndexLive(c) {
+			kept++
+		}
+	}
+	defer func() {
+		t.Logf("removals %d, kept %d", removals, kept)
+		if !t.Failed() && kept == 0 {
+			t.Errorf("the indexes outlived none of %d removals", removals)
+		}
+	}()
 	dgx, err := inventory.Profile("dgxh100")
 	must(t, err)
 	dgx.Mode = inventory.ModeDynamicMIG
@@ -192,9 +239,14 @@ func TestPropRankIndexSamePlacements(t *testing.T) {
 		indexed, plain := build(), pods.WithoutNodeIndex(build())
 		templates := []string{"gpus-1", "part-1x1", "part-3x1", "part-7x1", "mig-3g", "gpu-and-nic"}
 		shapes := rapid.SampledFrom([][]int{{0}, {1}, {4}, {0, 1}, {1, 2, 3}, {0, 4}, {0, 5}, {1, 5}, {0, 1, 2, 3, 4, 5}}).Draw(rt, "shapes")
-		var placed []*v1.Pod
+		var placed, bound []*v1.Pod
+		type group struct {
+			g      *schedulingapi.PodGroup
+			member *v1.Pod
+		}
+		var groups []group
 		for step := range rapid.IntRange(1, 60).Draw(rt, "steps") {
-			switch op := rapid.IntRange(0, 9).Draw(rt, "op"); {
+			switch op := rapid.IntRange(0, 12).Draw(rt, "op"); {
 			case op < 7: // place and assume
 				tmpl := templates[rapid.SampledFrom(shapes).Draw(rt, "shape")]
 				p := pod(fmt.Sprintf("p-%d", step), "c=template:"+tmpl)
@@ -225,7 +277,7 @@ func TestPropRankIndexSamePlacements(t *testing.T) {
 				i := rapid.IntRange(0, len(placed)-1).Draw(rt, "remove")
 				p := placed[i]
 				placed = append(placed[:i:i], placed[i+1:]...)
-				must(t, indexed.Remove(p))
+				removed(indexed, func() { must(t, indexed.Remove(p)) })
 				must(t, plain.Remove(p))
 			case op == 8: // a pod bound by someone else takes CPU on a node
 				b := pod(fmt.Sprintf("bound-%d", step))
@@ -233,6 +285,63 @@ func TestPropRankIndexSamePlacements(t *testing.T) {
 				b.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("16")}
 				must(t, indexed.AddOrUpdatePod(b))
 				must(t, plain.AddOrUpdatePod(b))
+				bound = append(bound, b)
+			case op == 10: // a bound pod goes away (DeletePod), or moves to another node (recorded anew)
+				if len(bound) == 0 {
+					continue
+				}
+				i := rapid.IntRange(0, len(bound)-1).Draw(rt, "unbind")
+				b := bound[i]
+				if rapid.Bool().Draw(rt, "move") {
+					b = b.DeepCopy()
+					b.Spec.NodeName = fleet[rapid.IntRange(0, len(fleet)-1).Draw(rt, "moved-to")].name
+					bound[i] = b
+					removed(indexed, func() { must(t, indexed.AddOrUpdatePod(b)) })
+					must(t, plain.AddOrUpdatePod(b))
+					continue
+				}
+				bound = append(bound[:i:i], bound[i+1:]...)
+				removed(indexed, func() { indexed.DeletePod(b.Namespace, b.Name) })
+				plain.DeletePod(b.Namespace, b.Name)
+			case op == 11: // a PodGroup whose claim its one member shares
+				tmpl := templates[rapid.SampledFrom(shapes).Draw(rt, "group-shape")]
+				g := gang(1, "")
+				g.Name, g.UID = fmt.Sprintf("g-%d", step), types.UID(fmt.Sprintf("uid-g-%d", step))
+				g.Spec.ResourceClaims = []schedulingapi.PodGroupResourceClaim{{Name: "c", ResourceClaimTemplateName: ptr(tmpl)}}
+				m := pod(fmt.Sprintf("m-%d", step), "c=template:"+tmpl)
+				m.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr(g.Name)}
+				var gps [2]*pods.GroupPlacement
+				var errs [2]error
+				for k, c := range []*pods.Cluster{indexed, plain} {
+					must(t, c.AddOrUpdatePodGroup(g))
+					gps[k], errs[k] = c.PlaceGroup(ctx, g, []*v1.Pod{m}, nil)
+				}
+				if fmt.Sprint(errs[0]) != fmt.Sprint(errs[1]) {
+					rt.Fatalf("step %d: group %s (%s): indexed error %v, without the indexes %v", step, g.Name, tmpl, errs[0], errs[1])
+				}
+				if errs[0] != nil {
+					if !errors.Is(errs[0], pods.ErrGroupUnschedulable) {
+						rt.Fatalf("step %d: place group: %v", step, errs[0])
+					}
+					continue
+				}
+				if a, b := gps[0].Pods[0].Node, gps[1].Pods[0].Node; a != b {
+					rt.Fatalf("step %d: group %s (%s): indexed on %s, without the indexes on %s", step, g.Name, tmpl, a, b)
+				}
+				must(t, indexed.AssumeGroup(gps[0]))
+				must(t, plain.AssumeGroup(gps[1]))
+				groups = append(groups, group{g: g, member: m})
+			case op == 12: // a PodGroup removed: its member, then the group and its claim
+				if len(groups) == 0 {
+					continue
+				}
+				i := rapid.IntRange(0, len(groups)-1).Draw(rt, "remove-group")
+				gr := groups[i]
+				groups = append(groups[:i:i], groups[i+1:]...)
+				removed(indexed, func() { must(t, indexed.Remove(gr.member)) })
+				must(t, plain.Remove(gr.member))
+				removed(indexed, func() { must(t, indexed.RemovePodGroup(gr.g)) })
+				must(t, plain.RemovePodGroup(gr.g))
 			case op == 9: // a node cordoned, or back
 				name := fleet[rapid.IntRange(0, len(fleet)-1).Draw(rt, "cordon")].name
 				for _, c := range []*pods.Cluster{indexed, plain} {

@@ -274,12 +274,14 @@ func usableOn(claim *resourceapi.ResourceClaim, node *v1.Node) (bool, error) {
 // order where the pod fits is chosen; nodes after it are not filtered, so an error there is not met.
 // Nodes where a pod of the same shape (spec, namespace, the specs of the claims to allocate) was found
 // not to fit are not filtered again while only Assume has changed the Cluster since: Assume only takes
-// devices and node resources, so they still do not fit. This keeps a pod's cost from growing with the
+// devices and node resources, so they still do not fit. Remove, RemovePodGroup and DeletePod free: the
+// nodes they free (their pods' nodes, their claims' devices' nodes; every node when a device is
+// network-attached) are filtered again, the others not. This keeps a pod's cost from growing with the
 // nodes filled before it; it is off with Options.Predicate (which more pods may satisfy). BestFit and
-// Spread keep, per shape, each node's answer in their order and ask again only the nodes an Assume
-// touched (its devices' nodes, its pods' nodes; every node when a device is network-attached), so that
-// they neither filter nor score every node for every pod; the node chosen is the one filtering every
-// node would choose.
+// Spread keep, per shape, each node's answer in their order and ask again only the nodes an Assume or
+// a removal touched (its devices' nodes, its pods' nodes; every node when a device is
+// network-attached), so that they neither filter nor score every node for every pod; the node chosen
+// is the one filtering every node would choose.
 // BestFit on a snapshot with shared counter sets filters every node instead, allocates the claims once
 // per class where they fit, and takes the node whose allocation draws on the fullest counter sets
 // (ties: the first in the load order); an error on any node is then returned.

@@ -30,14 +30,21 @@ import (
 // where the shape does not fit leave the heap, as they stay full while only Assumes change the cluster
 // (nodeindex.go). A pod recorded on a node by AddOrUpdatePod marks that node as an Assume does.
 //
+// A removal frees (nodeIndex.freed): the nodes it touched are marked too, and a node known full among
+// them is asked again like one never asked (statePending), so that a node that fits again goes back
+// into the heap, with its load and fill as they are after the removal.
+//
 // The index lives in the node index, for its lineage of revisions; anything that empties the node index
-// drops it. An error while asking a node (the context's, a search budget's, a CEL error) leaves the
-// placement to the unindexed path, which reports it as it would have, and the index is built again.
+// drops it. It holds the node index's generation it has learned the removals of: a placement that read
+// another generation (a removal is being told) does not use it. An error while asking a node (the
+// context's, a search budget's, a CEL error) leaves the placement to the unindexed path, which reports
+// it as it would have, and the index is built again.
 
 // rank is the rank index of one shape.
 type rank struct {
 	mu      sync.Mutex
 	rev     allocator.Revision // the revision the answers are of
+	gen     uint64             // the node index's generation whose removals the answers know
 	rebuild bool               // every answer is to be computed again
 	scored  bool               // built for a scored BestFit: every node in the heap was asked
 	desc    bool               // BestFit: the most loaded first
@@ -132,8 +139,9 @@ func (rk *rank) heapify() {
 	}
 }
 
-// mark records that the answers at the positions may have changed (all: every answer).
-func (rk *rank) mark(pos []int32, all bool) {
+// mark records that the answers at the positions may have changed (all: every answer); freed: they may
+// have turned from full to fitting (a removal), so a node known full is asked again too.
+func (rk *rank) mark(pos []int32, all, freed bool) {
 	if all || len(rk.dirty)+len(pos) > len(rk.ver) {
 		rk.rebuild, rk.dirty = true, nil
 		return
@@ -141,6 +149,9 @@ func (rk *rank) mark(pos []int32, all bool) {
 	for _, p := range pos {
 		rk.ver[p]++
 		rk.dirty = append(rk.dirty, p)
+		if freed {
+			rk.state[p] = statePending
+		}
 	}
 }
 
@@ -164,7 +175,7 @@ func (x *nodeIndex) rankOf(v *indexView, desc bool) *rank {
 			break
 		}
 	}
-	rk := &rank{rev: x.rev, rebuild: true, desc: desc}
+	rk := &rank{rev: x.rev, gen: x.gen, rebuild: true, desc: desc}
 	x.ranks[v.key] = rk
 	return rk
 }
@@ -180,17 +191,7 @@ func (x *nodeIndex) touched(names []string, all bool, assumed bool, before, afte
 	}
 	var pos []int32
 	if !all {
-		if x.byName == nil {
-			x.byName = make(map[string]int32, len(x.nodes))
-			for i, n := range x.nodes {
-				x.byName[n.Name] = int32(i)
-			}
-		}
-		for _, name := range names {
-			if p, ok := x.byName[name]; ok {
-				pos = append(pos, p)
-			}
-		}
+		pos = x.positionsLocked(names)
 	}
 	ranks := make([]*rank, 0, len(x.ranks))
 	for _, rk := range x.ranks {
@@ -203,12 +204,12 @@ func (x *nodeIndex) touched(names []string, all bool, assumed bool, before, afte
 		rk.mu.Lock()
 		switch {
 		case !assumed:
-			rk.mark(pos, all)
+			rk.mark(pos, all, false)
 		case rk.rev != before:
-			rk.mark(nil, true)
+			rk.mark(nil, true, false)
 			rk.rev = after
 		default:
-			rk.mark(pos, all)
+			rk.mark(pos, all, false)
 			rk.rev = after
 		}
 		rk.mu.Unlock()
@@ -327,7 +328,7 @@ func (c *Cluster) rankChoose(ctx context.Context, snap *allocator.Snapshot, r *r
 func (c *Cluster) rankChooseLocked(rk *rank, p *rankPass, idx *indexView) (int, bool) {
 	rk.mu.Lock()
 	defer rk.mu.Unlock()
-	if rk.rev != p.snap.Revision() {
+	if rk.rev != p.snap.Revision() || rk.gen != idx.gen {
 		return -1, false
 	}
 	n := len(p.nodes)
@@ -352,7 +353,9 @@ func (c *Cluster) rankChooseLocked(rk *rank, p *rankPass, idx *indexView) (int, 
 	} else {
 		slices.Sort(rk.dirty)
 		for _, i := range slices.Compact(rk.dirty) {
-			if rk.state[i] != stateFull { // full stays full while only Assumes change the cluster
+			// Full stays full while only Assumes change the cluster; a removal set the nodes it
+			// freed pending (freed).
+			if rk.state[i] != stateFull {
 				rk.state[i] = statePending
 				again = append(again, i)
 			}

@@ -317,8 +317,9 @@ func (c *Cluster) withScores(snap *allocator.Snapshot, fn func(load map[string]i
 	fn(lc.load, lc.fill)
 }
 
-// assumed updates the cache for the claim updates Assume wrote: each update's Base is the claim it
-// replaced (nil for a new one), before and after the snapshot's revisions around the write (one change).
+// assumed updates the cache for the claim updates Assume or a removal wrote: each update's Base is the
+// claim it replaced (nil for a new one), before and after the snapshot's revisions around the write (one
+// change).
 func (c *Cluster) assumed(updates []allocator.ClaimUpdate, before, after allocator.Revision, err error) {
 	lc := &c.load
 	lc.mu.Lock()
