@@ -34,10 +34,11 @@ type CostInput struct {
 
 // leastCost chooses, for Options.Cost, the node where the pod fits whose allocation costs least, the
 // first by position on ties; -1 when it fits nowhere. Every node was filtered (scored), so an error on
-// any is returned, the first. A node whose allocation is its class's, not its own, is allocated on its
-// own here, so that the cost sees its own devices; the chosen node's allocation is kept in allocs for
-// the placement.
-func (c *Cluster) leastCost(ctx context.Context, snap *allocator.Snapshot, r *request, nodes []*v1.Node, verdicts *verdictPages, allocs []*allocVerdict) (int, error) {
+// any is returned, the first. A node whose allocation is its class's, not its own, is rated on the
+// class's allocation renamed to its devices (NodeClasses.Rename: the allocation AllocateWith gives
+// there, without a search per node); the chosen node's allocation is kept in allocs for the placement,
+// allocated on the node itself where it was its class's.
+func (c *Cluster) leastCost(ctx context.Context, snap *allocator.Snapshot, classes *allocator.NodeClasses, r *request, nodes []*v1.Node, verdicts *verdictPages, allocs []*allocVerdict) (int, error) {
 	for i := range nodes {
 		if err := verdicts.get(i).err; err != nil {
 			return -1, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[i].Name, err)
@@ -50,25 +51,35 @@ func (c *Cluster) leastCost(ctx context.Context, snap *allocator.Snapshot, r *re
 		if !verdicts.get(i).fits || v == nil {
 			continue
 		}
+		results := v.results
 		if !v.own {
-			results, err := snap.AllocateWith(ctx, allocator.BestFit, nodes[i], v.nc.claims)
-			if err != nil {
+			// The class's allocation, renamed to the node's devices: what AllocateWith gives there.
+			var err error
+			if results, err = classes.Rename(v.results, v.class.node, nodes[i]); err != nil {
 				return -1, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[i].Name, err)
 			}
-			v = &allocVerdict{nc: v.nc, results: results, own: true}
-			allocs[i] = v
 		}
 		var requested map[v1.ResourceName]int64
 		if u := c.usageOf(nodes[i].Name); u != nil {
 			requested = u.requested
 		}
-		cost, err := c.opts.Cost(CostInput{Snapshot: snap, Pod: r.pod, Node: nodes[i], Results: v.results, Requested: requested, PodRequests: r.demand.requests})
+		cost, err := c.opts.Cost(CostInput{Snapshot: snap, Pod: r.pod, Node: nodes[i], Results: results, Requested: requested, PodRequests: r.demand.requests})
 		if err != nil {
 			return -1, fmt.Errorf("%s: node %s: cost: %w", podName(r.pod), nodes[i].Name, err)
 		}
 		if chosen < 0 || cost < best {
 			chosen, best = i, cost
 		}
+	}
+	if chosen >= 0 && !allocs[chosen].own {
+		// The placement's own allocation, with share IDs drawn for the node (the renamed results
+		// carry those drawn on the node that asked for the class).
+		v := allocs[chosen]
+		results, err := snap.AllocateWith(ctx, allocator.BestFit, nodes[chosen], v.nc.claims)
+		if err != nil {
+			return -1, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[chosen].Name, err)
+		}
+		allocs[chosen] = &allocVerdict{nc: v.nc, results: results, own: true}
 	}
 	return chosen, nil
 }
