@@ -19,7 +19,9 @@ import (
 // by position (see [NodeClasses]), so that allocating the claims on every node of a class costs one
 // search and a renaming per node.
 //
-// The results are not modified. An error is returned when the nodes are not of one class (the snapshot
+// The results are not modified, and the renamed ones share with them what renaming does not change
+// (tolerations, consumed capacity, configuration, a node selector that does not pin): copy them before
+// modifying either (DeepCopy). An error is returned when the nodes are not of one class (the snapshot
 // changed since the NodeClasses was made, for one) or a device of the results is not one of from's.
 func (c *NodeClasses) Rename(results []resourceapi.AllocationResult, from, to *v1.Node) ([]resourceapi.AllocationResult, error) {
 	if from == nil || to == nil {
@@ -50,9 +52,19 @@ func (c *NodeClasses) Rename(results []resourceapi.AllocationResult, from, to *v
 	if len(toPools) != len(fromPools) {
 		return nil, fmt.Errorf("nodes %s and %s are not of one class", from.Name, to.Name)
 	}
-	out := make([]resourceapi.AllocationResult, len(results))
+	total := 0
 	for i := range results {
-		results[i].DeepCopyInto(&out[i])
+		total += len(results[i].Devices.Results)
+	}
+	out := make([]resourceapi.AllocationResult, len(results))
+	devs := make([]resourceapi.DeviceRequestAllocationResult, total)
+	for i := range results {
+		out[i] = results[i]
+		n := len(results[i].Devices.Results)
+		if results[i].Devices.Results != nil {
+			out[i].Devices.Results, devs = devs[:n:n], devs[n:]
+			copy(out[i].Devices.Results, results[i].Devices.Results)
+		}
 		for j := range out[i].Devices.Results {
 			r := &out[i].Devices.Results[j]
 			id, err := renameDevice(DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}, from, fromPools, toPools)
@@ -62,7 +74,7 @@ func (c *NodeClasses) Rename(results []resourceapi.AllocationResult, from, to *v
 			r.Driver, r.Pool, r.Device = id.Driver, id.Pool, id.Device
 		}
 		if pinsTo(out[i].NodeSelector, from.Name) {
-			out[i].NodeSelector.NodeSelectorTerms[0].MatchFields[0].Values[0] = to.Name
+			out[i].NodeSelector = (&pinned{}).to(to.Name)
 		}
 	}
 	return out, nil
@@ -80,7 +92,7 @@ func renameDevice(id DeviceID, from *v1.Node, fromPools, toPools []*pool) (Devic
 		}
 		for si, e := range p.slices {
 			for di, d := range e.devices() {
-				if d.id != id {
+				if d.id.Device != id.Device { // the pool is id's
 					continue
 				}
 				q := toPools[k]
