@@ -54,9 +54,15 @@ func (c *Cluster) leastCost(ctx context.Context, snap *allocator.Snapshot, class
 		results := v.results
 		if !v.own {
 			// The class's allocation, renamed to the node's devices: what AllocateWith gives there.
+			// Renaming fails only where the snapshot changed since the classes were made (a
+			// concurrent Assume): the node is then allocated on its own, as it is now.
 			var err error
 			if results, err = classes.Rename(v.results, v.class.node, nodes[i]); err != nil {
-				return -1, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[i].Name, err)
+				if results, err = snap.AllocateWith(ctx, allocator.BestFit, nodes[i], v.nc.claims); err != nil {
+					return -1, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[i].Name, err)
+				}
+				v = &allocVerdict{nc: v.nc, results: results, own: true}
+				allocs[i] = v
 			}
 		}
 		var requested map[v1.ResourceName]int64

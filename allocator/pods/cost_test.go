@@ -258,3 +258,41 @@ func sameAllocation(got, want []resourceapi.AllocationResult) error {
 	}
 	return nil
 }
+
+// A snapshot that changes while a placement with a Cost is rated (here by the cost itself, standing
+// for an Assume in another goroutine) leaves the node classes behind: the nodes rated after the change
+// are allocated on their own, as the snapshot now stands, and the placement succeeds.
+func TestCostWhileTheSnapshotChanges(t *testing.T) {
+	ctx := context.Background()
+	nodes := []*v1.Node{node("n0", nil), node("n1", nil), node("n2", nil)}
+	c := cluster(t, pods.Options{NameSuffix: fixedSuffixes()}, 2, nodes...)
+	snap := c.Snapshot()
+	calls := 0
+	cost := func(in pods.CostInput) (float64, error) {
+		calls++
+		if calls == 1 {
+			busy := claim("busy", 1)
+			busy.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{Request: "gpu", Driver: driver, Pool: "n2", Device: "gpu-0"}}}}
+			if err := snap.AddOrUpdateClaim(busy); err != nil {
+				return 0, err
+			}
+		}
+		for _, r := range in.Results {
+			for _, d := range r.Devices.Results {
+				if d.Pool != in.Node.Name {
+					return 0, fmt.Errorf("cost of %s shown %s/%s", in.Node.Name, d.Pool, d.Device)
+				}
+			}
+		}
+		return float64(3 - calls), nil // the last rated costs least
+	}
+	cc := pods.New(snap, pods.Options{Cost: cost, NameSuffix: fixedSuffixes()})
+	must(t, cc.AddOrUpdateTemplate(template("one-gpu", 1)))
+	p, err := cc.Place(ctx, pod("p", "gpu=template:one-gpu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 3 || p.Node != "n2" || p.Claims[0].Claim.Status.Allocation.Devices.Results[0].Device != "gpu-1" {
+		t.Fatalf("%d nodes rated, placed on %s %+v; want 3, n2 gpu-1", calls, p.Node, p.Claims[0].Claim.Status.Allocation.Devices.Results)
+	}
+}
