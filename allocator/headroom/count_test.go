@@ -140,8 +140,8 @@ func TestCountExplain(t *testing.T) {
 //
 //	go test -run '^$' -bench Count -benchtime 1x ./allocator/headroom/
 //
-// Measured on the shared 2-CPU machine: 1,000 nodes 4.4 ms with kinds, 1.3 s placing all 8,000 copies;
-// 5,000 nodes 19 ms with kinds, 7.0 s placing all 40,000.
+// Measured on the shared 2-CPU machine (load average 3): 1,000 nodes 8.7 ms with kinds, 0.99 s placing
+// all 8,000 copies; 5,000 nodes 33 ms with kinds, 7.6 s placing all 40,000.
 func BenchmarkCount(b *testing.B) {
 	for _, n := range []int{1000, 5000} {
 		specs := make([]string, n)
