@@ -102,11 +102,12 @@ type Limit struct {
 // requests, the same taints and the labels the pod reads) take the same copies, so one of them is
 // filled and the others are counted alike, unless the copies share a claim, Options.Explain is set
 // (the explanation looks at every node as filled) or a copy takes devices of a pool that is not its
-// node's own (then every node from there on is filled): 1,000 whole-GPU nodes alike answer in
-// milliseconds, not the second that placing 8,000 copies takes. A copy fits on a node
-// whatever fits on other nodes, unless copies share a claim, so the total is what filling the nodes in
-// any order gives; Nodes is where FirstFit would put the copies, which another Choice may spread
-// differently.
+// node's own (then every node from there on is filled). A node counted alike counts as the placements
+// filling it would try, toward Max and Budget, so the Result is the one placing every copy gives:
+// 1,000 whole-GPU nodes alike answer in milliseconds, not the second that placing 8,000 copies takes.
+// A copy fits on a node whatever fits on other nodes, unless copies share a claim, so the total is what
+// filling the nodes in any order gives; Nodes is where FirstFit would put the copies, which another
+// Choice may spread differently.
 //
 // Counting stops at Options.Max copies, when a copy fits nowhere (then the nodes are grouped by why,
 // with [pods.Cluster.Explain]), or when Options.Budget placements were tried (then the error wraps

@@ -24,7 +24,9 @@ type CostInput struct {
 	Pod      *v1.Pod
 	Node     *v1.Node
 	// Results are the allocations of the pod's claims on the node, in the order of the claims Place
-	// allocates there; none for a pod without claims to allocate.
+	// allocates there; none for a pod without claims to allocate. On a node of a class of nodes alike
+	// (allocator.NodeClasses) they may be the class's allocation renamed to the node's devices, whose
+	// share IDs were drawn for another node of the class; the placement draws its own.
 	Results []resourceapi.AllocationResult
 	// Requested is what the pods on the node already request, as NodeResourcesFit counts them (the pods
 	// given to AddOrUpdatePod and assumed; cpu in millicores, the others in units, memory in bytes);
