@@ -44,11 +44,12 @@ type allocation struct {
 
 	matches  map[matchKey]bool
 	derived  map[derivedKey]*resourceapi.DeviceAttribute
-	taken    takenSet         // exclusive devices taken in this call, with the claims taking them
-	shares   map[DeviceID]int // shares taken in this call
-	ledgers  map[DeviceID]*capacity.Ledger
-	counters map[*pool]*capacity.Counters // the explanation's, from the allocated state only
-	tallies  []*tally                     // the search's running counters, one per pool drawn on
+	taken    takenSet                      // exclusive devices taken in this call, with the claims taking them
+	shares   map[DeviceID]int              // shares taken in this call
+	ledgers  map[DeviceID]*capacity.Ledger // read only but for those in owned
+	owned    map[DeviceID]bool             // the ledgers the call changes: its own copies
+	counters map[*pool]*capacity.Counters  // the explanation's, from the allocated state only
+	tallies  []*tally                      // the search's running counters, one per pool drawn on
 	// readVerdicts are a NodeClasses' selector verdicts by what the selectors read of a device (see
 	// deviceVerdicts).
 	readVerdicts map[string]string

@@ -132,7 +132,7 @@
 //     code built on a snapshot; deviceuse.go: what the allocated claims hold of a device or pool), revision.go, options.go, features.go, errors.go.
 //   - One call's search: allocate.go (Allocate and Fits), call.go (the call's working state: claims,
 //     requests, candidates), scratch.go (that state's buffers, pooled across calls), pools.go (the pools a node sees), filter.go and verdicts.go (which
-//     devices a request may take; selector verdicts kept per device), strategy.go (the order each
+//     devices a request may take; selector verdicts kept per device; consumedmemo.go: what a request consumes of a device's capacities, remembered by content), strategy.go (the order each
 //     [Strategy] tries candidates in), topology.go (the optional [Topology] preference within that order), search.go (the backtracking search), constraints.go (matchAttribute
 //     and distinctAttribute), tally.go and counterbase.go (shared counters in dense form), shareids.go,
 //     results.go (the AllocationResults, one block per call).
@@ -144,7 +144,8 @@
 //     pass that counts what each filter removed), explain_obstacles.go (what keeps requests with enough
 //     candidates apart).
 //   - Node classes: equivalence.go ([NodeClasses]), content.go (a device's content as classes compare it),
-//     fleetcache.go (each node's class key, remembered across calls).
+//     fleetcache.go (each node's class key, remembered across calls), classrename.go (one node's
+//     allocation as another node of its class gets it: [NodeClasses.Rename]).
 //   - Requeue: requeue.go ([Requeue] and its index of pending claims by class), requeue_events.go (one
 //     method per cluster event).
 //

@@ -25,7 +25,7 @@ import (
 // shared counters, taints (DeviceTaintRules included), binding conditions, node operations — and in
 // their allocated state (devices in use, shares and consumed capacity). The node's declared features
 // count too where a device skips node operations. Fits then answers alike on both, and Allocate returns the same allocation with each node's
-// own device, pool and node names.
+// own device, pool and node names ([NodeClasses.Rename] turns one into the other).
 //
 // Nodes whose pools cannot be compared this way (per-device node selection, pools spanning nodes) and
 // calls that derive attributes or ask for all devices get a class of their own. A NodeClasses belongs to

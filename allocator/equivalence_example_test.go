@@ -109,3 +109,33 @@ func ExampleNodeClasses_AppendClasses() {
 	// Fits asked: 1 | node-0:0:true node-1:0:true node-2:0:true node-3:0:true
 	// Fits asked: 2 | node-0:0:true node-1:0:true node-2:1:false node-3:0:true
 }
+
+// Nodes of one class take the same devices up to names: the allocation found on one node, renamed, is
+// the allocation on the others, without a search on each.
+func ExampleNodeClasses_Rename() {
+	ctx := context.Background()
+	snap := allocator.NewSnapshot(allocator.Options{})
+	must := func(err error) {
+		if err != nil {
+			panic(err)
+		}
+	}
+	must(snap.AddOrUpdateClass(class("gpu", `device.driver == "gpu.example.com"`)))
+	for i := range 2 {
+		name := fmt.Sprintf("node-%d", i)
+		must(snap.AddOrUpdateNode(node(name, nil)))
+		must(snap.AddOrUpdateSlice(nodeSlice(name+"-gpus", name, "gpu.example.com", name,
+			device(name+"-gpu-0", nil), device(name+"-gpu-1", nil))))
+	}
+	claims := []*resourceapi.ResourceClaim{claim("train", exact("gpus", "gpu", 1))}
+	nc, err := snap.NodeClasses(ctx, claims)
+	must(err)
+	nodes := snap.Nodes()
+	results, err := snap.Allocate(ctx, nodes[0], claims)
+	must(err)
+	renamed, err := nc.Rename(results, nodes[0], nodes[1])
+	must(err)
+	d := renamed[0].Devices.Results[0]
+	fmt.Println(d.Pool, d.Device, renamed[0].NodeSelector.NodeSelectorTerms[0].MatchFields[0].Values)
+	// Output: node-1 node-1-gpu-0 [node-1]
+}

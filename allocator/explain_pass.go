@@ -50,6 +50,7 @@ func (a *allocation) explainSearched(e *Explanation, fits, gaveUp bool) (*Explan
 	a.taken.reset()
 	clear(a.shares)
 	clear(a.ledgers)
+	clear(a.owned)
 	clear(a.counters)
 	a.resetTallies()
 

@@ -128,21 +128,34 @@ func (a *allocation) consumed(r *request, d *deviceEntry) (map[resourceapi.Quali
 	if len(r.capacityRequests()) == 0 {
 		return d.plainConsumed()
 	}
-	return capacity.Consumed(r.capacityRequests(), d.api.Capacity, a.capOpts)
+	return a.s.consumed.consumed(r.capacityRequests(), d, a.capOpts)
 }
 
-// ledger returns the running capacity ledger of a device, starting from what the cluster's shares use.
+// ledger returns the running capacity ledger of a device, starting from what the cluster's shares use,
+// to read: until the call adds a share to the device it is the ledger the device keeps for the state's
+// use of it (deviceEntry.stateLedger), shared by every call that reads it.
 func (a *allocation) ledger(d *deviceEntry) *capacity.Ledger {
 	l, ok := a.ledgers[d.id]
 	if !ok {
-		l = capacity.NewLedger(d.api.Capacity)
-		if used, ok := a.st.consumed[d.id]; ok {
-			l.Add(used)
-		}
+		l = d.stateLedger(a.st.consumed[d.id])
 		if a.ledgers == nil {
 			a.ledgers = map[DeviceID]*capacity.Ledger{}
 		}
 		a.ledgers[d.id] = l
+	}
+	return l
+}
+
+// ownLedger is ledger, to change: the call's own copy, made on the first change.
+func (a *allocation) ownLedger(d *deviceEntry) *capacity.Ledger {
+	l := a.ledger(d)
+	if !a.owned[d.id] {
+		l = l.Clone()
+		a.ledgers[d.id] = l
+		if a.owned == nil {
+			a.owned = map[DeviceID]bool{}
+		}
+		a.owned[d.id] = true
 	}
 	return l
 }

@@ -3,6 +3,7 @@ package allocator
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -275,6 +276,37 @@ type deviceCaches struct {
 	// plain is what a request without capacity requirements consumes of the device (consumable
 	// capacity), computed on first use: most requests have none.
 	plain atomic.Pointer[plainConsumption]
+	// ledger is the device's capacity ledger holding what the shares of one state use (see
+	// stateLedger), kept for the state the device was last asked of.
+	ledger atomic.Pointer[stateLedger]
+	// caps is the id of the device's capacities in the snapshot's consumedMemo.
+	caps atomic.Pointer[capsIdent]
+}
+
+// stateLedger is a device's capacity ledger holding used, the consumed capacity a state records for
+// it (state.consumed[id], nil for none).
+type stateLedger struct {
+	used map[resourceapi.QualifiedName]resource.Quantity
+	l    *capacity.Ledger
+}
+
+// stateLedger returns the device's capacity ledger holding used, to read only (a call that adds a
+// share changes a clone): a state replaces a device's consumed map when its shares change and never
+// modifies one, so the map itself says which use the ledger holds, and a filter pass over a fleet
+// builds each device's ledger once per change of its shares rather than in every call.
+func (d *deviceEntry) stateLedger(used map[resourceapi.QualifiedName]resource.Quantity) *capacity.Ledger {
+	if s := d.caches.ledger.Load(); s != nil && sameMap(s.used, used) {
+		return s.l
+	}
+	l := capacity.NewLedger(d.api.Capacity)
+	l.Add(used)
+	d.caches.ledger.Store(&stateLedger{used: used, l: l})
+	return l
+}
+
+// sameMap reports whether x and y are the same map (both nil included).
+func sameMap[K comparable, V any](x, y map[K]V) bool {
+	return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
 }
 
 // plainConsumed is capacity.Consumed for a request without capacity requirements. The map must not be

@@ -159,6 +159,7 @@ func putAllocation(a *allocation) {
 	clearMap(a.derived)
 	clearMap(a.shares)
 	clearMap(a.ledgers)
+	clearMap(a.owned)
 	clearMap(a.counters)
 	clearMap(a.readVerdicts)
 	clear(a.reqBuf)

@@ -431,7 +431,7 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 				a.rollback(u)
 				return false, u, err
 			}
-			a.ledger(d).Add(consumed)
+			a.ownLedger(d).Add(consumed)
 			if a.shares == nil {
 				a.shares = map[DeviceID]int{}
 			}
@@ -457,7 +457,7 @@ func (a *allocation) rollback(u undo) {
 		cs.results = cs.results[:u.resultsBefore]
 	}
 	if u.share {
-		a.ledger(d).Remove(u.consumed)
+		a.ownLedger(d).Remove(u.consumed)
 		addCount(a.shares, d.id, -1)
 	}
 	if u.taken {
@@ -531,6 +531,7 @@ func (a *allocation) greedyDescent() bool {
 	a.resetTallies()
 	clear(a.shares)
 	clear(a.ledgers)
+	clear(a.owned)
 	for i := range a.perClaim {
 		a.perClaim[i].results = a.perClaim[i].results[:0]
 	}

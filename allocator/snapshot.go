@@ -40,6 +40,8 @@ type Snapshot struct {
 	pools *poolCache
 	// classes caches the node classes of recent filter calls (see NodeClasses); shared with forks.
 	classes *classCache
+	// consumed remembers what requests consume of devices' capacities; shared with forks.
+	consumed *consumedMemo
 	// copier makes the private copies of slices (unless NoCopy); shared with forks.
 	copier *sliceCopier
 
@@ -69,6 +71,7 @@ func (s *Snapshot) init(opts Options) {
 		f = *opts.Features
 	}
 	s.st, s.f, s.opts, s.env, s.pools, s.classes, s.copier = newState(), f, opts, opts.CEL, &poolCache{}, &classCache{}, newSliceCopier()
+	s.consumed = &consumedMemo{}
 	if opts.Strategy < FirstFit || opts.Strategy > Spread {
 		s.envErr = fmt.Errorf("%w: unsupported strategy %s", ErrInvalidInput, opts.Strategy)
 		return
@@ -371,17 +374,18 @@ func (s *Snapshot) Fork() *Snapshot {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return &Snapshot{
-		st:      s.st.clone(),
-		f:       s.f,
-		opts:    s.opts,
-		env:     s.env,
-		envErr:  s.envErr,
-		pools:   s.pools,
-		classes: s.classes,
-		copier:  s.copier,
-		parent:  s,
-		baseRev: s.st.rev,
-		closed:  s.closed,
+		st:       s.st.clone(),
+		f:        s.f,
+		opts:     s.opts,
+		env:      s.env,
+		envErr:   s.envErr,
+		pools:    s.pools,
+		classes:  s.classes,
+		consumed: s.consumed,
+		copier:   s.copier,
+		parent:   s,
+		baseRev:  s.st.rev,
+		closed:   s.closed,
 	}
 }
 
@@ -456,7 +460,7 @@ func (s *Snapshot) Commit() error {
 	}
 	// Replay on a scratch snapshot sharing the parent's settings; its parent is the parent's, so that
 	// the claims it touches are recorded for a commit of the parent.
-	scratch := &Snapshot{st: p.st.clone(), f: p.f, opts: p.opts, env: p.env, envErr: p.envErr, pools: p.pools, classes: p.classes, copier: p.copier, parent: p.parent}
+	scratch := &Snapshot{st: p.st.clone(), f: p.f, opts: p.opts, env: p.env, envErr: p.envErr, pools: p.pools, classes: p.classes, consumed: p.consumed, copier: p.copier, parent: p.parent}
 	for _, fn := range s.log {
 		if err := fn(scratch); err != nil {
 			return fmt.Errorf("commit: replay change: %w", err)

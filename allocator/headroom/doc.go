@@ -4,9 +4,10 @@
 // [Count] places copies of a pod template one after another on a fork of the cluster
 // ([pods.Cluster.Fork]), with the cluster's own Place and Assume, so every copy counted is a placement
 // the scheduler's filters and the allocator accept next to the copies before it. The fork is discarded:
-// the cluster is not changed. Counting is bounded by a maximum number of copies and a budget of
-// placements, and when no further copy fits the nodes are grouped by the reason they refuse it
-// ([pods.Cluster.Explain]).
+// the cluster is not changed. Nodes of one kind ([pods.Cluster.NodeKinds]) take the same copies, so one
+// of each kind is filled and the others are counted alike. Counting is bounded by a maximum number of
+// copies and a budget of placements, and when no further copy fits the nodes are grouped by the reason
+// they refuse it ([pods.Cluster.Explain]).
 //
 // [Inventory.Fragmentation] measures, for a workload mix (task shapes with weights summing to 1, each
 // with its devices, CPU and memory), the fragmentation of FGD (Weng et al., "Beware of Fragmentation",

@@ -24,7 +24,9 @@ type CostInput struct {
 	Pod      *v1.Pod
 	Node     *v1.Node
 	// Results are the allocations of the pod's claims on the node, in the order of the claims Place
-	// allocates there; none for a pod without claims to allocate.
+	// allocates there; none for a pod without claims to allocate. On a node of a class of nodes alike
+	// (allocator.NodeClasses) they may be the class's allocation renamed to the node's devices, whose
+	// share IDs were drawn for another node of the class; the placement draws its own.
 	Results []resourceapi.AllocationResult
 	// Requested is what the pods on the node already request, as NodeResourcesFit counts them (the pods
 	// given to AddOrUpdatePod and assumed; cpu in millicores, the others in units, memory in bytes);
@@ -34,10 +36,11 @@ type CostInput struct {
 
 // leastCost chooses, for Options.Cost, the node where the pod fits whose allocation costs least, the
 // first by position on ties; -1 when it fits nowhere. Every node was filtered (scored), so an error on
-// any is returned, the first. A node whose allocation is its class's, not its own, is allocated on its
-// own here, so that the cost sees its own devices; the chosen node's allocation is kept in allocs for
-// the placement.
-func (c *Cluster) leastCost(ctx context.Context, snap *allocator.Snapshot, r *request, nodes []*v1.Node, verdicts *verdictPages, allocs []*allocVerdict) (int, error) {
+// any is returned, the first. A node whose allocation is its class's, not its own, is rated on the
+// class's allocation renamed to its devices (NodeClasses.Rename: the allocation AllocateWith gives
+// there, without a search per node); the chosen node's allocation is kept in allocs for the placement,
+// allocated on the node itself where it was its class's.
+func (c *Cluster) leastCost(ctx context.Context, snap *allocator.Snapshot, classes *allocator.NodeClasses, r *request, nodes []*v1.Node, verdicts *verdictPages, allocs []*allocVerdict) (int, error) {
 	for i := range nodes {
 		if err := verdicts.get(i).err; err != nil {
 			return -1, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[i].Name, err)
@@ -50,25 +53,41 @@ func (c *Cluster) leastCost(ctx context.Context, snap *allocator.Snapshot, r *re
 		if !verdicts.get(i).fits || v == nil {
 			continue
 		}
+		results := v.results
 		if !v.own {
-			results, err := snap.AllocateWith(ctx, allocator.BestFit, nodes[i], v.nc.claims)
-			if err != nil {
-				return -1, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[i].Name, err)
+			// The class's allocation, renamed to the node's devices: what AllocateWith gives there.
+			// Renaming fails only where the snapshot changed since the classes were made (a
+			// concurrent Assume): the node is then allocated on its own, as it is now.
+			var err error
+			if results, err = classes.Rename(v.results, v.class.node, nodes[i]); err != nil {
+				if results, err = snap.AllocateWith(ctx, allocator.BestFit, nodes[i], v.nc.claims); err != nil {
+					return -1, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[i].Name, err)
+				}
+				v = &allocVerdict{nc: v.nc, results: results, own: true}
+				allocs[i] = v
 			}
-			v = &allocVerdict{nc: v.nc, results: results, own: true}
-			allocs[i] = v
 		}
 		var requested map[v1.ResourceName]int64
 		if u := c.usageOf(nodes[i].Name); u != nil {
 			requested = u.requested
 		}
-		cost, err := c.opts.Cost(CostInput{Snapshot: snap, Pod: r.pod, Node: nodes[i], Results: v.results, Requested: requested, PodRequests: r.demand.requests})
+		cost, err := c.opts.Cost(CostInput{Snapshot: snap, Pod: r.pod, Node: nodes[i], Results: results, Requested: requested, PodRequests: r.demand.requests})
 		if err != nil {
 			return -1, fmt.Errorf("%s: node %s: cost: %w", podName(r.pod), nodes[i].Name, err)
 		}
 		if chosen < 0 || cost < best {
 			chosen, best = i, cost
 		}
+	}
+	if chosen >= 0 && !allocs[chosen].own {
+		// The placement's own allocation, with share IDs drawn for the node (the renamed results
+		// carry those drawn on the node that asked for the class).
+		v := allocs[chosen]
+		results, err := snap.AllocateWith(ctx, allocator.BestFit, nodes[chosen], v.nc.claims)
+		if err != nil {
+			return -1, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[chosen].Name, err)
+		}
+		allocs[chosen] = &allocVerdict{nc: v.nc, results: results, own: true}
 	}
 	return chosen, nil
 }

@@ -31,7 +31,8 @@
 //     ([ErrSchedulingGated]); [Cluster.Assume] writes the
 //     placement into the snapshot and [Cluster.Remove] undoes it as the control plane does when a pod
 //     goes away. Use [allocator.Snapshot.Fork] for what-if questions. [Cluster.PlaceOnNode] asks one
-//     node only, at a cost that does not grow with the cluster (capacity planning fills nodes with it).
+//     node only, at a cost that does not grow with the cluster (capacity planning fills nodes with it),
+//     and [Cluster.NodeKinds] sorts nodes into kinds on which a pod fares alike (kinds.go).
 //   - [Cluster.Explain] says why a pod fits on which nodes and not on the others, node by node, and
 //     groups the nodes by their main reason in a line short enough for a pod condition.
 //   - [Cluster.PlaceGroup] places a gang all or nothing (a group with the basic policy pod by pod:

@@ -461,7 +461,7 @@ func (c *Cluster) placeIndexed(ctx context.Context, snap *allocator.Snapshot, r 
 	chosen := -1
 	if scored && c.opts.Cost != nil {
 		var err error
-		if chosen, err = c.leastCost(ctx, snap, r, nodes, verdicts, allocs); err != nil {
+		if chosen, err = c.leastCost(ctx, snap, classes, r, nodes, verdicts, allocs); err != nil {
 			return nil, err
 		}
 	} else if scored {
@@ -581,6 +581,7 @@ type classVerdict struct {
 	allocOnce sync.Once
 	alloc     *allocVerdict // for the nodes of the class other than the one that asked
 	allocErr  error
+	node      *v1.Node // the node that asked: alloc's results name its devices
 }
 
 // class is the node's class verdict; nil when the node is asked on its own (no classes, or an
@@ -640,7 +641,7 @@ func (v *classVerdicts) allocate(ctx context.Context, snap *allocator.Snapshot, 
 		cv.allocOnce.Do(func() {
 			asked = true
 			results, err := snap.AllocateWith(ctx, allocator.BestFit, node, nc.claims)
-			cv.alloc, cv.allocErr = &allocVerdict{nc: nc, results: results, class: cv}, err
+			cv.alloc, cv.allocErr, cv.node = &allocVerdict{nc: nc, results: results, class: cv}, err, node
 		})
 		if cv.allocErr == nil {
 			if asked {

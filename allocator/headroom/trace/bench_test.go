@@ -16,11 +16,12 @@ import (
 //
 //	go test -run '^$' -bench Replay -benchtime 1x ./allocator/headroom/trace/
 //
-// Measured on 2 cores with little else running: FirstFit 7.5 s per replay, 453.2 GPUs unallocated of
-// 6,212, 375 tasks that fit nowhere; BestFit 5.8 s, 581.2, 509; Spread 5.1 s, 724.7, 306; FGD 46.1 s,
-// 413.1, 307 (17 GB allocated over the replay: with a Cost every feasible node is filtered, and a node
-// whose allocation its class gave is allocated again on its own so that the cost sees its devices).
-// The whole benchmark takes 65 s, a little over the minute it should; FGD is most of it.
+// Measured on the shared 2-core machine, loaded by other work (load average 8 falling to 2 during the
+// run): FirstFit 11.3 s per replay, 453.2 GPUs unallocated of 6,212, 375 tasks that fit nowhere;
+// BestFit 11.2 s, 581.2, 509; Spread 9.7 s, 724.7, 306; FGD 19.0 s, 413.1, 307. The whole benchmark
+// took 52 s of wall time and 44 s of CPU (FGD alone 25 s of CPU and 3.8 GB allocated, from 72 s and
+// 17 GB when every node of a class was allocated again on its own for the cost, before node classes
+// renamed their allocation and capacity arithmetic was remembered per device).
 func BenchmarkReplay(b *testing.B) {
 	tr, err := trace.Open("../testdata/openb_node_list_gpu_node.csv", "../testdata/openb_pod_list_default.csv", trace.ReadOptions{})
 	if err != nil {
