@@ -70,6 +70,15 @@ type Options struct {
 	// (every pod
 	// after expansion); an error is reported with the object's source, wrapping ErrInvalid.
 	Validate func(obj runtime.Object) error
+	// TakeSlice, when set, is handed every ResourceSlice as soon as it is read (converted,
+	// defaulted, validated, after Validate), in the order of the input, and the slice is not kept
+	// in Objects.Slices, which stays empty, nor is its Source: a caller that copies what it needs
+	// (an allocator.Snapshot does) lets go of each slice at once, so that the slices of a large
+	// dump, most of its memory once decoded, are never all in memory together. The slice is the
+	// caller's. A slice read twice (the same name) is handed over twice, as read. An error it
+	// returns stops reading; it is reported with the slice's source, wrapping ErrInvalid, as one
+	// of Validate is.
+	TakeSlice func(slice *resourceapi.ResourceSlice, src Source) error
 	// Stdin is read for the path "-"; os.Stdin when nil.
 	Stdin io.Reader
 	// MaxPods bounds the pods that the workloads of the input (Deployments, ReplicaSets,
@@ -610,6 +619,12 @@ func (d *decoder) add(obj runtime.Object, src Source, owned bool) (runtime.Objec
 		if err := d.opts.Validate(obj); err != nil {
 			return nil, &Error{Source: src, Object: objectName(obj, nil), Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 		}
+	}
+	if s, ok := obj.(*resourceapi.ResourceSlice); ok && d.opts.TakeSlice != nil {
+		if err := d.opts.TakeSlice(s, src); err != nil {
+			return nil, &Error{Source: src, Object: objectName(obj, nil), Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
+		}
+		return obj, nil
 	}
 	if !d.objs.add(obj, src) {
 		// Not reached: readable admits only kinds that convert or expand to the ones add files.
