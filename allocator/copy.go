@@ -46,6 +46,8 @@ type sliceCopier struct {
 	attrShared int
 	// memo remembers the shared maps that validation found valid (copies are never modified).
 	memo validation.Memo
+	// derived shares what is computed from the shared maps alone (CEL views, plain consumption).
+	derived derived
 }
 
 // maxSharedMaps bounds the capacity and counter maps a sliceCopier remembers, and apart from them the
