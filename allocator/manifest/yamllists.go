@@ -132,21 +132,29 @@ func (d *decoder) yamlList(doc []byte, src Source) (handled bool, err error) {
 	jsonSize := int64(len(skeleton))
 	items := make([][]byte, len(parts.entries))
 	itemDups := make([][]string, len(parts.entries))
+	var scratch bytes.Buffer
 	for i, entry := range parts.entries {
-		edups, esize, empty, err := parseYAML(entry, limit)
+		root, edups, esize, empty, err := parseYAMLTree(entry, limit)
 		if err != nil || empty {
 			return false, nil
 		}
 		// The entry alone is a document ({2} + the sequence + 1) whose sequence is {2} + the
 		// entry + 1; in the whole document it adds the entry and a separator.
 		size += esize - 6 + 1
-		data, err := yaml.YAMLToJSON(entry)
-		if err != nil || len(data) < 2 || data[0] != '[' || data[len(data)-1] != ']' {
-			return false, nil
+		// The JSON from the tree parsed (see yamljson.go), else converted by sigs.k8s.io/yaml.
+		item, fast := entryJSON(&scratch, root, entry)
+		if !fast {
+			data, err := yaml.YAMLToJSON(entry)
+			if err != nil || len(data) < 2 || data[0] != '[' || data[len(data)-1] != ']' {
+				return false, nil
+			}
+			item = data[1 : len(data)-1]
+			if depth, entries := jsonShape(data); depth > maxPartDepth+1 || entries != 1 {
+				return false, nil // too deep, or not one entry after all
+			}
 		}
-		item := data[1 : len(data)-1]
-		if depth, entries := jsonShape(data); depth > maxPartDepth+1 || entries != 1 || hasLongExponent(item) {
-			return false, nil // too deep, not one entry after all, or a number for the whole to report
+		if hasLongExponent(item) {
+			return false, nil // a number for the whole to report
 		}
 		jsonSize += int64(len(item))
 		if i > 0 {
