@@ -323,3 +323,38 @@ func TestYAMLListCutsDecodeAsWhole(t *testing.T) {
 		})
 	}
 }
+
+// TestLongYAMLListsDecodeAsWhole: a YAML List long enough to be converted on several goroutines
+// decodes as the whole List does, with an entry that fails (a bad field, a key given twice, an entry
+// cut short, a tag) first, in the middle or last, and under a MaxBytes that the sum of the entries
+// passes but not any one of them.
+func TestLongYAMLListsDecodeAsWhole(t *testing.T) {
+	pod := func(i int) string {
+		return fmt.Sprintf("- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p%d\n    labels: {a: 'yes', b: on, c: 80Gi}\n  spec:\n    containers: [{name: c, image: i}]\n", i)
+	}
+	bad := map[string]string{
+		"bogus field": "- apiVersion: v1\n  kind: Pod\n  metadata: {name: bad}\n  spec: {bogus: 1}\n",
+		"key twice":   "- apiVersion: v1\n  kind: Pod\n  kind: Pod\n  metadata: {name: bad}\n",
+		"cut short":   "- apiVersion: v1\n  kind: \"Pod\n",
+		"a tag":       "- apiVersion: v1\n  kind: !!str Pod\n  metadata: {name: bad}\n  spec: {containers: [{name: c, image: i}]}\n",
+	}
+	const n = 600
+	for name, entry := range bad {
+		for _, at := range []int{0, n / 2, n - 1} {
+			var b strings.Builder
+			b.WriteString("apiVersion: v1\nkind: List\nitems:\n")
+			for i := range n {
+				if i == at {
+					b.WriteString(entry)
+					continue
+				}
+				b.WriteString(pod(i))
+			}
+			for _, opts := range []Options{{}, {MaxBytes: int64(b.Len()) + 1000}, {MaxBytes: int64(b.Len()) / 2}} {
+				if err := sameAsWhole([]byte(b.String()), opts); err != nil {
+					t.Errorf("%s at %d, MaxBytes %d: %.2000s", name, at, opts.MaxBytes, err)
+				}
+			}
+		}
+	}
+}
