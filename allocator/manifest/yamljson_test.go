@@ -120,3 +120,29 @@ func TestEntryJSONDeclines(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEntryJSON: for any entry of a YAML List that entryJSON writes from the tree, sigs.k8s.io/yaml
+// converts the entry too (yaml/v2 parses it) and to the same bytes.
+func FuzzEntryJSON(f *testing.F) {
+	f.Add([]byte("- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p\n    labels: {a: 'yes', b: on, c: 80Gi}\n  spec:\n    containers: [{name: c, image: i}]\n"))
+	f.Add([]byte("- {b: yes, a: 'yes', c: on, d: ~, e: -12, f: 80Gi, g: \"a<b\", h: [1, n], i: 2001-12-14t21:59:43Z}\n"))
+	f.Add([]byte("- kind: Pod\n  metadata:\n    name: p\n  spec:\n    x: |\n      two\n      lines\n    y: >-\n      folded\n      text\n"))
+	f.Fuzz(func(t *testing.T, entry []byte) {
+		root, _, _, empty, err := parseYAMLTree(entry, 1<<20)
+		if err != nil || empty {
+			return
+		}
+		var b bytes.Buffer
+		item, ok := entryJSON(&b, root, entry)
+		if !ok {
+			return
+		}
+		want, err := yaml.YAMLToJSON(entry)
+		if err != nil {
+			t.Fatalf("%q: entryJSON wrote %s, sigs.k8s.io/yaml fails: %v", entry, item, err)
+		}
+		if got := "[" + string(item) + "]"; got != string(want) {
+			t.Fatalf("%q:\nentryJSON %s\nsigs.k8s.io/yaml %s", entry, got, want)
+		}
+	})
+}
