@@ -357,6 +357,11 @@ func (d *decoder) document(data []byte, src Source, dups ...string) error {
 	}
 	_, ser := codec()
 	obj, gvk, err := ser.Decode(data, nil, nil)
+	return d.decoded(data, obj, gvk, err, src, dups)
+}
+
+// decoded is document after the serializer's decode of data: obj, gvk and err are what it returned.
+func (d *decoder) decoded(data []byte, obj runtime.Object, gvk *schema.GroupVersionKind, err error, src Source, dups []string) error {
 	if list, ok := obj.(*corev1.List); ok && err == nil {
 		// The items of a List are decoded one by one, each with the duplicate keys found in it.
 		listDups, itemDups := splitItemPaths(dups)

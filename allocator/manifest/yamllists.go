@@ -162,18 +162,7 @@ func (d *decoder) yamlList(doc []byte, src Source) (handled bool, err error) {
 	if err := d.decodeError(obj, gvk, nil, src, nil); err != nil {
 		return true, err
 	}
-	for i, item := range items {
-		isrc := src
-		isrc.Item = i + 1
-		if bytes.Equal(item, []byte("null")) {
-			item = nil // as a RawExtension holds it
-		}
-		if err := d.document(item, isrc, itemDups[i]...); err != nil {
-			return true, err
-		}
-		items[i] = nil
-	}
-	return true, nil
+	return true, d.listItems(items, src, func(i int) []string { return itemDups[i] })
 }
 
 // maxPartDepth is the deepest nesting of an item yamlList converts alone: the libraries bound
