@@ -38,18 +38,19 @@ import (
 //	load-build                        20,002   0.9 s        56     317 MB
 //
 // `dractl place -o text` on the whole dump (/usr/bin/time, three runs or more; CPU time is user+sys;
-// wall time with the load average between 7 and 14 on the 2 cores): max RSS 568-591 MB and 2.7 s of
-// CPU in JSON, 717-842 MB and 5.4 s in YAML, before the Lists were decoded item by item and the slices
-// read let go of once copied; 431-458 MB and 2.6-2.8 s in JSON (wall 4.0-5.9 s), 393-459 MB and
-// 4.9-5.1 s in YAML (wall 7.9-16 s) after. Then, with the slices fed into the snapshot as they are
-// read (manifest.Options.TakeSlice: the decoded slices, 98 MB, are never all alive), equal attribute
-// maps shared across the snapshot (55 MB for 40,000 two-entry maps), the CEL views and plain
-// consumption of devices with the same maps shared (61 MB), and each entry of a YAML List parsed
-// once, the entries on every core: 234-269 MB and 2.2-2.6 s in JSON (wall 1.9-6.0 s), 238-275 MB and
-// 3.1-3.5 s in YAML (wall 3.1-9.6 s); with GOMEMLIMIT=200MiB, which the Go runtime reads, 211-214 MB
-// for the same CPU. The heap in use after a collection: 56 MB once loaded and built (was 134 MB after
-// loading), 91 MB after placing (was 206 MB): the decoded pods (26 MB), the claims written (17 MB),
-// the snapshot's copies of the nodes (14 MB) and of the slices (7 MB) are most of it. The dump's
+// wall time with the load average between 6 and 9 on the 2 cores, which it depends on more than on
+// anything here): max RSS 568-591 MB and 2.7 s of CPU in JSON, 717-842 MB and 5.4 s in YAML, before
+// the Lists were decoded item by item and the slices read let go of once copied; 431-461 MB and
+// 2.4-2.8 s in JSON (wall 4.0-10 s), 393-463 MB and 4.9-5.1 s in YAML (wall 7.9-16 s) after. Then,
+// with the slices fed into the snapshot as they are read (manifest.Options.TakeSlice: the decoded
+// slices, 98 MB, are never all alive), equal attribute maps shared across the snapshot (55 MB for
+// 40,000 two-entry maps), the CEL views and plain consumption of devices with the same maps shared
+// (61 MB), each entry of a YAML List parsed once, and the entries parsed and the items decoded on
+// every core: 234-257 MB and 2.0-2.3 s in JSON (wall 2.4-5.3 s), 232-261 MB and 3.0-3.3 s in YAML
+// (wall 4.3-9.1 s); with GOMEMLIMIT=200MiB, which the Go runtime reads, 213-214 MB for 0.1-0.3 s
+// more. The heap in use after a collection: 56 MB once loaded and built (was 134 MB after loading),
+// 91 MB after placing (was 206 MB): the decoded pods (26 MB), the claims written (17 MB), the
+// snapshot's copies of the nodes (14 MB) and of the slices (7 MB) are most of it. The dump's
 // devices carry no uuid, so that every node publishes the same attributes; a fleet whose devices
 // each have their own keeps an attribute map and a CEL view per device (about 1.3 and 1.2 KB).
 func BenchmarkScaleDump(b *testing.B) {
