@@ -111,8 +111,8 @@ func TestSliceCopyIsPrivate(t *testing.T) {
 	}
 }
 
-// The copier shares a capacity or counter map between slices only when it is identical, quantities
-// included in their representation, so that the copy reads back as its input did.
+// The copier shares an attribute, capacity or counter map between devices and slices only when it is
+// identical, quantities included in their representation, so that the copy reads back as its input did.
 func TestSliceCopySharesIdenticalMapsOnly(t *testing.T) {
 	c := newSliceCopier()
 	a, b := gpuSlice("node-a", 2), gpuSlice("node-b", 2)
@@ -127,7 +127,14 @@ func TestSliceCopySharesIdenticalMapsOnly(t *testing.T) {
 	if !reflect.DeepEqual(cb, b) || !reflect.DeepEqual(ca, a) {
 		t.Errorf("copies differ from their inputs")
 	}
-	// Attributes differ per device (uuid) and are shared only inside a slice.
+	// Equal attribute maps are shared across slices too (a fleet without uuids publishes the same ones
+	// on every node), and different ones are not.
+	if reflect.ValueOf(ca.Spec.Devices[1].Attributes).Pointer() != reflect.ValueOf(cb.Spec.Devices[1].Attributes).Pointer() {
+		t.Errorf("identical attribute maps of two slices are not shared")
+	}
+	if reflect.ValueOf(ca.Spec.Devices[0].Attributes).Pointer() == reflect.ValueOf(cb.Spec.Devices[1].Attributes).Pointer() {
+		t.Errorf("attribute maps that differ (uuid, index) are shared")
+	}
 	d := gpuSlice("node-c", 1)
 	d.Spec.Devices = append(d.Spec.Devices, *d.Spec.Devices[0].DeepCopy())
 	d.Spec.Devices[1].Name = "gpu-1"

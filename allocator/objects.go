@@ -90,6 +90,10 @@ type sliceEntry struct {
 	// caches holds the pool built from this entry and its siblings, and the pools gathered for the node
 	// whose slice list starts with this entry; a copy gets its own.
 	caches *entryCaches
+	// derived shares the devices' CEL views and plain consumption with the other devices of the
+	// snapshot that have the same maps; nil (each device its own) when the snapshot keeps the
+	// caller's objects (NoCopy).
+	derived *derived
 }
 
 // deviceEntry is one device of a slice, prepared once.
@@ -314,8 +318,7 @@ func sameMap[K comparable, V any](x, y map[K]V) bool {
 func (d *deviceEntry) plainConsumed() (map[resourceapi.QualifiedName]resource.Quantity, error) {
 	p := d.caches.plain.Load()
 	if p == nil {
-		c, err := capacity.Consumed(nil, d.api.Capacity, d.slice.capOpts)
-		d.caches.plain.CompareAndSwap(nil, &plainConsumption{consumed: c, err: err})
+		d.caches.plain.CompareAndSwap(nil, d.slice.derived.plainConsumed(d.api.Capacity, d.slice.capOpts))
 		p = d.caches.plain.Load()
 	}
 	return p.consumed, p.err
@@ -517,7 +520,7 @@ func (d *deviceEntry) view() *celenv.Device {
 	if v := l.p.Load(); v != nil {
 		return v
 	}
-	v := celenv.NewDevice(d.id.Driver, d.api)
+	v := d.slice.derived.view(d.id.Driver, d.api)
 	if l.p.CompareAndSwap(nil, v) {
 		return v
 	}

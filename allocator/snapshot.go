@@ -171,6 +171,9 @@ func (s *Snapshot) AddOrUpdateSlice(slice *resourceapi.ResourceSlice) error {
 		if err != nil {
 			return err
 		}
+		if !s.opts.NoCopy {
+			e.derived = &s.copier.derived
+		}
 		if exists {
 			st.removeSlice(old)
 		} else {

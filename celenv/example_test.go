@@ -76,6 +76,26 @@ func ExampleNewDevice() {
 	// gpu.nvidia.com/gpu-0
 }
 
+// The GPUs of a fleet often publish the same attributes and capacity: each is prepared from the
+// first one's converted values, under its own name.
+func ExampleDevice_Named() {
+	env, _ := celenv.NewEnv(celenv.Options{})
+	first := celenv.NewDevice("gpu.nvidia.com", exampleGPU("gpu-0", "Hopper", "9.0.0", "80Gi"))
+	fits, _ := env.Compile(`device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0`)
+	h100, _ := env.Compile(`device.attributes["gpu.nvidia.com"].model == "H100"`)
+	for _, name := range []string{"gpu-0", "gpu-1"} {
+		dev := first.Named("gpu.nvidia.com", name)
+		ok, _ := fits.Matches(context.Background(), dev)
+		_, err := h100.Matches(context.Background(), dev)
+		var ev *celenv.EvalError
+		errors.As(err, &ev)
+		fmt.Println(dev.Name(), ok, ev.Device)
+	}
+	// Output:
+	// gpu.nvidia.com/gpu-0 true gpu.nvidia.com/gpu-0
+	// gpu.nvidia.com/gpu-1 true gpu.nvidia.com/gpu-1
+}
+
 func ExampleSelector_Matches() {
 	env, _ := celenv.NewEnv(celenv.Options{})
 	sel, _ := env.Compile(`device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA")`)

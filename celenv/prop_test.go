@@ -122,3 +122,30 @@ func flipQualification(n resourceapi.QualifiedName) resourceapi.QualifiedName {
 	}
 	return prefix + n
 }
+
+// TestPropNamedMatchesNewDevice: a device prepared with Named from another with the same values
+// evaluates as one prepared with NewDevice (verdicts, and errors word for word, its name in them), and
+// the device it was made from keeps its own name.
+func TestPropNamedMatchesNewDevice(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		dev := genPropDevice(t, func(string) bool { return false })
+		first := NewDevice(propDriver, dev)
+		twin := dev.DeepCopy()
+		twin.Name = rapid.SampledFrom([]string{"gpu-1", "d", "gpu-7"}).Draw(t, "name")
+		named, fresh := first.Named(propDriver, twin.Name), NewDevice(propDriver, twin)
+		if named.Name() != fresh.Name() || first.Name() != propDriver+"/d" {
+			t.Fatalf("named %q, fresh %q, first now %q", named.Name(), fresh.Name(), first.Name())
+		}
+		for _, expr := range propSelectors {
+			sel, err := testEnv.Compile(expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok1, err1 := sel.Matches(context.Background(), named)
+			ok2, err2 := sel.Matches(context.Background(), fresh)
+			if ok1 != ok2 || fmt.Sprint(err1) != fmt.Sprint(err2) {
+				t.Fatalf("%s: named (%v, %v), fresh (%v, %v)", expr, ok1, err1, ok2, err2)
+			}
+		}
+	})
+}

@@ -70,6 +70,15 @@ type Options struct {
 	// (every pod
 	// after expansion); an error is reported with the object's source, wrapping ErrInvalid.
 	Validate func(obj runtime.Object) error
+	// TakeSlice, when set, is handed every ResourceSlice as soon as it is read (converted,
+	// defaulted, validated, after Validate), in the order of the input, and the slice is not kept
+	// in Objects.Slices, which stays empty, nor is its Source: a caller that copies what it needs
+	// (an allocator.Snapshot does) lets go of each slice at once, so that the slices of a large
+	// dump, most of its memory once decoded, are never all in memory together. The slice is the
+	// caller's. A slice read twice (the same name) is handed over twice, as read. An error it
+	// returns stops reading; it is reported with the slice's source, wrapping ErrInvalid, as one
+	// of Validate is.
+	TakeSlice func(slice *resourceapi.ResourceSlice, src Source) error
 	// Stdin is read for the path "-"; os.Stdin when nil.
 	Stdin io.Reader
 	// MaxPods bounds the pods that the workloads of the input (Deployments, ReplicaSets,
@@ -348,6 +357,11 @@ func (d *decoder) document(data []byte, src Source, dups ...string) error {
 	}
 	_, ser := codec()
 	obj, gvk, err := ser.Decode(data, nil, nil)
+	return d.decoded(data, obj, gvk, err, src, dups)
+}
+
+// decoded is document after the serializer's decode of data: obj, gvk and err are what it returned.
+func (d *decoder) decoded(data []byte, obj runtime.Object, gvk *schema.GroupVersionKind, err error, src Source, dups []string) error {
 	if list, ok := obj.(*corev1.List); ok && err == nil {
 		// The items of a List are decoded one by one, each with the duplicate keys found in it.
 		listDups, itemDups := splitItemPaths(dups)
@@ -610,6 +624,12 @@ func (d *decoder) add(obj runtime.Object, src Source, owned bool) (runtime.Objec
 		if err := d.opts.Validate(obj); err != nil {
 			return nil, &Error{Source: src, Object: objectName(obj, nil), Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 		}
+	}
+	if s, ok := obj.(*resourceapi.ResourceSlice); ok && d.opts.TakeSlice != nil {
+		if err := d.opts.TakeSlice(s, src); err != nil {
+			return nil, &Error{Source: src, Object: objectName(obj, nil), Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
+		}
+		return obj, nil
 	}
 	if !d.objs.add(obj, src) {
 		// Not reached: readable admits only kinds that convert or expand to the ones add files.

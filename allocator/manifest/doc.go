@@ -17,9 +17,11 @@
 //     and NoExecute taints); a DaemonSet's pods follow the objects read as they are.
 //
 // A List is decoded item by item, each item from the document's bytes, and a List in YAML (kubectl
-// get -o yaml, one document) converted to JSON entry by entry, so that a dump of a large cluster is
-// held once as bytes and once as objects, not as whole-document trees besides; the objects and
-// errors are those of decoding the List whole.
+// get -o yaml, one document) converted to JSON entry by entry, each entry parsed once, so that a dump
+// of a large cluster is held once as bytes and once as objects, not as whole-document trees besides;
+// the objects and errors are those of decoding the List whole. With Options.TakeSlice the
+// ResourceSlices, most of a dump's objects, are handed over as they are read instead of being kept,
+// so that a caller that copies them (an allocator.Snapshot) never holds them all at once.
 //
 // Workloads read next to what a cluster already runs for them, as `kubectl get all -o yaml` writes a
 // Deployment with its ReplicaSets and their pods, are not doubled: a workload's expanded pods are

@@ -240,3 +240,47 @@ func ExampleObjects_Append() {
 	// nodes.yaml: document 1
 	// classes.yaml: document 1
 }
+
+// Options.TakeSlice hands each ResourceSlice over as soon as it is read, so that a program that
+// keeps its own copy (an allocator.Snapshot) never holds all the slices of a large dump as
+// decoded objects at once; Objects.Slices stays empty. An error it returns names the slice.
+func ExampleOptions_takeSlice() {
+	input := `apiVersion: v1
+kind: List
+items:
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceSlice
+  metadata: {name: node-0-gpus}
+  spec: {driver: gpu.example.com, nodeName: node-0, pool: {name: node-0, resourceSliceCount: 1}, devices: [{name: gpu-0}]}
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceSlice
+  metadata: {name: node-1-gpus}
+  spec: {driver: gpu.example.com, nodeName: node-1, pool: {name: node-1, resourceSliceCount: 1}, devices: [{name: gpu-0}]}
+`
+	devices := 0
+	take := func(s *resourceapi.ResourceSlice, src manifest.Source) error {
+		fmt.Println(s.Name, "from", src)
+		devices += len(s.Spec.Devices)
+		return nil
+	}
+	objs, err := manifest.Decode(strings.NewReader(input), "dump.yaml", manifest.Options{TakeSlice: take})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(devices, "devices,", len(objs.Slices), "slices kept")
+
+	refuse := func(s *resourceapi.ResourceSlice, _ manifest.Source) error {
+		if s.Spec.NodeName != nil && *s.Spec.NodeName == "node-1" {
+			return errors.New("node node-1 is cordoned")
+		}
+		return nil
+	}
+	_, err = manifest.Decode(strings.NewReader(input), "dump.yaml", manifest.Options{TakeSlice: refuse})
+	fmt.Println(err)
+	// Output:
+	// node-0-gpus from dump.yaml: document 1, item 1
+	// node-1-gpus from dump.yaml: document 1, item 2
+	// 2 devices, 0 slices kept
+	// dump.yaml: document 1, item 2: ResourceSlice node-1-gpus: invalid object: node node-1 is cordoned
+}

@@ -132,16 +132,5 @@ func (d *decoder) streamList(data []byte, src Source, dups []string) (handled bo
 	if err := d.decodeError(obj, gvk, nil, src, listDups); err != nil {
 		return true, err
 	}
-	for i, item := range parts.items {
-		isrc := src
-		isrc.Item = i + 1
-		if bytes.Equal(item, []byte("null")) {
-			item = nil // as a RawExtension holds it
-		}
-		if err := d.document(item, isrc, itemDups[i]...); err != nil {
-			return true, err
-		}
-		parts.items[i] = nil
-	}
-	return true, nil
+	return true, d.listItems(parts.items, src, func(i int) []string { return itemDups[i] })
 }

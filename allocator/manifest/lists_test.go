@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"pgregory.net/rapid"
 	"sigs.k8s.io/yaml"
@@ -321,5 +322,93 @@ func TestYAMLListCutsDecodeAsWhole(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLongYAMLListsDecodeAsWhole: a YAML List long enough to be converted on several goroutines
+// decodes as the whole List does, with an entry that fails (a bad field, a key given twice, an entry
+// cut short, a tag) first, in the middle or last, and under a MaxBytes that the sum of the entries
+// passes but not any one of them.
+func TestLongYAMLListsDecodeAsWhole(t *testing.T) {
+	pod := func(i int) string {
+		return fmt.Sprintf("- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p%d\n    labels: {a: 'yes', b: on, c: 80Gi}\n  spec:\n    containers: [{name: c, image: i}]\n", i)
+	}
+	bad := map[string]string{
+		"bogus field": "- apiVersion: v1\n  kind: Pod\n  metadata: {name: bad}\n  spec: {bogus: 1}\n",
+		"key twice":   "- apiVersion: v1\n  kind: Pod\n  kind: Pod\n  metadata: {name: bad}\n",
+		"cut short":   "- apiVersion: v1\n  kind: \"Pod\n",
+		"a tag":       "- apiVersion: v1\n  kind: !!str Pod\n  metadata: {name: bad}\n  spec: {containers: [{name: c, image: i}]}\n",
+	}
+	const n = 600
+	for name, entry := range bad {
+		for _, at := range []int{0, n / 2, n - 1} {
+			var b strings.Builder
+			b.WriteString("apiVersion: v1\nkind: List\nitems:\n")
+			for i := range n {
+				if i == at {
+					b.WriteString(entry)
+					continue
+				}
+				b.WriteString(pod(i))
+			}
+			for _, opts := range []Options{{}, {MaxBytes: int64(b.Len()) + 1000}, {MaxBytes: int64(b.Len()) / 2}} {
+				if err := sameAsWhole([]byte(b.String()), opts); err != nil {
+					t.Errorf("%s at %d, MaxBytes %d: %.2000s", name, at, opts.MaxBytes, err)
+				}
+			}
+		}
+	}
+}
+
+// TestLongJSONListsDecodeAsWhole: a JSON List long enough for its items to be decoded ahead on
+// other goroutines (listItems) decodes as the whole List does, with an item that fails (a bad
+// field, a key given twice, a long exponent, no kind, a workload over MaxPods) first, at a batch's
+// edge, in the middle or last, and with the slices handed to TakeSlice in order.
+func TestLongJSONListsDecodeAsWhole(t *testing.T) {
+	pod := func(i int) string {
+		return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p%d"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, i)
+	}
+	bad := map[string]string{
+		"bogus field":   `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bad"},"spec":{"bogus":1}}`,
+		"key twice":     `{"apiVersion":"v1","kind":"Pod","kind":"Pod","metadata":{"name":"bad"}}`,
+		"long exponent": `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"},"status":{"capacity":{"cpu":"1e-100000"}}}`,
+		"no kind":       `{"apiVersion":"v1","metadata":{"name":"nokind"}}`,
+		"null":          `null`,
+		"too many pods": `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":5,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`,
+	}
+	const n = 3*itemBatch + 7
+	for name, item := range bad {
+		for _, at := range []int{0, itemBatch - 1, itemBatch, n / 2, n - 1} {
+			items := make([]string, n)
+			for i := range items {
+				items[i] = pod(i)
+			}
+			items[at] = item
+			input := `{"apiVersion":"v1","kind":"List","items":[` + strings.Join(items, ",") + "]}"
+			for _, opts := range []Options{{}, {SkipUnknown: true, MaxPods: 4}} {
+				if err := sameAsWhole([]byte(input), opts); err != nil {
+					t.Errorf("%s at %d: %.2000s", name, at, err)
+				}
+			}
+		}
+	}
+	// Slices among the pods reach TakeSlice in the order of the input.
+	items := make([]string, n)
+	for i := range items {
+		items[i] = pod(i)
+		if i%3 == 0 {
+			items[i] = fmt.Sprintf(`{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"s%d"},"spec":{"driver":"d.example.com","nodeName":"n%d","pool":{"name":"n%d","resourceSliceCount":1},"devices":[{"name":"d0"}]}}`, i, i, i)
+		}
+	}
+	var names []string
+	opts := Options{TakeSlice: func(s *resourceapi.ResourceSlice, src Source) error {
+		if want := fmt.Sprintf("s%d", src.Item-1); s.Name != want {
+			return fmt.Errorf("%s at item %d", s.Name, src.Item)
+		}
+		names = append(names, s.Name)
+		return nil
+	}}
+	if _, err := Decode(strings.NewReader(`{"apiVersion":"v1","kind":"List","items":[`+strings.Join(items, ",")+"]}"), "input", opts); err != nil || len(names) != (n+2)/3 {
+		t.Fatalf("got %v with %d slices, want %d in order", err, len(names), (n+2)/3)
 	}
 }

@@ -11,7 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// Objects are the objects read from manifests, each kind in the order of the input.
+// Objects are the objects read from manifests, each kind in the order of the input. Slices is
+// empty when Options.TakeSlice took the ResourceSlices as they were read.
 type Objects struct {
 	Pods       []*corev1.Pod
 	Nodes      []*corev1.Node

@@ -20,17 +20,23 @@ func duplicateKeys(doc []byte, limit int64) (dups []string, empty bool, err erro
 // parseYAML is duplicateKeys that also returns the size of the document as JSON, its aliases
 // expanded (see expandedSize).
 func parseYAML(doc []byte, limit int64) (dups []string, size int64, empty bool, err error) {
-	var root yamlv3.Node
-	if err := yamlv3.Unmarshal(doc, &root); err != nil {
-		return nil, 0, false, err
+	_, dups, size, empty, err = parseYAMLTree(doc, limit)
+	return dups, size, empty, err
+}
+
+// parseYAMLTree is parseYAML that also returns the parsed document.
+func parseYAMLTree(doc []byte, limit int64) (root *yamlv3.Node, dups []string, size int64, empty bool, err error) {
+	root = new(yamlv3.Node)
+	if err := yamlv3.Unmarshal(doc, root); err != nil {
+		return nil, nil, 0, false, err
 	}
 	if root.Kind == 0 || (root.Kind == yamlv3.DocumentNode && len(root.Content) == 0) {
-		return nil, 0, true, nil
+		return nil, nil, 0, true, nil
 	}
-	if size, err = expandedSize(&root, limit); err != nil {
-		return nil, 0, false, err
+	if size, err = expandedSize(root, limit); err != nil {
+		return nil, nil, 0, false, err
 	} else if size > limit {
-		return nil, 0, false, tooLargeDocument(limit)
+		return nil, nil, 0, false, tooLargeDocument(limit)
 	}
 	var walk func(n *yamlv3.Node, path string)
 	walk = func(n *yamlv3.Node, path string) {
@@ -61,6 +67,6 @@ func parseYAML(doc []byte, limit int64) (dups []string, size int64, empty bool, 
 			}
 		}
 	}
-	walk(&root, "")
-	return dups, size, false, nil
+	walk(root, "")
+	return root, dups, size, false, nil
 }

@@ -2,6 +2,10 @@ package manifest
 
 import (
 	"bytes"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
 
 	"sigs.k8s.io/yaml"
 
@@ -130,38 +134,25 @@ func (d *decoder) yamlList(doc []byte, src Source) (handled bool, err error) {
 		return false, nil
 	}
 	jsonSize := int64(len(skeleton))
-	items := make([][]byte, len(parts.entries))
-	itemDups := make([][]string, len(parts.entries))
-	for i, entry := range parts.entries {
-		edups, esize, empty, err := parseYAML(entry, limit)
-		if err != nil || empty {
+	entries := convertEntries(parts.entries, limit)
+	items := make([][]byte, len(entries))
+	itemDups := make([][]string, len(entries))
+	for i, e := range entries {
+		if !e.ok {
 			return false, nil
 		}
 		// The entry alone is a document ({2} + the sequence + 1) whose sequence is {2} + the
 		// entry + 1; in the whole document it adds the entry and a separator.
-		size += esize - 6 + 1
-		data, err := yaml.YAMLToJSON(entry)
-		if err != nil || len(data) < 2 || data[0] != '[' || data[len(data)-1] != ']' {
-			return false, nil
-		}
-		item := data[1 : len(data)-1]
-		if depth, entries := jsonShape(data); depth > maxPartDepth+1 || entries != 1 || hasLongExponent(item) {
-			return false, nil // too deep, not one entry after all, or a number for the whole to report
-		}
-		jsonSize += int64(len(item))
+		size += e.size - 6 + 1
+		jsonSize += int64(len(e.item))
 		if i > 0 {
 			jsonSize++ // the comma
 		}
 		if size > limit || jsonSize > limit {
 			return false, nil
 		}
-		for _, p := range edups {
-			// "[0].metadata.name" in the entry is "metadata.name" in the item, as
-			// splitItemPaths makes "items[3].metadata.name".
-			path, _ := bytes.CutPrefix([]byte(p), []byte("[0]"))
-			itemDups[i] = append(itemDups[i], string(bytes.TrimPrefix(path, []byte("."))))
-		}
-		items[i] = item
+		items[i], itemDups[i] = e.item, e.dups
+		entries[i] = convertedEntry{}
 	}
 	_, ser := codec()
 	obj, gvk, err := ser.Decode(skeleton, nil, nil)
@@ -171,18 +162,7 @@ func (d *decoder) yamlList(doc []byte, src Source) (handled bool, err error) {
 	if err := d.decodeError(obj, gvk, nil, src, nil); err != nil {
 		return true, err
 	}
-	for i, item := range items {
-		isrc := src
-		isrc.Item = i + 1
-		if bytes.Equal(item, []byte("null")) {
-			item = nil // as a RawExtension holds it
-		}
-		if err := d.document(item, isrc, itemDups[i]...); err != nil {
-			return true, err
-		}
-		items[i] = nil
-	}
-	return true, nil
+	return true, d.listItems(items, src, func(i int) []string { return itemDups[i] })
 }
 
 // maxPartDepth is the deepest nesting of an item yamlList converts alone: the libraries bound
@@ -216,4 +196,79 @@ func jsonShape(data []byte) (deepest, entries int) {
 		entries++ // n values, n-1 commas
 	}
 	return deepest, entries
+}
+
+// convertedEntry is an entry of a YAML List converted alone: its JSON, the paths of its duplicate
+// keys (relative to the item) and its size as JSON with aliases expanded (see expandedSize); ok is
+// false when the entry is not one item the whole document's conversion would give as it is.
+type convertedEntry struct {
+	item []byte
+	dups []string
+	size int64
+	ok   bool
+}
+
+// minEntriesPerWorker is the fewest entries that are worth one more goroutine.
+const minEntriesPerWorker = 64
+
+// convertEntries converts the entries of a YAML List, on as many goroutines as the machine runs Go
+// code on (parsing is most of the time of reading a dump in YAML, and the entries are independent);
+// the answer is the one converting them in turn gives.
+func convertEntries(entries [][]byte, limit int64) []convertedEntry {
+	out := make([]convertedEntry, len(entries))
+	workers := min(runtime.GOMAXPROCS(0), len(entries)/minEntriesPerWorker+1)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			var scratch bytes.Buffer
+			// Each round takes one more entry, so the loop ends with the entries.
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(entries) {
+					return
+				}
+				out[i] = convertEntry(entries[i], limit, &scratch)
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// convertEntry converts one entry of a YAML List. A panic (a bug in a YAML library) leaves the entry
+// not converted, so that the whole document is converted in the caller's goroutine, as before.
+func convertEntry(entry []byte, limit int64, scratch *bytes.Buffer) (e convertedEntry) {
+	defer func() {
+		if recover() != nil {
+			e = convertedEntry{}
+		}
+	}()
+	root, dups, size, empty, err := parseYAMLTree(entry, limit)
+	if err != nil || empty {
+		return convertedEntry{}
+	}
+	// The JSON from the tree parsed (see yamljson.go), else converted by sigs.k8s.io/yaml.
+	item, fast := entryJSON(scratch, root, entry)
+	if !fast {
+		data, err := yaml.YAMLToJSON(entry)
+		if err != nil || len(data) < 2 || data[0] != '[' || data[len(data)-1] != ']' {
+			return convertedEntry{}
+		}
+		item = data[1 : len(data)-1]
+		if depth, entries := jsonShape(data); depth > maxPartDepth+1 || entries != 1 {
+			return convertedEntry{} // too deep, or not one entry after all
+		}
+	}
+	if hasLongExponent(item) {
+		return convertedEntry{} // a number for the whole to report
+	}
+	e = convertedEntry{item: item, size: size, ok: true}
+	for _, p := range dups {
+		// "[0].metadata.name" in the entry is "metadata.name" in the item, as splitItemPaths
+		// makes "items[3].metadata.name".
+		path, _ := strings.CutPrefix(p, "[0]")
+		e.dups = append(e.dups, strings.TrimPrefix(path, "."))
+	}
+	return e
 }

@@ -39,8 +39,9 @@ type command struct {
 	// output is the default of -o: "text" unless the command's main output is for machines.
 	output string
 	// dropDevices says that the command reads the ResourceSlices and Nodes only through the
-	// snapshot, which keeps its own copies: the ones read are let go as soon as they are copied
-	// (see buildCluster), which halves the memory of a large dump's devices.
+	// snapshot, which keeps its own copies: the slices go into the snapshot as they are read
+	// (sliceFeed) and the Nodes read are let go as soon as they are copied (buildCluster), which
+	// halves the memory of a large dump's devices.
 	dropDevices bool
 }
 
@@ -249,19 +250,23 @@ func (o Options) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (
 		}
 	}
 	mopts := manifest.Options{SkipUnknown: true, Stdin: stdin, Validate: validate, MaxBytes: *maxBytes, MaxPods: *maxPods}
+	trust := len(files) == 0 && o.TrustAPIServer
+	if trust {
+		mopts.NoValidate, mopts.Validate = true, nil
+	}
+	snap := newSnapshot(trust)
+	if cmd.dropDevices {
+		// The slices go into the snapshot as they are read, never all alive at once.
+		mopts.TakeSlice = newSliceFeed(snap, stderr, name).take
+	}
 	var objs *manifest.Objects
-	trust := false
 	if len(files) > 0 {
 		objs, err = manifest.Load(files, mopts)
 	} else {
-		trust = o.TrustAPIServer
-		if trust {
-			mopts.NoValidate, mopts.Validate = true, nil
-		}
 		objs, err = o.Source(context.Background(), mopts)
 	}
 	if err == nil {
-		e.cluster, err = buildCluster(objs, stderr, name, trust, cmd.dropDevices)
+		e.cluster, err = buildInto(snap, objs, stderr, name, cmd.dropDevices)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s %s: %v\n", name, cmd.name, err)

@@ -31,6 +31,44 @@ type cluster struct {
 	gangBudget int
 }
 
+// newSnapshot is the snapshot a run builds.
+func newSnapshot(trustAPIServer bool) *allocator.Snapshot {
+	var shares atomic.Uint64
+	return allocator.NewSnapshot(allocator.Options{
+		TrustAPIServer: trustAPIServer,
+		// Deterministic share IDs keep the output the same for the same input.
+		ShareIDs: func() types.UID {
+			return types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", shares.Add(1)))
+		},
+	})
+}
+
+// sliceFeed adds each ResourceSlice to the snapshot as the loader reads it (manifest.Options.TakeSlice),
+// so that the slices as read, the most memory of a large dump (about 100 MB for 5,000 nodes of 8 GPUs),
+// are never all alive at once: each is collected once the snapshot has its copy. A slice read again
+// replaces the one read before, as kubectl apply would (and as buildCluster keeps the latest of the
+// other kinds), with the same warning.
+type sliceFeed struct {
+	snap   *allocator.Snapshot
+	stderr io.Writer
+	name   string
+	// seen is where each slice name was read, for the warning.
+	seen map[string]manifest.Source
+}
+
+func newSliceFeed(snap *allocator.Snapshot, stderr io.Writer, name string) *sliceFeed {
+	return &sliceFeed{snap: snap, stderr: stderr, name: name, seen: map[string]manifest.Source{}}
+}
+
+// take is the manifest.Options.TakeSlice of a run.
+func (f *sliceFeed) take(s *resourceapi.ResourceSlice, src manifest.Source) error {
+	if old, ok := f.seen[s.Name]; ok {
+		fmt.Fprintf(f.stderr, "%s: %s: ResourceSlice %s replaces the one read at %s, as kubectl apply would\n", f.name, src, s.Name, old)
+	}
+	f.seen[s.Name] = src
+	return f.snap.AddOrUpdateSlice(s)
+}
+
 // buildCluster builds the snapshot from the objects read: slices, classes, claims (their allocations
 // are the allocated state), taint rules and nodes, and a pods.Cluster with the templates and PodGroups.
 // Pods with a node are running (their allocated claims are in the claims); pods without one and not
@@ -38,6 +76,12 @@ type cluster struct {
 // snapshot has its copy, so that it can be collected (objs does not keep it alive through its sources):
 // the slices of 5,000 nodes of 8 GPUs are about 100 MB as read.
 func buildCluster(objs *manifest.Objects, stderr io.Writer, name string, trustAPIServer, dropDevices bool) (*cluster, error) {
+	return buildInto(newSnapshot(trustAPIServer), objs, stderr, name, dropDevices)
+}
+
+// buildInto is buildCluster with the snapshot given: one that a sliceFeed has filled with the slices
+// while they were read.
+func buildInto(snap *allocator.Snapshot, objs *manifest.Objects, stderr io.Writer, name string, dropDevices bool) (*cluster, error) {
 	warn := func(kind string, kept, dropped runtime.Object) {
 		src, _ := objs.Source(kept)
 		old, _ := objs.Source(dropped)
@@ -51,14 +95,6 @@ func buildCluster(objs *manifest.Objects, stderr io.Writer, name string, trustAP
 	objs.Templates = latest(objs.Templates, "ResourceClaimTemplate", warn)
 	objs.TaintRules = latest(objs.TaintRules, "DeviceTaintRule", warn)
 	objs.PodGroups = latest(objs.PodGroups, "PodGroup", warn)
-	var shares atomic.Uint64
-	snap := allocator.NewSnapshot(allocator.Options{
-		TrustAPIServer: trustAPIServer,
-		// Deterministic share IDs keep the output the same for the same input.
-		ShareIDs: func() types.UID {
-			return types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", shares.Add(1)))
-		},
-	})
 	c := &cluster{objs: objs, snap: snap, groups: map[types.NamespacedName]*schedulingv1beta1.PodGroup{}}
 	for i, s := range objs.Slices {
 		if err := snap.AddOrUpdateSlice(s); err != nil {

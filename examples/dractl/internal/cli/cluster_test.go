@@ -3,6 +3,7 @@ package cli
 import (
 	"io"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,4 +46,47 @@ func TestBuildClusterLetsGoOfDevices(t *testing.T) {
 		t.Error("the snapshot has neither pools nor nodes")
 	}
 	runtime.KeepAlive(c)
+}
+
+// TestSliceFeed: place and explain add each ResourceSlice to the snapshot as it is read. A slice read
+// again replaces the one read before, with the warning buildCluster gives for the other kinds; lint,
+// which reads the slices themselves, sees the same devices. (The snapshot validates a slice as the
+// loader has before, so an error of the feed is manifest's TestTakeSliceHostile.)
+func TestSliceFeed(t *testing.T) {
+	slice := func(devices string) string {
+		return `apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: n1-gpus}
+spec: {driver: gpu.example.com, nodeName: n1, pool: {name: n1, resourceSliceCount: 1}, devices: [` + devices + `]}
+`
+	}
+	node := "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"8\", memory: 32Gi, pods: \"110\"}}\n"
+	pod := `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers: [{name: c, image: i, resources: {claims: [{name: gpus}]}}]
+  resourceClaims: [{name: gpus, resourceClaimTemplateName: two}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: two}
+spec: {spec: {devices: {requests: [{name: g, exactly: {deviceClassName: gpu, count: 2}}]}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec: {selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]}
+`
+	// The first slice has one device, the second two: the pod fits only if the second replaced it.
+	in := node + "---\n" + slice("{name: g0}") + "---\n" + slice("{name: g0}, {name: g1}") + "---\n" + pod
+	code, out, errOut := dractl(t, in, "place", "-f", "-", "-o", "text")
+	wantErr := "dractl: -: document 3: ResourceSlice n1-gpus replaces the one read at -: document 2, as kubectl apply would\n"
+	if code != exitOK || !strings.Contains(out, "Pod default/p goes to node n1") || errOut != wantErr {
+		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	code, out, errOut = dractl(t, in, "lint", "-f", "-")
+	if code != exitOK || !strings.Contains(out, "against 2 devices") || errOut != wantErr {
+		t.Errorf("lint: exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
 }
