@@ -34,12 +34,12 @@ import (
 // (the simulator's fit test reads CPU only) 409.5, so neither explains the gap.
 func BenchmarkReplayAlibabaTrace(b *testing.B) {
 	specs, trace, mix := loadTrace(b, "openb_node_list_gpu_node.csv", "openb_pod_list_default.csv")
-	inv, cost, totalGPUs := traceInventory(b, specs, mix)
+	inv, fgd, totalGPUs := traceInventory(b, specs, mix)
 	tasks := toCapacity(trace, float64(totalGPUs))
 	for _, run := range []struct {
 		name string
 		opts pods.Options
-	}{{"FirstFit", pods.Options{}}, {"BestFit", pods.Options{Choice: pods.BestFit}}, {"FGD", pods.Options{Cost: cost}}} {
+	}{{"FirstFit", pods.Options{}}, {"BestFit", pods.Options{Choice: pods.BestFit}}, {"FGD", fgd}} {
 		b.Run(run.name, func(b *testing.B) {
 			var r replayed
 			start := time.Now()
@@ -106,9 +106,9 @@ func toCapacity(trace []traceTask, gpus float64) []traceTask {
 	return out
 }
 
-// traceInventory is the measure's inventory of the trace's nodes, FGD's cost for the mix, and the
+// traceInventory is the measure's inventory of the trace's nodes, FGD's options for the mix (Cost and Prefer), and the
 // number of GPUs.
-func traceInventory(tb testing.TB, specs []nodeSpec, mix []headroom.Shape) (*headroom.Inventory, pods.Cost, int) {
+func traceInventory(tb testing.TB, specs []nodeSpec, mix []headroom.Shape) (*headroom.Inventory, pods.Options, int) {
 	tb.Helper()
 	total := 0
 	var published []*resourceapi.ResourceSlice
@@ -120,9 +120,9 @@ func traceInventory(tb testing.TB, specs []nodeSpec, mix []headroom.Shape) (*hea
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cost, err := inv.FGD(mix)
+	cost, prefer, err := inv.FGD(mix)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return inv, cost, total
+	return inv, pods.Options{Cost: cost, Prefer: prefer}, total
 }

@@ -192,14 +192,14 @@ func replay(t *testing.T, file string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cost, err := inv.FGD(mix)
+	cost, prefer, err := inv.FGD(mix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, run := range []struct {
 		name string
 		opts pods.Options
-	}{{"FirstFit", pods.Options{}}, {"BestFit", pods.Options{Choice: pods.BestFit}}, {"FGD", pods.Options{Cost: cost}}} {
+	}{{"FirstFit", pods.Options{}}, {"BestFit", pods.Options{Choice: pods.BestFit}}, {"FGD", pods.Options{Cost: cost, Prefer: prefer}}} {
 		r := replayRun(t, specs, tasks, run.name, run.opts)
 		rep, err := inv.Fragmentation(r.cluster, mix)
 		if err != nil {
