@@ -14,20 +14,21 @@ import (
 )
 
 // FGD is the node and device choice of Fragmentation Gradient Descent (Weng et al., ATC '23), as a
-// [pods.Cost] and a [pods.Prefer] for pods.Options.Cost and Options.Prefer: placing a pod on node n
-// costs the growth of F_n(M) it causes, F_n(M) after minus before (see frag.go), the pod's allocation
-// results, CPU and memory taken, so [pods.Cluster.Place] takes, among the nodes where the pod fits (the
-// same nodes as FirstFit), the one whose fragmentation grows least. The growth is rounded to 1e-9 GPUs,
-// so that growths equal but for rounding tie; ties go to the first node by name. (The paper does not
-// say; its simulator rounds each node's score to an integer of 0–100 and lets kube-scheduler pick one
-// of the best at random.)
+// [pods.Cost] and a [pods.Prefer] for pods.Options.Cost and Options.Prefer. Placing a pod on node n
+// grows F_n(M) by F_n(M) after minus before (see frag.go), the pod's allocation results, CPU and memory
+// taken; the node is rated as the paper's simulator scores it, 100·σ(−growth in GPUs) truncated to an
+// integer of 0–100, and costs minus that score, so [pods.Cluster.Place] takes, among the nodes where
+// the pod fits (the same nodes as FirstFit), one whose fragmentation grows least, growths within about
+// 0.04 GPUs of one another alike. Ties go to the first node by name (the simulator lets kube-scheduler
+// draw one of the best at random). The growth is rounded to 1e-9 GPUs first, so that growths equal but
+// for rounding score alike.
 //
 // Within a node the devices are allocated with [allocator.BestFit] (a share goes to the device whose
 // capacity is most used), and, as in the paper, a pod whose allocation takes a share of one device and
 // nothing else of the node's devices is rated on each device alike to that one (same driver,
-// capacities and string attributes) with enough capacity left: the node costs the least growth, and
-// Prefer names the device that gives it where it is not BestFit's (ties keep BestFit's device), so that
-// the pod is placed there. Whole devices are BestFit's: free devices alike are alike for the measure.
+// capacities and string attributes) with enough capacity left: the node is rated with the device of
+// the best score, and Prefer names that device where it is not BestFit's (ties keep BestFit's device),
+// so that the pod is placed there. Whole devices are BestFit's: free devices alike are alike for the measure.
 // Nodes without devices in the inventory cost 0. The mix is checked as [Inventory.Fragmentation]
 // checks it.
 //
@@ -60,8 +61,8 @@ type growthKey struct {
 	state, placement string
 }
 
-// choice is the least growth of F_n(M) a placement can have on a node, and the node's device that gives
-// it in place of the share the allocation took; -1 for the allocation as it is.
+// choice is the growth of F_n(M) of the best placement on a node (by score), and the node's device
+// that gives it in place of the share the allocation took; -1 for the allocation as it is.
 type choice struct {
 	growth float64
 	device int
@@ -71,7 +72,14 @@ type choice struct {
 const memoLimit = 1 << 17
 
 func (f *fgd) cost(in pods.CostInput) (float64, error) {
-	return f.rate(in).growth, nil
+	return -score(f.rate(in).growth), nil
+}
+
+// score is the paper's simulator's node score for a growth of g GPUs: 100·σ(−g) truncated to an
+// integer of 0–100 (fgd_score.go divides its growth in thousandths of a GPU by 1000). Growths within
+// about 0.04 GPUs of one another score alike, and ties go to the first node by name.
+func score(g float64) float64 {
+	return math.Floor(100 / (1 + math.Exp(g)))
 }
 
 func (f *fgd) prefer(in pods.CostInput) ([]allocator.DeviceID, error) {
@@ -82,8 +90,8 @@ func (f *fgd) prefer(in pods.CostInput) ([]allocator.DeviceID, error) {
 	return []allocator.DeviceID{f.inv.devices[in.Node.Name][c.device].id}, nil
 }
 
-// rate is the growth of F_n(M) the placement causes on its node, the least over the devices it may
-// take its share of.
+// rate is the growth of F_n(M) the placement causes on its node, the best by score over the devices
+// it may take its share of.
 func (f *fgd) rate(in pods.CostInput) choice {
 	name := in.Node.Name
 	if len(f.inv.devices[name]) == 0 {
@@ -113,7 +121,7 @@ func (f *fgd) rate(in pods.CostInput) choice {
 				continue
 			}
 			moved := map[allocator.DeviceID]*use{before.devs[j].dev.id: u}
-			if g := f.grows(in, before, moved); g < c.growth {
+			if g := f.grows(in, before, moved); score(g) > score(c.growth) {
 				c = choice{growth: g, device: j}
 			}
 		}

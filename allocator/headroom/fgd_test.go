@@ -116,3 +116,33 @@ func TestFGDChoosesDevice(t *testing.T) {
 		})
 	}
 }
+
+// FGD rates nodes by the simulator's integer score, 100·σ(−growth): growths that differ by less than
+// its step tie, and the first node by name wins. With a mix of 5 % half GPUs and 95 % CPU-only tasks, a
+// share of 300 on a's unused GPU grows F_a by −0.285 (score 57); on b's GPU with 400 shares left by
+// −0.30 (score 57 too): a, where the least growth alone would take b.
+func TestFGDScoresAsTheSimulator(t *testing.T) {
+	specs := []string{"a 32 1 1000", "b 32 1 1000"}
+	inv, err := headroom.NewInventory(slicesOf(specs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix := []headroom.Shape{
+		{Name: "half", Weight: 0.05, Requests: []headroom.Request{share(500)}},
+		{Name: "cpu", Weight: 0.95},
+	}
+	cost, prefer, err := inv.FGD(mix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cluster(pods.Options{Cost: cost, Prefer: prefer}, specs...)
+	placeOn(t, c, "half", "b", "half-gpu")
+	placeOn(t, c, "tenth", "b", "tenth-gpu")
+	p, err := c.Place(context.Background(), pod("new", "1", "third-gpu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Node != "a" {
+		t.Fatalf("placed on %s, want a", p.Node)
+	}
+}
