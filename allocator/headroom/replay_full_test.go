@@ -24,7 +24,8 @@ import (
 //
 // At commit time (2 cores shared with other work, load average 10–20), GPUs unallocated of 6,212 (GPU
 // tasks that fit nowhere) and seconds per replay: FirstFit 452.6 (500) in 25 s, BestFit 580.7 (634) in
-// 18 s, FGD 412.9 (433) in 183 s. Before the measure counted CPU and memory (the whole trace, without
+// 18 s, FGD 412.9 (433) in 183 s, when FGD rated nodes by the exact growth (with the simulator's
+// integer score, see the package doc, trace order in allocator/headroom/trace gave 363.4 for 413.1). Before the measure counted CPU and memory (the whole trace, without
 // the drawn tasks): FirstFit 453.2, BestFit 581.2, FGD 668.4, in 41, 44 and 458 s. Of FGD's CPU time
 // the measure is now about 5%; the rest is the pod layer's, which with a Cost filters every node and
 // allocates the pod on each node where it fits (pods.Options.Cost). The paper reports FGD leaving up to
