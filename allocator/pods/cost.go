@@ -11,11 +11,6 @@ import (
 	"github.com/dralloc/dralloc/allocator"
 )
 
-// Prefer names devices that a pod's claims should take first on the node a [Cost] chose (see
-// Options.Prefer), in the order to try them; in is what the Cost rated there. It is called from one
-// goroutine, once per placement, and must not change the snapshot.
-type Prefer func(in CostInput) ([]allocator.DeviceID, error)
-
 // Cost rates placing a pod on a node (see [CostInput]): the lower, the better. It is called from one
 // goroutine, on the snapshot as filtered, which it must not change. An error stops the placement and is
 // returned.

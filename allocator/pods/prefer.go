@@ -9,6 +9,11 @@ import (
 	"github.com/dralloc/dralloc/allocator"
 )
 
+// Prefer names devices that a pod's claims should take first on the node a [Cost] chose (see
+// Options.Prefer), in the order to try them; in is what the Cost rated there. It is called from one
+// goroutine, once per placement, and must not change the snapshot.
+type Prefer func(in CostInput) ([]allocator.DeviceID, error)
+
 // prefer asks Options.Prefer for the devices the pod's claims should take on the node leastCost chose
 // (allocs[i], its own allocation) and, when it names some, allocates the claims there again preferring
 // them, in allocs[i]. The preference never rules a device out, so the claims fit there again.
