@@ -38,6 +38,8 @@ type allocation struct {
 	lastAll position
 	// greedy: the search is the first descent of greedyDescent, which stops at the first step back.
 	greedy bool
+	// prefer ranks the devices AllocatePreferring's caller prefers (see preferDevices); nil for none.
+	prefer map[DeviceID]int
 
 	perClaim []claimState
 	scratch

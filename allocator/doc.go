@@ -45,7 +45,8 @@
 // [Snapshot.AllocateWith] uses another for one call, as allocator/pods' BestFit does on every node.
 // [Options].Topology adds, under any strategy, a preference for devices close together (the NUMA node
 // and PCIe root by default, and the PCIe root of a NIC the same claim takes): it orders the search as
-// the strategies do and rules nothing out, so claims fit with it exactly when they fit without it.
+// the strategies do and rules nothing out, so claims fit with it exactly when they fit without it;
+// [Snapshot.AllocatePreferring] does the same for devices a caller names (allocator/headroom's FGD).
 // Feature gates are one [Features] value with the Kubernetes gate names; the zero [Options] use the gates
 // Kubernetes 1.37 enables by default.
 //

@@ -149,7 +149,7 @@ func getAllocation() *allocation { return allocations.Get().(*allocation) }
 // counts or fills is emptied (a map only when something is in it: clearing an empty map is not free).
 func putAllocation(a *allocation) {
 	a.ctx, a.s, a.st, a.node, a.claims, a.pools = nil, nil, nil, nil, nil, nil
-	a.steps, a.twinsOnly, a.lastAll = 0, false, position{}
+	a.steps, a.twinsOnly, a.lastAll, a.prefer = 0, false, position{}, nil
 	a.short = shortfall{}
 	a.indep = a.indep[:0]
 	for i := range a.perClaim {

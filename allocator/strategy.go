@@ -47,6 +47,7 @@ func (a *allocation) rankCandidates(r *request) ([]location, error) {
 	if a.s != nil && a.s.opts.Topology != nil {
 		a.preferTopology(r, list)
 	}
+	a.preferDevices(list)
 	order := make([]location, len(list))
 	for i := range list {
 		order[i] = list[i].at

@@ -73,7 +73,7 @@ func (t *Topology) attributes() []resourceapi.FullyQualifiedName {
 // ranks reports whether the search walks each request's candidates in a ranked order (allocateRanked)
 // rather than in upstream order.
 func (a *allocation) ranks() bool {
-	return a.strategy != FirstFit || a.s != nil && a.s.opts.Topology != nil
+	return a.strategy != FirstFit || a.s != nil && a.s.opts.Topology != nil || len(a.prefer) > 0
 }
 
 // domain is one value of a topology attribute; the zero domain is "no value".

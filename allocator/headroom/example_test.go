@@ -61,31 +61,31 @@ func ExampleInventory_Fragmentation() {
 }
 
 // FGD places a share where it fragments least: on the unused GPU rather than the one it would leave too
-// small for the mix's half GPUs.
+// small for the mix's half GPUs, whether that GPU is on another node or on the same one.
 func ExampleInventory_FGD() {
-	specs := []string{"a 32 1 1000", "b 32 1 1000"}
+	specs := []string{"a 32 2 1000", "b 32 1 1000"}
 	inv, err := headroom.NewInventory(slicesOf(specs...))
 	if err != nil {
 		panic(err)
 	}
 	half := headroom.Request{Capacity: "shares", Amount: resource.MustParse("500")}
-	cost, err := inv.FGD([]headroom.Shape{{Name: "half", Weight: 1, Requests: []headroom.Request{half}}})
+	cost, prefer, err := inv.FGD([]headroom.Shape{{Name: "half", Weight: 1, Requests: []headroom.Request{half}}})
 	if err != nil {
 		panic(err)
 	}
-	for _, opts := range []pods.Options{{}, {Cost: cost}} {
+	for _, opts := range []pods.Options{{}, {Cost: cost, Prefer: prefer}} {
 		c := cluster(opts, specs...)
 		first := pod("first", "1", "third-gpu")
-		first.Spec.NodeName = "a" // a: 700 of 1000 shares left
+		first.Spec.NodeName = "a" // a/gpu-0: 700 of 1000 shares left
 		p, _ := c.Place(context.Background(), first)
 		_ = c.Assume(p)
-		// 300 more on a would leave 400, too little for a half; on b 700 are left.
+		// 300 more on a/gpu-0 would leave 400, too little for a half; on a/gpu-1 or b 700 are left.
 		p, _ = c.Place(context.Background(), pod("second", "1", "third-gpu"))
-		fmt.Println(opts.Cost != nil, p.Node)
+		fmt.Println(opts.Cost != nil, p.Node, p.Claims[0].Claim.Status.Allocation.Devices.Results[0].Device)
 	}
 	// Output:
-	// false a
-	// true b
+	// false a gpu-0
+	// true a gpu-1
 }
 
 // ShapeOf reads a mix's shape from a pod and its claim templates.

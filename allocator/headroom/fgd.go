@@ -13,38 +13,46 @@ import (
 	"github.com/dralloc/dralloc/allocator/pods"
 )
 
-// FGD is the node choice of Fragmentation Gradient Descent (Weng et al., ATC '23) as a [pods.Cost]:
-// placing a pod on node n costs the growth of F_n(M) it causes, F_n(M) after minus before (see
-// frag.go), the pod's allocation results, CPU and memory taken, so [pods.Cluster.Place] with
-// Options.Cost set to it takes, among the nodes where the pod fits (the same nodes as FirstFit), the
-// one whose fragmentation grows least. The growth is rounded to 1e-9 GPUs, so that growths equal but
-// for rounding tie; ties go to the first node by name. (The paper does not say; its simulator rounds
-// each node's score to an integer of 0–100 and lets kube-scheduler pick one of the best at random.)
-// The devices are allocated on each node with [allocator.BestFit] (a share goes to the device whose
-// capacity is most used, as the paper's simulator does). Nodes without devices in the inventory cost 0.
-// The mix is checked as [Inventory.Fragmentation] checks it.
+// FGD is the node and device choice of Fragmentation Gradient Descent (Weng et al., ATC '23), as a
+// [pods.Cost] and a [pods.Prefer] for pods.Options.Cost and Options.Prefer. Placing a pod on node n
+// grows F_n(M) by F_n(M) after minus before (see frag.go), the pod's allocation results, CPU and memory
+// taken; the node is rated as the paper's simulator scores it, 100·σ(−growth in GPUs) truncated to an
+// integer of 0–100, and costs minus that score, so [pods.Cluster.Place] takes, among the nodes where
+// the pod fits (the same nodes as FirstFit), one whose fragmentation grows least, growths within about
+// 0.04 GPUs of one another alike. Ties go to the first node by name (the simulator lets kube-scheduler
+// draw one of the best at random). The growth is rounded to 1e-9 GPUs first, so that growths equal but
+// for rounding score alike.
+//
+// Within a node the devices are allocated with [allocator.BestFit] (a share goes to the device whose
+// capacity is most used), and, as in the paper, a pod whose allocation takes a share of one device and
+// nothing else of the node's devices is rated on each device alike to that one (same driver,
+// capacities and string attributes) with enough capacity left: the node is rated with the device of
+// the best score, and Prefer names that device where it is not BestFit's (ties keep BestFit's device),
+// so that the pod is placed there. Whole devices are BestFit's: free devices alike are alike for the measure.
+// Nodes without devices in the inventory cost 0. The mix is checked as [Inventory.Fragmentation]
+// checks it.
 //
 // Each node's state and F_n(M) are kept and measured again only when the node changed (a claim on
 // its devices allocated or freed, its pods' CPU or memory), and nodes of one kind in one state with
-// one allocation share one measure, so that rating a node costs a few lookups where the mix has been
-// measured on its state before.
-func (inv *Inventory) FGD(mix []Shape) (pods.Cost, error) {
+// one allocation share one measure and one choice of device, so that rating a node costs a few lookups
+// where the mix has been measured on its state before.
+func (inv *Inventory) FGD(mix []Shape) (pods.Cost, pods.Prefer, error) {
 	pm, err := prepareMix(mix)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	f := &fgd{inv: inv, mix: pm, memo: map[string]float64{}, growth: map[growthKey]float64{}}
-	return f.cost, nil
+	f := &fgd{inv: inv, mix: pm, memo: map[string]float64{}, growth: map[growthKey]choice{}}
+	return f.cost, f.prefer, nil
 }
 
-// fgd is FGD's memos for the mix: F_n(M) by state key, and the growth by state key and placement.
+// fgd is FGD's memos for the mix: F_n(M) by state key, and the choice by state key and placement.
 type fgd struct {
 	inv *Inventory
 	mix *preparedMix
 
 	mu     sync.Mutex
 	memo   map[string]float64
-	growth map[growthKey]float64
+	growth map[growthKey]choice
 }
 
 // growthKey names a placement on a node in a state: the state's key, and what the placement takes
@@ -53,41 +61,119 @@ type growthKey struct {
 	state, placement string
 }
 
+// choice is the growth of F_n(M) of the best placement on a node (by score), and the node's device
+// that gives it in place of the share the allocation took; -1 for the allocation as it is.
+type choice struct {
+	growth float64
+	device int
+}
+
 // memoLimit bounds the memo: past it, it starts again empty.
 const memoLimit = 1 << 17
 
 func (f *fgd) cost(in pods.CostInput) (float64, error) {
+	return -score(f.rate(in).growth), nil
+}
+
+// score is the paper's simulator's node score for a growth of g GPUs: 100·σ(−g) truncated to an
+// integer of 0–100 (fgd_score.go divides its growth in thousandths of a GPU by 1000). Growths within
+// about 0.04 GPUs of one another score alike, and ties go to the first node by name.
+func score(g float64) float64 {
+	return math.Floor(100 / (1 + math.Exp(g)))
+}
+
+func (f *fgd) prefer(in pods.CostInput) ([]allocator.DeviceID, error) {
+	c := f.rate(in)
+	if c.device < 0 {
+		return nil, nil
+	}
+	return []allocator.DeviceID{f.inv.devices[in.Node.Name][c.device].id}, nil
+}
+
+// rate is the growth of F_n(M) the placement causes on its node, the best by score over the devices
+// it may take its share of.
+func (f *fgd) rate(in pods.CostInput) choice {
 	name := in.Node.Name
 	if len(f.inv.devices[name]) == 0 {
-		return 0, nil
+		return choice{device: -1}
 	}
+	ni := f.inv.info[name]
 	before := f.inv.current(in.Snapshot, name, in.Node, in.Requested)
 	// Nodes of one kind in one state given the same placement grow alike: most nodes of a fleet are
 	// rated from this memo without a state built for the placement.
 	var gk growthKey
 	if before.key != "" {
-		if p, ok := placementKey(f.inv.info[name], in); ok {
+		if p, ok := placementKey(ni, in); ok {
 			gk = growthKey{before.key, p}
 			f.mu.Lock()
-			d, ok := f.growth[gk]
+			c, ok := f.growth[gk]
 			f.mu.Unlock()
 			if ok {
-				return d, nil
+				return c
 			}
 		}
 	}
-	after := f.inv.after(in.Snapshot, name, before, in.Results, in.PodRequests)
-	d := f.measure(name, after) - f.measure(name, before)
-	d = math.Round(d*1e9) / 1e9
+	extra := resultUses(in.Results)
+	c := choice{growth: f.grows(in, before, extra), device: -1}
+	if i, u, ok := shareOf(ni, before, extra); ok {
+		for j := range before.devs {
+			if j == i || ni.alike[j] != ni.alike[i] || !holds(&before.devs[j], u) {
+				continue
+			}
+			moved := map[allocator.DeviceID]*use{before.devs[j].dev.id: u}
+			if g := f.grows(in, before, moved); score(g) > score(c.growth) {
+				c = choice{growth: g, device: j}
+			}
+		}
+	}
 	if gk.state != "" {
 		f.mu.Lock()
 		if len(f.growth) >= memoLimit {
 			clear(f.growth)
 		}
-		f.growth[gk] = d
+		f.growth[gk] = c
 		f.mu.Unlock()
 	}
-	return d, nil
+	return c
+}
+
+// grows is the growth of F_n(M) from the state before to before with extra taken and the pod's CPU and
+// memory, rounded to 1e-9.
+func (f *fgd) grows(in pods.CostInput, before *nodeState, extra map[allocator.DeviceID]*use) float64 {
+	after := f.inv.after(in.Snapshot, in.Node.Name, before, extra, in.PodRequests)
+	d := f.measure(in.Node.Name, after) - f.measure(in.Node.Name, before)
+	return math.Round(d*1e9) / 1e9
+}
+
+// shareOf is the device of the node that the placement takes a share of, when that is all it takes of
+// the node's devices and the node has no counter sets (whose state is not patched), and the share.
+func shareOf(ni *nodeInfo, st *nodeState, extra map[allocator.DeviceID]*use) (int, *use, bool) {
+	if ni.counters || len(extra) != 1 {
+		return 0, nil, false
+	}
+	for id, u := range extra {
+		i, ok := ni.index[id]
+		if !ok || u.whole || !st.devs[i].dev.shared {
+			return 0, nil, false
+		}
+		return i, u, true
+	}
+	return 0, nil, false
+}
+
+// holds reports whether the shared device can take the share u now: it is not held whole, and has at
+// least what u consumes left of each capacity.
+func holds(ds *devState, u *use) bool {
+	if !ds.dev.shared || ds.whole {
+		return false
+	}
+	for k, q := range u.consumed {
+		l, ok := ds.left[k]
+		if !ok || l.Cmp(q) < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // placementKey names what a placement takes of a node without counter sets: each result's device by

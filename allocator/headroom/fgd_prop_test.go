@@ -10,6 +10,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"pgregory.net/rapid"
 
+	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/headroom"
 	"github.com/dralloc/dralloc/allocator/pods"
 	"github.com/dralloc/dralloc/allocator/verify"
@@ -38,11 +39,11 @@ func TestPropFGDFitsWhereFirstFit(t *testing.T) {
 			{Name: "whole", Weight: 0.5, Requests: []headroom.Request{whole(1)}, CPU: cpus(2)},
 			{Name: "half", Weight: 0.5, Requests: []headroom.Request{share(500)}, CPU: cpus(1)},
 		}
-		cost, err := inv.FGD(mix)
+		cost, prefer, err := inv.FGD(mix)
 		if err != nil {
 			rt.Fatal(err)
 		}
-		c := cluster(pods.Options{Cost: cost}, specs...)
+		c := cluster(pods.Options{Cost: cost, Prefer: prefer}, specs...)
 		var bound []*v1.Pod // the pods placed, bound to their nodes, for the other strategies' clusters
 		for step := range rapid.IntRange(1, 12).Draw(rt, "steps") {
 			cpu := fmt.Sprint(rapid.IntRange(1, 3).Draw(rt, fmt.Sprint("cpu-", step)))
@@ -122,7 +123,7 @@ func TestPropCachedMeasure(t *testing.T) {
 			{Name: "half", Weight: 0.4, Requests: []headroom.Request{share(500)}, CPU: cpus(1)},
 			{Name: "cpu", Weight: 0.2, CPU: cpus(3)},
 		}
-		cached, err := inv.FGD(mix)
+		cached, cachedPrefer, err := inv.FGD(mix)
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -133,14 +134,27 @@ func TestPropCachedMeasure(t *testing.T) {
 				return 0, err
 			}
 			fresh, _ := headroom.NewInventory(published)
-			fc, _ := fresh.FGD(mix)
+			fc, _, _ := fresh.FGD(mix)
 			want, _ := fc(in)
 			if got != want && mismatch == nil {
 				mismatch = fmt.Errorf("%s on %s: cached growth %v, from scratch %v", in.Pod.Name, in.Node.Name, got, want)
 			}
 			return got, nil
 		}
-		c := cluster(pods.Options{Cost: cost}, specs...)
+		prefer := func(in pods.CostInput) ([]allocator.DeviceID, error) {
+			got, err := cachedPrefer(in)
+			if err != nil {
+				return nil, err
+			}
+			fresh, _ := headroom.NewInventory(published)
+			_, fp, _ := fresh.FGD(mix)
+			want, _ := fp(in)
+			if fmt.Sprint(got) != fmt.Sprint(want) && mismatch == nil {
+				mismatch = fmt.Errorf("%s on %s: cached preference %v, from scratch %v", in.Pod.Name, in.Node.Name, got, want)
+			}
+			return got, nil
+		}
+		c := cluster(pods.Options{Cost: cost, Prefer: prefer}, specs...)
 		var placed []*v1.Pod
 		for step := range rapid.IntRange(1, 15).Draw(rt, "steps") {
 			if len(placed) > 0 && rapid.IntRange(0, 3).Draw(rt, fmt.Sprint("remove-", step)) == 0 {

@@ -26,11 +26,11 @@ func TestFGDChoosesLeastGrowth(t *testing.T) {
 	ctx := context.Background()
 	half := []headroom.Shape{{Name: "half", Weight: 1, Requests: []headroom.Request{share(500)}}}
 	fgd := func(inv *headroom.Inventory) pods.Options {
-		cost, err := inv.FGD(half)
+		cost, prefer, err := inv.FGD(half)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return pods.Options{Cost: cost}
+		return pods.Options{Cost: cost, Prefer: prefer}
 	}
 	first := func(*headroom.Inventory) pods.Options { return pods.Options{} }
 	for _, tc := range []struct {
@@ -60,7 +60,89 @@ func TestFGDChoosesLeastGrowth(t *testing.T) {
 
 func TestFGDBadMix(t *testing.T) {
 	inv, _ := headroom.NewInventory(slicesOf("a 1 1 0"))
-	if _, err := inv.FGD(nil); err == nil || err.Error() != "headroom: mix: must have at least one shape" {
+	if _, _, err := inv.FGD(nil); err == nil || err.Error() != "headroom: mix: must have at least one shape" {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// FGD chooses the device within a node by the gradient too: a share goes to the device of the node
+// where F_n(M) grows least, and the node is rated with that device.
+func TestFGDChoosesDevice(t *testing.T) {
+	ctx := context.Background()
+	half := []headroom.Shape{{Name: "half", Weight: 1, Requests: []headroom.Request{share(500)}}}
+	specs := []string{"a 32 1 1000", "b 32 2 1000"}
+	for _, tc := range []struct {
+		name             string
+		prefer           bool
+		tmpl             string
+		wantNode, wantOn string
+	}{
+		// a/gpu-0 and b/gpu-0 have 600 shares left, b/gpu-1 1000. A share of 300 on a 600 leaves 300,
+		// too little for a half (growth 0.3); on b/gpu-1 it leaves 700 (growth 0). b is rated with
+		// gpu-1, and the share is placed there.
+		{"third", true, "third-gpu", "b", "gpu-1"},
+		// Without Prefer the node is rated as with it, and BestFit's device (the most used) is taken.
+		{"third, without Prefer", false, "third-gpu", "b", "gpu-0"},
+		// A share of 100 leaves a half room on every device (growth 0): ties keep BestFit's device,
+		// and the first node by name.
+		{"tenth", true, "tenth-gpu", "a", "gpu-0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inv, err := headroom.NewInventory(slicesOf(specs...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cost, prefer, err := inv.FGD(half)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := pods.Options{Cost: cost}
+			if tc.prefer {
+				opts.Prefer = prefer
+			}
+			c := cluster(opts, specs...)
+			for _, n := range []string{"a", "b"} {
+				placeOn(t, c, "third-"+n, n, "third-gpu")
+				placeOn(t, c, "tenth-"+n, n, "tenth-gpu")
+			}
+			p, err := c.Place(ctx, pod("new", "1", tc.tmpl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			on := p.Claims[0].Claim.Status.Allocation.Devices.Results[0].Device
+			if p.Node != tc.wantNode || on != tc.wantOn {
+				t.Fatalf("placed on %s/%s, want %s/%s", p.Node, on, tc.wantNode, tc.wantOn)
+			}
+		})
+	}
+}
+
+// FGD rates nodes by the simulator's integer score, 100·σ(−growth): growths that differ by less than
+// its step tie, and the first node by name wins. With a mix of 5 % half GPUs and 95 % CPU-only tasks, a
+// share of 300 on a's unused GPU grows F_a by −0.285 (score 57); on b's GPU with 400 shares left by
+// −0.30 (score 57 too): a, where the least growth alone would take b.
+func TestFGDScoresAsTheSimulator(t *testing.T) {
+	specs := []string{"a 32 1 1000", "b 32 1 1000"}
+	inv, err := headroom.NewInventory(slicesOf(specs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix := []headroom.Shape{
+		{Name: "half", Weight: 0.05, Requests: []headroom.Request{share(500)}},
+		{Name: "cpu", Weight: 0.95},
+	}
+	cost, prefer, err := inv.FGD(mix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cluster(pods.Options{Cost: cost, Prefer: prefer}, specs...)
+	placeOn(t, c, "half", "b", "half-gpu")
+	placeOn(t, c, "tenth", "b", "tenth-gpu")
+	p, err := c.Place(context.Background(), pod("new", "1", "third-gpu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Node != "a" {
+		t.Fatalf("placed on %s, want a", p.Node)
 	}
 }

@@ -134,6 +134,9 @@ type nodeInfo struct {
 	index    map[allocator.DeviceID]int
 	kind     int
 	counters bool // some device consumes counters: its state is read whole, not patched (after)
+	// alike numbers the node's devices by their deviceSignature: devices with one number are alike
+	// (FGD tries a share on each device alike to the one the allocation took).
+	alike []int
 }
 
 // setKey names a counter set: its driver, pool and name.
@@ -206,10 +209,18 @@ func NewInventory(rs []*resourceapi.ResourceSlice) (*Inventory, error) {
 // prepareNode indexes a node's devices and names its kind: nodes whose devices have the same
 // capacities and attributes, in order, are of one kind.
 func prepareNode(devs []device, kinds map[string]int) *nodeInfo {
-	ni := &nodeInfo{index: map[allocator.DeviceID]int{}}
+	ni := &nodeInfo{index: map[allocator.DeviceID]int{}, alike: make([]int, len(devs))}
 	var sig strings.Builder
+	sigs := map[string]int{}
 	for i, d := range devs {
 		ni.index[d.id] = i
+		ds := deviceSignature(d)
+		a, ok := sigs[ds]
+		if !ok {
+			a = len(sigs)
+			sigs[ds] = a
+		}
+		ni.alike[i] = a
 		p := allocator.PoolID{Driver: d.id.Driver, Pool: d.id.Pool}
 		if !slices.Contains(ni.pools, p) {
 			ni.pools = append(ni.pools, p)
@@ -217,7 +228,7 @@ func prepareNode(devs []device, kinds map[string]int) *nodeInfo {
 		if len(d.consumes) > 0 {
 			ni.counters = true
 		}
-		sig.WriteString(deviceSignature(d))
+		sig.WriteString(ds)
 		sig.WriteByte(';')
 	}
 	k, ok := kinds[sig.String()]

@@ -67,7 +67,7 @@ func TestFGDCountsCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cost, err := inv.FGD(mix)
+	cost, _, err := inv.FGD(mix)
 	if err != nil {
 		t.Fatal(err)
 	}

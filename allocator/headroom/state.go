@@ -145,14 +145,20 @@ func freeOf(node *v1.Node, requested, pod map[v1.ResourceName]int64) (limited bo
 	return true, cpu, mem
 }
 
-// after is the state st of the node with the pod placed: its allocation results added and its CPU and
-// memory taken. Devices without counters are patched; a node with counter sets is read again.
-func (inv *Inventory) after(snap *allocator.Snapshot, name string, st *nodeState, results []resourceapi.AllocationResult, pod map[v1.ResourceName]int64) *nodeState {
-	ni := inv.info[name]
+// resultUses is what allocation results take of each device, as addResults counts it.
+func resultUses(results []resourceapi.AllocationResult) map[allocator.DeviceID]*use {
 	extra := map[allocator.DeviceID]*use{}
 	for _, r := range results {
 		addResults(extra, r.Devices.Results)
 	}
+	return extra
+}
+
+// after is the state st of the node with the pod placed: what it takes of the devices (resultUses)
+// added and its CPU and memory taken. Devices without counters are patched; a node with counter sets is
+// read again.
+func (inv *Inventory) after(snap *allocator.Snapshot, name string, st *nodeState, extra map[allocator.DeviceID]*use, pod map[v1.ResourceName]int64) *nodeState {
+	ni := inv.info[name]
 	var out *nodeState
 	if ni.counters {
 		out = inv.read(name, func(id allocator.DeviceID) *use { return snapshotUse(snap, id) }, extra)

@@ -82,6 +82,12 @@ type Options struct {
 	// chosen (ties: the first by name). The pod fits on the same nodes as under FirstFit. PlaceGroup
 	// does not use it.
 	Cost Cost
+	// Prefer, with Cost, names devices that the pod's claims should take first on the node Cost chose
+	// (the devices the cost rated that node with, where they are not those of BestFit's allocation): the
+	// claims are allocated there again with [allocator.Snapshot.AllocatePreferring] (BestFit's order
+	// behind the devices named), and that allocation is placed. It does not change where the pod fits.
+	// nil, or no devices named, places the allocation Cost rated.
+	Prefer Prefer
 	// Workers is the number of goroutines that filter nodes; 0 means runtime.GOMAXPROCS(0).
 	Workers int
 	// NoBuiltinPredicates switches off the checks of kube-scheduler's NodeAffinity (nodeSelector and

@@ -89,6 +89,11 @@ func (c *Cluster) leastCost(ctx context.Context, snap *allocator.Snapshot, class
 		}
 		allocs[chosen] = &allocVerdict{nc: v.nc, results: results, own: true}
 	}
+	if chosen >= 0 && c.opts.Prefer != nil {
+		if err := c.prefer(ctx, snap, r, nodes[chosen], allocs, chosen); err != nil {
+			return -1, err
+		}
+	}
 	return chosen, nil
 }
 

@@ -64,7 +64,8 @@
 // [Cluster.PlaceGroup] does not use the Choice: it allocates in the snapshot's own strategy.
 // [Options.Cost] replaces the Choice with a caller's rating (allocator/headroom's FGD is one): every node
 // is filtered, the claims allocated with BestFit on each node where the pod fits, and the cheapest
-// allocation's node taken, the first by name on ties.
+// allocation's node taken, the first by name on ties; [Options.Prefer] may then name the devices the
+// rating chose on that node (FGD's GPU for a share), which the claims there take first.
 //
 // Built-in filters ([Filter], each switched off with Options.DisableFilters): NodeResourcesFit counts the
 // requests of the pods on each node (cpu, memory, ephemeral-storage, hugepages, a device plugin's

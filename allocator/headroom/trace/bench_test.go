@@ -22,6 +22,8 @@ import (
 // took 52 s of wall time and 44 s of CPU (FGD alone 25 s of CPU and 3.8 GB allocated, from 72 s and
 // 17 GB when every node of a class was allocated again on its own for the cost, before node classes
 // renamed their allocation and capacity arithmetic was remembered per device).
+// FGD rates nodes by the paper's simulator's integer score since (allocator/headroom's doc): 363.4 GPUs
+// unallocated in trace order, 271 tasks that fit nowhere.
 func BenchmarkReplay(b *testing.B) {
 	tr, err := trace.Open("../testdata/openb_node_list_gpu_node.csv", "../testdata/openb_pod_list_default.csv", trace.ReadOptions{})
 	if err != nil {

@@ -337,9 +337,9 @@ func (o *Objects) Strategies() ([]Strategy, error) {
 	if err != nil {
 		return nil, err
 	}
-	cost, err := inv.FGD(o.Mix)
+	cost, prefer, err := inv.FGD(o.Mix)
 	if err != nil {
 		return nil, err
 	}
-	return append(s, Strategy{Name: "FGD", Options: pods.Options{Cost: cost}}), nil
+	return append(s, Strategy{Name: "FGD", Options: pods.Options{Cost: cost, Prefer: prefer}}), nil
 }

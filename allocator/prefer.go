@@ -1,0 +1,59 @@
+package allocator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+)
+
+// AllocatePreferring is AllocateWith with a preference among devices: every request tries the devices
+// of prefer that it may take first, in the order prefer lists them, and then the others in the
+// strategy's order (and the snapshot's Topology preference). It is for a caller that rated the devices
+// of a node itself (allocator/headroom's FGD puts a share where the node's fragmentation grows least).
+//
+// As with Topology, the preference orders the search and never rules a device out: the claims fit
+// exactly when they fit under AllocateWith, and the search still takes the first combination it finds,
+// so a preferred device that the request's selectors, capacity or constraints refuse, or that would
+// leave a later request without a fit, is passed over. A device listed twice keeps its first place;
+// devices of other nodes are ignored. Errors are AllocateWith's.
+func (s *Snapshot) AllocatePreferring(ctx context.Context, strategy Strategy, prefer []DeviceID, node *v1.Node, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {
+	if strategy < FirstFit || strategy > Spread {
+		return nil, fmt.Errorf("%w: unsupported strategy %s", ErrInvalidInput, strategy)
+	}
+	var rank map[DeviceID]int
+	if len(prefer) > 0 {
+		rank = make(map[DeviceID]int, len(prefer))
+		for i, id := range prefer {
+			if _, ok := rank[id]; !ok {
+				rank[id] = i
+			}
+		}
+	}
+	var results []resourceapi.AllocationResult
+	err := s.do(ctx, node, claims, func(a *allocation) (bool, error) {
+		a.strategy, a.prefer = strategy, rank
+		var err error
+		results, err = a.run()
+		return err == nil, err
+	})
+	return results, err
+}
+
+// preferDevices moves the candidates in a.prefer to the front of list, in the order of their rank;
+// the others keep their order behind them.
+func (a *allocation) preferDevices(list []ranked) {
+	if len(a.prefer) == 0 || len(list) < 2 {
+		return
+	}
+	rankOf := func(c ranked) int {
+		d := a.pools[c.at.pool].slices[c.at.slice].devices()[c.at.device]
+		if r, ok := a.prefer[d.id]; ok {
+			return r
+		}
+		return len(a.prefer)
+	}
+	slices.SortStableFunc(list, func(x, y ranked) int { return rankOf(x) - rankOf(y) })
+}
