@@ -63,7 +63,7 @@ func ExampleInventory_Fragmentation() {
 // FGD places a share where it fragments least: on the unused GPU rather than the one it would leave too
 // small for the mix's half GPUs, whether that GPU is on another node or on the same one.
 func ExampleInventory_FGD() {
-	specs := []string{"a 32 2 1000", "b 32 1 1000"}
+	specs := []string{"a 32 2 1000"}
 	inv, err := headroom.NewInventory(slicesOf(specs...))
 	if err != nil {
 		panic(err)
@@ -79,7 +79,7 @@ func ExampleInventory_FGD() {
 		first.Spec.NodeName = "a" // a/gpu-0: 700 of 1000 shares left
 		p, _ := c.Place(context.Background(), first)
 		_ = c.Assume(p)
-		// 300 more on a/gpu-0 would leave 400, too little for a half; on a/gpu-1 or b 700 are left.
+		// 300 more on a/gpu-0 would leave 400, too little for a half; on a/gpu-1 700 are left.
 		p, _ = c.Place(context.Background(), pod("second", "1", "third-gpu"))
 		fmt.Println(opts.Cost != nil, p.Node, p.Claims[0].Claim.Status.Allocation.Devices.Results[0].Device)
 	}

@@ -1,6 +1,7 @@
 package headroom
 
 import (
+	"hash/fnv"
 	"math"
 	"slices"
 	"strconv"
@@ -19,8 +20,9 @@ import (
 // taken; the node is rated as the paper's simulator scores it, 100·σ(−growth in GPUs) truncated to an
 // integer of 0–100, and costs minus that score, so [pods.Cluster.Place] takes, among the nodes where
 // the pod fits (the same nodes as FirstFit), one whose fragmentation grows least, growths within about
-// 0.04 GPUs of one another alike. Ties go to the first node by name (the simulator lets kube-scheduler
-// draw one of the best at random). The growth is rounded to 1e-9 GPUs first, so that growths equal but
+// 0.04 GPUs of one another alike. Ties are drawn, as the simulator lets kube-scheduler draw one of the
+// best at random: the cost adds a number below one half drawn from the pod's and the node's names
+// (tieDraw), the same on every run. The growth is rounded to 1e-9 GPUs first, so that growths equal but
 // for rounding score alike.
 //
 // Within a node the devices are allocated with [allocator.BestFit] (a share goes to the device whose
@@ -72,12 +74,24 @@ type choice struct {
 const memoLimit = 1 << 17
 
 func (f *fgd) cost(in pods.CostInput) (float64, error) {
-	return -score(f.rate(in).growth), nil
+	return -score(f.rate(in).growth) + tieDraw(in.Pod, in.Node), nil
+}
+
+// tieDraw is a number in [0, 0.5) drawn from the pod's and the node's names: nodes of one score, whose
+// costs differ by less than one, are taken in an order that looks random but is the same on every run.
+func tieDraw(pod *v1.Pod, node *v1.Node) float64 {
+	h := fnv.New64a()
+	h.Write([]byte(pod.Namespace))
+	h.Write([]byte{0})
+	h.Write([]byte(pod.Name))
+	h.Write([]byte{0})
+	h.Write([]byte(node.Name))
+	return float64(h.Sum64()>>11) / (1 << 54)
 }
 
 // score is the paper's simulator's node score for a growth of g GPUs: 100·σ(−g) truncated to an
 // integer of 0–100 (fgd_score.go divides its growth in thousandths of a GPU by 1000). Growths within
-// about 0.04 GPUs of one another score alike, and ties go to the first node by name.
+// about 0.04 GPUs of one another score alike.
 func score(g float64) float64 {
 	return math.Floor(100 / (1 + math.Exp(g)))
 }

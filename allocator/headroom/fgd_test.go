@@ -2,6 +2,7 @@ package headroom_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/dralloc/dralloc/allocator/headroom"
@@ -84,7 +85,7 @@ func TestFGDChoosesDevice(t *testing.T) {
 		// Without Prefer the node is rated as with it, and BestFit's device (the most used) is taken.
 		{"third, without Prefer", false, "third-gpu", "b", "gpu-0"},
 		// A share of 100 leaves a half room on every device (growth 0): ties keep BestFit's device,
-		// and the first node by name.
+		// and the nodes' tie is drawn from the pod's and nodes' names (a for this pod).
 		{"tenth", true, "tenth-gpu", "a", "gpu-0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,9 +119,10 @@ func TestFGDChoosesDevice(t *testing.T) {
 }
 
 // FGD rates nodes by the simulator's integer score, 100·σ(−growth): growths that differ by less than
-// its step tie, and the first node by name wins. With a mix of 5 % half GPUs and 95 % CPU-only tasks, a
-// share of 300 on a's unused GPU grows F_a by −0.285 (score 57); on b's GPU with 400 shares left by
-// −0.30 (score 57 too): a, where the least growth alone would take b.
+// its step tie, and the tie is drawn from the names of the pod and the nodes. With a mix of 5 % half
+// GPUs and 95 % CPU-only tasks, a share of 300 on a's unused GPU grows F_a by −0.285 (score 57); on b's
+// GPU with 400 shares left by −0.30 (score 57 too): the draw takes a for this pod, where the least
+// growth alone would take b.
 func TestFGDScoresAsTheSimulator(t *testing.T) {
 	specs := []string{"a 32 1 1000", "b 32 1 1000"}
 	inv, err := headroom.NewInventory(slicesOf(specs...))
@@ -144,5 +146,40 @@ func TestFGDScoresAsTheSimulator(t *testing.T) {
 	}
 	if p.Node != "a" {
 		t.Fatalf("placed on %s, want a", p.Node)
+	}
+}
+
+// Nodes of one score are taken as a draw from the pod's and the nodes' names (the simulator draws at
+// random among its best nodes), not the first by name: pods placed alone on two identical empty nodes
+// go to both, each pod to the same node every time.
+func TestFGDDrawsAmongTies(t *testing.T) {
+	specs := []string{"a 32 1 1000", "b 32 1 1000"}
+	inv, err := headroom.NewInventory(slicesOf(specs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost, prefer, err := inv.FGD([]headroom.Shape{{Name: "half", Weight: 1, Requests: []headroom.Request{share(500)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cluster(pods.Options{Cost: cost, Prefer: prefer}, specs...)
+	got := map[string]int{}
+	for i := range 32 {
+		name := fmt.Sprintf("p%d", i)
+		p, err := c.Place(context.Background(), pod(name, "1", "third-gpu"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := c.Place(context.Background(), pod(name, "1", "third-gpu"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Node != p.Node {
+			t.Fatalf("pod %s placed on %s, then on %s", name, p.Node, again.Node)
+		}
+		got[p.Node]++
+	}
+	if got["a"] == 0 || got["b"] == 0 {
+		t.Fatalf("32 pods placed alone on two identical nodes went %v: want both nodes drawn", got)
 	}
 }

@@ -52,8 +52,8 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("packing", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c := &config{}
-	fs.StringVar(&c.nodes, "nodes", "../../allocator/headroom/testdata/openb_node_list_gpu_node.csv", "node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
-	fs.StringVar(&c.pods, "pods", "../../allocator/headroom/testdata/openb_pod_list_default.csv", "pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec])")
+	fs.StringVar(&c.nodes, "nodes", "../../allocator/headroom/trace/testdata/openb_node_list_gpu_node.csv", "node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
+	fs.StringVar(&c.pods, "pods", "../../allocator/headroom/trace/testdata/openb_pod_list_default.csv", "pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec])")
 	strategies := fs.String("strategies", "FirstFit,BestFit,Spread,FGD", "comma-separated strategies to replay")
 	fs.StringVar(&c.order, "order", "shuffled", `"trace": every task once in trace order; "shuffled": tasks in random order, repeated, until -until`)
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the first shuffled replay; repetition i uses seed+i")

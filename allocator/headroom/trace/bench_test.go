@@ -10,7 +10,7 @@ import (
 
 // BenchmarkReplay replays the whole default trace of Alibaba's GPU trace v2023 (openb_pod_list_default:
 // 8,152 tasks in trace order, none leaving, on the 1,213 nodes and 6,212 GPUs of
-// openb_node_list_gpu_node, in ../testdata) with every strategy of [trace.Objects.Strategies] and
+// openb_node_list_gpu_node, in testdata) with every strategy of [trace.Objects.Strategies] and
 // reports per strategy the seconds of one replay, the GPUs left unallocated and the tasks that fit
 // nowhere. It does not run with the tests:
 //
@@ -25,7 +25,7 @@ import (
 // FGD rates nodes by the paper's simulator's integer score since (allocator/headroom's doc): 363.4 GPUs
 // unallocated in trace order, 271 tasks that fit nowhere.
 func BenchmarkReplay(b *testing.B) {
-	tr, err := trace.Open("../testdata/openb_node_list_gpu_node.csv", "../testdata/openb_pod_list_default.csv", trace.ReadOptions{})
+	tr, err := trace.Open("testdata/openb_node_list_gpu_node.csv", "testdata/openb_pod_list_default.csv", trace.ReadOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -84,3 +84,22 @@ func TestReadTasks(t *testing.T) {
 		}
 	}
 }
+
+// TestWholeDefaultTrace: the whole default trace in testdata is what testdata/README.md says it is
+// (BenchmarkReplay and examples/packing replay it).
+func TestWholeDefaultTrace(t *testing.T) {
+	tr, err := trace.Open("testdata/openb_node_list_gpu_node.csv", "testdata/openb_pod_list_default.csv", trace.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpuTasks := 0
+	for _, task := range tr.Tasks {
+		if task.GPU() > 0 {
+			gpuTasks++
+		}
+	}
+	if len(tr.Nodes) != 1213 || tr.GPUs() != 6212 || len(tr.Tasks) != 8152 || gpuTasks != 7064 {
+		t.Errorf("%d nodes, %d GPUs, %d tasks, %d asking for GPUs; testdata/README.md says 1213, 6212, 8152, 7064",
+			len(tr.Nodes), tr.GPUs(), len(tr.Tasks), gpuTasks)
+	}
+}
