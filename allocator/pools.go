@@ -185,7 +185,7 @@ func (a *allocation) gatherPoolsFrom(node *v1.Node, local []*sliceEntry, stable 
 				pools = append(pools, &pool{id: id, incomplete: true})
 				continue
 			}
-			p = buildPool(id, c.slices, all, f)
+			p = buildPool(id, c.slices, all, f, &a.s.pools.blocks)
 		}
 		if p.hasBindingConditions() {
 			withBinding = append(withBinding, p)
@@ -228,9 +228,10 @@ func sortPools(pools []*pool) {
 }
 
 // buildPool sorts and validates the slices of a complete pool. all, when set, is every slice of the
-// pool's generation; those not in forNode only contribute counters and allocated devices.
-func buildPool(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
-	p := buildPoolSlices(id, forNode, all, f)
+// pool's generation; those not in forNode only contribute counters and allocated devices. The pool's
+// compiled counters share the blocks of other pools where they are the same (see counterBlocks).
+func buildPool(id PoolID, forNode, all []*sliceEntry, f Features, blocks *counterBlocks) *pool {
+	p := buildPoolSlices(id, forNode, all, f, blocks)
 	if len(p.slices) == 1 {
 		p.oneSlice[0] = p.slices[0]
 		p.slices = p.oneSlice[:1:1]
@@ -238,7 +239,7 @@ func buildPool(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 	return computeBinding(p)
 }
 
-func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
+func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features, blocks *counterBlocks) *pool {
 	forNode = slices.Clone(forNode)
 	slices.SortFunc(forNode, func(x, y *sliceEntry) int { return cmp.Compare(x.name(), y.name()) })
 	p := &pool{id: id}
@@ -292,7 +293,7 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 			p.counterSets = append(p.counterSets, cs)
 		}
 	}
-	l, invalid := newCounterLayout(p, sc)
+	l, invalid := newCounterLayout(p, sc, blocks)
 	if invalid != "" {
 		return p.markInvalid(invalid)
 	}
@@ -307,6 +308,7 @@ type poolScratch struct {
 	names map[string]bool
 	slots []int
 	cons  [][]resourceapi.DeviceCounterConsumption
+	buf   compileBuf
 }
 
 var poolScratches = sync.Pool{New: func() any { return &poolScratch{names: map[string]bool{}} }}
@@ -318,7 +320,7 @@ func getPoolScratch() *poolScratch { return poolScratches.Get().(*poolScratch) }
 // later build the large pool's size.
 func putPoolScratch(sc *poolScratch) {
 	const keep = 4096
-	if len(sc.names) > keep || cap(sc.cons) > keep {
+	if len(sc.names) > keep || cap(sc.cons) > keep || cap(sc.buf.amounts) > 16*keep {
 		return
 	}
 	clear(sc.names)
@@ -351,8 +353,10 @@ func computeBinding(p *pool) *pool {
 // filter pass do not rebuild them on every call. An entry is used only for exactly the slice entries it
 // was built from and the same features; entries are immutable, so a changed slice never meets a stale
 // pool. The cached pool hangs off the first slice entry: a lookup is an atomic load and a comparison of
-// a few pointers.
-type poolCache struct{}
+// a few pointers. blocks holds the compiled counter blocks the pools share.
+type poolCache struct {
+	blocks counterBlocks
+}
 
 // entryCaches are the caches that hang off a slice entry.
 type entryCaches struct {
@@ -414,7 +418,7 @@ func (c *poolCache) pool(id PoolID, entries []*sliceEntry, f Features) *pool {
 	if cp := slot.p.Load(); cp != nil && cp.f == f && slices.Equal(cp.slices, entries) {
 		return cp.pool
 	}
-	p := buildPool(id, entries, nil, f)
+	p := buildPool(id, entries, nil, f, &c.blocks)
 	slot.p.Store(&cachedPool{slices: slices.Clone(entries), f: f, pool: p})
 	return p
 }

@@ -113,6 +113,6 @@ func compileEach(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceCount
 	for i := range compiled {
 		compiled[i] = new(devCounters)
 	}
-	l, bad := compileCounters(sets, cons, func(i int) *devCounters { return compiled[i] })
+	l, bad := compileCounters(sets, cons, func(i int) *devCounters { return compiled[i] }, nil)
 	return l, compiled, bad
 }
