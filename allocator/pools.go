@@ -271,13 +271,16 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features, blocks *
 	}
 	sc := getPoolScratch()
 	defer putPoolScratch(sc)
+	// Here and below the pool reads the API objects, not the device entries, which are prepared when a
+	// search first reaches their slice (see sliceEntry.devices).
 	names := sc.names
 	for _, e := range p.slices {
-		for _, d := range e.devices() {
-			if names[d.id.Device] {
-				return p.markInvalid(fmt.Sprintf("duplicate device name %s", d.id.Device))
+		for i := range e.obj.Spec.Devices {
+			name := e.obj.Spec.Devices[i].Name
+			if names[name] {
+				return p.markInvalid(fmt.Sprintf("duplicate device name %s", name))
 			}
-			names[d.id.Device] = true
+			names[name] = true
 		}
 	}
 	if !f.DRAPartitionableDevices {
@@ -339,8 +342,8 @@ func (p *pool) hasBindingConditions() bool { return p.binding }
 
 func computeBinding(p *pool) *pool {
 	for _, e := range p.slices {
-		for _, d := range e.devices() {
-			if d.api.BindingConditions != nil {
+		for i := range e.obj.Spec.Devices {
+			if e.obj.Spec.Devices[i].BindingConditions != nil {
 				p.binding = true
 				return p
 			}

@@ -174,16 +174,21 @@ func newCounterLayout(p *pool, sc *poolScratch, blocks *counterBlocks) (l *count
 	n := 0                                             // devices of consumers
 	for _, list := range [][]*sliceEntry{p.slices, p.others} {
 		for _, e := range list {
-			for _, d := range e.devices() {
-				if len(d.api.ConsumesCounters) == 0 {
+			// The API objects, indexed like the slice's device entries, rather than the entries: these
+			// are prepared when a search first reaches the slice (see sliceEntry.devices), and a first-fit
+			// search on a DGX node reaches one slice of eight.
+			devs := e.obj.Spec.Devices
+			for i := range devs {
+				cc := devs[i].ConsumesCounters
+				if len(cc) == 0 {
 					continue
 				}
 				if len(consumers) == 0 || consumers[len(consumers)-1] != e {
 					consumers = append(consumers, e)
-					n += len(e.obj.Spec.Devices)
+					n += len(devs)
 				}
-				slots = append(slots, n-len(e.obj.Spec.Devices)+d.idx)
-				cons = append(cons, d.api.ConsumesCounters)
+				slots = append(slots, n-len(devs)+i)
+				cons = append(cons, cc)
 			}
 		}
 	}
