@@ -90,17 +90,68 @@ type devCounters struct {
 // setLayout is one counter set of a layout: its number and its defined counters, sorted by name and
 // numbered from first on (none for a set that devices name and the pool does not define). Numbering in
 // name order rather than in map order gives pools with the same counters the same compiled lists, which
-// they then share (see counterBlocks); a sorted list also costs no map per set.
+// they then share (see counterBlocks). slots finds a name's position: an open-addressing table of
+// 1+position (0 is empty) whose length is a power of two at least twice the names', so that a probe
+// ends; every counter of every consumption is looked up, and a table hashed on a few bytes of the name
+// costs less than a map or a binary search.
 type setLayout struct {
 	idx   int32
 	first int32
 	names []string
+	slots []int32
 }
 
 // index is the index of the set's counter name.
 func (sl *setLayout) index(name string) (int32, bool) {
-	i, ok := slices.BinarySearch(sl.names, name)
-	return sl.first + int32(i), ok
+	if len(sl.slots) == 0 {
+		return 0, false
+	}
+	mask := len(sl.slots) - 1
+	for i := nameHash(name) & mask; ; i = (i + 1) & mask {
+		k := sl.slots[i]
+		if k == 0 {
+			return 0, false
+		}
+		if sl.names[k-1] == name {
+			return sl.first + k - 1, true
+		}
+	}
+}
+
+// fillSlots builds sl.slots in table, which has the length slotsFor(len(sl.names)) and is zero.
+func (sl *setLayout) fillSlots(table []int32) {
+	sl.slots = table
+	mask := len(table) - 1
+	for k, name := range sl.names {
+		i := nameHash(name) & mask
+		for table[i] != 0 {
+			i = (i + 1) & mask
+		}
+		table[i] = int32(k + 1)
+	}
+}
+
+// slotsFor is the length of the table for n names (0 for none).
+func slotsFor(n int) int {
+	if n == 0 {
+		return 0
+	}
+	size := 4
+	for size < 2*n {
+		size *= 2
+	}
+	return size
+}
+
+// nameHash hashes a counter name on its length and three of its bytes: counter names of one set tend
+// to differ there ("decoders" and "encoders", "memory-slice-0" to "memory-slice-7"), and a collision
+// costs one more comparison (a set has at most 32 counters).
+func nameHash(s string) int {
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	return n*131 ^ int(s[0])*31 ^ int(s[n-1])*7 ^ int(s[n/2])*3
 }
 
 // eachCounter calls fn with every defined counter's set, name and index.
@@ -359,6 +410,16 @@ func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceC
 			l.capacity = append(l.capacity, d.v)
 		}
 		sl.names = names[sl.first:len(names):len(names)]
+	}
+	nSlots := 0
+	for i := range setBlock {
+		nSlots += slotsFor(len(setBlock[i].names))
+	}
+	table := make([]int32, nSlots)
+	for i := range setBlock {
+		k := slotsFor(len(setBlock[i].names))
+		setBlock[i].fillSlots(table[:k:k])
+		table = table[k:]
 	}
 	clear(defs) // the names are the snapshot's
 	buf.defs = defs[:0]
