@@ -226,13 +226,19 @@ func buildAndFleetFilter(b *testing.B, prefix string, cluster Cluster, claims []
 // updating one node's slice of a built snapshot. The snapshot reports its heap per device and per node.
 //
 // Build and first pass with informer objects (NoCopy and TrustAPIServer) against upstream, three
-// interleaved runs of -benchtime 10x in a quiet spell of a shared 2-core machine: 71-96 ms against
-// upstream's 63-79 ms (about 1.13x; 75-79 against 64-76 ms, 1.16x, before this round), 26.1 against
-// 22.7 MB allocated per op (36.0 MB before: a pool's counter consumption lies in one block per slice,
-// its build keeps its scratch, a device entry holds one pointer to its caches). The first pass compiles
-// the counters of every device of the node's pool, as upstream's validateDeviceCounterConsumption reads
-// them in every Allocate: each consumption map is iterated and each counter looked up in its set, two
-// thirds of the pass's CPU, which upstream pays as well.
+// interleaved runs of -benchtime 10x in a quiet spell of a shared 2-core machine, each run both sides
+// in one process: 47-52 ms against upstream's 62-68 ms in the same runs (0.76-0.83x), 6.4 against 22.6
+// MB and 53,000 against 123,000 allocations per op. Before this round, in the same spell: 64-68 ms
+// against 54-60 ms (1.09-1.23x), 26.1 MB. In CPU time per op (the process's user and system time
+// between a 1x and a 21x run, which the machine's load disturbs less): 53-54 ms against upstream's
+// 71-81 ms (0.7x), 78-87 ms before. Pools with the same counters share one compiled block per slice
+// (counterBlocks: the 200 nodes compile 8 distinct blocks), a counter set finds a counter through a
+// small table, and a pool's build and its counter base read the API objects, so that a slice's device
+// entries are prepared when a search first reaches it (one GPU slice of eight here). What remains is
+// mostly reading every device's counter consumption, as upstream's validateDeviceCounterConsumption does
+// in every Allocate: each consumption map is iterated (a map per device, read from memory) and each
+// counter looked up in its set; a counter the pool does not define makes the pool invalid, which
+// changes the answer, so no device's consumption can be left unread.
 func BenchmarkBuildDGX(b *testing.B) {
 	ctx := context.Background()
 	const nodes = 200
@@ -329,9 +335,13 @@ func BenchmarkUpdateSlice(b *testing.B) {
 // copies count), with NoCopy (the caller's objects do not count) and with informer objects (NoCopy and
 // TrustAPIServer), on the DGX H100 dynamic-MIG fleet and on the whole-GPU fleet of scenario 1. The fleet
 // of 2,000 DGX nodes (464,000 devices) is measured without the copy, as a scheduler fed by informers
-// holds it: a copy of it alone would take the better part of a gigabyte. Measured: 533 B per device
-// (124 KB per node) at 2,000 nodes, NoCopy and informer objects alike; 542-545 B at 100 nodes (677 B
-// before this round); 1,699 B copying (1,785 B before).
+// holds it: a copy of it alone would take the better part of a gigabyte (the benchmark's process
+// peaks at 3 GB). Measured: 109 B per device (25 KB per node) at 2,000 nodes, NoCopy and informer
+// objects alike (533 B before this round); 122-129 B at 100 nodes (542-545 B before); 1,283 B copying
+// (1,699 B before). The pass asks for one MIG device, which a first-fit search finds in each node's
+// first GPU slice: the entries of the other seven are never prepared, and the compiled counters are
+// shared between nodes. Searches that reach every slice prepare every device's entry, about 200 B per
+// device more (BuildDGX's first pass allocated 9.1 MB of entries for its 46,400 devices before).
 func BenchmarkSnapshotMemory(b *testing.B) {
 	dgx, err := DGXFleet(100, "dgxh100")
 	if err != nil {
