@@ -228,8 +228,10 @@ func buildAndFleetFilter(b *testing.B, prefix string, cluster Cluster, claims []
 // Build and first pass with informer objects (NoCopy and TrustAPIServer) against upstream, three
 // interleaved runs of -benchtime 10x in a quiet spell of a shared 2-core machine, each run both sides
 // in one process: 47-52 ms against upstream's 62-68 ms in the same runs (0.76-0.83x), 6.4 against 22.6
-// MB and 53,000 against 123,000 allocations per op. Before this round, in the same spell: 64-68 ms
-// against 54-60 ms (1.09-1.23x), 26.1 MB. In CPU time per op (the process's user and system time
+// MB and 53,000 against 123,000 allocations per op; each side alone in a process of its own, three
+// interleaved runs: 50-51 ms against 59-61 ms (0.82-0.88x; upstream runs some 10% slower after this
+// dralloc in one process than after the old one). Before this round, in the same spell: 64-75 ms
+// against 54-60 ms (1.09-1.32x), 26.1 MB. In CPU time per op (the process's user and system time
 // between a 1x and a 21x run, which the machine's load disturbs less): 53-54 ms against upstream's
 // 71-81 ms (0.7x), 78-87 ms before. Pools with the same counters share one compiled block per slice
 // (counterBlocks: the 200 nodes compile 8 distinct blocks), a counter set finds a counter through a
