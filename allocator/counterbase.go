@@ -40,8 +40,8 @@ func (a *allocation) baseCounters(p *pool) *counterBase {
 		return &noted
 	}
 	b := &counterBase{mark: mark, layout: p.layout}
-	// The API objects rather than the device entries, which are prepared when a search first reaches
-	// their slice (see sliceEntry.devices): a first-fit search on a DGX node reaches one slice of eight.
+	// The API objects, indexed like the device entries: those of p.others (other nodes' slices) need
+	// not be prepared.
 	var slow *capacity.Counters
 	if b.layout.dense {
 		b.state = b.layout.emptyState()

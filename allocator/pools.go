@@ -271,8 +271,14 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features, blocks *
 	}
 	sc := getPoolScratch()
 	defer putPoolScratch(sc)
-	// Here and below the pool reads the API objects, not the device entries, which are prepared when a
-	// search first reaches their slice (see sliceEntry.devices).
+	// The device entries of the node's slices are prepared here, together and in order, rather than when
+	// a search first reaches each slice: prepared between a search's other first-use allocations (CEL
+	// views, verdicts) they lie apart in memory, and a later search that visits every device of the node
+	// ran some 20% slower (BenchmarkDGX dgxa100 whole-2: 760-780 against 640-665 us per 100 nodes). The
+	// checks below read the API objects, which need no entry.
+	for _, e := range p.slices {
+		e.devices()
+	}
 	names := sc.names
 	for _, e := range p.slices {
 		for i := range e.obj.Spec.Devices {

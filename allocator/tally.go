@@ -225,9 +225,8 @@ func newCounterLayout(p *pool, sc *poolScratch, blocks *counterBlocks) (l *count
 	n := 0                                             // devices of consumers
 	for _, list := range [][]*sliceEntry{p.slices, p.others} {
 		for _, e := range list {
-			// The API objects, indexed like the slice's device entries, rather than the entries: these
-			// are prepared when a search first reaches the slice (see sliceEntry.devices), and a first-fit
-			// search on a DGX node reaches one slice of eight.
+			// The API objects, indexed like the slice's device entries: the entries of p.others (other
+			// nodes' slices) need not be prepared.
 			devs := e.obj.Spec.Devices
 			for i := range devs {
 				cc := devs[i].ConsumesCounters
