@@ -227,20 +227,20 @@ func buildAndFleetFilter(b *testing.B, prefix string, cluster Cluster, claims []
 //
 // Build and first pass with informer objects (NoCopy and TrustAPIServer) against upstream, three
 // interleaved runs of -benchtime 10x in a quiet spell of a shared 2-core machine, each run both sides
-// in one process: 47-52 ms against upstream's 62-68 ms in the same runs (0.76-0.83x), 6.4 against 22.6
-// MB and 53,000 against 123,000 allocations per op; each side alone in a process of its own, three
-// interleaved runs: 50-51 ms against 59-61 ms (0.82-0.88x; upstream runs some 10% slower after this
-// dralloc in one process than after the old one). Before this round, in the same spell: 64-75 ms
-// against 54-60 ms (1.09-1.32x), 26.1 MB. In CPU time per op (the process's user and system time
-// between a 1x and a 21x run, which the machine's load disturbs less): 53-54 ms against upstream's
-// 71-81 ms (0.7x), 78-87 ms before. Pools with the same counters share one compiled block per slice
-// (counterBlocks: the 200 nodes compile 8 distinct blocks), a counter set finds a counter through a
-// small table, and a pool's build and its counter base read the API objects, so that a slice's device
-// entries are prepared when a search first reaches it (one GPU slice of eight here). What remains is
-// mostly reading every device's counter consumption, as upstream's validateDeviceCounterConsumption does
-// in every Allocate: each consumption map is iterated (a map per device, read from memory) and each
-// counter looked up in its set; a counter the pool does not define makes the pool invalid, which
-// changes the answer, so no device's consumption can be left unread.
+// in one process: 54-56 ms against upstream's 64-70 ms in the same runs (0.79-0.87x), 15.3 against
+// 22.6 MB and 57,000 against 123,000 allocations per op; each side alone in a process of its own:
+// 54-57 ms against 62-69 ms. Before this round, in the same spell: 76-81 ms against 65 ms (1.17-1.25x),
+// 26.1 MB. In CPU time per op (the process's user and system time between a 1x and a 21x run, which
+// the machine's load disturbs less): 61-69 ms against upstream's 70-78 ms, 82-86 ms before. Pools with
+// the same counters share one compiled block per slice (counterBlocks: the 200 nodes compile 8
+// distinct blocks), and a counter set finds a counter through a small table. What remains is mostly
+// reading every device's counter consumption, as upstream's validateDeviceCounterConsumption does in
+// every Allocate: each consumption map is iterated (a map per device, read from memory) and each counter
+// looked up in its set; a counter the pool does not define makes the pool invalid, which changes the
+// answer, so no device's consumption can be left unread. Preparing a slice's device entries only when
+// a search first reaches it would save 9 MB here (6.4 MB per op, 47-52 ms), but entries prepared
+// between a search's other allocations lie apart in memory, and later searches over every device ran
+// some 20% slower (BenchmarkDGX dgxa100 whole-2), so a pool's build prepares its node slices together.
 func BenchmarkBuildDGX(b *testing.B) {
 	ctx := context.Background()
 	const nodes = 200
@@ -338,12 +338,9 @@ func BenchmarkUpdateSlice(b *testing.B) {
 // TrustAPIServer), on the DGX H100 dynamic-MIG fleet and on the whole-GPU fleet of scenario 1. The fleet
 // of 2,000 DGX nodes (464,000 devices) is measured without the copy, as a scheduler fed by informers
 // holds it: a copy of it alone would take the better part of a gigabyte (the benchmark's process
-// peaks at 3 GB). Measured: 109 B per device (25 KB per node) at 2,000 nodes, NoCopy and informer
-// objects alike (533 B before this round); 122-129 B at 100 nodes (542-545 B before); 1,283 B copying
-// (1,699 B before). The pass asks for one MIG device, which a first-fit search finds in each node's
-// first GPU slice: the entries of the other seven are never prepared, and the compiled counters are
-// shared between nodes. Searches that reach every slice prepare every device's entry, about 200 B per
-// device more (BuildDGX's first pass allocated 9.1 MB of entries for its 46,400 devices before).
+// peaks at 3.2 GB). Measured: 301 B per device (70 KB per node) at 2,000 nodes, NoCopy and informer
+// objects alike (533 B before this round, whose compiled counters each pool kept for itself); 314-316 B
+// at 100 nodes (542-545 B before); 1,470 B copying (1,699 B before).
 func BenchmarkSnapshotMemory(b *testing.B) {
 	dgx, err := DGXFleet(100, "dgxh100")
 	if err != nil {
