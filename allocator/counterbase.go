@@ -40,7 +40,9 @@ func (a *allocation) baseCounters(p *pool) *counterBase {
 		return &noted
 	}
 	b := &counterBase{mark: mark, layout: p.layout}
-	var fits func(d *deviceEntry) bool
+	// The API objects, indexed like the device entries: those of p.others (other nodes' slices) need
+	// not be prepared.
+	var slow *capacity.Counters
 	if b.layout.dense {
 		b.state = b.layout.emptyState()
 		for _, list := range [][]*sliceEntry{p.slices, p.others} {
@@ -49,24 +51,36 @@ func (a *allocation) baseCounters(p *pool) *counterBase {
 				if compiled == nil {
 					continue
 				}
-				for _, d := range e.devices() {
-					if a.st.allocated(d.id) {
-						b.state.add(&compiled[d.idx], 1)
+				for i := range e.obj.Spec.Devices {
+					if a.st.allocated(e.deviceID(i)) {
+						b.state.add(&compiled[i], 1)
 					}
 				}
 			}
 		}
-		fits = func(d *deviceEntry) bool {
-			dc := b.layout.dev(d)
-			return len(d.api.ConsumesCounters) == 0 || dc != nil && b.state.fits(dc)
-		}
 	} else {
-		c := a.freshCounters(p)
-		fits = func(d *deviceEntry) bool { return c.Fits(d.api.ConsumesCounters) }
+		slow = a.freshCounters(p)
 	}
+	n := 0
 	for _, e := range p.slices {
-		for _, d := range e.devices() {
-			b.admits = append(b.admits, !d.counters || fits(d))
+		n += len(e.obj.Spec.Devices)
+	}
+	b.admits = make([]bool, 0, n)
+	for _, e := range p.slices {
+		var compiled []devCounters
+		if slow == nil {
+			compiled = b.layout.slice(e)
+		}
+		for i := range e.obj.Spec.Devices {
+			ok := true
+			switch cc := e.obj.Spec.Devices[i].ConsumesCounters; {
+			case len(cc) == 0:
+			case slow != nil:
+				ok = slow.Fits(cc)
+			default:
+				ok = compiled != nil && b.state.fits(&compiled[i])
+			}
+			b.admits = append(b.admits, ok)
 		}
 	}
 	p.base.Store(b)
@@ -79,9 +93,9 @@ func (a *allocation) freshCounters(p *pool) *capacity.Counters {
 	c := capacity.NewCounters(p.counterSets)
 	for _, list := range [][]*sliceEntry{p.slices, p.others} {
 		for _, e := range list {
-			for _, d := range e.devices() {
-				if len(d.api.ConsumesCounters) > 0 && a.st.allocated(d.id) {
-					c.Add(d.api.ConsumesCounters)
+			for i := range e.obj.Spec.Devices {
+				if cc := e.obj.Spec.Devices[i].ConsumesCounters; len(cc) > 0 && a.st.allocated(e.deviceID(i)) {
+					c.Add(cc)
 				}
 			}
 		}

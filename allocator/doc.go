@@ -135,7 +135,8 @@
 //     requests, candidates), scratch.go (that state's buffers, pooled across calls), pools.go (the pools a node sees), filter.go and verdicts.go (which
 //     devices a request may take; selector verdicts kept per device; consumedmemo.go: what a request consumes of a device's capacities, remembered by content), strategy.go (the order each
 //     [Strategy] tries candidates in), topology.go (the optional [Topology] preference within that order), search.go (the backtracking search), constraints.go (matchAttribute
-//     and distinctAttribute), tally.go and counterbase.go (shared counters in dense form), shareids.go,
+//     and distinctAttribute), tally.go and counterbase.go (shared counters in dense form;
+//     counterblocks.go: compiled blocks shared by pools), shareids.go,
 //     results.go (the AllocationResults, one block per call).
 //   - Pruning, which never changes an answer, only how soon it is found: failfast.go and bounds.go (the
 //     counts before searching: enough candidates, enough sharing a value, pigeonholes), independent.go

@@ -135,6 +135,12 @@ type plainConsumption struct {
 
 func (s *sliceEntry) name() string { return s.obj.Name }
 
+// deviceID is the ID of the slice's device i, read from the API object (the device entries need not
+// be prepared).
+func (s *sliceEntry) deviceID(i int) DeviceID {
+	return DeviceID{Driver: s.pool.Driver, Pool: s.pool.Pool, Device: s.obj.Spec.Devices[i].Name}
+}
+
 func (s *sliceEntry) generation() int64 { return s.obj.Spec.Pool.Generation }
 
 // newSliceEntry validates the identity fields of a slice, which must not change any more (a private copy,

@@ -185,7 +185,7 @@ func (a *allocation) gatherPoolsFrom(node *v1.Node, local []*sliceEntry, stable 
 				pools = append(pools, &pool{id: id, incomplete: true})
 				continue
 			}
-			p = buildPool(id, c.slices, all, f)
+			p = buildPool(id, c.slices, all, f, &a.s.pools.blocks)
 		}
 		if p.hasBindingConditions() {
 			withBinding = append(withBinding, p)
@@ -228,9 +228,10 @@ func sortPools(pools []*pool) {
 }
 
 // buildPool sorts and validates the slices of a complete pool. all, when set, is every slice of the
-// pool's generation; those not in forNode only contribute counters and allocated devices.
-func buildPool(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
-	p := buildPoolSlices(id, forNode, all, f)
+// pool's generation; those not in forNode only contribute counters and allocated devices. The pool's
+// compiled counters share the blocks of other pools where they are the same (see counterBlocks).
+func buildPool(id PoolID, forNode, all []*sliceEntry, f Features, blocks *counterBlocks) *pool {
+	p := buildPoolSlices(id, forNode, all, f, blocks)
 	if len(p.slices) == 1 {
 		p.oneSlice[0] = p.slices[0]
 		p.slices = p.oneSlice[:1:1]
@@ -238,7 +239,7 @@ func buildPool(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 	return computeBinding(p)
 }
 
-func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
+func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features, blocks *counterBlocks) *pool {
 	forNode = slices.Clone(forNode)
 	slices.SortFunc(forNode, func(x, y *sliceEntry) int { return cmp.Compare(x.name(), y.name()) })
 	p := &pool{id: id}
@@ -270,13 +271,22 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 	}
 	sc := getPoolScratch()
 	defer putPoolScratch(sc)
+	// The device entries of the node's slices are prepared here, together and in order, rather than when
+	// a search first reaches each slice: prepared between a search's other first-use allocations (CEL
+	// views, verdicts) they lie apart in memory, and a later search that visits every device of the node
+	// ran some 20% slower (BenchmarkDGX dgxa100 whole-2: 760-780 against 640-665 us per 100 nodes). The
+	// checks below read the API objects, which need no entry.
+	for _, e := range p.slices {
+		e.devices()
+	}
 	names := sc.names
 	for _, e := range p.slices {
-		for _, d := range e.devices() {
-			if names[d.id.Device] {
-				return p.markInvalid(fmt.Sprintf("duplicate device name %s", d.id.Device))
+		for i := range e.obj.Spec.Devices {
+			name := e.obj.Spec.Devices[i].Name
+			if names[name] {
+				return p.markInvalid(fmt.Sprintf("duplicate device name %s", name))
 			}
-			names[d.id.Device] = true
+			names[name] = true
 		}
 	}
 	if !f.DRAPartitionableDevices {
@@ -292,7 +302,7 @@ func buildPoolSlices(id PoolID, forNode, all []*sliceEntry, f Features) *pool {
 			p.counterSets = append(p.counterSets, cs)
 		}
 	}
-	l, invalid := newCounterLayout(p, sc)
+	l, invalid := newCounterLayout(p, sc, blocks)
 	if invalid != "" {
 		return p.markInvalid(invalid)
 	}
@@ -307,6 +317,7 @@ type poolScratch struct {
 	names map[string]bool
 	slots []int
 	cons  [][]resourceapi.DeviceCounterConsumption
+	buf   compileBuf
 }
 
 var poolScratches = sync.Pool{New: func() any { return &poolScratch{names: map[string]bool{}} }}
@@ -318,7 +329,7 @@ func getPoolScratch() *poolScratch { return poolScratches.Get().(*poolScratch) }
 // later build the large pool's size.
 func putPoolScratch(sc *poolScratch) {
 	const keep = 4096
-	if len(sc.names) > keep || cap(sc.cons) > keep {
+	if len(sc.names) > keep || cap(sc.cons) > keep || cap(sc.buf.amounts) > 16*keep {
 		return
 	}
 	clear(sc.names)
@@ -337,8 +348,8 @@ func (p *pool) hasBindingConditions() bool { return p.binding }
 
 func computeBinding(p *pool) *pool {
 	for _, e := range p.slices {
-		for _, d := range e.devices() {
-			if d.api.BindingConditions != nil {
+		for i := range e.obj.Spec.Devices {
+			if e.obj.Spec.Devices[i].BindingConditions != nil {
 				p.binding = true
 				return p
 			}
@@ -351,8 +362,10 @@ func computeBinding(p *pool) *pool {
 // filter pass do not rebuild them on every call. An entry is used only for exactly the slice entries it
 // was built from and the same features; entries are immutable, so a changed slice never meets a stale
 // pool. The cached pool hangs off the first slice entry: a lookup is an atomic load and a comparison of
-// a few pointers.
-type poolCache struct{}
+// a few pointers. blocks holds the compiled counter blocks the pools share.
+type poolCache struct {
+	blocks counterBlocks
+}
 
 // entryCaches are the caches that hang off a slice entry.
 type entryCaches struct {
@@ -414,7 +427,7 @@ func (c *poolCache) pool(id PoolID, entries []*sliceEntry, f Features) *pool {
 	if cp := slot.p.Load(); cp != nil && cp.f == f && slices.Equal(cp.slices, entries) {
 		return cp.pool
 	}
-	p := buildPool(id, entries, nil, f)
+	p := buildPool(id, entries, nil, f, &c.blocks)
 	slot.p.Store(&cachedPool{slices: slices.Clone(entries), f: f, pool: p})
 	return p
 }

@@ -1,10 +1,12 @@
 package allocator
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -85,18 +87,78 @@ type devCounters struct {
 	sets    []setDraw       // one per consumesCounters entry, in order
 }
 
-// setLayout is one counter set of a layout: its number and its defined counters' indices by name
-// (none for a set that devices name and the pool does not define).
+// setLayout is one counter set of a layout: its number and its defined counters, sorted by name and
+// numbered from first on (none for a set that devices name and the pool does not define). Numbering in
+// name order rather than in map order gives pools with the same counters the same compiled lists, which
+// they then share (see counterBlocks). slots finds a name's position: an open-addressing table of
+// 1+position (0 is empty) whose length is a power of two at least twice the names', so that a probe
+// ends; every counter of every consumption is looked up, and a table hashed on a few bytes of the name
+// costs less than a map or a binary search.
 type setLayout struct {
-	idx      int32
-	counters map[string]int32
+	idx   int32
+	first int32
+	names []string
+	slots []int32
+}
+
+// index is the index of the set's counter name.
+func (sl *setLayout) index(name string) (int32, bool) {
+	if len(sl.slots) == 0 {
+		return 0, false
+	}
+	mask := len(sl.slots) - 1
+	for i := nameHash(name) & mask; ; i = (i + 1) & mask {
+		k := sl.slots[i]
+		if k == 0 {
+			return 0, false
+		}
+		if sl.names[k-1] == name {
+			return sl.first + k - 1, true
+		}
+	}
+}
+
+// fillSlots builds sl.slots in table, which has the length slotsFor(len(sl.names)) and is zero.
+func (sl *setLayout) fillSlots(table []int32) {
+	sl.slots = table
+	mask := len(table) - 1
+	for k, name := range sl.names {
+		i := nameHash(name) & mask
+		for table[i] != 0 {
+			i = (i + 1) & mask
+		}
+		table[i] = int32(k + 1)
+	}
+}
+
+// slotsFor is the length of the table for n names (0 for none).
+func slotsFor(n int) int {
+	if n == 0 {
+		return 0
+	}
+	size := 4
+	for size < 2*n {
+		size *= 2
+	}
+	return size
+}
+
+// nameHash hashes a counter name on its length and three of its bytes: counter names of one set tend
+// to differ there ("decoders" and "encoders", "memory-slice-0" to "memory-slice-7"), and a collision
+// costs one more comparison (a set has at most 32 counters).
+func nameHash(s string) int {
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	return n*131 ^ int(s[0])*31 ^ int(s[n-1])*7 ^ int(s[n/2])*3
 }
 
 // eachCounter calls fn with every defined counter's set, name and index.
 func (l *counterLayout) eachCounter(fn func(set, name string, i int32)) {
 	for set, sl := range l.sets {
-		for name, i := range sl.counters {
-			fn(set, name, i)
+		for j, name := range sl.names {
+			fn(set, name, sl.first+int32(j))
 		}
 	}
 }
@@ -107,8 +169,7 @@ func (l *counterLayout) counter(set, name string) (int32, bool) {
 	if sl == nil {
 		return 0, false
 	}
-	i, ok := sl.counters[name]
-	return i, ok
+	return sl.index(name)
 }
 
 type counterAmount struct {
@@ -154,8 +215,9 @@ func (t *tallyState) copyFrom(o *tallyState) {
 // invalid is, for the first consumption in that order that names a counter set or a counter p does not
 // define, the reason that makes the pool invalid (empty when there is none). buildPool compiles the
 // layout as it checks the pool, so that each consumption is read once. A pool without consumption has
-// no layout (nil).
-func newCounterLayout(p *pool, sc *poolScratch) (l *counterLayout, invalid string) {
+// no layout (nil). Each consuming slice's compiled block is taken from blocks when another pool's slice
+// compiled to the same lists (see counterBlocks); nil blocks gives every slice a block of its own.
+func newCounterLayout(p *pool, sc *poolScratch, blocks *counterBlocks) (l *counterLayout, invalid string) {
 	// slots[i] is where consumption i lies in the block of every consuming slice's devices.
 	slots, cons := sc.slots[:0], sc.cons[:0]
 	defer func() { sc.slots, sc.cons = slots, cons }() // kept for the next build, emptied by putPoolScratch
@@ -163,26 +225,32 @@ func newCounterLayout(p *pool, sc *poolScratch) (l *counterLayout, invalid strin
 	n := 0                                             // devices of consumers
 	for _, list := range [][]*sliceEntry{p.slices, p.others} {
 		for _, e := range list {
-			for _, d := range e.devices() {
-				if len(d.api.ConsumesCounters) == 0 {
+			// The API objects, indexed like the slice's device entries: the entries of p.others (other
+			// nodes' slices) need not be prepared.
+			devs := e.obj.Spec.Devices
+			for i := range devs {
+				cc := devs[i].ConsumesCounters
+				if len(cc) == 0 {
 					continue
 				}
 				if len(consumers) == 0 || consumers[len(consumers)-1] != e {
 					consumers = append(consumers, e)
-					n += len(e.obj.Spec.Devices)
+					n += len(devs)
 				}
-				slots = append(slots, n-len(e.obj.Spec.Devices)+d.idx)
-				cons = append(cons, d.api.ConsumesCounters)
+				slots = append(slots, n-len(devs)+i)
+				cons = append(cons, cc)
 			}
 		}
 	}
 	if len(cons) == 0 {
 		return nil, "" // nothing draws on counters: no call asks for the layout (whole GPUs)
 	}
-	// Every device of a consuming slice has its place in one block; compileCounters fills those of
-	// the devices that consume.
-	block := make([]devCounters, n)
-	l, bad := compileCounters(p.counterSets, cons, func(i int) *devCounters { return &block[slots[i]] })
+	// Every device of a consuming slice has its place in one block of the scratch; compileCounters fills
+	// those of the devices that consume, and each slice's part is then interned out of it.
+	block := slices.Grow(sc.buf.block[:0], n)[:n]
+	clear(block)
+	sc.buf.block = block
+	l, bad := compileCounters(p.counterSets, cons, func(i int) *devCounters { return &block[slots[i]] }, &sc.buf)
 	if bad.found {
 		c := &cons[bad.dev][bad.cons]
 		i, defined := p.counterIdx[c.CounterSet]
@@ -196,7 +264,7 @@ func newCounterLayout(p *pool, sc *poolScratch) (l *counterLayout, invalid strin
 		at := 0
 		for i, e := range consumers {
 			k := len(e.obj.Spec.Devices)
-			l.bySlice[i] = sliceCounters{e: e, devs: block[at : at+k : at+k]}
+			l.bySlice[i] = sliceCounters{e: e, devs: blocks.intern(block[at : at+k])}
 			at += k
 		}
 		if len(consumers) > scanSlices {
@@ -227,14 +295,32 @@ func firstUndefined(consumed, defined map[string]resourceapi.Counter) string {
 	return ""
 }
 
+// compileBuf is the working memory of compileCounters, kept between pool builds (see poolScratch).
+type compileBuf struct {
+	defs    []counterDef
+	draws   []setDraw
+	amounts []counterAmount
+	groups  []int32
+	block   []devCounters // newCounterLayout's
+}
+
+// counterDef is one defined counter as compileCounters numbers it.
+type counterDef struct {
+	set  int32
+	name string
+	v    int64
+}
+
 // compileCounters numbers the counters of sets and compiles each consumption list; the layout is dense
 // when every quantity is an exact int64 that passes capacity.ValidateQuantity and no sum can overflow.
 // The compiled lists lie in a few blocks sized by a first count, rather than several allocations per
-// device: a DGX node in dynamic MIG has over two hundred devices drawing on its counters.
+// device: a DGX node in dynamic MIG has over two hundred devices drawing on its counters. With buf the
+// blocks are buf's, to be copied out before its next use (newCounterLayout interns them); without, they
+// are allocated.
 //
 // bad is the first consumption that names a counter set or a counter that sets do not define; its
 // undefined counters are left out of the compiled list.
-func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceCounterConsumption, at func(i int) *devCounters) (l *counterLayout, bad undefinedRef) {
+func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceCounterConsumption, at func(i int) *devCounters, buf *compileBuf) (l *counterLayout, bad undefinedRef) {
 	nCounters := 0
 	for _, s := range sets {
 		nCounters += len(s.Counters)
@@ -247,7 +333,10 @@ func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceC
 			nGroups += len(c.CompatibilityGroups)
 		}
 	}
-	l = &counterLayout{sets: make(map[string]*setLayout, len(sets)), capacity: make([]int64, 0, nCounters)}
+	if buf == nil {
+		buf = new(compileBuf)
+	}
+	l = &counterLayout{sets: make(map[string]*setLayout, len(sets))}
 	setBlock := make([]setLayout, 0, len(sets))
 	internSet := func(name string) *setLayout {
 		sl := l.sets[name]
@@ -286,30 +375,67 @@ func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceC
 		return v, true
 	}
 	dense := true
+	// The defined counters are numbered by set (in order of definition) and within a set by name. A set
+	// defined twice has the counters of both definitions, a counter's value its last definition's, as
+	// in capacity.NewCounters (a pool with such a set is invalid; the tests compare with it all the same).
+	defs := slices.Grow(buf.defs[:0], nCounters)
 	for _, s := range sets {
 		sl := internSet(s.Name)
 		for name, c := range s.Counters {
-			if sl.counters == nil {
-				sl.counters = make(map[string]int32, len(s.Counters))
-			}
-			i, seen := sl.counters[name]
-			if !seen {
-				i = int32(len(l.capacity))
-				sl.counters[name] = i
-				l.capacity = append(l.capacity, 0)
-			}
 			v, ok := exact(c.Value)
-			if !ok {
-				dense = false
-				continue
-			}
-			l.capacity[i] = v
+			dense = dense && ok
+			defs = append(defs, counterDef{set: sl.idx, name: name, v: v})
 		}
 	}
+	slices.SortStableFunc(defs, func(x, y counterDef) int {
+		if x.set != y.set {
+			return cmp.Compare(x.set, y.set)
+		}
+		return strings.Compare(x.name, y.name)
+	})
+	names := make([]string, 0, len(defs))
+	l.capacity = make([]int64, 0, len(defs))
+	for i := 0; i < len(defs); {
+		set := defs[i].set
+		sl := &setBlock[set] // defined sets are the first ones interned
+		sl.first = int32(len(names))
+		for ; i < len(defs) && defs[i].set == set; i++ {
+			d := &defs[i]
+			if len(names) > int(sl.first) && names[len(names)-1] == d.name {
+				l.capacity[len(l.capacity)-1] = d.v
+				continue
+			}
+			names = append(names, d.name)
+			l.capacity = append(l.capacity, d.v)
+		}
+		sl.names = names[sl.first:len(names):len(names)]
+	}
+	nSlots := 0
+	for i := range setBlock {
+		nSlots += slotsFor(len(setBlock[i].names))
+	}
+	table := make([]int32, nSlots)
+	for i := range setBlock {
+		k := slotsFor(len(setBlock[i].names))
+		setBlock[i].fillSlots(table[:k:k])
+		table = table[k:]
+	}
+	clear(defs) // the names are the snapshot's
+	buf.defs = defs[:0]
+
 	definedSets := int32(l.nsets)
-	draws := make([]setDraw, nDraws)
-	amounts := make([]counterAmount, 0, nAmounts)
-	groups := make([]int32, 0, 2*nGroups)
+	if cap(buf.draws) < nDraws {
+		buf.draws = make([]setDraw, nDraws)
+	}
+	if cap(buf.amounts) < nAmounts {
+		buf.amounts = make([]counterAmount, 0, nAmounts)
+	}
+	if cap(buf.groups) < 2*nGroups {
+		buf.groups = make([]int32, 0, 2*nGroups)
+	}
+	draws := buf.draws[:nDraws]
+	amounts := buf.amounts[:0]
+	groups := buf.groups[:0]
 	for di, list := range cons {
 		dc := at(di)
 		dc.sets, draws = draws[:len(list):len(list)], draws[len(list):]
@@ -344,8 +470,9 @@ func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceC
 			if sl.idx >= definedSets && !bad.found {
 				bad = undefinedRef{found: true, dev: di, cons: i}
 			}
+			from := len(amounts)
 			for name, v := range c.Counters {
-				ci, defined := sl.counters[name]
+				ci, defined := sl.index(name)
 				if !defined {
 					if !bad.found {
 						bad = undefinedRef{found: true, dev: di, cons: i}
@@ -359,6 +486,8 @@ func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceC
 				}
 				amounts = append(amounts, counterAmount{idx: ci, v: amount})
 			}
+			// In counter order rather than map order, so that equal consumptions compile alike.
+			sortAmounts(amounts[from:])
 		}
 		if len(amounts) > first {
 			dc.amounts = amounts[first:len(amounts):len(amounts)]
@@ -366,6 +495,19 @@ func compileCounters(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceC
 	}
 	l.dense = dense
 	return l, bad
+}
+
+// sortAmounts sorts one consumption's amounts by counter (each counter is listed once): an insertion
+// sort, as a consumption lists a few counters.
+func sortAmounts(a []counterAmount) {
+	for i := 1; i < len(a); i++ {
+		x := a[i]
+		j := i
+		for ; j > 0 && a[j-1].idx > x.idx; j-- {
+			a[j] = a[j-1]
+		}
+		a[j] = x
+	}
 }
 
 func containsInt32(s []int32, x int32) bool {

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"slices"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -113,6 +114,28 @@ func compileEach(sets []resourceapi.CounterSet, cons [][]resourceapi.DeviceCount
 	for i := range compiled {
 		compiled[i] = new(devCounters)
 	}
-	l, bad := compileCounters(sets, cons, func(i int) *devCounters { return compiled[i] })
+	l, bad := compileCounters(sets, cons, func(i int) *devCounters { return compiled[i] }, nil)
 	return l, compiled, bad
+}
+
+// TestPropSetLayoutIndex: a set's table finds each of its counters at its position and no other name,
+// however the names collide in it (names of one length and the same first, middle and last bytes
+// included), up to the API's 32 counters per set.
+func TestPropSetLayoutIndex(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		name := rapid.StringMatching(`[ab]{1,6}`)
+		names := rapid.SliceOfNDistinct(name, 0, resourceapi.ResourceSliceMaxCountersPerCounterSet, rapid.ID[string]).Draw(t, "names")
+		slices.Sort(names)
+		sl := setLayout{first: 5, names: names}
+		sl.fillSlots(make([]int32, slotsFor(len(names))))
+		for i, n := range names {
+			if got, ok := sl.index(n); !ok || got != int32(5+i) {
+				t.Fatalf("%q: index %d, %v; want %d", n, got, ok, 5+i)
+			}
+		}
+		absent := name.Draw(t, "absent")
+		if _, ok := sl.index(absent); ok != slices.Contains(names, absent) {
+			t.Fatalf("%q: found %v, listed %v", absent, ok, slices.Contains(names, absent))
+		}
+	})
 }

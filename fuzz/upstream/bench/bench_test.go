@@ -226,13 +226,21 @@ func buildAndFleetFilter(b *testing.B, prefix string, cluster Cluster, claims []
 // updating one node's slice of a built snapshot. The snapshot reports its heap per device and per node.
 //
 // Build and first pass with informer objects (NoCopy and TrustAPIServer) against upstream, three
-// interleaved runs of -benchtime 10x in a quiet spell of a shared 2-core machine: 71-96 ms against
-// upstream's 63-79 ms (about 1.13x; 75-79 against 64-76 ms, 1.16x, before this round), 26.1 against
-// 22.7 MB allocated per op (36.0 MB before: a pool's counter consumption lies in one block per slice,
-// its build keeps its scratch, a device entry holds one pointer to its caches). The first pass compiles
-// the counters of every device of the node's pool, as upstream's validateDeviceCounterConsumption reads
-// them in every Allocate: each consumption map is iterated and each counter looked up in its set, two
-// thirds of the pass's CPU, which upstream pays as well.
+// interleaved runs of -benchtime 10x in a quiet spell of a shared 2-core machine, each run both sides
+// in one process: 54-56 ms against upstream's 64-70 ms in the same runs (0.79-0.87x), 15.3 against
+// 22.6 MB and 57,000 against 123,000 allocations per op; each side alone in a process of its own:
+// 54-57 ms against 62-69 ms. Before this round, in the same spell: 76-81 ms against 65 ms (1.17-1.25x),
+// 26.1 MB. In CPU time per op (the process's user and system time between a 1x and a 21x run, which
+// the machine's load disturbs less): 61-69 ms against upstream's 70-78 ms, 82-86 ms before. Pools with
+// the same counters share one compiled block per slice (counterBlocks: the 200 nodes compile 8
+// distinct blocks), and a counter set finds a counter through a small table. What remains is mostly
+// reading every device's counter consumption, as upstream's validateDeviceCounterConsumption does in
+// every Allocate: each consumption map is iterated (a map per device, read from memory) and each counter
+// looked up in its set; a counter the pool does not define makes the pool invalid, which changes the
+// answer, so no device's consumption can be left unread. Preparing a slice's device entries only when
+// a search first reaches it would save 9 MB here (6.4 MB per op, 47-52 ms), but entries prepared
+// between a search's other allocations lie apart in memory, and later searches over every device ran
+// some 20% slower (BenchmarkDGX dgxa100 whole-2), so a pool's build prepares its node slices together.
 func BenchmarkBuildDGX(b *testing.B) {
 	ctx := context.Background()
 	const nodes = 200
@@ -329,9 +337,10 @@ func BenchmarkUpdateSlice(b *testing.B) {
 // copies count), with NoCopy (the caller's objects do not count) and with informer objects (NoCopy and
 // TrustAPIServer), on the DGX H100 dynamic-MIG fleet and on the whole-GPU fleet of scenario 1. The fleet
 // of 2,000 DGX nodes (464,000 devices) is measured without the copy, as a scheduler fed by informers
-// holds it: a copy of it alone would take the better part of a gigabyte. Measured: 533 B per device
-// (124 KB per node) at 2,000 nodes, NoCopy and informer objects alike; 542-545 B at 100 nodes (677 B
-// before this round); 1,699 B copying (1,785 B before).
+// holds it: a copy of it alone would take the better part of a gigabyte (the benchmark's process
+// peaks at 3.2 GB). Measured: 301 B per device (70 KB per node) at 2,000 nodes, NoCopy and informer
+// objects alike (533 B before this round, whose compiled counters each pool kept for itself); 314-316 B
+// at 100 nodes (542-545 B before); 1,470 B copying (1,699 B before).
 func BenchmarkSnapshotMemory(b *testing.B) {
 	dgx, err := DGXFleet(100, "dgxh100")
 	if err != nil {
