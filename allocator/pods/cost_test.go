@@ -68,14 +68,7 @@ func TestPropCostChoosesLeast(t *testing.T) {
 			}
 			size := rapid.IntRange(1, 3).Draw(rt, fmt.Sprintf("size-%d", step))
 			p := pod(fmt.Sprintf("pod-%d", step), fmt.Sprintf("gpu=template:gpus-%d", size))
-			want := ""
-			for _, n := range snap.Nodes() {
-				fits, err := snap.Fits(ctx, n, []*resourceapi.ResourceClaim{claim("probe", int64(size))})
-				must(t, err)
-				if fits && (want == "" || weight[n.Name] < weight[want]) {
-					want = n.Name
-				}
-			}
+			want := lightestFit(t, snap, size, weight)
 			_, ffErr := ff.Place(ctx, p)
 			pl, err := c.Place(ctx, p)
 			if (err == nil) != (ffErr == nil) {
@@ -295,4 +288,19 @@ func TestCostWhileTheSnapshotChanges(t *testing.T) {
 	if calls != 3 || p.Node != "n2" || p.Claims[0].Claim.Status.Allocation.Devices.Results[0].Device != "gpu-1" {
 		t.Fatalf("%d nodes rated, placed on %s %+v; want 3, n2 gpu-1", calls, p.Node, p.Claims[0].Claim.Status.Allocation.Devices.Results)
 	}
+}
+
+// lightestFit is the node of least weight (the first by name on ties) where a claim for size GPUs fits,
+// "" where it fits nowhere: where a Cost of these weights places such a pod.
+func lightestFit(t *testing.T, snap *allocator.Snapshot, size int, weight map[string]float64) string {
+	t.Helper()
+	want := ""
+	for _, n := range snap.Nodes() {
+		fits, err := snap.Fits(context.Background(), n, []*resourceapi.ResourceClaim{claim("probe", int64(size))})
+		must(t, err)
+		if fits && (want == "" || weight[n.Name] < weight[want]) {
+			want = n.Name
+		}
+	}
+	return want
 }

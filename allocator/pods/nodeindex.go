@@ -2,6 +2,7 @@ package pods
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -217,10 +218,7 @@ func (x *nodeIndex) freed(names []string, all bool, w *snapWrite) {
 	for key, s := range x.shapes {
 		x.shapes[key] = s.without(pos)
 	}
-	ranks := make([]*rank, 0, len(x.ranks))
-	for _, rk := range x.ranks {
-		ranks = append(ranks, rk)
-	}
+	ranks := slices.Collect(maps.Values(x.ranks))
 	x.mu.Unlock()
 	// The ranks' locks are taken without the index's (see touched).
 	for _, rk := range ranks {

@@ -52,14 +52,7 @@ func TestPropPreferOrdersDevices(t *testing.T) {
 		for step := range rapid.IntRange(1, 12).Draw(rt, "steps") {
 			size := rapid.IntRange(1, 3).Draw(rt, fmt.Sprintf("size-%d", step))
 			p := pod(fmt.Sprintf("pod-%d", step), fmt.Sprintf("gpu=template:gpus-%d", size))
-			want := ""
-			for _, n := range snap.Nodes() {
-				fits, err := snap.Fits(ctx, n, []*resourceapi.ResourceClaim{claim("probe", int64(size))})
-				must(t, err)
-				if fits && (want == "" || weight[n.Name] < weight[want]) {
-					want = n.Name
-				}
-			}
+			want := lightestFit(t, snap, size, weight)
 			_, ffErr := ff.Place(ctx, p)
 			pl, err := c.Place(ctx, p)
 			if (err == nil) != (ffErr == nil) {

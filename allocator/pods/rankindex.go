@@ -2,6 +2,7 @@ package pods
 
 import (
 	"context"
+	"maps"
 	"math/big"
 	"slices"
 	"sync"
@@ -193,10 +194,7 @@ func (x *nodeIndex) touched(names []string, all bool, assumed bool, before, afte
 	if !all {
 		pos = x.positionsLocked(names)
 	}
-	ranks := make([]*rank, 0, len(x.ranks))
-	for _, rk := range x.ranks {
-		ranks = append(ranks, rk)
-	}
+	ranks := slices.Collect(maps.Values(x.ranks))
 	x.mu.Unlock()
 	// The ranks' locks are taken without the index's: a placement holding one asks nodes, which reads
 	// the pods on nodes, whose writers may empty the index.
