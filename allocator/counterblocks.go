@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"math/bits"
 	"slices"
 	"sync"
 )
@@ -62,10 +63,14 @@ func hashBlock(devs []devCounters) uint64 {
 	return h
 }
 
-// fold folds x into h (a multiplicative step, then the high bits back into the low ones).
+// fold folds x into h: x is mixed on its own first (murmur3's 64-bit steps), so that no pattern of inputs
+// cancels out (a plain (h^x)·k is 0 whenever x equals h, and small blocks then collide).
 func fold(h, x uint64) uint64 {
-	h = (h ^ x) * 0x9e3779b97f4a7c15
-	return h ^ h>>32
+	x *= 0x87c37b91114253d5
+	x = bits.RotateLeft64(x, 31)
+	x *= 0x4cf5ad432745937f
+	h ^= x
+	return bits.RotateLeft64(h, 27)*5 + 0x52dce729
 }
 
 // equalBlocks reports whether two blocks compile to the same lists.

@@ -154,3 +154,27 @@ func drawBlock(t *rapid.T) []devCounters {
 	}
 	return devs
 }
+
+// TestCounterBlocksHashSmallBlocks: small blocks that differ hash apart (the fold once mapped an empty
+// device and a device with one amount {0, 1} to one hash, and the second replaced the first in the
+// table, so that a block equal to the first was no longer shared).
+func TestCounterBlocksHashSmallBlocks(t *testing.T) {
+	var blocks [][]devCounters
+	for _, set := range []int32{0, 1} {
+		blocks = append(blocks, []devCounters{{sets: []setDraw{{set: set}}}})
+	}
+	blocks = append(blocks, []devCounters{{}}, []devCounters{{}, {}})
+	for idx := range int32(3) {
+		for v := range int64(3) {
+			blocks = append(blocks, []devCounters{{amounts: []counterAmount{{idx: idx, v: v}}}})
+		}
+	}
+	seen := map[uint64]int{}
+	for i, b := range blocks {
+		h := hashBlock(b)
+		if j, ok := seen[h]; ok {
+			t.Fatalf("blocks %d (%v) and %d (%v) hash alike", j, blocks[j], i, b)
+		}
+		seen[h] = i
+	}
+}
