@@ -126,7 +126,8 @@
 // path. Its files, by concern (a maintainer changing one concern reads the files of its group):
 //
 //   - The cluster and its indexes: snapshot.go (the [Snapshot], its updates, Fork, Commit, Discard),
-//     objects.go (slice and device entries, prepared on first use), copy.go (the private copy of a slice),
+//     objects.go (slice and device entries, prepared on first use), copy.go (the private copy of a slice;
+//     derived.go: what equal devices compute alike, their CEL view and plain consumption, shared),
 //     columns.go (a slice's attribute values by name), state.go (the allocated state: devices, shares,
 //     counters in use), claimupdate.go ([Snapshot.UpdateClaims]), conflict.go (what a commit or update
 //     finds taken meanwhile: [ConflictError]), validate.go (validation on add), lookup.go (read access for
@@ -134,7 +135,8 @@
 //   - One call's search: allocate.go (Allocate and Fits), call.go (the call's working state: claims,
 //     requests, candidates), scratch.go (that state's buffers, pooled across calls), pools.go (the pools a node sees), filter.go and verdicts.go (which
 //     devices a request may take; selector verdicts kept per device; consumedmemo.go: what a request consumes of a device's capacities, remembered by content), strategy.go (the order each
-//     [Strategy] tries candidates in), topology.go (the optional [Topology] preference within that order), search.go (the backtracking search), constraints.go (matchAttribute
+//     [Strategy] tries candidates in), topology.go (the optional [Topology] preference within that order; prefer.go: a caller's
+//     preferred devices first, [Snapshot.AllocatePreferring]), search.go (the backtracking search), constraints.go (matchAttribute
 //     and distinctAttribute), tally.go and counterbase.go (shared counters in dense form;
 //     counterblocks.go: compiled blocks shared by pools), shareids.go,
 //     results.go (the AllocationResults, one block per call).
