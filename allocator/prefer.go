@@ -3,7 +3,6 @@ package allocator
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -40,20 +39,4 @@ func (s *Snapshot) AllocatePreferring(ctx context.Context, strategy Strategy, pr
 		return err == nil, err
 	})
 	return results, err
-}
-
-// preferDevices moves the candidates in a.prefer to the front of list, in the order of their rank;
-// the others keep their order behind them.
-func (a *allocation) preferDevices(list []ranked) {
-	if len(a.prefer) == 0 || len(list) < 2 {
-		return
-	}
-	rankOf := func(c ranked) int {
-		d := a.pools[c.at.pool].slices[c.at.slice].devices()[c.at.device]
-		if r, ok := a.prefer[d.id]; ok {
-			return r
-		}
-		return len(a.prefer)
-	}
-	slices.SortStableFunc(list, func(x, y ranked) int { return rankOf(x) - rankOf(y) })
 }

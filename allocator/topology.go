@@ -246,3 +246,19 @@ func compareLevel(x, y topoLevel) int {
 	}
 	return x.first - y.first
 }
+
+// preferDevices moves the candidates in a.prefer to the front of list, in the order of their rank;
+// the others keep their order behind them.
+func (a *allocation) preferDevices(list []ranked) {
+	if len(a.prefer) == 0 || len(list) < 2 {
+		return
+	}
+	rankOf := func(c ranked) int {
+		d := a.pools[c.at.pool].slices[c.at.slice].devices()[c.at.device]
+		if r, ok := a.prefer[d.id]; ok {
+			return r
+		}
+		return len(a.prefer)
+	}
+	slices.SortStableFunc(list, func(x, y ranked) int { return rankOf(x) - rankOf(y) })
+}
