@@ -84,6 +84,7 @@ type request struct {
 	selectors                []resourceapi.DeviceSelector
 	tolerations              []resourceapi.DeviceToleration
 	capacity                 *resourceapi.CapacityRequirements
+	capKey                   string // capacityKey's answer, made on first use; "" before
 	derived                  map[resourceapi.FullyQualifiedName]string
 	numDevices               int
 	allDevices               []candidate        // for allocationMode All
@@ -126,6 +127,15 @@ func (r *request) capacityRequests() map[resourceapi.QualifiedName]resource.Quan
 		return nil
 	}
 	return r.capacity.Requests
+}
+
+// capacityKey names the request's capacity requirements for the consumed memo (requestKey), once per
+// call rather than once per device it is asked of.
+func (r *request) capacityKey() string {
+	if r.capKey == "" {
+		r.capKey = requestKey(r.capacityRequests())
+	}
+	return r.capKey
 }
 
 // candidate is a device together with the pool it is seen in.

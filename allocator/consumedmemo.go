@@ -43,13 +43,13 @@ type capsIdent struct {
 	id   uint64
 }
 
-// consumed is capacity.Consumed of the requests on the device, from the memo when asked before. The
-// map must not be modified.
-func (m *consumedMemo) consumed(requests map[resourceapi.QualifiedName]resource.Quantity, d *deviceEntry, opts capacity.Options) (map[resourceapi.QualifiedName]resource.Quantity, error) {
+// consumed is capacity.Consumed of the requests (named reqKey by requestKey) on the device, from the
+// memo when asked before. The map must not be modified.
+func (m *consumedMemo) consumed(requests map[resourceapi.QualifiedName]resource.Quantity, reqKey string, d *deviceEntry, opts capacity.Options) (map[resourceapi.QualifiedName]resource.Quantity, error) {
 	if m == nil {
 		return capacity.Consumed(requests, d.api.Capacity, opts)
 	}
-	key := consumedKey{caps: m.capsID(d), req: requestKey(requests)}
+	key := consumedKey{caps: m.capsID(d), req: reqKey}
 	m.mu.Lock()
 	c, ok := m.m[key]
 	m.mu.Unlock()
@@ -102,7 +102,8 @@ func (m *consumedMemo) capsID(d *deviceEntry) uint64 {
 	return id
 }
 
-// requestKey names capacity requirements: the names in order, each with its quantity.
+// requestKey names capacity requirements: the names in order, each with its quantity; never "" for
+// requirements that name a capacity.
 func requestKey(requests map[resourceapi.QualifiedName]resource.Quantity) string {
 	var buf [4]string
 	names := buf[:0]

@@ -128,7 +128,7 @@ func (a *allocation) consumed(r *request, d *deviceEntry) (map[resourceapi.Quali
 	if len(r.capacityRequests()) == 0 {
 		return d.plainConsumed()
 	}
-	return a.s.consumed.consumed(r.capacityRequests(), d, a.capOpts)
+	return a.s.consumed.consumed(r.capacityRequests(), r.capacityKey(), d, a.capOpts)
 }
 
 // ledger returns the running capacity ledger of a device, starting from what the cluster's shares use,
