@@ -51,16 +51,7 @@ func (s *Snapshot) Claims(namespace string) []*resourceapi.ResourceClaim {
 // reference with controller: true) has the UID, sorted by name: the claims generated for a pod or a
 // PodGroup. An index kept as claims change makes the call cost what it returns.
 func (s *Snapshot) ClaimsOwnedBy(namespace string, owner types.UID) []*resourceapi.ResourceClaim {
-	s.ready()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var out []*resourceapi.ResourceClaim
-	for _, key := range s.st.owned[owner] {
-		if key.Namespace == namespace {
-			out = append(out, s.st.claims[key].obj)
-		}
-	}
-	return out
+	return s.claimsIndexed(func(st *state) []types.NamespacedName { return st.owned[owner] }, namespace)
 }
 
 // controllerUID is the UID of the claim's controlling owner, or "".
@@ -77,11 +68,16 @@ func controllerUID(claim *resourceapi.ResourceClaim) types.UID {
 // with the UID, sorted by name: the claims a pod or PodGroup holds. An index kept as claims change makes
 // the call cost what it returns.
 func (s *Snapshot) ClaimsReservedFor(namespace string, consumer types.UID) []*resourceapi.ResourceClaim {
+	return s.claimsIndexed(func(st *state) []types.NamespacedName { return st.reserved[consumer] }, namespace)
+}
+
+// claimsIndexed returns the claims of the namespace among those an index of the state lists for a UID.
+func (s *Snapshot) claimsIndexed(index func(*state) []types.NamespacedName, namespace string) []*resourceapi.ResourceClaim {
 	s.ready()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []*resourceapi.ResourceClaim
-	for _, key := range s.st.reserved[consumer] {
+	for _, key := range index(s.st) {
 		if key.Namespace == namespace {
 			out = append(out, s.st.claims[key].obj)
 		}
