@@ -24,12 +24,7 @@ func TestPropFGDFitsWhereFirstFit(t *testing.T) {
 	ctx := context.Background()
 	tmpls := []string{"one-gpu", "two-gpus", "half-gpu", "third-gpu", "tenth-gpu", ""}
 	rapid.Check(t, func(rt *rapid.T) {
-		var specs []string
-		for i := range rapid.IntRange(1, 4).Draw(rt, "nodes") {
-			shares := rapid.SampledFrom([]int{0, 1000}).Draw(rt, fmt.Sprint("shares-", i))
-			cpus := rapid.IntRange(2, 8).Draw(rt, fmt.Sprint("cpus-", i))
-			specs = append(specs, fmt.Sprintf("n%d %d %d %d", i, cpus, rapid.IntRange(1, 3).Draw(rt, fmt.Sprint("gpus-", i)), shares))
-		}
+		specs := drawSpecs(rt)
 		published := slicesOf(specs...)
 		inv, err := headroom.NewInventory(published)
 		if err != nil {
@@ -107,12 +102,7 @@ func TestPropCachedMeasure(t *testing.T) {
 	ctx := context.Background()
 	tmpls := []string{"one-gpu", "two-gpus", "half-gpu", "third-gpu", "tenth-gpu", ""}
 	rapid.Check(t, func(rt *rapid.T) {
-		var specs []string
-		for i := range rapid.IntRange(1, 4).Draw(rt, "nodes") {
-			shares := rapid.SampledFrom([]int{0, 1000}).Draw(rt, fmt.Sprint("shares-", i))
-			cpus := rapid.IntRange(2, 8).Draw(rt, fmt.Sprint("cpus-", i))
-			specs = append(specs, fmt.Sprintf("n%d %d %d %d", i, cpus, rapid.IntRange(1, 3).Draw(rt, fmt.Sprint("gpus-", i)), shares))
-		}
+		specs := drawSpecs(rt)
 		published := slicesOf(specs...)
 		inv, err := headroom.NewInventory(published)
 		if err != nil {
@@ -191,4 +181,16 @@ func TestPropCachedMeasure(t *testing.T) {
 			}
 		}
 	})
+}
+
+// drawSpecs draws the node specs of a small fleet (see cluster): 1–4 nodes of 2–8 CPUs and 1–3 GPUs,
+// each with shares or without.
+func drawSpecs(rt *rapid.T) []string {
+	var specs []string
+	for i := range rapid.IntRange(1, 4).Draw(rt, "nodes") {
+		shares := rapid.SampledFrom([]int{0, 1000}).Draw(rt, fmt.Sprint("shares-", i))
+		cpus := rapid.IntRange(2, 8).Draw(rt, fmt.Sprint("cpus-", i))
+		specs = append(specs, fmt.Sprintf("n%d %d %d %d", i, cpus, rapid.IntRange(1, 3).Draw(rt, fmt.Sprint("gpus-", i)), shares))
+	}
+	return specs
 }

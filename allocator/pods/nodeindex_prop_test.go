@@ -44,22 +44,7 @@ func indexCluster(t *rapid.T, c *fuzz.Cluster, choice pods.Choice) *pods.Cluster
 // Removals (Remove, DeletePod) update the index rather than empty it where they free known nodes: some
 // must leave it standing, so that the update is what the steps after them check.
 func TestPropNodeIndexSamePlacements(t *testing.T) {
-	var removals, kept int
-	// removed counts a removal, and one the index outlived (it held a lineage before and after).
-	removed := func(c *pods.Cluster, remove func()) {
-		live := pods.NodeIndexLive(c)
-		remove()
-		removals++
-		if live && pods.NodeIndexLive(c) {
-			kept++
-		}
-	}
-	defer func() {
-		t.Logf("removals %d, kept %d", removals, kept)
-		if !t.Failed() && kept == 0 {
-			t.Errorf("the index outlived none of %d removals", removals)
-		}
-	}()
+	removed := removalsKept(t)
 	rapid.Check(t, func(t *rapid.T) {
 		c := fuzz.ClusterGen(propOptions()).Draw(t, "cluster")
 		if len(c.Claims) == 0 {
@@ -147,21 +132,7 @@ func TestPropNodeIndexSamePlacements(t *testing.T) {
 // and cordon nodes. Removals update the indexes rather than empty them where they free known nodes:
 // some must leave them standing.
 func TestPropRankIndexSamePlacements(t *testing.T) {
-	var removals, kept int
-	removed := func(c *pods.Cluster, remove func()) {
-		live := pods.NodeIndexLive(c)
-		remove()
-		removals++
-		if live && pods.NodeIndexLive(c) {
-			kept++
-		}
-	}
-	defer func() {
-		t.Logf("removals %d, kept %d", removals, kept)
-		if !t.Failed() && kept == 0 {
-			t.Errorf("the indexes outlived none of %d removals", removals)
-		}
-	}()
+	removed := removalsKept(t)
 	dgx, err := inventory.Profile("dgxh100")
 	must(t, err)
 	dgx.Mode = inventory.ModeDynamicMIG
@@ -353,4 +324,25 @@ func TestPropRankIndexSamePlacements(t *testing.T) {
 			}
 		}
 	})
+}
+
+// removalsKept returns a wrapper for the property's removals: it counts each removal, and those the
+// indexes outlived (they held a lineage before and after), and fails the test at its end when the
+// indexes outlived none, for then the update on removal went unchecked.
+func removalsKept(t *testing.T) func(c *pods.Cluster, remove func()) {
+	var removals, kept int
+	t.Cleanup(func() {
+		t.Logf("removals %d, kept %d", removals, kept)
+		if !t.Failed() && kept == 0 {
+			t.Errorf("the indexes outlived none of %d removals", removals)
+		}
+	})
+	return func(c *pods.Cluster, remove func()) {
+		live := pods.NodeIndexLive(c)
+		remove()
+		removals++
+		if live && pods.NodeIndexLive(c) {
+			kept++
+		}
+	}
 }
