@@ -48,6 +48,7 @@ func (c *Cluster) leastCost(ctx context.Context, snap *allocator.Snapshot, class
 	}
 	chosen := -1
 	var best float64
+	var rated []resourceapi.AllocationResult // what the chosen node was rated on
 	for i := range nodes {
 		v := allocs[i]
 		if !verdicts.get(i).fits || v == nil {
@@ -76,23 +77,14 @@ func (c *Cluster) leastCost(ctx context.Context, snap *allocator.Snapshot, class
 			return -1, fmt.Errorf("%s: node %s: cost: %w", podName(r.pod), nodes[i].Name, err)
 		}
 		if chosen < 0 || cost < best {
-			chosen, best = i, cost
+			chosen, best, rated = i, cost, results
 		}
 	}
-	if chosen >= 0 && !allocs[chosen].own {
-		// The placement's own allocation, with share IDs drawn for the node (the renamed results
-		// carry those drawn on the node that asked for the class).
-		v := allocs[chosen]
-		results, err := snap.AllocateWith(ctx, allocator.BestFit, nodes[chosen], v.nc.claims)
-		if err != nil {
-			return -1, fmt.Errorf("%s: node %s: %w", podName(r.pod), nodes[chosen].Name, err)
-		}
-		allocs[chosen] = &allocVerdict{nc: v.nc, results: results, own: true}
+	if chosen < 0 {
+		return -1, nil
 	}
-	if chosen >= 0 && c.opts.Prefer != nil {
-		if err := c.prefer(ctx, snap, r, nodes[chosen], allocs, chosen); err != nil {
-			return -1, err
-		}
+	if err := c.ownAllocation(ctx, snap, r, nodes[chosen], allocs, chosen, rated); err != nil {
+		return -1, err
 	}
 	return chosen, nil
 }
