@@ -3,7 +3,6 @@ package allocator
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -316,7 +315,7 @@ func (d *deviceEntry) stateLedger(used map[resourceapi.QualifiedName]resource.Qu
 
 // sameMap reports whether x and y are the same map (both nil included).
 func sameMap[K comparable, V any](x, y map[K]V) bool {
-	return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	return mapID(x) == mapID(y)
 }
 
 // plainConsumed is capacity.Consumed for a request without capacity requirements. The map must not be
