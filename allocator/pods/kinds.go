@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -91,15 +92,15 @@ func (c *Cluster) NodeKinds(ctx context.Context, pod *v1.Pod, nodes []*v1.Node) 
 			b = fmt.Appendf(b, "%t%q;", ok, v)
 		}
 		b = append(b, 0)
-		for _, name := range sortedKeys(n.Status.Allocatable) {
-			q := n.Status.Allocatable[v1.ResourceName(name)]
+		for _, name := range slices.Sorted(maps.Keys(n.Status.Allocatable)) {
+			q := n.Status.Allocatable[name]
 			b = fmt.Appendf(b, "%s=%s;", name, q.String())
 		}
 		b = append(b, 0)
 		if u := c.usageOf(n.Name); u != nil {
 			b = fmt.Appendf(b, "%d;", u.pods)
-			for _, name := range sortedKeys(u.requested) {
-				b = fmt.Appendf(b, "%s=%d;", name, u.requested[v1.ResourceName(name)])
+			for _, name := range slices.Sorted(maps.Keys(u.requested)) {
+				b = fmt.Appendf(b, "%s=%d;", name, u.requested[name])
 			}
 			b = append(b, 0)
 			ports := make([]string, len(u.ports))
@@ -138,13 +139,4 @@ func affinityReads(pod *v1.Pod) ([]string, bool) {
 	}
 	slices.Sort(keys)
 	return slices.Compact(keys), byName
-}
-
-func sortedKeys[V any](m map[v1.ResourceName]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, string(k))
-	}
-	slices.Sort(out)
-	return out
 }
