@@ -142,8 +142,13 @@ func fillRun(b *testing.B, c *pods.Cluster, ps []*v1.Pod) (time.Duration, uint64
 // 721 µs and 1,795 allocations at 500 nodes, 950 µs and 1,928 at 1,000; mixed BestFit 415 µs and
 // 1,235 at 500, 572 µs and 1,285 at 1,000 (mig and mixed at 10,000 nodes took too long to measure).
 //
-// Memory: the filled mig fleet of 1,000 DGX H100 nodes peaks at about 2 GB resident (index on; 2.4 GB
-// off), so mig and mixed at 10,000 nodes need about 20 GB: run them alone, on a machine that has it.
+// Later, with shared counter blocks, CEL views and remembered consumption (quiet machine, index on),
+// µs per pod / allocations per pod at 500 and 10,000 nodes: mig BestFit 201 / 565 and 233 / 566, mig
+// Spread 158 / 433 and 213 / 432, mixed BestFit 132 / 444 and 168 / 445, mixed Spread 120 / 355 and
+// 161 / 355 (mig BestFit 216 at 1,000 and 227 at 5,000 nodes).
+//
+// Memory: the filled mig fleet of 5,000 DGX H100 nodes peaks at 2.5 GB resident, and a run of mig and
+// mixed at 500 and 10,000 nodes at 4.7 GB (2 GB at 1,000 nodes and about 20 GB at 10,000 before).
 func BenchmarkFill(b *testing.B) {
 	for _, kind := range []string{"gpu", "mig", "mixed"} {
 		for _, choice := range []pods.Choice{pods.FirstFit, pods.BestFit, pods.Spread} {
