@@ -7,19 +7,23 @@
 // (scheduling.k8s.io/v1beta1) and Nodes. Each event is applied
 // to the Cluster as it comes:
 //
-//   - an add or an update writes the object (AddOrUpdate...), so resyncs and re-lists, which deliver
-//     objects the Feed has seen, change nothing;
+//   - an add or an update writes the object (AddOrUpdate...) if it is newer than the version held;
 //   - a delete removes it, the object named by a tombstone included (client-go's DeletedFinalStateUnknown,
 //     recognised by its shape: a struct with the fields Key and Obj, as delivered when a watch broke and
 //     the re-list no longer had the object);
-//   - an update older than what the Feed applied last (by metadata.resourceVersion, where both have
-//     one that parses as an integer, as the API server writes them) is dropped, as the scheduler's
-//     assume cache drops an informer event older than the object it holds.
+//   - an add or update whose version is not newer than the one held (by metadata.resourceVersion, where
+//     both parse as integers, as the API server writes them) is dropped, as kube-scheduler's assume cache
+//     drops an informer event that is not newer than the object it holds. The version held is the one the
+//     Feed applied last and, for a ResourceClaim, the one the Cluster holds: [pods.Cluster.Assume] writes
+//     a claim's allocation on top of the version it read, keeping its resourceVersion, so a resync or a
+//     re-list, which delivers that version again unallocated, leaves the assumed allocation in place
+//     until the API server's write of it (or any later change) arrives with a newer version.
 //
 // Informers deliver concurrently (one goroutine per informer); the Cluster and the Snapshot are safe
 // for that. An object the Cluster refuses (the Snapshot validates what it is given unless
 // allocator.Options.TrustAPIServer is set, which a snapshot fed by informers should set) or of a kind
-// the Feed does not know is reported to Options.OnError and counted; the Feed goes on.
+// the Feed does not know is reported to Options.OnError and counted, and the Feed goes on; so is a nil
+// object, a typed nil pointer included: nothing panics in the handler, where client-go would re-raise it.
 //
 // Waiting until the initial lists are in is client-go's part: wait for the informers' HasSynced (or
 // the handler registrations' HasSynced) with cache.WaitForCacheSync before asking the Cluster. [Feed.Stats]

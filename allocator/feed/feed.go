@@ -33,7 +33,8 @@ type Feed struct {
 	stats    Stats
 }
 
-// Stats counts the events a Feed applied, dropped as older than what it holds, and failed on.
+// Stats counts the events a Feed applied, dropped as not newer than what it holds (Stale: resyncs and
+// re-lists included), and failed on.
 type Stats struct {
 	Applied, Stale, Failed map[string]int // by kind
 }
@@ -130,38 +131,67 @@ func (f *Feed) fail(kind string, err error) {
 // write applies obj to the Cluster; kind is empty for an event the Feed dropped as stale.
 func (f *Feed) write(obj any, del bool) (kind string, err error) {
 	snap := f.c.Snapshot()
-	switch o := obj.(type) {
+	var o op
+	switch x := obj.(type) {
 	case *resourceapi.ResourceSlice:
-		return f.step("ResourceSlice", o, del, func() error { return snap.AddOrUpdateSlice(o) }, func() error { return snap.DeleteSlice(o.Name) })
+		o = op{"ResourceSlice", func() error { return snap.AddOrUpdateSlice(x) }, func() error { return snap.DeleteSlice(x.Name) }, nil}
 	case *resourceapi.DeviceClass:
-		return f.step("DeviceClass", o, del, func() error { return snap.AddOrUpdateClass(o) }, func() error { return snap.DeleteClass(o.Name) })
+		o = op{"DeviceClass", func() error { return snap.AddOrUpdateClass(x) }, func() error { return snap.DeleteClass(x.Name) }, nil}
 	case *resourceapi.ResourceClaim:
-		return f.step("ResourceClaim", o, del, func() error { return snap.AddOrUpdateClaim(o) }, func() error { return snap.DeleteClaim(o.Namespace, o.Name) })
+		o = op{"ResourceClaim", func() error { return snap.AddOrUpdateClaim(x) }, func() error { return snap.DeleteClaim(x.Namespace, x.Name) },
+			func() string {
+				if held, ok := snap.Claim(x.Namespace, x.Name); ok {
+					return held.ResourceVersion
+				}
+				return ""
+			}}
 	case *resourceapi.DeviceTaintRule:
-		return f.step("DeviceTaintRule", o, del, func() error { return snap.AddOrUpdateTaintRule(o) }, func() error { return snap.DeleteTaintRule(o.Name) })
+		o = op{"DeviceTaintRule", func() error { return snap.AddOrUpdateTaintRule(x) }, func() error { return snap.DeleteTaintRule(x.Name) }, nil}
 	case *v1.Node:
-		return f.step("Node", o, del, func() error { return snap.AddOrUpdateNode(o) }, func() error { return snap.DeleteNode(o.Name) })
+		o = op{"Node", func() error { return snap.AddOrUpdateNode(x) }, func() error { return snap.DeleteNode(x.Name) }, nil}
 	case *resourceapi.ResourceClaimTemplate:
-		return f.step("ResourceClaimTemplate", o, del, func() error { return f.c.AddOrUpdateTemplate(o) }, func() error { f.c.DeleteTemplate(o.Namespace, o.Name); return nil })
+		o = op{"ResourceClaimTemplate", func() error { return f.c.AddOrUpdateTemplate(x) }, func() error { f.c.DeleteTemplate(x.Namespace, x.Name); return nil }, nil}
 	case *schedulingapi.PodGroup:
-		return f.step("PodGroup", o, del, func() error { return f.c.AddOrUpdatePodGroup(o) }, func() error { f.c.DeletePodGroup(o.Namespace, o.Name); return nil })
+		o = op{"PodGroup", func() error { return f.c.AddOrUpdatePodGroup(x) }, func() error { f.c.DeletePodGroup(x.Namespace, x.Name); return nil }, nil}
 	case nil:
 		return "", fmt.Errorf("nil object")
+	default:
+		return "", fmt.Errorf("object of type %T: not a kind the feed reads", obj)
 	}
-	return "", fmt.Errorf("object of type %T: not a kind the feed reads", obj)
+	// A typed nil (a *v1.Node that is nil, or a tombstone holding one) passes the type switch; every
+	// case above is a pointer type.
+	if reflect.ValueOf(obj).IsNil() {
+		return o.kind, fmt.Errorf("%s: nil object (%T)", o.kind, obj)
+	}
+	return f.step(o, obj, del)
 }
 
-// step applies one object of a kind unless it is older than the version applied last; a delete
+// op is what the Feed does with the objects of one kind.
+type op struct {
+	kind        string
+	add, remove func() error
+	// held returns the resourceVersion of the object the Cluster holds now, whoever wrote it: nil for
+	// the kinds only the Feed writes. Claims are also written by Cluster.Assume and Cluster.Remove,
+	// whose copies keep the resourceVersion of the version they were derived from.
+	held func() string
+}
+
+// step applies one object of a kind unless it is not newer than the version held: the one the Feed
+// applied last, or for a claim the one the Cluster holds, which Assume may have written. This is
+// kube-scheduler's assume cache (pkg/scheduler/util/assumecache): an informer's object replaces the
+// stored one only if its resourceVersion is greater, so that a resync or a re-list, which delivers the
+// version already applied, never undoes an allocation assumed on top of it; the assumed allocation
+// goes when the API server's write of it (or any later change) arrives with a newer version. A delete
 // forgets the object's version, so that a later create with any version is applied.
-func (f *Feed) step(kind string, obj any, del bool, add, remove func() error) (string, error) {
+func (f *Feed) step(o op, obj any, del bool) (string, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return kind, fmt.Errorf("%s: %w", kind, err)
+		return o.kind, fmt.Errorf("%s: %w", o.kind, err)
 	}
-	key := objectKey{kind: kind, namespace: m.GetNamespace(), name: m.GetName()}
-	name := kind + " " + m.GetName()
+	key := objectKey{kind: o.kind, namespace: m.GetNamespace(), name: m.GetName()}
+	name := o.kind + " " + m.GetName()
 	if key.namespace != "" {
-		name = kind + " " + key.namespace + "/" + key.name
+		name = o.kind + " " + key.namespace + "/" + key.name
 	}
 	rv, versioned := parseVersion(m.GetResourceVersion())
 	// The check and the write are one step per object: two informers never deliver one object, but a
@@ -169,23 +199,36 @@ func (f *Feed) step(kind string, obj any, del bool, add, remove func() error) (s
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if del {
-		if err := remove(); err != nil {
-			return kind, fmt.Errorf("delete %s: %w", name, err)
+		if err := o.remove(); err != nil {
+			return o.kind, fmt.Errorf("delete %s: %w", name, err)
 		}
 		delete(f.versions, key)
-		return kind, nil
+		return o.kind, nil
 	}
-	if last, seen := f.versions[key]; versioned && seen && rv < last {
-		f.stats.Stale[kind]++
+	if versioned && !f.newer(key, rv, o.held) {
+		f.stats.Stale[o.kind]++
 		return "", nil
 	}
-	if err := add(); err != nil {
-		return kind, fmt.Errorf("%s: %w", name, err)
+	if err := o.add(); err != nil {
+		return o.kind, fmt.Errorf("%s: %w", name, err)
 	}
 	if versioned {
 		f.versions[key] = rv
 	}
-	return kind, nil
+	return o.kind, nil
+}
+
+// newer reports whether version rv of the object is newer than every version held of it.
+func (f *Feed) newer(key objectKey, rv uint64, held func() string) bool {
+	if last, seen := f.versions[key]; seen && rv <= last {
+		return false
+	}
+	if held != nil {
+		if h, ok := parseVersion(held()); ok && rv <= h {
+			return false
+		}
+	}
+	return true
 }
 
 // parseVersion reads a resourceVersion as the integer the API server (etcd's revision) writes; false
