@@ -78,6 +78,10 @@ func parityCases() []parityCase {
 			parityCase{file: m + "-default-shares-4.yaml", mock: m, mode: inventory.ModeStaticMIG, shares: "4"},
 			parityCase{file: m + "-default-static-mig-shares-4.yaml", mock: m, mode: inventory.ModeStaticMIG, staticMIG: true, shares: "4"},
 			parityCase{file: m + "-dynamic-mig-shares-memory.yaml", mock: m, dynamic: true, mode: inventory.ModeDynamicMIG, shares: "memory"},
+			// Shares N puts a capacity shares on the whole GPU, whose
+			// capacity map NVIDIA's counter set is built from (see
+			// nvidiaSlices).
+			parityCase{file: m + "-dynamic-mig-shares-4.yaml", mock: m, dynamic: true, mode: inventory.ModeDynamicMIG, shares: "4"},
 			// A GPU instance without a compute instance is no MIG device:
 			// NVIDIA lists MIG device handles, which NVML has only for
 			// compute instances.
@@ -310,6 +314,39 @@ func TestSlicesMatchNVIDIA(t *testing.T) {
 	}
 }
 
+// The shares counter may be missing from inventory's counter set only while
+// no device of NVIDIA's consumes it; any other missing counter is a
+// difference.
+func TestCompareSlicesOmitsOnlyUnconsumedShares(t *testing.T) {
+	one := resourceapi.Counter{Value: resource.MustParse("1")}
+	four := resourceapi.Counter{Value: resource.MustParse("4")}
+	nvidia := func(consumes map[string]resourceapi.Counter) []nvidiaSlice {
+		return []nvidiaSlice{
+			{SharedCounters: []resourceapi.CounterSet{{Name: "gpu-0-counter-set", Counters: map[string]resourceapi.Counter{"memory-slice-0": one, "shares": four, "decoders": one}}}},
+			{Devices: []resourceapi.Device{{Name: "gpu-0", ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: "gpu-0-counter-set", Counters: consumes}}}}},
+		}
+	}
+	ours := []*resourceapi.ResourceSlice{
+		{Spec: resourceapi.ResourceSliceSpec{SharedCounters: []resourceapi.CounterSet{{Name: "gpu-0-counter-set", Counters: map[string]resourceapi.Counter{"memory-slice-0": one}}}}},
+		{Spec: resourceapi.ResourceSliceSpec{Devices: []resourceapi.Device{{Name: "gpu-0", ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: "gpu-0-counter-set", Counters: map[string]resourceapi.Counter{"memory-slice-0": one}}}}}}},
+	}
+	got := compareSlices(ours, nvidia(map[string]resourceapi.Counter{"memory-slice-0": one}))
+	want := []string{"slices[0].sharedCounters[0].counters[decoders]: missing, NVIDIA 1"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("shares consumed by no device: diffs %q, want %q", got, want)
+	}
+	got = compareSlices(ours, nvidia(map[string]resourceapi.Counter{"memory-slice-0": one, "shares": four}))
+	want = []string{
+		"slices[0].sharedCounters[0].counters[decoders]: missing, NVIDIA 1",
+		"slices[0].sharedCounters[0].counters[shares]: missing, NVIDIA 4",
+		"slices[1].devices[0](gpu-0).consumesCounters[0].counters[shares]: missing, NVIDIA 4",
+	}
+	slices.Sort(got)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("shares consumed by gpu-0: diffs %q, want %q", got, want)
+	}
+}
+
 // compareSlices lists every difference between got and NVIDIA's want.
 func compareSlices(got []*resourceapi.ResourceSlice, want []nvidiaSlice) []string {
 	var diffs []string
@@ -337,7 +374,8 @@ func compareSlices(got []*resourceapi.ResourceSlice, want []nvidiaSlice) []strin
 			if g.SharedCounters[j].Name != w.SharedCounters[j].Name {
 				add("%s.name: %q, NVIDIA %q", sp, g.SharedCounters[j].Name, w.SharedCounters[j].Name)
 			}
-			diffs = append(diffs, compareCounters(sp+".counters", g.SharedCounters[j].Counters, w.SharedCounters[j].Counters)...)
+			wc := withoutOmittedCounters(w.SharedCounters[j], want)
+			diffs = append(diffs, compareCounters(sp+".counters", g.SharedCounters[j].Counters, wc)...)
 		}
 	}
 	return diffs
@@ -346,6 +384,40 @@ func compareSlices(got []*resourceapi.ResourceSlice, want []nvidiaSlice) []strin
 // deliberateExtras are attributes inventory may publish that NVIDIA does
 // not; since NVIDIA publishes the NUMA node there are none.
 var deliberateExtras = map[resourceapi.QualifiedName]bool{}
+
+// omittedCounters are counters of NVIDIA's counter sets that inventory
+// leaves out, as doc.go says: with --consumable-shares=N, shares, which
+// NVIDIA's driver puts in the counter set of every GPU published whole and
+// partitioned (an alias in GpuInfo.PartCapacities, see nvidiaSlices) and no
+// device consumes. A counter nothing consumes cannot change which devices a
+// claim gets; where a device of NVIDIA's consumes it, it is compared.
+var omittedCounters = map[string]bool{"shares": true}
+
+// withoutOmittedCounters returns the counters of NVIDIA's set cs without the
+// omittedCounters that no device of NVIDIA's slices consumes from it.
+func withoutOmittedCounters(cs resourceapi.CounterSet, all []nvidiaSlice) map[string]resourceapi.Counter {
+	out := map[string]resourceapi.Counter{}
+	for name, c := range cs.Counters {
+		if !omittedCounters[name] || consumed(cs.Name, name, all) {
+			out[name] = c
+		}
+	}
+	return out
+}
+
+// consumed says whether a device of all consumes counter name of set.
+func consumed(set, name string, all []nvidiaSlice) bool {
+	for _, s := range all {
+		for _, d := range s.Devices {
+			for _, cc := range d.ConsumesCounters {
+				if _, ok := cc.Counters[name]; ok && cc.CounterSet == set {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
 
 // capString renders a capacity as it is written (the quantity's canonical
 // string, which is what a YAML round trip keeps) with its request policy.
