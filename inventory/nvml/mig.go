@@ -100,9 +100,11 @@ func profileSuffix(id int) string {
 // placement. NVML has a MIG device handle for each compute instance, so a GPU
 // instance without one is no MIG device: nothing can run on it, the driver
 // publishes nothing for it, and a claim allocated a device for it would fail
-// at prepare. Several compute instances of one GPU instance are one device,
-// as the driver keys its devices by name and the name is the GPU instance's;
-// the first handle's UUID is kept.
+// at prepare. Several compute instances of one GPU instance are listed once,
+// with the first handle's UUID: the driver keys its devices by name, which
+// for compute instances as large as their GPU instance is the GPU
+// instance's. Smaller compute instances, which the driver names by their
+// own profile ("1c.3g.40gb"), are not modelled.
 func readMIGDevices(dev gonvml.Device, profiles []inventory.MIGProfile, what string, u *unknowns) []inventory.MIGDevice {
 	n, err := call(dev.GetMaxMigDeviceCount)
 	if err != nil {
