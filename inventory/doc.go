@@ -43,8 +43,9 @@
 // Options.ConsumableShares is its --consumable-shares flag (with the
 // ConsumableShares gate), Options.ListAttributes its DRAListTypeAttributes
 // gate, Options.FabricManagerPartitioning its FabricManagerPartitioning gate.
-// The same as NVIDIA's, field by field, in every mode and setting (inventory/nvml
-// tests this against recorded fixtures of each go-nvml DGX mock, described in
+// The same as NVIDIA's, field by field, in every mode and setting but for the
+// deliberate differences listed below (inventory/nvml tests this against
+// recorded fixtures of each go-nvml DGX mock, described in
 // inventory/nvml/testdata/nvidia/README.md):
 //
 //   - device names gpu-<minor> and gpu-<minor>-mig-<profile>-<giProfileID>-<start>,
@@ -76,7 +77,7 @@
 //     copy-engines, decoders, encoders, jpeg-engines, ofa-engines, memory (the
 //     largest figure of any profile, zeros included) and memory-slice-<i>; a
 //     placement consumes its profile's figures and memory slices, the whole
-//     GPU all of it;
+//     GPU all of it (NVIDIA's shares counter is left out, see below);
 //   - in dynamic MIG mode: a slice of all counter sets first, then one slice
 //     per GPU, GPUs in PCI bus ID order, devices sorted by name; an Ampere GPU
 //     with MIG off is published whole, one with MIG on without the whole GPU
@@ -104,6 +105,15 @@
 //     set, which the API rejects); the memory slices of a counter set are the
 //     end of the furthest placement (NVIDIA takes the largest placement size;
 //     the two agree on every GPU NVIDIA makes).
+//   - With consumable shares N in dynamic MIG mode, NVIDIA's counter set of
+//     each GPU published whole and in placements also holds a counter shares
+//     of N, which no device consumes: GpuInfo.PartCapacities returns the
+//     map the counter set is later built from, and applyConsumableShares
+//     writes the whole GPU's shares capacity into it. Slices leaves it out.
+//     A counter nothing consumes cannot change which devices a claim gets,
+//     and allocations name devices and consumed capacity, never counters, so
+//     a claim allocated from these slices is prepared alike by NVIDIA's
+//     driver; the shares a claim takes are each device's own capacity.
 //   - Health: HealthPolicy also taints on signals NVIDIA's driver does not
 //     watch (ECC, page retirement, row remapping, thermal, NVLink); a
 //     NoSchedule XID or lost-GPU taint stays until Observation.Recovered

@@ -4,12 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/inventory"
@@ -170,5 +178,116 @@ func TestFirstFitPicksWhatNVIDIAsOrderPutsFirst(t *testing.T) {
 				t.Errorf("devices = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// NVIDIA's counter sets under DynamicMIG with --consumable-shares=N carry a
+// shares counter that inventory leaves out (doc.go). No device consumes it,
+// so a run of claims taking shares of whole GPUs and MIG devices, each
+// allocated and then held while the next is allocated, gets the same devices
+// and the same consumed capacity from NVIDIA's recorded slices as from
+// inventory's, down to the claim that no longer fits.
+func TestClaimsGetTheSameDevicesWithoutTheUnconsumedSharesCounter(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "nvidia", "dgxh100-dynamic-mig-shares-4.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recorded []nvidiaSlice
+	if err := yaml.Unmarshal(raw, &recorded); err != nil {
+		t.Fatal(err)
+	}
+	hasShares := false
+	var theirs []*resourceapi.ResourceSlice
+	for i, s := range recorded {
+		for _, cs := range s.SharedCounters {
+			_, ok := cs.Counters["shares"]
+			hasShares = hasShares || ok
+		}
+		theirs = append(theirs, &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("nvidia-%d", i)},
+			Spec: resourceapi.ResourceSliceSpec{Driver: inventory.DefaultDriver, NodeName: ptr.To("dgx-1"),
+				Pool:    resourceapi.ResourcePool{Name: "dgx-1", ResourceSliceCount: int64(len(recorded))},
+				Devices: s.Devices, SharedCounters: s.SharedCounters}})
+	}
+	if !hasShares {
+		t.Fatal("the recorded slices have no shares counter: nothing is compared")
+	}
+	ours, err := inventory.Slices(discoverMock(t, "dgxh100").Node, inventory.Options{NodeName: "dgx-1", Mode: inventory.ModeDynamicMIG, ConsumableShares: "4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps := [2]*allocator.Snapshot{allocator.NewSnapshot(allocator.Options{}), allocator.NewSnapshot(allocator.Options{})}
+	for k, sl := range [2][]*resourceapi.ResourceSlice{theirs, ours} {
+		for _, s := range sl {
+			if err := snaps[k].AddOrUpdateSlice(s); err != nil {
+				t.Fatalf("slice %s: %v", s.Name, err)
+			}
+		}
+		for _, c := range classes {
+			if err := snaps[k].AddOrUpdateClass(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	shares := func(n int64, reqs ...want) *resourceapi.ResourceClaim {
+		c := claim(reqs...)
+		for i := range c.Spec.Devices.Requests {
+			c.Spec.Devices.Requests[i].Exactly.Capacity = &resourceapi.CapacityRequirements{
+				Requests: map[resourceapi.QualifiedName]resource.Quantity{"shares": *resource.NewQuantity(n, resource.DecimalSI)}}
+		}
+		return c
+	}
+	steps := []*resourceapi.ResourceClaim{
+		shares(2, want{"gpu.nvidia.com", "", 1}),
+		shares(2, want{"gpu.nvidia.com", "", 1}),
+		shares(1, want{"gpu.nvidia.com", "", 1}),
+		shares(4, want{"mig.nvidia.com", "3g.40gb", 2}),
+		shares(1, want{"mig.nvidia.com", "1g.10gb", 5}),
+		shares(3, want{"mig.nvidia.com", "3g.40gb", 12}),
+		shares(4, want{"gpu.nvidia.com", "", 8}),
+		shares(1, want{"gpu.nvidia.com", "", 3}),
+	}
+	fitted := 0
+	for i, c := range steps {
+		c.Name, c.UID = fmt.Sprintf("job-%d", i), types.UID(fmt.Sprintf("uid-job-%d", i))
+		var got [2]string
+		for k, snap := range snaps {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			res, err := snap.Allocate(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dgx-1"}}, []*resourceapi.ResourceClaim{c})
+			cancel()
+			switch {
+			case errors.Is(err, allocator.ErrUnsatisfiable):
+				got[k] = "does not fit"
+				continue
+			case err != nil:
+				t.Fatalf("claim %s: %v", c.Name, err)
+			}
+			for _, r := range res[0].Devices.Results {
+				got[k] += r.Device
+				for _, name := range slices.Sorted(maps.Keys(r.ConsumedCapacity)) {
+					q := r.ConsumedCapacity[name]
+					got[k] += fmt.Sprintf(" %s=%s", name, q.String())
+				}
+				got[k] += "; "
+			}
+			held := c.DeepCopy()
+			held.Status.Allocation = &res[0]
+			if err := snap.AddOrUpdateClaim(held); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got[0] != got[1] {
+			t.Errorf("claim %s: on NVIDIA's slices %s, on inventory's %s", c.Name, got[0], got[1])
+		}
+		t.Logf("%s: %s", c.Name, got[0])
+		if got[0] != "does not fit" {
+			fitted++
+		}
+	}
+	// A whole GPU's engine capacities have no request policy, so a claim
+	// on it takes all of them and the next claim gets the next GPU; 12
+	// 3g.40gb and 8 whole GPUs do not fit, 3 whole GPUs still do. The two
+	// runs must agree on both sides of that edge.
+	if fitted == 0 || fitted == len(steps) {
+		t.Errorf("%d of %d claims fit: the run never reaches the edge", fitted, len(steps))
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
@@ -327,34 +326,28 @@ func TestDiscoverStaticMIGDevices(t *testing.T) {
 	s, _ := nvmlmock.New("dgxa100")
 	dev := s.Devices[0].(*server.Device)
 	dev.SetMigMode(gonvml.DEVICE_MIG_ENABLE)
-	create := func(id int, start, size uint32) {
+	create := func(id, ciID int, start, size uint32) {
 		info, _ := dev.GetGpuInstanceProfileInfo(id)
-		if _, ret := dev.CreateGpuInstanceWithPlacement(&info, &gonvml.GpuInstancePlacement{Start: start, Size: size}); ret != gonvml.SUCCESS {
+		gi, ret := dev.CreateGpuInstanceWithPlacement(&info, &gonvml.GpuInstancePlacement{Start: start, Size: size})
+		if ret != gonvml.SUCCESS {
+			t.Fatal(ret)
+		}
+		ci, _ := gi.GetComputeInstanceProfileInfo(ciID, gonvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+		if _, ret := gi.CreateComputeInstance(&ci); ret != gonvml.SUCCESS {
 			t.Fatal(ret)
 		}
 	}
-	create(gonvml.GPU_INSTANCE_PROFILE_3_SLICE, 4, 4) // GPU instance 0
-	create(gonvml.GPU_INSTANCE_PROFILE_1_SLICE, 0, 1) // GPU instance 1
-	// The mock has no MIG device handles; give the two instances UUIDs.
-	migs := []*mock.Device{
-		{GetGpuInstanceIdFunc: func() (int, gonvml.Return) { return 0, gonvml.SUCCESS }, GetUUIDFunc: func() (string, gonvml.Return) { return "MIG-3g", gonvml.SUCCESS }},
-		{GetGpuInstanceIdFunc: func() (int, gonvml.Return) { return 1, gonvml.SUCCESS }, GetUUIDFunc: func() (string, gonvml.Return) { return "MIG-1g", gonvml.SUCCESS }},
-	}
-	dev.GetMaxMigDeviceCountFunc = func() (int, gonvml.Return) { return 7, gonvml.SUCCESS }
-	dev.GetMigDeviceHandleByIndexFunc = func(i int) (gonvml.Device, gonvml.Return) {
-		if i < len(migs) {
-			return migs[i], gonvml.SUCCESS
-		}
-		return nil, gonvml.ERROR_NOT_FOUND
-	}
+	create(gonvml.GPU_INSTANCE_PROFILE_3_SLICE, gonvml.COMPUTE_INSTANCE_PROFILE_3_SLICE, 4, 4) // GPU instance 0, MIG-0-0
+	create(gonvml.GPU_INSTANCE_PROFILE_1_SLICE, gonvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, 0, 1) // GPU instance 1, MIG-0-1
+	migDevices(0, dev)
 	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }, NUMANode: func(string) (int, error) { return -1, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := d.Node.GPUs[0]
 	want := []inventory.MIGDevice{
-		{UUID: "MIG-1g", GIProfileID: gonvml.GPU_INSTANCE_PROFILE_1_SLICE, GPUInstanceID: 1, Placement: inventory.Placement{Start: 0, Size: 1}},
-		{UUID: "MIG-3g", GIProfileID: gonvml.GPU_INSTANCE_PROFILE_3_SLICE, GPUInstanceID: 0, Placement: inventory.Placement{Start: 4, Size: 4}},
+		{UUID: "MIG-0-1", GIProfileID: gonvml.GPU_INSTANCE_PROFILE_1_SLICE, GPUInstanceID: 1, Placement: inventory.Placement{Start: 0, Size: 1}},
+		{UUID: "MIG-0-0", GIProfileID: gonvml.GPU_INSTANCE_PROFILE_3_SLICE, GPUInstanceID: 0, Placement: inventory.Placement{Start: 4, Size: 4}},
 	}
 	if !g.MIGEnabled || !reflect.DeepEqual(g.MIGDevices, want) {
 		t.Fatalf("MIG devices %+v, want %+v", g.MIGDevices, want)
@@ -367,8 +360,46 @@ func TestDiscoverStaticMIGDevices(t *testing.T) {
 	for _, dv := range sl[0].Spec.Devices {
 		names = append(names, dv.Name+"/"+*dv.Attributes["uuid"].StringValue)
 	}
-	if names[0] != "gpu-0-mig-1g5gb-0-0/MIG-1g" || names[1] != "gpu-0-mig-3g20gb-2-4/MIG-3g" || len(names) != 9 {
+	if names[0] != "gpu-0-mig-1g5gb-0-0/MIG-0-1" || names[1] != "gpu-0-mig-3g20gb-2-4/MIG-0-0" || len(names) != 9 {
 		t.Errorf("devices %v: want the two MIG devices of GPU 0, then the 7 other GPUs whole", names)
+	}
+}
+
+// A GPU instance without a compute instance has no MIG device handle in
+// NVML, and NVIDIA's driver, which lists MIG devices by handle, publishes
+// nothing for it: neither does inventory, so no claim is allocated a MIG
+// device that cannot be prepared. Its memory slices stay taken.
+func TestDiscoverListsNoMIGDeviceForAGPUInstanceWithoutComputeInstance(t *testing.T) {
+	s, _ := nvmlmock.New("dgxh100")
+	withStaticMIG(t, s, true) // 1g at 0 and 3g at 4 with compute instances, 2g at 2 without
+	d, err := nvml.Discover(s, nvml.Options{PCIeRoot: func(string) (string, error) { return "", nil }, NUMANode: func(string) (int, error) { return -1, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Unknown) != 0 {
+		t.Errorf("unknown = %v", d.Unknown)
+	}
+	// GPU instances are numbered in creation order: 1g is 0, 3g is 1, 2g is
+	// 2. The H100 mock's 3g placement at 4 is 3 memory slices wide.
+	want := []inventory.MIGDevice{
+		{UUID: "MIG-0-0", GIProfileID: gonvml.GPU_INSTANCE_PROFILE_1_SLICE, GPUInstanceID: 0, Placement: inventory.Placement{Start: 0, Size: 1}},
+		{UUID: "MIG-0-1", GIProfileID: gonvml.GPU_INSTANCE_PROFILE_3_SLICE, GPUInstanceID: 1, Placement: inventory.Placement{Start: 4, Size: 3}},
+	}
+	if got := d.Node.GPUs[0].MIGDevices; !reflect.DeepEqual(got, want) {
+		t.Fatalf("MIG devices %+v, want %+v", got, want)
+	}
+	sl, err := inventory.Slices(d.Node, inventory.Options{NodeName: "n", Mode: inventory.ModeStaticMIG})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, dv := range sl[0].Spec.Devices {
+		if strings.HasPrefix(dv.Name, "gpu-0-") {
+			names = append(names, dv.Name)
+		}
+	}
+	if want := []string{"gpu-0-mig-1g10gb-0-0", "gpu-0-mig-3g40gb-2-4"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("GPU 0 publishes %v, want %v", names, want)
 	}
 }
 

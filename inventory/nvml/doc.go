@@ -6,7 +6,9 @@
 // down (Shutdown) after — and builds the model inventory.Slices publishes:
 // identity, versions, memory, PCI address, MIG mode, and GPU-instance profiles
 // read directly with GetGpuInstanceProfileInfo and
-// GetGpuInstancePossiblePlacements. It never panics on a missing capability: a
+// GetGpuInstancePossiblePlacements, and the MIG devices that exist: one per
+// MIG device handle, as NVIDIA's driver lists them, so that a GPU instance
+// without a compute instance, which has no handle, is no device. It never panics on a missing capability: a
 // call that returns ERROR_NOT_SUPPORTED counts as absent, and a call that
 // panics (as a mock method nobody set does) is recovered and reported as
 // unknown in Discovery.Unknown.

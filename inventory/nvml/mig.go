@@ -1,6 +1,7 @@
 package nvml
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -93,65 +94,77 @@ func profileSuffix(id int) string {
 	}
 }
 
-// readMIGDevices lists the GPU instances that exist, per profile, with their
-// placements, and the UUIDs of the MIG devices on them where NVML gives them.
+// readMIGDevices lists the MIG devices that exist as NVIDIA's driver does
+// (getMigDevices through walkMigDevices, cmd/gpu-kubelet-plugin/nvlib.go):
+// one per MIG device handle, located by its GPU instance's profile and
+// placement. NVML has a MIG device handle for each compute instance, so a GPU
+// instance without one is no MIG device: nothing can run on it, the driver
+// publishes nothing for it, and a claim allocated a device for it would fail
+// at prepare. Several compute instances of one GPU instance are listed once,
+// with the first handle's UUID: the driver keys its devices by name, which
+// for compute instances as large as their GPU instance is the GPU
+// instance's. Smaller compute instances, which the driver names by their
+// own profile ("1c.3g.40gb"), are not modelled.
 func readMIGDevices(dev gonvml.Device, profiles []inventory.MIGProfile, what string, u *unknowns) []inventory.MIGDevice {
-	uuids := migUUIDs(dev, what, u)
-	var out []inventory.MIGDevice
-	for _, p := range profiles {
-		info, err := call(func() (gonvml.GpuInstanceProfileInfo, gonvml.Return) {
-			return dev.GetGpuInstanceProfileInfo(p.GIProfileID)
-		})
-		if err != nil {
-			continue // read a moment ago; reported then if it failed
-		}
-		gis, err := call(func() ([]gonvml.GpuInstance, gonvml.Return) { return dev.GetGpuInstances(&info) })
-		if err != nil {
-			u.add(fmt.Sprintf("%s.migDevices[profile=%s]", what, p.Name), err)
-			continue
-		}
-		for _, gi := range gis {
-			gii, err := call(gi.GetInfo)
-			if err != nil {
-				u.add(fmt.Sprintf("%s.migDevices[profile=%s]", what, p.Name), err)
-				continue
-			}
-			out = append(out, inventory.MIGDevice{
-				UUID:          uuids[int(gii.Id)],
-				GIProfileID:   p.GIProfileID,
-				GPUInstanceID: int(gii.Id),
-				Placement:     inventory.Placement{Start: int(gii.Placement.Start), Size: int(gii.Placement.Size)},
-			})
-		}
-	}
-	slices.SortFunc(out, func(a, b inventory.MIGDevice) int { return a.Placement.Start - b.Placement.Start })
-	return out
-}
-
-// migUUIDs maps GPU-instance IDs to MIG device UUIDs.
-func migUUIDs(dev gonvml.Device, what string, u *unknowns) map[int]string {
-	out := map[int]string{}
 	n, err := call(dev.GetMaxMigDeviceCount)
 	if err != nil {
-		u.add(what+".migDevices.uuid", err)
-		return out
+		u.add(what+".migDevices", err)
+		return nil
 	}
+	known := map[int]bool{}
+	for _, p := range profiles {
+		known[p.GIProfileID] = true
+	}
+	seen := map[int]bool{} // GPU-instance IDs
+	var out []inventory.MIGDevice
 	for i := range n {
+		w := fmt.Sprintf("%s.migDevices[%d]", what, i)
 		mig, err := call(func() (gonvml.Device, gonvml.Return) { return dev.GetMigDeviceHandleByIndex(i) })
-		if err != nil || mig == nil {
-			continue // an empty slot answers NOT_FOUND
+		if errors.Is(err, gonvml.ERROR_NOT_FOUND) || errors.Is(err, gonvml.ERROR_INVALID_ARGUMENT) {
+			continue // an empty slot, skipped by the driver too
 		}
-		gi, err := call(mig.GetGpuInstanceId)
+		if err == nil && mig == nil {
+			err = errors.New("nil device")
+		}
 		if err != nil {
-			u.add(fmt.Sprintf("%s.migDevices[%d].uuid", what, i), err)
+			u.add(w, err)
+			continue
+		}
+		giID, err := call(mig.GetGpuInstanceId)
+		if err != nil {
+			u.add(w+".gpuInstanceID", err)
+			continue
+		}
+		if seen[giID] {
+			continue
+		}
+		gi, err := call(func() (gonvml.GpuInstance, gonvml.Return) { return dev.GetGpuInstanceById(giID) })
+		if err == nil && gi == nil {
+			err = errors.New("nil GPU instance")
+		}
+		if err != nil {
+			u.add(fmt.Sprintf("%s: GPU instance %d", w, giID), err)
+			continue
+		}
+		info, err := call(gi.GetInfo)
+		if err != nil {
+			u.add(fmt.Sprintf("%s: GPU instance %d", w, giID), err)
+			continue
+		}
+		if !known[int(info.ProfileId)] {
+			u.add(w, fmt.Errorf("GPU instance %d has profile %d, which is not among the GPU's profiles", giID, info.ProfileId))
 			continue
 		}
 		uuid, err := call(mig.GetUUID)
-		if err != nil {
-			u.add(fmt.Sprintf("%s.migDevices[%d].uuid", what, i), err)
-			continue
-		}
-		out[gi] = uuid
+		u.add(w+".uuid", err)
+		seen[giID] = true
+		out = append(out, inventory.MIGDevice{
+			UUID:          uuid,
+			GIProfileID:   int(info.ProfileId),
+			GPUInstanceID: giID,
+			Placement:     inventory.Placement{Start: int(info.Placement.Start), Size: int(info.Placement.Size)},
+		})
 	}
+	slices.SortFunc(out, func(a, b inventory.MIGDevice) int { return a.Placement.Start - b.Placement.Start })
 	return out
 }

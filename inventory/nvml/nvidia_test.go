@@ -123,6 +123,20 @@ func nvidiaSlices(lib gonvml.Interface, cfg nvidiaConfig) []nvidiaSlice {
 		// consumable shares to every GPU and MIG device they return.
 		for i := range pg.devices {
 			nvidiaApplyShares(&pg.devices[i], cfg.shares)
+			// GpuInfo.PartCapacities (partitions.go) returns the map
+			// maxCapacities itself, not a copy, and applyConsumableShares
+			// writes into the device's capacity map: with shares N the
+			// whole GPU's capacity shares lands in maxCapacities, and
+			// PartSharedCounterSets, called after the GPU's devices
+			// (generateSplitResourceSlices), turns it into a counter
+			// shares of N that no device consumes (the GPU's own
+			// consumption was taken before). Not where the whole GPU is
+			// not published (Ampere with MIG on) or has no MIG figures.
+			if pg.counted && len(g.maxCaps) > 0 && pg.devices[i].Name == fmt.Sprintf("gpu-%d", g.minor) {
+				for name, c := range pg.devices[i].Capacity {
+					g.maxCaps[string(name)] = c.Value.Value()
+				}
+			}
 		}
 		slices.SortFunc(pg.devices, func(a, b resourceapi.Device) int { return strings.Compare(a.Name, b.Name) })
 		gpus = append(gpus, pg)

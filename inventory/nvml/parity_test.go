@@ -2,10 +2,13 @@ package nvml_test
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -38,8 +41,10 @@ type parityCase struct {
 	fm bool
 	// migOn enables MIG on every GPU of the mock before discovery.
 	migOn bool
-	// staticMIG also creates two MIG devices on every GPU (withStaticMIG).
-	staticMIG bool
+	// staticMIG also creates two MIG devices on every GPU (withStaticMIG);
+	// giWithoutCI adds a GPU instance with no compute instance, which is
+	// no MIG device.
+	staticMIG, giWithoutCI bool
 }
 
 func parityCases() []parityCase {
@@ -72,7 +77,15 @@ func parityCases() []parityCase {
 			parityCase{file: m + "-default-shares-unlimited.yaml", mock: m, mode: inventory.ModeStaticMIG, shares: "unlimited"},
 			parityCase{file: m + "-default-shares-4.yaml", mock: m, mode: inventory.ModeStaticMIG, shares: "4"},
 			parityCase{file: m + "-default-static-mig-shares-4.yaml", mock: m, mode: inventory.ModeStaticMIG, staticMIG: true, shares: "4"},
-			parityCase{file: m + "-dynamic-mig-shares-memory.yaml", mock: m, dynamic: true, mode: inventory.ModeDynamicMIG, shares: "memory"})
+			parityCase{file: m + "-dynamic-mig-shares-memory.yaml", mock: m, dynamic: true, mode: inventory.ModeDynamicMIG, shares: "memory"},
+			// Shares N puts a capacity shares on the whole GPU, whose
+			// capacity map NVIDIA's counter set is built from (see
+			// nvidiaSlices).
+			parityCase{file: m + "-dynamic-mig-shares-4.yaml", mock: m, dynamic: true, mode: inventory.ModeDynamicMIG, shares: "4"},
+			// A GPU instance without a compute instance is no MIG device:
+			// NVIDIA lists MIG device handles, which NVML has only for
+			// compute instances.
+			parityCase{file: m + "-default-static-mig-gi-without-ci.yaml", mock: m, mode: inventory.ModeStaticMIG, staticMIG: true, giWithoutCI: true})
 	}
 	return out
 }
@@ -127,7 +140,7 @@ func (c parityCase) server(t *testing.T) *server.Server {
 		}
 	}
 	if c.staticMIG {
-		withStaticMIG(t, s)
+		withStaticMIG(t, s, c.giWithoutCI)
 	}
 	if c.fm {
 		// The mocks do not implement nvmlDeviceGetModuleId; an HGX board
@@ -139,74 +152,104 @@ func (c parityCase) server(t *testing.T) *server.Server {
 	return s
 }
 
-// withStaticMIG enables MIG on every GPU of s and creates a 1-slice MIG
-// device at placement 0 and a 3-slice one at placement 4, each a GPU instance
-// with one compute instance of the same size. The mock has no MIG device
-// handles or lookups by ID, so they are added: handles answering their GPU
-// instance, compute instance and a UUID "MIG-<index>-<GPU instance>".
-func withStaticMIG(t *testing.T, s *server.Server) {
+// withStaticMIG enables MIG on every GPU of s and creates a 1-slice GPU
+// instance at placement 0 and a 3-slice one at placement 4, each with one
+// compute instance of the same size. With giWithoutCI it also creates a
+// 2-slice GPU instance at placement 2 and no compute instance in it: NVML
+// has no MIG device for it (a MIG device is a GPU instance and compute
+// instance pair). The MIG device handles are those of migDevices.
+func withStaticMIG(t *testing.T, s *server.Server, giWithoutCI bool) {
 	t.Helper()
+	type instance struct{ profile, ciProfile, start int }
+	want := []instance{
+		{gonvml.GPU_INSTANCE_PROFILE_1_SLICE, gonvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, 0},
+		{gonvml.GPU_INSTANCE_PROFILE_3_SLICE, gonvml.COMPUTE_INSTANCE_PROFILE_3_SLICE, 4},
+	}
+	if giWithoutCI {
+		want = append(want, instance{gonvml.GPU_INSTANCE_PROFILE_2_SLICE, -1, 2})
+	}
 	for i, d := range s.Devices {
 		dev := d.(*server.Device)
 		dev.SetMigMode(gonvml.DEVICE_MIG_ENABLE)
-		gis := map[int]*server.GpuInstance{}
-		var migs []gonvml.Device
-		for _, want := range []struct{ profile, ciProfile, start int }{
-			{gonvml.GPU_INSTANCE_PROFILE_1_SLICE, gonvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, 0},
-			{gonvml.GPU_INSTANCE_PROFILE_3_SLICE, gonvml.COMPUTE_INSTANCE_PROFILE_3_SLICE, 4},
-		} {
-			info, _ := dev.GetGpuInstanceProfileInfo(want.profile)
+		for _, w := range want {
+			info, _ := dev.GetGpuInstanceProfileInfo(w.profile)
 			pls, _ := dev.GetGpuInstancePossiblePlacements(&info)
 			var pl *gonvml.GpuInstancePlacement
 			for k := range pls {
-				if int(pls[k].Start) == want.start {
+				if int(pls[k].Start) == w.start {
 					pl = &pls[k]
 				}
 			}
 			if pl == nil {
-				t.Fatalf("%s gpu %d: no placement at %d for profile %d", "mock", i, want.start, want.profile)
+				t.Fatalf("mock gpu %d: no placement at %d for profile %d", i, w.start, w.profile)
 			}
 			g, ret := dev.CreateGpuInstanceWithPlacement(&info, pl)
 			if ret != gonvml.SUCCESS {
 				t.Fatal(ret)
 			}
+			if w.ciProfile < 0 {
+				continue
+			}
 			gi := g.(*server.GpuInstance)
-			ciInfo, ret := gi.GetComputeInstanceProfileInfo(want.ciProfile, gonvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+			ciInfo, ret := gi.GetComputeInstanceProfileInfo(w.ciProfile, gonvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
 			if ret != gonvml.SUCCESS {
 				t.Fatal(ret)
 			}
-			ci, ret := gi.CreateComputeInstance(&ciInfo)
-			if ret != gonvml.SUCCESS {
+			if _, ret := gi.CreateComputeInstance(&ciInfo); ret != gonvml.SUCCESS {
 				t.Fatal(ret)
 			}
-			giID, ciID := int(gi.Info.Id), int(ci.(*server.ComputeInstance).Info.Id)
-			gis[giID] = gi
-			gi.GetComputeInstanceByIdFunc = func(id int) (gonvml.ComputeInstance, gonvml.Return) {
-				if id == ciID {
-					return ci, gonvml.SUCCESS
-				}
-				return nil, gonvml.ERROR_NOT_FOUND
-			}
+		}
+		migDevices(i, dev)
+	}
+}
+
+// migDevices gives the mock GPU dev (of index i) what real NVML derives from
+// its GPU and compute instances and the mock lacks: one MIG device handle per
+// compute instance (nvmlDeviceGetMigDeviceHandleByIndex; a GPU instance
+// without a compute instance has none), answering its GPU instance, compute
+// instance and a UUID "MIG-<i>-<GPU instance>" (with "-<compute instance>"
+// past the first), and lookups of instances by ID. Instances are taken in
+// ID order.
+func migDevices(i int, dev *server.Device) {
+	gis := slices.SortedFunc(maps.Keys(dev.GpuInstances), func(a, b *server.GpuInstance) int { return cmp.Compare(a.Info.Id, b.Info.Id) })
+	var handles []gonvml.Device
+	for _, gi := range gis {
+		cis := slices.SortedFunc(maps.Keys(gi.ComputeInstances), func(a, b *server.ComputeInstance) int { return cmp.Compare(a.Info.Id, b.Info.Id) })
+		for _, ci := range cis {
+			giID, ciID := int(gi.Info.Id), int(ci.Info.Id)
 			uuid := fmt.Sprintf("MIG-%d-%d", i, giID)
-			migs = append(migs, &mock.Device{
+			if ciID != 0 {
+				uuid += fmt.Sprintf("-%d", ciID)
+			}
+			handles = append(handles, &mock.Device{
 				GetGpuInstanceIdFunc:     func() (int, gonvml.Return) { return giID, gonvml.SUCCESS },
 				GetComputeInstanceIdFunc: func() (int, gonvml.Return) { return ciID, gonvml.SUCCESS },
 				GetUUIDFunc:              func() (string, gonvml.Return) { return uuid, gonvml.SUCCESS },
 			})
 		}
-		dev.GetGpuInstanceByIdFunc = func(id int) (gonvml.GpuInstance, gonvml.Return) {
-			if gi, ok := gis[id]; ok {
+		gi.GetComputeInstanceByIdFunc = func(id int) (gonvml.ComputeInstance, gonvml.Return) {
+			for _, ci := range cis {
+				if int(ci.Info.Id) == id {
+					return ci, gonvml.SUCCESS
+				}
+			}
+			return nil, gonvml.ERROR_NOT_FOUND
+		}
+	}
+	dev.GetGpuInstanceByIdFunc = func(id int) (gonvml.GpuInstance, gonvml.Return) {
+		for _, gi := range gis {
+			if int(gi.Info.Id) == id {
 				return gi, gonvml.SUCCESS
 			}
-			return nil, gonvml.ERROR_NOT_FOUND
 		}
-		dev.GetMaxMigDeviceCountFunc = func() (int, gonvml.Return) { return 7, gonvml.SUCCESS }
-		dev.GetMigDeviceHandleByIndexFunc = func(k int) (gonvml.Device, gonvml.Return) {
-			if k < len(migs) {
-				return migs[k], gonvml.SUCCESS
-			}
-			return nil, gonvml.ERROR_NOT_FOUND
+		return nil, gonvml.ERROR_NOT_FOUND
+	}
+	dev.GetMaxMigDeviceCountFunc = func() (int, gonvml.Return) { return 7, gonvml.SUCCESS }
+	dev.GetMigDeviceHandleByIndexFunc = func(k int) (gonvml.Device, gonvml.Return) {
+		if k < len(handles) {
+			return handles[k], gonvml.SUCCESS
 		}
+		return nil, gonvml.ERROR_NOT_FOUND
 	}
 }
 
@@ -271,6 +314,39 @@ func TestSlicesMatchNVIDIA(t *testing.T) {
 	}
 }
 
+// The shares counter may be missing from inventory's counter set only while
+// no device of NVIDIA's consumes it; any other missing counter is a
+// difference.
+func TestCompareSlicesOmitsOnlyUnconsumedShares(t *testing.T) {
+	one := resourceapi.Counter{Value: resource.MustParse("1")}
+	four := resourceapi.Counter{Value: resource.MustParse("4")}
+	nvidia := func(consumes map[string]resourceapi.Counter) []nvidiaSlice {
+		return []nvidiaSlice{
+			{SharedCounters: []resourceapi.CounterSet{{Name: "gpu-0-counter-set", Counters: map[string]resourceapi.Counter{"memory-slice-0": one, "shares": four, "decoders": one}}}},
+			{Devices: []resourceapi.Device{{Name: "gpu-0", ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: "gpu-0-counter-set", Counters: consumes}}}}},
+		}
+	}
+	ours := []*resourceapi.ResourceSlice{
+		{Spec: resourceapi.ResourceSliceSpec{SharedCounters: []resourceapi.CounterSet{{Name: "gpu-0-counter-set", Counters: map[string]resourceapi.Counter{"memory-slice-0": one}}}}},
+		{Spec: resourceapi.ResourceSliceSpec{Devices: []resourceapi.Device{{Name: "gpu-0", ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: "gpu-0-counter-set", Counters: map[string]resourceapi.Counter{"memory-slice-0": one}}}}}}},
+	}
+	got := compareSlices(ours, nvidia(map[string]resourceapi.Counter{"memory-slice-0": one}))
+	want := []string{"slices[0].sharedCounters[0].counters[decoders]: missing, NVIDIA 1"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("shares consumed by no device: diffs %q, want %q", got, want)
+	}
+	got = compareSlices(ours, nvidia(map[string]resourceapi.Counter{"memory-slice-0": one, "shares": four}))
+	want = []string{
+		"slices[0].sharedCounters[0].counters[decoders]: missing, NVIDIA 1",
+		"slices[0].sharedCounters[0].counters[shares]: missing, NVIDIA 4",
+		"slices[1].devices[0](gpu-0).consumesCounters[0].counters[shares]: missing, NVIDIA 4",
+	}
+	slices.Sort(got)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("shares consumed by gpu-0: diffs %q, want %q", got, want)
+	}
+}
+
 // compareSlices lists every difference between got and NVIDIA's want.
 func compareSlices(got []*resourceapi.ResourceSlice, want []nvidiaSlice) []string {
 	var diffs []string
@@ -298,7 +374,8 @@ func compareSlices(got []*resourceapi.ResourceSlice, want []nvidiaSlice) []strin
 			if g.SharedCounters[j].Name != w.SharedCounters[j].Name {
 				add("%s.name: %q, NVIDIA %q", sp, g.SharedCounters[j].Name, w.SharedCounters[j].Name)
 			}
-			diffs = append(diffs, compareCounters(sp+".counters", g.SharedCounters[j].Counters, w.SharedCounters[j].Counters)...)
+			wc := withoutOmittedCounters(w.SharedCounters[j], want)
+			diffs = append(diffs, compareCounters(sp+".counters", g.SharedCounters[j].Counters, wc)...)
 		}
 	}
 	return diffs
@@ -307,6 +384,40 @@ func compareSlices(got []*resourceapi.ResourceSlice, want []nvidiaSlice) []strin
 // deliberateExtras are attributes inventory may publish that NVIDIA does
 // not; since NVIDIA publishes the NUMA node there are none.
 var deliberateExtras = map[resourceapi.QualifiedName]bool{}
+
+// omittedCounters are counters of NVIDIA's counter sets that inventory
+// leaves out, as doc.go says: with --consumable-shares=N, shares, which
+// NVIDIA's driver puts in the counter set of every GPU published whole and
+// partitioned (an alias in GpuInfo.PartCapacities, see nvidiaSlices) and no
+// device consumes. A counter nothing consumes cannot change which devices a
+// claim gets; where a device of NVIDIA's consumes it, it is compared.
+var omittedCounters = map[string]bool{"shares": true}
+
+// withoutOmittedCounters returns the counters of NVIDIA's set cs without the
+// omittedCounters that no device of NVIDIA's slices consumes from it.
+func withoutOmittedCounters(cs resourceapi.CounterSet, all []nvidiaSlice) map[string]resourceapi.Counter {
+	out := map[string]resourceapi.Counter{}
+	for name, c := range cs.Counters {
+		if !omittedCounters[name] || consumed(cs.Name, name, all) {
+			out[name] = c
+		}
+	}
+	return out
+}
+
+// consumed says whether a device of all consumes counter name of set.
+func consumed(set, name string, all []nvidiaSlice) bool {
+	for _, s := range all {
+		for _, d := range s.Devices {
+			for _, cc := range d.ConsumesCounters {
+				if _, ok := cc.Counters[name]; ok && cc.CounterSet == set {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
 
 // capString renders a capacity as it is written (the quantity's canonical
 // string, which is what a YAML round trip keeps) with its request policy.
