@@ -5,8 +5,8 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -135,14 +135,31 @@ func TestMatchesContextCancelledDuringLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	// Cancel once the evaluation is (most likely) inside the loop; if it
-	// has not started yet, the up-front check must give the same error.
-	time.AfterFunc(20*time.Millisecond, cancel)
+	// The context is cancelled as Matches checks it before evaluating: only the loop's interrupt check
+	// can see it, however the goroutines are scheduled.
+	ctx := &cancelledOnFirstCheck{Context: context.Background(), done: make(chan struct{})}
 	_, err = sel.Matches(ctx, NewDevice("d", testGPU()))
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrRuntime) {
 		t.Fatalf("got %v, want a runtime error wrapping context.Canceled", err)
 	}
+}
+
+// cancelledOnFirstCheck is a context that is live when its Err is first asked and cancelled right after:
+// a cancellation that arrives once an evaluation has started, without a timer.
+type cancelledOnFirstCheck struct {
+	context.Context
+	asked atomic.Bool
+	done  chan struct{}
+}
+
+func (c *cancelledOnFirstCheck) Done() <-chan struct{} { return c.done }
+
+func (c *cancelledOnFirstCheck) Err() error {
+	if c.asked.CompareAndSwap(false, true) {
+		close(c.done)
+		return nil
+	}
+	return context.Canceled
 }
 
 func TestMatchesDoesNotAllocate(t *testing.T) {

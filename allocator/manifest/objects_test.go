@@ -27,16 +27,16 @@ metadata: {name: b}
 	runtime.AddCleanup(objs.Classes[0], func(struct{}) { close(collected) }, struct{}{})
 	kept := objs.Classes[1]
 	objs.Classes = []*resourceapi.DeviceClass{kept}
+	// A collected object's cleanup is queued by the collection that finds it unreachable and runs once the
+	// cleanup goroutine is scheduled, which on a loaded host may take long; the deadline is for a DeviceClass
+	// kept alive, never for a slow machine.
 	collectedInTime := false
-	for range 20 {
+	for deadline := time.Now().Add(30 * time.Second); !collectedInTime && time.Now().Before(deadline); {
 		runtime.GC()
 		select {
 		case <-collected:
 			collectedInTime = true
 		case <-time.After(10 * time.Millisecond):
-		}
-		if collectedInTime {
-			break
 		}
 	}
 	if !collectedInTime {

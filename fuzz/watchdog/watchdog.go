@@ -30,22 +30,34 @@ func Limit() time.Duration {
 func Run(t testing.TB, input any, body func(ctx context.Context)) {
 	t.Helper()
 	limit := Limit()
+	hung := time.NewTimer(2 * limit)
+	defer hung.Stop()
+	run(t, input, limit, hung.C, func(msg string) { panic(msg) }, body)
+}
+
+// run is Run with the hang detector's clock and its crash given: crash is called with the message once
+// hung delivers while body is still running. Tests pass a channel they fire themselves, so that whether
+// body counts as hung never depends on how soon a goroutine is scheduled.
+func run(t testing.TB, input any, limit time.Duration, hung <-chan time.Time, crash func(msg string), body func(ctx context.Context)) {
+	t.Helper()
+	// start is taken before the context's deadline is set, so that an input whose context has ended has
+	// taken at least the limit however late this goroutine runs again.
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
-		timer := time.NewTimer(2 * limit)
-		defer timer.Stop()
 		select {
 		case <-done:
-		case <-timer.C:
-			panic(fmt.Sprintf("fuzz input still running after %v: %s", 2*limit, Describe(input)))
+		case <-hung:
+			crash(fmt.Sprintf("fuzz input still running after %v: %s", 2*limit, Describe(input)))
 		}
 	}()
-	start := time.Now()
 	body(ctx)
-	if took := time.Since(start); took > limit {
+	// A body that returns once its context has ended took the limit, even when the clock read below lags
+	// the context's timer.
+	if took := time.Since(start); took > limit || ctx.Err() != nil {
 		t.Fatalf("fuzz input took %v, more than %v: %s", took.Round(time.Millisecond), limit, Describe(input))
 	}
 }

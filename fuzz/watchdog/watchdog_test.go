@@ -17,12 +17,18 @@ type recorder struct {
 func (r *recorder) Helper()                           {}
 func (r *recorder) Fatalf(format string, args ...any) { r.msg = fmt.Sprintf(format, args...) }
 
+// never is a hang detector that does not fire: these tests decide themselves when an input counts as hung.
+var never <-chan time.Time
+
+// noCrash fails the test if the hang detector fires.
+func noCrash(t *testing.T) func(string) {
+	return func(msg string) { t.Errorf("crashed: %s", msg) }
+}
+
 func TestRunFailsAnInputThatTakesLongerThanTheLimit(t *testing.T) {
-	t.Setenv(LimitEnv, "20ms")
 	r := &recorder{TB: t}
-	Run(r, "slow input", func(ctx context.Context) {
-		<-ctx.Done() // the context ends at the limit
-		time.Sleep(5 * time.Millisecond)
+	run(r, "slow input", 20*time.Millisecond, never, noCrash(t), func(ctx context.Context) {
+		<-ctx.Done() // the context ends at the limit; the body returns after it
 	})
 	if !strings.Contains(r.msg, `"slow input"`) {
 		t.Fatalf("got %q, want a failure naming the input", r.msg)
@@ -31,7 +37,46 @@ func TestRunFailsAnInputThatTakesLongerThanTheLimit(t *testing.T) {
 
 func TestRunPassesAnInputThatEndsInTime(t *testing.T) {
 	r := &recorder{TB: t}
-	Run(r, "fast input", func(ctx context.Context) {})
+	run(r, "fast input", time.Hour, never, noCrash(t), func(ctx context.Context) {})
+	if r.msg != "" {
+		t.Fatalf("got failure %q", r.msg)
+	}
+}
+
+// An input still running when the hang detector fires crashes with the input named; the body here
+// returns only once the crash has been reported, as a loop that ignores its context would never return.
+func TestRunCrashesAnInputStillRunningAtTwiceTheLimit(t *testing.T) {
+	hung := make(chan time.Time)
+	crashed := make(chan string, 1)
+	r := &recorder{TB: t}
+	run(r, "endless input", 20*time.Millisecond, hung, func(msg string) { crashed <- msg }, func(ctx context.Context) {
+		// A minute is a hang of the test, never a slow machine: the detector waits on hung alone.
+		select {
+		case hung <- time.Time{}: // twice the limit has passed while the body runs
+		case <-time.After(time.Minute):
+			t.Fatal("the hang detector does not watch the input")
+		}
+		var msg string
+		select {
+		case msg = <-crashed:
+		case <-time.After(time.Minute):
+			t.Fatal("the hang detector fired but did not crash")
+		}
+		if !strings.Contains(msg, "still running after 40ms") || !strings.Contains(msg, `"endless input"`) {
+			t.Errorf("crash %q, want one naming twice the limit and the input", msg)
+		}
+	})
+}
+
+// Run itself passes a quick input with the limit of the environment and its own hang detector.
+func TestRunWithTheEnvironmentsLimit(t *testing.T) {
+	t.Setenv(LimitEnv, "1h")
+	r := &recorder{TB: t}
+	Run(r, "fast input", func(ctx context.Context) {
+		if d, ok := ctx.Deadline(); !ok || time.Until(d) < 59*time.Minute {
+			t.Errorf("context deadline %v, %v; want an hour from now", d, ok)
+		}
+	})
 	if r.msg != "" {
 		t.Fatalf("got failure %q", r.msg)
 	}

@@ -56,8 +56,8 @@ func TestDifferentialShippedProfiles(t *testing.T) {
 					req.Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: tc.selector}}}
 				}
 				c.Spec.Devices.Requests = []resourceapi.DeviceRequest{req}
-				got, _ := compare(t, &fuzz.Cluster{Nodes: []*v1.Node{node}, Node: node, Slices: slices, Classes: gpuClasses(),
-					Claims: []*resourceapi.ResourceClaim{c}, Features: new(verify.AllFeatures())})
+				got, _ := compareWithin(t, &fuzz.Cluster{Nodes: []*v1.Node{node}, Node: node, Slices: slices, Classes: gpuClasses(),
+					Claims: []*resourceapi.ResourceClaim{c}, Features: new(verify.AllFeatures())}, hangTimeout)
 				// The A100 profile runs with MIG enabled, which an Ampere
 				// GPU cannot leave without a reset: it has no whole GPUs.
 				want := allocated
@@ -135,7 +135,7 @@ func TestDifferentialDynamicMIGShapes(t *testing.T) {
 			claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "claim-0", UID: "uid-claim-0"}}
 			claim.Spec.Devices.Requests = []resourceapi.DeviceRequest{tc.request}
 			c.Claims = []*resourceapi.ResourceClaim{claim}
-			if got, _ := compare(t, c); got != tc.want {
+			if got, _ := compareWithin(t, c, hangTimeout); got != tc.want {
 				t.Errorf("outcome %s, want %s", got, tc.want)
 			}
 		})

@@ -167,7 +167,7 @@ func TestStableVariantOutcomeDependsOnPoolOrder(t *testing.T) {
 	}
 	ctx := t.Context()
 	for _, want := range []outcome{doesNotFit, fatal} {
-		if _, ok := stableAnswer(ctx, c, want); !ok {
+		if _, ok := stableAnswer(ctx, c, want, hangTimeout); !ok {
 			t.Errorf("upstream never answers %s", want)
 		}
 	}
@@ -176,7 +176,7 @@ func TestStableVariantOutcomeDependsOnPoolOrder(t *testing.T) {
 	}
 	// Whichever order upstream's first run visits, the comparison finds dralloc's outcome among its answers.
 	for range 20 {
-		compare(t, c)
+		compareWithin(t, c, hangTimeout)
 	}
 }
 
@@ -203,7 +203,7 @@ func TestDifferentialRegressions(t *testing.T) {
 		{"a device taken before an All request is not skipped as a twin of one that failed", twinsBeforeAll(), fatal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got, _ := compare(t, tc.cluster); tc.want != "" && got != tc.want {
+			if got, _ := compareWithin(t, tc.cluster, hangTimeout); tc.want != "" && got != tc.want {
 				t.Errorf("upstream: %s, want %s", got, tc.want)
 			}
 		})

@@ -70,8 +70,11 @@ func testFailover(t *testing.T, c kubernetes.Interface, schedule scheduleStep) {
 			r.done <- Run(rctx, ktesting.NewLogger(t, ktesting.NewConfig()), RunOptions{
 				Controller: Config{Client: c, Requeue: 200 * time.Millisecond, Observe: r.obs.observe,
 					Recorder: RecorderOptions{MinInterval: time.Second, Instance: id}},
+				// The leader gives the Lease back when stopped (ReleaseOnCancel), so the follower takes it
+				// within a RetryPeriod whatever the duration; a long RenewDeadline keeps a leader that a loaded
+				// host leaves unscheduled for seconds from losing the Lease before the test stops it.
 				LeaderElection: true, Namespace: ns, Name: "explainer", Identity: id,
-				LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond,
+				LeaseDuration: 45 * time.Second, RenewDeadline: 30 * time.Second, RetryPeriod: 100 * time.Millisecond,
 			})
 		}()
 	}
