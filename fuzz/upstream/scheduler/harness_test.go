@@ -48,6 +48,10 @@ const (
 	// may have seen the pod before the scenario's slices or claims, and tries it again once they arrive
 	// (after a backoff of a second).
 	unschedulableFor = 3 * time.Second
+	// unschedulableLong is how long a pod that dralloc places must stay unschedulable before the two
+	// count as disagreeing: on a busy machine the scheduler's informers may see a scenario's objects, and
+	// its backoff retry the pod, later than unschedulableFor.
+	unschedulableLong = 30 * time.Second
 	// settle is the pause between creating a scenario's cluster and its first pod, for the scheduler's
 	// informers to see the cluster.
 	settle = 500 * time.Millisecond
@@ -232,6 +236,15 @@ func comparePod(ctx context.Context, t *testing.T, c kubernetes.Interface, sc *s
 		t.Logf("%s: kube-scheduler timed out: %s", name, out.message)
 		return
 	}
+	if out.node == "" && placed != nil {
+		// Pending for unschedulableFor, where dralloc places it: wait for a verdict that a late informer
+		// or a backoff on a busy machine cannot explain.
+		later, err := awaitFor(ctx, c, out.pod, unschedulableLong)
+		if err != nil {
+			t.Fatalf("Pod %s: %v", name, err)
+		}
+		out = later
+	}
 	switch {
 	case out.node == "" && placed == nil:
 		tl.record(t, sc, name, "outcome", nil)
@@ -363,7 +376,12 @@ func owned(claim *resourceapi.ResourceClaim, uid types.UID) bool {
 // await waits until kube-scheduler binds the pod, or has kept it unschedulable (or failing with an error) for
 // unschedulableFor.
 func await(ctx context.Context, c kubernetes.Interface, pod *v1.Pod) (outcome, error) {
-	deadline := time.Now().Add(podTimeout)
+	return awaitFor(ctx, c, pod, unschedulableFor)
+}
+
+// awaitFor is await with the time a pod must stay unschedulable to count as pending.
+func awaitFor(ctx context.Context, c kubernetes.Interface, pod *v1.Pod, window time.Duration) (outcome, error) {
+	deadline := time.Now().Add(podTimeout + window)
 	var since time.Time
 	var last *v1.Pod
 	for time.Now().Before(deadline) {
@@ -379,7 +397,7 @@ func await(ctx context.Context, c kubernetes.Interface, pod *v1.Pod) (outcome, e
 		if cond != nil && cond.Status == v1.ConditionFalse && (cond.Reason == v1.PodReasonUnschedulable || cond.Reason == v1.PodReasonSchedulerError) {
 			if since.IsZero() {
 				since = time.Now()
-			} else if time.Since(since) >= unschedulableFor {
+			} else if time.Since(since) >= window {
 				return outcome{pod: p, message: cond.Message, failed: cond.Reason == v1.PodReasonSchedulerError}, nil
 			}
 		} else {
