@@ -25,6 +25,7 @@ type allocation struct {
 	claims   []*resourceapi.ResourceClaim
 	pools    []*pool
 	steps    int
+	spent    int        // the steps of an earlier search of the call (see AllocatePreferring)
 	short    shortfall  // set when failing fast found a request without enough candidates
 	indep    []int8     // per request slot: unknown (0), independent of the slots before it (1) or not (2)
 	sides    [2]sideOf  // what the requests before and after a slot can take (see independent)
