@@ -109,8 +109,9 @@ var errRowTooLong = errors.New("row too long")
 
 // rowLimit hands the CSV reader no more of a row than max bytes (and the byte that shows it longer),
 // so that a row that never ends costs a bounded read instead of all memory: encoding/csv keeps the
-// whole row. The reader reads ahead only while the row it is in goes on (bufio fills its buffer when
-// the buffered bytes hold no line ending), so every byte handed over past start belongs to that row.
+// whole row. The CSV reader asks for more only while the row it is in goes on (bufio fills its buffer
+// when the buffered bytes hold no line ending), so when it asks, every byte handed over since start
+// belongs to that row.
 type rowLimit struct {
 	r     io.Reader
 	max   int64
