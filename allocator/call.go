@@ -25,7 +25,6 @@ type allocation struct {
 	claims   []*resourceapi.ResourceClaim
 	pools    []*pool
 	steps    int
-	spent    int        // the steps of an earlier search of the call (see AllocatePreferring)
 	short    shortfall  // set when failing fast found a request without enough candidates
 	indep    []int8     // per request slot: unknown (0), independent of the slots before it (1) or not (2)
 	sides    [2]sideOf  // what the requests before and after a slot can take (see independent)
@@ -56,6 +55,9 @@ type allocation struct {
 	// readVerdicts are a NodeClasses' selector verdicts by what the selectors read of a device (see
 	// deviceVerdicts).
 	readVerdicts map[string]string
+	// spent is the steps of an earlier search of the call (see AllocatePreferring). It is last so that
+	// the fields the search reads keep their places.
+	spent int
 }
 
 // claimState is what the search knows about one claim.
