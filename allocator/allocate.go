@@ -94,7 +94,7 @@ func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.
 	a.strategy = s.opts.Strategy
 	fits, err := fn(a)
 	if logger := s.opts.Logger; logger.V(5).Enabled() {
-		logger.V(5).Info("Allocation done", "node", node.Name, "claims", len(claims), "success", fits, "steps", a.steps, "err", err)
+		logger.V(5).Info("Allocation done", "node", node.Name, "claims", len(claims), "success", fits, "steps", a.spent+a.steps, "err", err)
 	}
 	putAllocation(a)
 	return err
@@ -208,12 +208,12 @@ func (a *allocation) unsatisfiable() error {
 		both.r[0] = a.tooFewReason(a.short)
 		ue.Reasons = both.r[:1]
 	}
-	ue.Steps = a.steps
+	ue.Steps = a.spent + a.steps
 	if a.short.cs == nil {
 		// The search itself decided: a constraint, shared counters or requests competing for devices.
 		// Only the explanation can say which, so it is built here; Fits and the fail-fast answer (what
 		// a filter pass meets on most nodes) do not pay for it.
-		if e, err := a.explainSearched(&Explanation{Node: a.node.Name, Steps: a.steps}, false, false); err == nil {
+		if e, err := a.explainSearched(&Explanation{Node: a.node.Name, Steps: ue.Steps}, false, false); err == nil {
 			ue.Explanation = e
 			ue.Reasons = e.Reasons()
 			ue.Pools = e.Pools

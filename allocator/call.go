@@ -55,6 +55,9 @@ type allocation struct {
 	// readVerdicts are a NodeClasses' selector verdicts by what the selectors read of a device (see
 	// deviceVerdicts).
 	readVerdicts map[string]string
+	// spent is the steps of an earlier search of the call (see AllocatePreferring). It is last so that
+	// the fields the search reads keep their places.
+	spent int
 }
 
 // claimState is what the search knows about one claim.

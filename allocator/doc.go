@@ -46,7 +46,8 @@
 // [Options].Topology adds, under any strategy, a preference for devices close together (the NUMA node
 // and PCIe root by default, and the PCIe root of a NIC the same claim takes): it orders the search as
 // the strategies do and rules nothing out, so claims fit with it exactly when they fit without it;
-// [Snapshot.AllocatePreferring] does the same for devices a caller names (allocator/headroom's FGD).
+// [Snapshot.AllocatePreferring] does the same for devices a caller names (allocator/headroom's FGD), and
+// where its order runs out of the step budget or meets an error at a device it answers as AllocateWith.
 // Feature gates are one [Features] value with the Kubernetes gate names; the zero [Options] use the gates
 // Kubernetes 1.37 enables by default.
 //

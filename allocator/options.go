@@ -70,7 +70,8 @@ type Options struct {
 	ShareIDs func() types.UID
 	// StepBudget bounds the search of one Allocate call to this many search steps (one step tries one
 	// request position); when it runs out Allocate returns an error wrapping ErrSearchBudget. 0 means no
-	// bound beyond the context.
+	// bound beyond the context. [Snapshot.AllocatePreferring] may search twice, each search with this
+	// budget, so that a preference never makes claims give up where AllocateWith fits (see there).
 	StepBudget int
 	// Logger receives one line per Allocate call at V(5), as the Kubernetes allocator logs; the zero value
 	// discards.

@@ -99,6 +99,123 @@ func TestPropPreferringKeepsFeasibility(t *testing.T) {
 	hits.check(t)
 }
 
+// A preference orders the search and never changes whether claims fit under the step budget: wherever
+// AllocateWith fits with a budget, AllocatePreferring fits with the same budget (and where AllocateWith
+// finds that the claims do not fit, so does it). The budgets drawn are small, so that the search runs out
+// on many clusters; every allocation passes allocator/verify.
+func TestPropPreferringFitsWithinBudget(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		c := fuzz.ClusterGen(fuzz.AllOptions()).Draw(rt, "cluster")
+		prefer := drawPreference(rt, c)
+		budget := rapid.IntRange(1, 64).Draw(rt, "budget")
+		ctx := context.Background()
+		s, err := c.Snapshot(allocator.Options{StepBudget: budget})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		for _, st := range []allocator.Strategy{allocator.FirstFit, allocator.BestFit, allocator.Spread} {
+			_, plainErr := s.AllocateWith(ctx, st, c.Node, c.Claims)
+			res, err := s.AllocatePreferring(ctx, st, prefer, c.Node, c.Claims)
+			switch {
+			case plainErr == nil && err != nil:
+				rt.Fatalf("%s allocates within %d steps, preferring %v it answers %v", st, budget, prefer, err)
+			case errors.Is(plainErr, allocator.ErrUnsatisfiable) && !errors.Is(err, allocator.ErrUnsatisfiable):
+				rt.Fatalf("%s answers %v within %d steps, preferring %v %v", st, plainErr, budget, prefer, err)
+			case err == nil:
+				violations, verr := c.Verify(ctx, res)
+				if verr != nil {
+					rt.Fatalf("verify: %v", verr)
+				}
+				for _, v := range violations {
+					rt.Errorf("%s preferring %v: %s", st, prefer, v)
+				}
+			}
+		}
+	})
+}
+
+// deadEndSlice publishes on node-a gpu-0 .. gpu-2 of model H100, then odd-0 .. odd-(n-1), each of a
+// model of its own: for a claim whose devices must all have one model, every odd device is a dead end.
+func deadEndSlice(n int) *resourceapi.ResourceSlice {
+	s := gpuSlice("node-a", "H100", 3)
+	for i := range n {
+		m := fmt.Sprintf("M%d", i)
+		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{
+			Name:       fmt.Sprintf("odd-%d", i),
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"model": {StringValue: &m}},
+		})
+	}
+	return s
+}
+
+// A preference that leads the search into more dead ends than the step budget allows does not make the
+// claims give up where AllocateWith fits: the claims get AllocateWith's devices. A preference that fits
+// within the budget is kept.
+func TestAllocatePreferringDeadEnds(t *testing.T) {
+	id := func(name string) allocator.DeviceID {
+		return allocator.DeviceID{Driver: "gpu.example.com", Pool: "node-a", Device: name}
+	}
+	// Three devices of one model. AllocateWith takes gpu-0, gpu-1 and gpu-2 in 6 steps (one per device
+	// position, one past the last device, one past the request, one past the claim). Preferring the 20 odd
+	// devices, the search takes each in turn and finds no second device of its model (one step each, no
+	// device taken): 26 steps in all, past the budget of 10.
+	claim := gpuClaim("train", 3)
+	claim.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: ptr(resourceapi.FullyQualifiedName("gpu.example.com/model"))}}
+	var deadEnds []allocator.DeviceID
+	for i := range 20 {
+		deadEnds = append(deadEnds, id(fmt.Sprintf("odd-%d", i)))
+	}
+	// The selector fails at run time on the odd devices (they have no "memory" attribute): the first-fit
+	// scan finds its three devices before it reaches one, a ranked order evaluates every candidate first.
+	cel := gpuClaim("infer", 3)
+	cel.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+		Expression: `device.attributes["gpu.example.com"].model == "H100" || device.attributes["gpu.example.com"].memory > 0`,
+	}}}
+	all := []allocator.Strategy{allocator.FirstFit, allocator.BestFit, allocator.Spread}
+	cases := []struct {
+		name       string
+		claim      *resourceapi.ResourceClaim
+		prefer     []allocator.DeviceID
+		strategies []allocator.Strategy
+		want       []string
+	}{
+		{name: "dead ends beyond the budget", claim: claim, prefer: deadEnds, strategies: all, want: []string{"gpu-0", "gpu-1", "gpu-2"}},
+		{name: "dead ends before a device that fits", claim: claim, prefer: append(deadEnds[:len(deadEnds):len(deadEnds)], id("gpu-2")), strategies: all, want: []string{"gpu-0", "gpu-1", "gpu-2"}},
+		{name: "a preference that fits within the budget", claim: claim, prefer: []allocator.DeviceID{id("gpu-2")}, strategies: all, want: []string{"gpu-2", "gpu-0", "gpu-1"}},
+		// BestFit and Spread evaluate every candidate's selectors without a preference too, and fail.
+		{name: "a preferred device whose selector fails at run time", claim: cel, prefer: deadEnds[:1], strategies: all[:1], want: []string{"gpu-0", "gpu-1", "gpu-2"}},
+	}
+	for _, tc := range cases {
+		for _, st := range tc.strategies {
+			t.Run(tc.name+"/"+st.String(), func(t *testing.T) {
+				snap := allocator.NewSnapshot(allocator.Options{StepBudget: 10})
+				if err := snap.AddOrUpdateSlice(deadEndSlice(20)); err != nil {
+					t.Fatal(err)
+				}
+				if err := snap.AddOrUpdateClass(&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}}); err != nil {
+					t.Fatal(err)
+				}
+				node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
+				claims := []*resourceapi.ResourceClaim{tc.claim}
+				if _, err := snap.AllocateWith(context.Background(), st, node, claims); err != nil {
+					t.Fatalf("AllocateWith: %v", err)
+				}
+				res, err := snap.AllocatePreferring(context.Background(), st, tc.prefer, node, claims)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, r := range res[0].Devices.Results {
+					got = append(got, r.Device)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+					t.Errorf("got %v, want %v", got, tc.want)
+				}
+			})
+		}
+	}
+}
+
 // mixedSlice publishes gpu-0 .. gpu-3 on node-a, gpu-2 of another model.
 func mixedSlice() *resourceapi.ResourceSlice {
 	s := gpuSlice("node-a", "H100", 4)

@@ -148,7 +148,16 @@ func getAllocation() *allocation { return allocations.Get().(*allocation) }
 // the caller's objects and the snapshot is dropped, so that they can be collected, and what a call
 // counts or fills is emptied (a map only when something is in it: clearing an empty map is not free).
 func putAllocation(a *allocation) {
-	a.ctx, a.s, a.st, a.node, a.claims, a.pools = nil, nil, nil, nil, nil, nil
+	a.ctx, a.s, a.st, a.node, a.claims = nil, nil, nil, nil, nil
+	a.spent = 0
+	a.clearSearch()
+	allocations.Put(a)
+}
+
+// clearSearch empties what a search fills, keeping the call's input, so that the state is the one the
+// next call starts from, or a second search of the same call (AllocatePreferring's).
+func (a *allocation) clearSearch() {
+	a.pools = nil
 	a.steps, a.twinsOnly, a.lastAll, a.prefer = 0, false, position{}, nil
 	a.short = shortfall{}
 	a.indep = a.indep[:0]
@@ -177,7 +186,6 @@ func putAllocation(a *allocation) {
 		clear(a.sides[i].devices)
 		clear(a.sides[i].counters)
 	}
-	allocations.Put(a)
 }
 
 // clearMap empties m when it holds anything.

@@ -85,6 +85,51 @@ func TestPropPreferOrdersDevices(t *testing.T) {
 	})
 }
 
+// A Prefer that leads the allocation into more dead ends than the snapshot's step budget allows does not
+// turn the pod the Cost rated as fitting into "search budget exhausted": it is placed with the devices
+// BestFit takes. Node-a has gpu-0 .. gpu-2 of one model and odd-0 .. odd-19 of a model each; the pod's
+// claim asks for 3 GPUs of one model. BestFit takes gpu-0 .. gpu-2 in 6 steps; preferring the odd devices
+// the search spends a step on each before it reaches gpu-0, 26 in all, beyond the budget of 10.
+func TestPreferDeadEndsBeyondBudget(t *testing.T) {
+	snap := allocator.NewSnapshot(allocator.Options{StepBudget: 10})
+	n := node("node-a", nil)
+	must(t, snap.AddOrUpdateNode(n))
+	s := gpus(n.Name, 3)
+	model := func(m string) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
+		return map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"model": {StringValue: &m}}
+	}
+	for i := range s.Spec.Devices {
+		s.Spec.Devices[i].Attributes = model("H100")
+	}
+	var deadEnds []allocator.DeviceID
+	for i := range 20 {
+		name := fmt.Sprintf("odd-%d", i)
+		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: name, Attributes: model(fmt.Sprintf("M%d", i))})
+		deadEnds = append(deadEnds, allocator.DeviceID{Driver: driver, Pool: n.Name, Device: name})
+	}
+	must(t, snap.AddOrUpdateSlice(s))
+	must(t, snap.AddOrUpdateClass(gpuClass("gpu", "")))
+	c := pods.New(snap, pods.Options{
+		Cost:       func(pods.CostInput) (float64, error) { return 0, nil },
+		Prefer:     func(pods.CostInput) ([]allocator.DeviceID, error) { return deadEnds, nil },
+		NameSuffix: fixedSuffixes(),
+	})
+	tmpl := template("three-of-a-model", 3)
+	tmpl.Spec.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: ptr(resourceapi.FullyQualifiedName(driver + "/model"))}}
+	must(t, c.AddOrUpdateTemplate(tmpl))
+	pl, err := c.Place(context.Background(), pod("train", "gpu=template:three-of-a-model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range pl.Claims[0].Claim.Status.Allocation.Devices.Results {
+		got = append(got, r.Device)
+	}
+	if pl.Node != "node-a" || fmt.Sprint(got) != "[gpu-0 gpu-1 gpu-2]" {
+		t.Errorf("placed on %s with %v, want node-a with [gpu-0 gpu-1 gpu-2]", pl.Node, got)
+	}
+}
+
 // A Prefer that fails stops the placement with its error.
 func TestPreferError(t *testing.T) {
 	boom := errors.New("boom")

@@ -55,6 +55,10 @@ type ReadOptions struct {
 	MaxRows int
 	// MaxGPUs is the most GPUs a node may have or a task may ask for. 0 means DefaultMaxGPUs.
 	MaxGPUs int
+	// MaxRowBytes is the most bytes a row may have, its line ending included (a quoted field may span
+	// lines: they count together); a longer row is an error naming it, found without reading more of the
+	// row than this. 0 means DefaultMaxRowBytes.
+	MaxRowBytes int
 }
 
 const (
@@ -62,6 +66,8 @@ const (
 	DefaultMaxRows = 100_000
 	// DefaultMaxGPUs is ReadOptions.MaxGPUs when unset (the trace's nodes have at most 8).
 	DefaultMaxGPUs = 64
+	// DefaultMaxRowBytes is ReadOptions.MaxRowBytes when unset: the trace's rows have less than 1 KiB.
+	DefaultMaxRowBytes = 64 << 10
 )
 
 // ErrInput is wrapped by every error about the content of a file.
@@ -72,6 +78,13 @@ func (o ReadOptions) maxRows() int {
 		return o.MaxRows
 	}
 	return DefaultMaxRows
+}
+
+func (o ReadOptions) maxRowBytes() int64 {
+	if o.MaxRowBytes > 0 {
+		return int64(o.MaxRowBytes)
+	}
+	return DefaultMaxRowBytes
 }
 
 func (o ReadOptions) maxGPUs() int64 {
@@ -85,23 +98,55 @@ func (o ReadOptions) maxGPUs() int64 {
 type table struct {
 	file string
 	r    *csv.Reader
+	in   *rowLimit
 	cols map[string]int
 	rec  []string
 	row  int // the file's row of rec, the header being row 1
 }
 
-func newTable(file string, r io.Reader, required []string) (*table, error) {
-	cr := csv.NewReader(r)
+// errRowTooLong ends the read of a row longer than the limit (see rowLimit).
+var errRowTooLong = errors.New("row too long")
+
+// rowLimit hands the CSV reader no more of a row than max bytes (and the byte that shows it longer),
+// so that a row that never ends costs a bounded read instead of all memory: encoding/csv keeps the
+// whole row. The CSV reader asks for more only while the row it is in goes on (bufio fills its buffer
+// when the buffered bytes hold no line ending), so when it asks, every byte handed over since start
+// belongs to that row.
+type rowLimit struct {
+	r     io.Reader
+	max   int64
+	read  int64 // bytes handed to the CSV reader
+	start int64 // where the row being read begins (csv.Reader.InputOffset before it)
+}
+
+func (l *rowLimit) Read(p []byte) (int, error) {
+	// One byte past the limit tells a row of max bytes that ends at the end of the file from a longer
+	// one.
+	room := max(l.start+l.max-l.read, 1)
+	if int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := l.r.Read(p)
+	l.read += int64(n)
+	if l.read-l.start > l.max {
+		return 0, errRowTooLong
+	}
+	return n, err
+}
+
+func newTable(file string, r io.Reader, required []string, maxRowBytes int64) (*table, error) {
+	in := &rowLimit{r: r, max: maxRowBytes}
+	cr := csv.NewReader(in)
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = 0 // every row as long as the header
-	header, err := cr.Read()
+	t := &table{file: file, r: cr, in: in, cols: map[string]int{}}
+	header, err := t.read()
 	if err == io.EOF {
 		return nil, fmt.Errorf("%s: %w: no header row", file, ErrInput)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", file, ErrInput, err)
+		return nil, err
 	}
-	t := &table{file: file, r: cr, cols: map[string]int{}, row: 1}
 	for i, h := range header {
 		t.cols[strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))] = i
 	}
@@ -113,15 +158,31 @@ func newTable(file string, r io.Reader, required []string) (*table, error) {
 	return t, nil
 }
 
+// read reads the next row, t.row+1, and counts it; io.EOF at the end of the file.
+func (t *table) read() ([]string, error) {
+	t.in.start = t.r.InputOffset()
+	rec, err := t.r.Read()
+	if err == io.EOF {
+		return nil, err
+	}
+	t.row++
+	switch {
+	case errors.Is(err, errRowTooLong):
+		return nil, fmt.Errorf("%s: %w: row %d: longer than %d bytes", t.file, ErrInput, t.row, t.in.max)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w: %w", t.file, ErrInput, err)
+	}
+	return rec, nil
+}
+
 // next reads the next row; false at the end of the file.
 func (t *table) next(max int) (bool, error) {
-	rec, err := t.r.Read()
+	rec, err := t.read()
 	if err == io.EOF {
 		return false, nil
 	}
-	t.row++
 	if err != nil {
-		return false, fmt.Errorf("%s: %w: %w", t.file, ErrInput, err)
+		return false, err
 	}
 	if t.row-1 > max {
 		return false, fmt.Errorf("%s: %w: more than %d rows", t.file, ErrInput, max)
@@ -170,7 +231,7 @@ const (
 // and model, then one node per row. file names the input in errors, which name the row (the header is
 // row 1) and column of bad input and wrap [ErrInput]. Node names must be unique.
 func ReadNodes(file string, r io.Reader, opts ReadOptions) ([]Node, error) {
-	t, err := newTable(file, r, []string{"sn", "cpu_milli", "memory_mib", "gpu", "model"})
+	t, err := newTable(file, r, []string{"sn", "cpu_milli", "memory_mib", "gpu", "model"}, opts.maxRowBytes())
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +283,7 @@ func ReadNodes(file string, r io.Reader, opts ReadOptions) ([]Node, error) {
 // num_gpu is 1 and gpu_milli less, for none when num_gpu is 0 (gpu_milli must be 0 then). Errors are
 // as [ReadNodes]'s.
 func ReadTasks(file string, r io.Reader, opts ReadOptions) ([]Task, error) {
-	t, err := newTable(file, r, []string{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"})
+	t, err := newTable(file, r, []string{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"}, opts.maxRowBytes())
 	if err != nil {
 		return nil, err
 	}

@@ -103,3 +103,102 @@ func TestWholeDefaultTrace(t *testing.T) {
 			len(tr.Nodes), tr.GPUs(), len(tr.Tasks), gpuTasks)
 	}
 }
+
+// endless is a file that never ends: prefix, then unit repeated forever. It counts the bytes it
+// delivers; past stop it fails with errOverread, so that a reader that keeps a whole row in memory
+// fails the test instead of the machine.
+type endless struct {
+	prefix, unit string
+	stop         int
+	delivered    int
+}
+
+var errOverread = errors.New("read far past the row limit")
+
+func (e *endless) Read(p []byte) (int, error) {
+	if e.delivered >= e.stop {
+		return 0, errOverread
+	}
+	n := 0
+	for n < len(p) && e.delivered+n < e.stop {
+		if i := e.delivered + n; i < len(e.prefix) {
+			p[n] = e.prefix[i]
+		} else {
+			p[n] = e.unit[(i-len(e.prefix))%len(e.unit)]
+		}
+		n++
+	}
+	e.delivered += n
+	return n, nil
+}
+
+// A row that never ends (a header, a data row, a quoted field over endless lines, endless empty lines
+// before a row) is an error naming the row once the row passed the limit, and the reader has then been
+// read no further than the limit and one buffer past the row's start.
+func TestReadEndlessRow(t *testing.T) {
+	const buffer = 4096 // encoding/csv reads through a bufio.Reader of this size
+	read := map[string]func(*endless, trace.ReadOptions) error{
+		"nodes.csv": func(e *endless, o trace.ReadOptions) error { _, err := trace.ReadNodes("nodes.csv", e, o); return err },
+		"pods.csv":  func(e *endless, o trace.ReadOptions) error { _, err := trace.ReadTasks("pods.csv", e, o); return err },
+	}
+	for _, tc := range []struct {
+		name, file, prefix, unit string
+		limit                    int // ReadOptions.MaxRowBytes
+		want                     string
+	}{
+		{name: "endless header", file: "nodes.csv", prefix: "sn,cpu_milli", unit: "x",
+			want: "nodes.csv: invalid trace: row 1: longer than 65536 bytes"},
+		{name: "endless data row", file: "nodes.csv", prefix: nodeHeader + "n1,64000,262144,2,T4\n", unit: "a",
+			want: "nodes.csv: invalid trace: row 3: longer than 65536 bytes"},
+		{name: "endless data row with a smaller limit", file: "pods.csv", prefix: taskHeader + "p1,", unit: "1", limit: 100,
+			want: "pods.csv: invalid trace: row 2: longer than 100 bytes"},
+		{name: "a quoted field over endless short lines", file: "pods.csv", prefix: taskHeader + `p1,1000,1024,1,1000,"T4`, unit: "|T4\n",
+			want: "pods.csv: invalid trace: row 2: longer than 65536 bytes"},
+		{name: "endless empty lines", file: "nodes.csv", prefix: nodeHeader, unit: "\n",
+			want: "nodes.csv: invalid trace: row 2: longer than 65536 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			limit := tc.limit
+			if limit == 0 {
+				limit = trace.DefaultMaxRowBytes
+			}
+			e := &endless{prefix: tc.prefix, unit: tc.unit, stop: 64 * (limit + buffer)}
+			err := read[tc.file](e, trace.ReadOptions{MaxRowBytes: tc.limit})
+			if err == nil || err.Error() != tc.want || !errors.Is(err, trace.ErrInput) {
+				t.Errorf("got %v, want an ErrInput %q", err, tc.want)
+			}
+			// The row starts at the end of the prefix's last whole line.
+			rowStart := strings.LastIndex(tc.prefix, "\n") + 1
+			if max := rowStart + limit + buffer; e.delivered > max {
+				t.Errorf("read %d bytes of an endless row starting at byte %d; want at most %d (the limit %d and a buffer)", e.delivered, rowStart, max, limit)
+			}
+		})
+	}
+}
+
+// A row of MaxRowBytes bytes, its line ending included, is read; one byte more is an error. The last
+// row of a file needs no line ending.
+func TestReadRowLimit(t *testing.T) {
+	limit := len(nodeHeader) // the header itself fits exactly
+	pad := func(row string, n int) string { return row + strings.Repeat(" ", n-len(row)) }
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"a row of the limit", nodeHeader + pad("n1,64000,262144,2,T4", limit-1) + "\n", ""},
+		{"a last row of the limit without a line ending", nodeHeader + pad("n1,64000,262144,2,T4", limit), ""},
+		{"a row one byte longer", nodeHeader + pad("n1,64000,262144,2,T4", limit) + "\n",
+			"nodes.csv: invalid trace: row 2: longer than 34 bytes"},
+		{"a last row one byte longer without a line ending", nodeHeader + pad("n1,64000,262144,2,T4", limit+1),
+			"nodes.csv: invalid trace: row 2: longer than 34 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes, err := trace.ReadNodes("nodes.csv", strings.NewReader(tc.in), trace.ReadOptions{MaxRowBytes: limit})
+			switch {
+			case tc.want == "" && (err != nil || len(nodes) != 1 || nodes[0].Model != "T4"):
+				t.Errorf("got %v, %v; want node n1 with model T4", nodes, err)
+			case tc.want != "" && (err == nil || err.Error() != tc.want || !errors.Is(err, trace.ErrInput)):
+				t.Errorf("got %v, want an ErrInput %q", err, tc.want)
+			}
+		})
+	}
+}
