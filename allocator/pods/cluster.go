@@ -80,7 +80,7 @@ type Options struct {
 	// Cost, when set, replaces Choice for Place: every node is filtered, the pod's claims are allocated
 	// on each node where it fits with [allocator.BestFit], and the node whose allocation costs least is
 	// chosen (ties: the first by name). The pod fits on the same nodes as under FirstFit. PlaceGroup
-	// does not use it.
+	// uses it for each pod, as it uses Place; SearchGroupPlacement does not.
 	Cost Cost
 	// Prefer, with Cost, names devices that the pod's claims should take first on the node Cost chose
 	// (the devices the cost rated that node with, where they are not those of BestFit's allocation): the
@@ -100,13 +100,13 @@ type Options struct {
 	// metadata.generateName (five characters). nil means random; tests inject a deterministic source.
 	// One Cluster calls it from one goroutine at a time (a Cluster and its forks may call it concurrently).
 	NameSuffix func() string
-	// StepBudget is the Limit of the [Budget] of a [Cluster.PlaceGroup] call that sets none (a nil
+	// StepBudget is the Limit of the [Budget] of a [Cluster.SearchGroupPlacement] call that sets none (a nil
 	// Budget, or Limit 0); 0 means DefaultGroupBudget. Running out gives an error wrapping
 	// allocator.ErrSearchBudget.
 	StepBudget int
 	// Preferred gives requests for shares of devices with allowMultipleAllocations a preferred amount
 	// above their capacity.requests (an SDK extension, see capacity.ConsumedRange); nil means none. It is
-	// used by Place, not by PlaceGroup.
+	// used by Place and PlaceGroup, not by SearchGroupPlacement.
 	Preferred Preferred
 	// DisableExtendedResources switches off the DRAExtendedResource gate (GA in 1.37): extended resource
 	// requests are then left to device plugins.

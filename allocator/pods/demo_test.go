@@ -315,7 +315,7 @@ func runDemo(t *testing.T, tc demo) {
 			results[name] = demoResult{pl, err}
 		}
 		for _, g := range groups {
-			gp, err := c.PlaceGroup(ctx, g, members[g.Name], nil)
+			gp, err := c.PlaceGroup(ctx, g, members[g.Name])
 			if err == nil {
 				must(t, c.AssumeGroup(gp))
 			}

@@ -35,10 +35,14 @@
 //     and [Cluster.NodeKinds] sorts nodes into kinds on which a pod fares alike (kinds.go).
 //   - [Cluster.Explain] says why a pod fits on which nodes and not on the others, node by node, and
 //     groups the nodes by their main reason in a line short enough for a pod condition.
-//   - [Cluster.PlaceGroup] places a gang all or nothing (a group with the basic policy pod by pod:
-//     those that fit), with backtracking across pods and topology
-//     domains, bounded by a [Budget] of tries: pods alike are not permuted, nodes alike are one choice
-//     while empty, and a domain too small by count is not searched.
+//   - [Cluster.PlaceGroup] places a PodGroup as kube-scheduler does: one pass over its pods in the
+//     queue's order, each placed as Place places it, without going back; a gang whose pass falls
+//     short of minCount stays pending, with the GangScheduling plugin's reason
+//     ([GroupUnschedulableError]), even where another choice of nodes would place it.
+//     [Cluster.SearchGroupPlacement] asks the other question, whether any placement exists: all or
+//     nothing for a gang, with backtracking across pods and topology domains, bounded by a [Budget] of
+//     tries (pods alike are not permuted, nodes alike are one choice while empty, and a domain too small
+//     by count is not searched).
 //   - Ranged capacity (an SDK extension): with [Options.Preferred], a new share of a device records the
 //     largest policy-valid amount up to a preferred one; [Cluster.PlanHandBack] says which earlier
 //     shares must shrink, and by how much, for a pod that fits nowhere.
@@ -61,7 +65,8 @@
 // BestFit exactly where it fits under FirstFit, but for errors met at a device (see
 // [allocator.BestFit]): a selector failing at run time on any candidate, or a request for all devices
 // breaking a constraint with devices taken in BestFit's order, is the placement's error.
-// [Cluster.PlaceGroup] does not use the Choice: it allocates in the snapshot's own strategy.
+// [Cluster.PlaceGroup] places each pod with the Choice, as Place does; [Cluster.SearchGroupPlacement]
+// does not use it: it allocates in the snapshot's own strategy.
 // [Options.Cost] replaces the Choice with a caller's rating (allocator/headroom's FGD is one): every node
 // is filtered, the claims allocated with BestFit on each node where the pod fits, and the cheapest
 // allocation's node taken, the first by name on ties; [Options.Prefer] may then name the devices the

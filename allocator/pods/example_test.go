@@ -104,13 +104,15 @@ func ExampleCluster_Remove() {
 	// 0
 }
 
+// PlaceGroup is kube-scheduler's pass over a gang: a second gang finds no GPU left, and stays pending
+// with the GangScheduling plugin's reason.
 func ExampleCluster_PlaceGroup() {
 	c := exampleCluster(pods.Options{})
 	g := &schedulingapi.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gang", UID: "uid-gang"}}
 	g.Spec.SchedulingPolicy.Gang = &schedulingapi.GangSchedulingPolicy{MinCount: 2}
 	g.Spec.SchedulingConstraints = &schedulingapi.PodGroupSchedulingConstraints{Topology: []schedulingapi.TopologyConstraint{{Key: "rack"}}}
 	_ = c.AddOrUpdatePodGroup(g)
-	gp, err := c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1"}, "gpu=template:one-gpu"), nil)
+	gp, err := c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1"}, "gpu=template:one-gpu"))
 	if err != nil {
 		panic(err)
 	}
@@ -118,12 +120,51 @@ func ExampleCluster_PlaceGroup() {
 		fmt.Println(p.Pod.Name, p.Node, gp.Domain)
 	}
 	_ = c.AssumeGroup(gp)
-	_, err = c.PlaceGroup(context.Background(), g, members([]string{"w2", "w3"}, "gpu=template:one-gpu"), nil)
-	fmt.Println(errors.Is(err, pods.ErrGroupUnschedulable))
+
+	second := g.DeepCopy()
+	second.Name, second.UID = "second", "uid-second"
+	_ = c.AddOrUpdatePodGroup(second)
+	ps := members([]string{"w2", "w3"}, "gpu=template:one-gpu")
+	for _, p := range ps {
+		p.Spec.SchedulingGroup.PodGroupName = &second.Name
+	}
+	_, err = c.PlaceGroup(context.Background(), second, ps)
+	var pending *pods.GroupUnschedulableError
+	if errors.As(err, &pending) {
+		fmt.Println(pending.Reason)
+	}
 	// Output:
 	// w0 node-a r1
 	// w1 node-b r1
-	// true
+	// minCount (2) cannot be satisfied: 0 scheduled, 1 remaining
+}
+
+// kube-scheduler's pass puts w0 on node-a, the first node, and w1, which needs node-a, then fits
+// nowhere: the gang stays pending. A placement exists, which the search finds: w0 on node-b.
+func ExampleCluster_SearchGroupPlacement() {
+	c := exampleCluster(pods.Options{})
+	n := c.Snapshot().Nodes()[0].DeepCopy()
+	n.Labels["nvlink"] = "yes"
+	_ = c.Snapshot().AddOrUpdateNode(n)
+	g := &schedulingapi.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gang", UID: "uid-gang"}}
+	g.Spec.SchedulingPolicy.Gang = &schedulingapi.GangSchedulingPolicy{MinCount: 2}
+	_ = c.AddOrUpdatePodGroup(g)
+	ps := members([]string{"w0", "w1"}, "gpu=template:one-gpu")
+	ps[1].Spec.NodeSelector = map[string]string{"nvlink": "yes"}
+
+	_, err := c.PlaceGroup(context.Background(), g, ps)
+	fmt.Println(err)
+	gp, err := c.SearchGroupPlacement(context.Background(), g, ps, nil)
+	if err != nil {
+		panic(err)
+	}
+	for _, p := range gp.Pods {
+		fmt.Println(p.Pod.Name, p.Node)
+	}
+	// Output:
+	// PodGroup default/gang: pod group cannot be placed: minCount (2) cannot be satisfied: 1 scheduled, 0 remaining
+	// w0 node-b
+	// w1 node-a
 }
 
 // A Budget bounds the gang search: running out is allocator.ErrSearchBudget ("gave up"), never
@@ -137,17 +178,17 @@ func ExampleBudget() {
 	ps := members([]string{"w0", "w1"}, "gpu=template:one-gpu")
 
 	b := &pods.Budget{Limit: 1}
-	_, err := c.PlaceGroup(context.Background(), g, ps, b)
+	_, err := c.SearchGroupPlacement(context.Background(), g, ps, b)
 	fmt.Println(errors.Is(err, allocator.ErrSearchBudget), errors.Is(err, pods.ErrGroupUnschedulable), b.Used)
 
 	b = &pods.Budget{Limit: 100}
-	gp, err := c.PlaceGroup(context.Background(), g, ps, b)
+	gp, err := c.SearchGroupPlacement(context.Background(), g, ps, b)
 	fmt.Println(err, b.Used, gp.Pods[0].Node, gp.Pods[1].Node)
 
 	g.Spec.SchedulingPolicy.Gang.MinCount = 3
 	_ = c.AddOrUpdatePodGroup(g)
 	b = &pods.Budget{Limit: 100}
-	_, err = c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1", "w2"}, "gpu=template:one-gpu"), b)
+	_, err = c.SearchGroupPlacement(context.Background(), g, members([]string{"w0", "w1", "w2"}, "gpu=template:one-gpu"), b)
 	fmt.Println(errors.Is(err, pods.ErrGroupUnschedulable), b.Used)
 	// Output:
 	// true false 1
@@ -161,7 +202,7 @@ func ExampleCluster_RemovePodGroup() {
 	g.Spec.SchedulingPolicy.Gang = &schedulingapi.GangSchedulingPolicy{MinCount: 1}
 	g.Spec.ResourceClaims = []schedulingapi.PodGroupResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr("one-gpu")}}
 	_ = c.AddOrUpdatePodGroup(g)
-	gp, _ := c.PlaceGroup(context.Background(), g, members([]string{"w0"}, "gpu=template:one-gpu"), nil)
+	gp, _ := c.PlaceGroup(context.Background(), g, members([]string{"w0"}, "gpu=template:one-gpu"))
 	_ = c.AssumeGroup(gp)
 	for _, cl := range c.Snapshot().Claims("default") {
 		owner := cl.OwnerReferences[0]
@@ -188,7 +229,7 @@ func ExampleCluster_AddOrUpdatePodGroup_v1alpha3() {
 	if err := c.AddOrUpdatePodGroup(g); err != nil {
 		panic(err)
 	}
-	gp, err := c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1"}, "gpu=template:one-gpu"), nil)
+	gp, err := c.PlaceGroup(context.Background(), g, members([]string{"w0", "w1"}, "gpu=template:one-gpu"))
 	if err != nil {
 		panic(err)
 	}
@@ -224,7 +265,7 @@ func ExampleCluster_AddOrUpdateTemplate() {
 	fmt.Println(errors.Is(err, pods.ErrTemplateNotFound))
 
 	c.DeletePodGroup("default", "gang")
-	_, err = c.PlaceGroup(context.Background(), g, nil, nil)
+	_, err = c.PlaceGroup(context.Background(), g, nil)
 	fmt.Println(errors.Is(err, pods.ErrPodGroupNotFound))
 	// Output:
 	// <nil>

@@ -7,7 +7,7 @@ import (
 	schedulingapi "k8s.io/api/scheduling/v1beta1"
 )
 
-// PlaceGroupUnpruned is PlaceGroup without its cuts (kinds of pods, classes of nodes, counting): it
+// PlaceGroupUnpruned is SearchGroupPlacement without its cuts (kinds of pods, classes of nodes, counting): it
 // tries every assignment, the reference the property tests compare the pruned search with.
 func (c *Cluster) PlaceGroupUnpruned(ctx context.Context, group *schedulingapi.PodGroup, pods []*v1.Pod, budget *Budget) (*GroupPlacement, error) {
 	return c.placeGroup(ctx, group, pods, budget, false)

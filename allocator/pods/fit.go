@@ -230,6 +230,7 @@ func (u *usage) with(d demand, sign int) *usage {
 type boundPod struct {
 	node   string
 	demand demand
+	group  string // spec.schedulingGroup.podGroupName, for GangScheduling's count of scheduled pods
 }
 
 // AddOrUpdatePod tells the Cluster about a pod of the cluster, so that the node-level filters
@@ -302,7 +303,11 @@ func (c *Cluster) recordLocked(key types.NamespacedName, node string, d demand, 
 		c.bound = map[types.NamespacedName]*boundPod{}
 		c.usage = map[string]*usage{}
 	}
-	c.bound[key] = &boundPod{node: node, demand: d}
+	group := ""
+	if pod != nil && pod.Spec.SchedulingGroup != nil && pod.Spec.SchedulingGroup.PodGroupName != nil {
+		group = *pod.Spec.SchedulingGroup.PodGroupName
+	}
+	c.bound[key] = &boundPod{node: node, demand: d, group: group}
 	c.usage[node] = c.usage[node].with(d, 1)
 	return old, had
 }

@@ -149,7 +149,7 @@ func TestPropGangFitAgreesWithUnpruned(t *testing.T) {
 			ps, cpu[p.Name], port[p.Name] = append(ps, p), milli, hp
 		}
 		ctx := context.Background()
-		got, err := c.PlaceGroup(ctx, g, ps, nil)
+		got, err := c.SearchGroupPlacement(ctx, g, ps, nil)
 		ref, refErr := c.PlaceGroupUnpruned(ctx, g, ps, nil)
 		if (err == nil) != (refErr == nil) {
 			t.Fatalf("pruned: %v, every assignment: %v", err, refErr)

@@ -289,9 +289,9 @@ func TestSchedulingGates(t *testing.T) {
 	}
 }
 
-// TestPlaceGroupCountsRequestsTogether: two pods that each fit on a node alone do not fit there
+// TestSearchGroupPlacementCountsRequestsTogether: two pods that each fit on a node alone do not fit there
 // together; the gang search spreads them.
-func TestPlaceGroupCountsRequestsTogether(t *testing.T) {
+func TestSearchGroupPlacementCountsRequestsTogether(t *testing.T) {
 	c := cluster(t, pods.Options{}, 0, nodes(2)...)
 	g := gang(2, "")
 	must(t, c.AddOrUpdatePodGroup(g))
@@ -299,7 +299,7 @@ func TestPlaceGroupCountsRequestsTogether(t *testing.T) {
 	for _, p := range ps {
 		withRequests(p, "cpu=20")
 	}
-	gp, err := c.PlaceGroup(context.Background(), g, ps, nil)
+	gp, err := c.SearchGroupPlacement(context.Background(), g, ps, nil)
 	must(t, err)
 	if got := placedNodes(gp); !slices.Equal(got, []string{"n1", "n2"}) {
 		t.Errorf("placed on %v, want n1 n2 (32 CPUs a node, 20 a pod)", got)
@@ -308,14 +308,14 @@ func TestPlaceGroupCountsRequestsTogether(t *testing.T) {
 	for _, p := range ports {
 		p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 80, HostPort: 80}}
 	}
-	gp, err = c.PlaceGroup(context.Background(), g, ports, nil)
+	gp, err = c.SearchGroupPlacement(context.Background(), g, ports, nil)
 	must(t, err)
 	if got := placedNodes(gp); !slices.Equal(got, []string{"n1", "n2"}) {
 		t.Errorf("host ports: placed on %v, want n1 n2", got)
 	}
 	one := cluster(t, pods.Options{}, 0, nodes(1)...)
 	must(t, one.AddOrUpdatePodGroup(g))
-	if _, err := one.PlaceGroup(context.Background(), g, ps, nil); !errors.Is(err, pods.ErrGroupUnschedulable) {
+	if _, err := one.SearchGroupPlacement(context.Background(), g, ps, nil); !errors.Is(err, pods.ErrGroupUnschedulable) {
 		t.Errorf("one node: %v, want ErrGroupUnschedulable", err)
 	}
 }

@@ -13,19 +13,20 @@ import (
 	"github.com/dralloc/dralloc/allocator"
 )
 
-// ErrGroupUnschedulable reports that a PodGroup cannot be placed: no choice of nodes (within one
-// topology domain) gives minCount of its pods a place. Running out of the [Budget] gives
-// allocator.ErrSearchBudget instead, and a cancelled context its cause: "gave up" is never "does not
-// fit".
+// ErrGroupUnschedulable reports that a PodGroup cannot be placed: from [Cluster.PlaceGroup], kube-scheduler's
+// pass does not give minCount of its pods a node (a *GroupUnschedulableError says why); from
+// [Cluster.SearchGroupPlacement], no choice of nodes (within one topology domain) does. Running out of
+// the search's [Budget] gives allocator.ErrSearchBudget instead, and a cancelled context its cause:
+// "gave up" is never "does not fit".
 var ErrGroupUnschedulable = errors.New("pod group cannot be placed")
 
-// DefaultGroupBudget is the most tries of one [Cluster.PlaceGroup] call when neither its [Budget] nor
+// DefaultGroupBudget is the most tries of one [Cluster.SearchGroupPlacement] call when neither its [Budget] nor
 // Options.StepBudget sets a limit. The pruned search decides the gangs of real clusters in far fewer
 // tries (a gang of identical pods over nodes of a few kinds in tens); the limit is there for gangs of
 // many different pods over many different nodes, whose search can grow exponentially.
 const DefaultGroupBudget = 100_000
 
-// Budget bounds the search of [Cluster.PlaceGroup]. A try is one allocation on one node: a pod put on a
+// Budget bounds the search of [Cluster.SearchGroupPlacement]. A try is one allocation on one node: a pod put on a
 // node (the claims of the group's pods there allocated together), or a node asked how many pods of one
 // kind it holds. Several calls may share a Budget, one at a time, to be bounded together: Used counts on.
 type Budget struct {
@@ -48,14 +49,20 @@ type GroupPlacement struct {
 	Pods []*Placement
 }
 
-// PlaceGroup places the pods of a PodGroup as kube-scheduler's GangScheduling plugin admits a group:
-// with a gang policy all or nothing, at least spec.schedulingPolicy.gang.minCount pods must get a node;
-// with the basic policy (no gang) the group's minCount is 1, as the plugin's getMinCount says, so the
-// pods that fit get a node and the others are left out (nil in Pods: they stay pending), and only a
-// group where no pod fits is unschedulable. With a topology constraint (spec.schedulingConstraints.topology[0].key) all of
-// them on nodes with one value of that node label; domains are tried in order of value, nodes in order
-// of name. The group's claims are allocated once, by the first pod that needs them, and reserved for the
-// group.
+// SearchGroupPlacement searches for any placement of the pods of a PodGroup that the GangScheduling
+// plugin would admit: with a gang policy all or nothing, at least spec.schedulingPolicy.gang.minCount
+// pods must get a node; with the basic policy (no gang) the group's minCount is 1, as the plugin's
+// getMinCount says, so the pods that fit get a node and the others are left out (nil in Pods), and only
+// a group where no pod fits is unschedulable. With a topology constraint
+// (spec.schedulingConstraints.topology[0].key) all of them on nodes with one value of that node label;
+// domains are tried in order of value, nodes in order of name. The group's claims are allocated once, by
+// the first pod that needs them, and reserved for the group.
+//
+// It answers "does a placement exist", which is not what kube-scheduler does: kube-scheduler makes one
+// pass over the pods without going back ([Cluster.PlaceGroup]), and leaves pending a gang whose pass
+// falls short even where this search finds a placement. Use it to know whether a group can run on the
+// cluster at all (capacity planning, telling "never" from "not as the scheduler goes"), and
+// [Cluster.PlaceGroup] to predict what the scheduler does.
 //
 // The search backtracks across pods and nodes: when a pod finds no node, the pods before it move. On one
 // node the claims of all the group's pods there are allocated together, so the allocator's own search
@@ -66,7 +73,7 @@ type GroupPlacement struct {
 // ([allocator.Snapshot.NodeClasses], the same predicates) are one choice while empty, and a domain
 // whose nodes cannot hold minCount pods (counting, per kind of pod, how many one node holds) is not
 // searched. It returns the first placement in order of the pods and then of the nodes, as the search
-// without these cuts would.
+// without these cuts would. It does not use Options.Choice: it allocates in the snapshot's own strategy.
 //
 // budget bounds the search (nil: a Budget of its own with the default limit); running out gives an
 // error wrapping allocator.ErrSearchBudget. A pod listed twice (the same object, UID or name) is invalid
@@ -74,11 +81,11 @@ type GroupPlacement struct {
 // the group in spec.schedulingGroup.podGroupName; a pod with scheduling gates gives [ErrSchedulingGated]
 // (kube-scheduler does not take it; leave it out until its gates are removed). The built-in filters
 // count the group's pods on one node together (their requests, host ports and number).
-func (c *Cluster) PlaceGroup(ctx context.Context, group *schedulingapi.PodGroup, pods []*v1.Pod, budget *Budget) (*GroupPlacement, error) {
+func (c *Cluster) SearchGroupPlacement(ctx context.Context, group *schedulingapi.PodGroup, pods []*v1.Pod, budget *Budget) (*GroupPlacement, error) {
 	return c.placeGroup(ctx, group, pods, budget, true)
 }
 
-// placeGroup is PlaceGroup; prune false searches every assignment (the tests' reference).
+// placeGroup is SearchGroupPlacement; prune false searches every assignment (the tests' reference).
 func (c *Cluster) placeGroup(ctx context.Context, group *schedulingapi.PodGroup, pods []*v1.Pod, budget *Budget, prune bool) (*GroupPlacement, error) {
 	if group == nil {
 		return nil, &allocator.InputError{Object: "PodGroup", Err: errors.New("nil object")}
@@ -102,10 +109,7 @@ func (c *Cluster) placeGroup(ctx context.Context, group *schedulingapi.PodGroup,
 	}
 	// As GangScheduling's getMinCount (pkg/scheduler/framework/plugins/gangscheduling, v1.37.2): a
 	// group without a gang policy needs one pod placed; PlacementFeasible lets the others wait.
-	minCount := 1
-	if gang := g.Spec.SchedulingPolicy.Gang; gang != nil {
-		minCount = int(gang.MinCount)
-	}
+	minCount := minCountOf(g)
 	if len(pods) < minCount {
 		return nil, fmt.Errorf("%s: %w: %d pods, spec.schedulingPolicy.gang.minCount is %d", object, ErrGroupUnschedulable, len(pods), minCount)
 	}

@@ -79,7 +79,7 @@ func placedNodes(gp *pods.GroupPlacement) []string {
 	return out
 }
 
-func TestPlaceGroup(t *testing.T) {
+func TestSearchGroupPlacement(t *testing.T) {
 	zoned := func() []*v1.Node {
 		return []*v1.Node{
 			node("n1", map[string]string{"zone": "a"}), node("n2", map[string]string{"zone": "b"}),
@@ -143,12 +143,12 @@ func TestPlaceGroup(t *testing.T) {
 				must(t, c.Snapshot().AddOrUpdateClaim(held))
 			}
 			before := len(c.Snapshot().Claims(""))
-			gp, err := c.PlaceGroup(context.Background(), tt.group, tt.pods, nil)
+			gp, err := c.SearchGroupPlacement(context.Background(), tt.group, tt.pods, nil)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("error %v, want %v", err, tt.wantErr)
 			}
 			if len(c.Snapshot().Claims("")) != before {
-				t.Error("PlaceGroup changed the snapshot")
+				t.Error("SearchGroupPlacement changed the snapshot")
 			}
 			if err != nil {
 				return
@@ -181,7 +181,7 @@ func TestPlaceOneByOneMissesThePartitionedFit(t *testing.T) {
 	}
 }
 
-func TestPlaceGroupClaimsAllocatedOnce(t *testing.T) {
+func TestSearchGroupPlacementClaimsAllocatedOnce(t *testing.T) {
 	g := gang(2, "", schedulingapi.PodGroupResourceClaim{Name: "fabric", ResourceClaimTemplateName: ptr("one-gpu")})
 	c := cluster(t, pods.Options{}, 0, nodes(2)...)
 	// One network-attached GPU that every node reaches, plus one GPU per node.
@@ -197,7 +197,7 @@ func TestPlaceGroupClaimsAllocatedOnce(t *testing.T) {
 	must(t, c.AddOrUpdateTemplate(template("one-gpu", 1)))
 	must(t, c.AddOrUpdatePodGroup(g))
 	ps := members([]string{"a", "b"}, "fabric=template:one-gpu", "own=template:one-gpu")
-	gp, err := c.PlaceGroup(context.Background(), g, ps, nil)
+	gp, err := c.SearchGroupPlacement(context.Background(), g, ps, nil)
 	must(t, err)
 	fabric := map[string]bool{}
 	for _, p := range gp.Pods {
@@ -226,14 +226,14 @@ func TestPlaceGroupClaimsAllocatedOnce(t *testing.T) {
 	}
 }
 
-func TestPlaceGroupCancelled(t *testing.T) {
+func TestSearchGroupPlacementCancelled(t *testing.T) {
 	c := cluster(t, pods.Options{}, 1, nodes(2)...)
 	must(t, c.AddOrUpdateTemplate(template("one-gpu", 1)))
 	g := gang(2, "")
 	must(t, c.AddOrUpdatePodGroup(g))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := c.PlaceGroup(ctx, g, members([]string{"a", "b"}, "gpu=template:one-gpu"), nil)
+	_, err := c.SearchGroupPlacement(ctx, g, members([]string{"a", "b"}, "gpu=template:one-gpu"), nil)
 	if !errors.Is(err, context.Canceled) || errors.Is(err, pods.ErrGroupUnschedulable) {
 		t.Errorf("error %v, want context.Canceled only", err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/dralloc/dralloc/allocator"
 )
 
-// gangSearch is the state of one PlaceGroup call.
+// gangSearch is the state of one SearchGroupPlacement call.
 //
 // The search tries the pods in order, each on the nodes in order and then left out (when minCount
 // allows), and returns the first assignment, in that lexicographic order, where every node's share of

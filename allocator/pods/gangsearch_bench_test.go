@@ -9,10 +9,10 @@ import (
 	"github.com/dralloc/dralloc/allocator/pods"
 )
 
-// BenchmarkPlaceGroup measures gang searches in tries (tries/op) and time: a gang of one-GPU pods over
+// BenchmarkSearchGroupPlacement measures gang searches in tries (tries/op) and time: a gang of one-GPU pods over
 // nodes alike, over nodes each different (another number of GPUs taken on each), and, for the gang
 // that does not fit, the search of every assignment, which gives up at the default budget.
-func BenchmarkPlaceGroup(b *testing.B) {
+func BenchmarkSearchGroupPlacement(b *testing.B) {
 	cases := []struct {
 		name        string
 		nodes, pods int
@@ -42,7 +42,7 @@ func BenchmarkPlaceGroup(b *testing.B) {
 			g := gang(int32(tc.pods), "")
 			must(b, c.AddOrUpdatePodGroup(g))
 			ps := members(names(tc.pods), "gpu=template:one-gpu")
-			place := c.PlaceGroup
+			place := c.SearchGroupPlacement
 			if tc.unpruned {
 				place = c.PlaceGroupUnpruned
 			}

@@ -113,7 +113,7 @@ func TestPropGangPruningAgrees(t *testing.T) {
 			t.Skip("the search of every assignment gave up")
 		}
 		b := &pods.Budget{Limit: 6000}
-		gp, err := cl.PlaceGroup(ctx, g, ps, b)
+		gp, err := cl.SearchGroupPlacement(ctx, g, ps, b)
 		if b.Used > worst[0] {
 			worst = [2]int{b.Used, rb.Used}
 		}
@@ -124,7 +124,7 @@ func TestPropGangPruningAgrees(t *testing.T) {
 		if b.Used > 1 {
 			limit := rapid.IntRange(1, b.Used-1).Draw(t, "limit")
 			small := &pods.Budget{Limit: limit}
-			if _, err := cl.PlaceGroup(ctx, g, ps, small); !errors.Is(err, allocator.ErrSearchBudget) || errors.Is(err, pods.ErrGroupUnschedulable) || small.Used != limit {
+			if _, err := cl.SearchGroupPlacement(ctx, g, ps, small); !errors.Is(err, allocator.ErrSearchBudget) || errors.Is(err, pods.ErrGroupUnschedulable) || small.Used != limit {
 				t.Fatalf("budget %d of the %d tries needed: %v after %d tries, want ErrSearchBudget after %d", limit, b.Used, err, small.Used, limit)
 			}
 		}
@@ -235,7 +235,7 @@ func TestPropGangOfPodsAlikeIsDecided(t *testing.T) {
 			ps = append(ps, p)
 		}
 		b := &pods.Budget{Limit: 20000}
-		gp, err := cl.PlaceGroup(context.Background(), g, ps, b)
+		gp, err := cl.SearchGroupPlacement(context.Background(), g, ps, b)
 		if b.Used > worst.tries {
 			worst.tries, worst.pods, worst.nodes = b.Used, n, len(c.Nodes)
 		}

@@ -52,13 +52,13 @@ func takeGPUs(t testing.TB, c *pods.Cluster, nodeName string, k int) {
 	must(t, c.Snapshot().AddOrUpdateClaim(held))
 }
 
-func TestPlaceGroupBudget(t *testing.T) {
+func TestSearchGroupPlacementBudget(t *testing.T) {
 	t.Run("a budget too small gives up, which is not a no", func(t *testing.T) {
 		// Ten pods on ten nodes of one GPU each fit, but not in five tries.
 		c := cluster(t, pods.Options{}, 1, numbered(10)...)
 		ps := gangOn(t, c, 10)
 		b := &pods.Budget{Limit: 5}
-		_, err := c.PlaceGroup(context.Background(), gang(10, ""), ps, b)
+		_, err := c.SearchGroupPlacement(context.Background(), gang(10, ""), ps, b)
 		if !errors.Is(err, allocator.ErrSearchBudget) || errors.Is(err, pods.ErrGroupUnschedulable) {
 			t.Fatalf("error %v, want ErrSearchBudget only", err)
 		}
@@ -69,13 +69,13 @@ func TestPlaceGroupBudget(t *testing.T) {
 			t.Errorf("error %q, want %q", err, want)
 		}
 		// A budget shared by calls bounds them together: this one has none left.
-		_, err = c.PlaceGroup(context.Background(), gang(10, ""), ps, b)
+		_, err = c.SearchGroupPlacement(context.Background(), gang(10, ""), ps, b)
 		if !errors.Is(err, allocator.ErrSearchBudget) || b.Used != 5 {
 			t.Errorf("second call with the spent budget: %v after %d tries, want ErrSearchBudget after 5", err, b.Used)
 		}
 		// Enough tries, and it fits.
 		b = &pods.Budget{Limit: 1000}
-		gp, err := c.PlaceGroup(context.Background(), gang(10, ""), ps, b)
+		gp, err := c.SearchGroupPlacement(context.Background(), gang(10, ""), ps, b)
 		must(t, err)
 		if got := placedNodes(gp); !slices.Equal(got, []string{"node-00", "node-01", "node-02", "node-03", "node-04", "node-05", "node-06", "node-07", "node-08", "node-09"}) {
 			t.Errorf("placed on %v", got)
@@ -85,34 +85,34 @@ func TestPlaceGroupBudget(t *testing.T) {
 	t.Run("no budget is the Cluster's, or the default", func(t *testing.T) {
 		c := cluster(t, pods.Options{StepBudget: 3}, 1, numbered(10)...)
 		ps := gangOn(t, c, 10)
-		if _, err := c.PlaceGroup(context.Background(), gang(10, ""), ps, nil); !errors.Is(err, allocator.ErrSearchBudget) {
+		if _, err := c.SearchGroupPlacement(context.Background(), gang(10, ""), ps, nil); !errors.Is(err, allocator.ErrSearchBudget) {
 			t.Errorf("nil budget with Options.StepBudget 3: %v, want ErrSearchBudget", err)
 		}
 		b := &pods.Budget{}
-		if _, err := c.PlaceGroup(context.Background(), gang(10, ""), ps, b); !errors.Is(err, allocator.ErrSearchBudget) || b.Used != 3 {
+		if _, err := c.SearchGroupPlacement(context.Background(), gang(10, ""), ps, b); !errors.Is(err, allocator.ErrSearchBudget) || b.Used != 3 {
 			t.Errorf("Limit 0 with Options.StepBudget 3: %v after %d tries, want ErrSearchBudget after 3", err, b.Used)
 		}
 		c = cluster(t, pods.Options{}, 1, numbered(10)...)
 		ps = gangOn(t, c, 10)
-		if _, err := c.PlaceGroup(context.Background(), gang(10, ""), ps, nil); err != nil {
+		if _, err := c.SearchGroupPlacement(context.Background(), gang(10, ""), ps, nil); err != nil {
 			t.Errorf("nil budget, default limit: %v", err)
 		}
 	})
 	t.Run("a negative limit is invalid input", func(t *testing.T) {
 		c := cluster(t, pods.Options{}, 1, numbered(1)...)
 		ps := gangOn(t, c, 1)
-		_, err := c.PlaceGroup(context.Background(), gang(1, ""), ps, &pods.Budget{Limit: -1})
+		_, err := c.SearchGroupPlacement(context.Background(), gang(1, ""), ps, &pods.Budget{Limit: -1})
 		if !errors.Is(err, allocator.ErrInvalidInput) || !strings.Contains(err.Error(), "PodGroup default/gang: budget.limit: must not be negative") {
 			t.Errorf("error %v, want an input error on budget.limit", err)
 		}
 	})
 }
 
-// TestPlaceGroupDecidesMorePodsThanPlaces: a gang of ten one-GPU pods over nine nodes with one free GPU
+// TestSearchGroupPlacementDecidesMorePodsThanPlaces: a gang of ten one-GPU pods over nine nodes with one free GPU
 // each does not fit; without pruning the search tries every assignment of nine of the pods to the nine
 // nodes (factorial) before saying so. With the counting bound it is decided in a few tries, whether
 // the nodes are all alike or each different (another number of GPUs taken on each).
-func TestPlaceGroupDecidesMorePodsThanPlaces(t *testing.T) {
+func TestSearchGroupPlacementDecidesMorePodsThanPlaces(t *testing.T) {
 	tests := []struct {
 		name     string
 		gpus     func(i int) int // GPUs on node i; all but one taken
@@ -133,7 +133,7 @@ func TestPlaceGroupDecidesMorePodsThanPlaces(t *testing.T) {
 			}
 			ps := gangOn(t, c, 10)
 			b := &pods.Budget{Limit: 1000}
-			_, err := c.PlaceGroup(context.Background(), gang(10, ""), ps, b)
+			_, err := c.SearchGroupPlacement(context.Background(), gang(10, ""), ps, b)
 			if !errors.Is(err, pods.ErrGroupUnschedulable) {
 				t.Fatalf("error %v, want ErrGroupUnschedulable", err)
 			}
@@ -145,7 +145,7 @@ func TestPlaceGroupDecidesMorePodsThanPlaces(t *testing.T) {
 	}
 }
 
-func TestPlaceGroupRefusesAPodListedTwice(t *testing.T) {
+func TestSearchGroupPlacementRefusesAPodListedTwice(t *testing.T) {
 	c := cluster(t, pods.Options{}, 1, numbered(3)...)
 	ps := gangOn(t, c, 2)
 	sameName := ps[0].DeepCopy()
@@ -164,7 +164,7 @@ func TestPlaceGroupRefusesAPodListedTwice(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := gang(1, "")
-			gp, err := c.PlaceGroup(context.Background(), g, tt.pods, nil)
+			gp, err := c.SearchGroupPlacement(context.Background(), g, tt.pods, nil)
 			var ie *allocator.InputError
 			if !errors.As(err, &ie) || err.Error() != tt.want {
 				t.Fatalf("placed on %v, error %v, want the input error %q", gp != nil, err, tt.want)

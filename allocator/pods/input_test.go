@@ -39,7 +39,7 @@ func TestBadInput(t *testing.T) {
 		{"a template without a name", c.AddOrUpdateTemplate(&resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "default"}}), "ResourceClaimTemplate default/: metadata.name: must not be empty"},
 		{"a nil PodGroup", c.AddOrUpdatePodGroup(nil), "PodGroup: nil object"},
 		{"a gang member that does not name the group", func() error {
-			_, err := c.PlaceGroup(context.Background(), g, []*v1.Pod{stranger}, nil)
+			_, err := c.SearchGroupPlacement(context.Background(), g, []*v1.Pod{stranger}, nil)
 			return err
 		}(), "pods[0]: spec.schedulingGroup.podGroupName: must name PodGroup default/gang"},
 	}

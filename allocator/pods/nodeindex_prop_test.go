@@ -285,7 +285,7 @@ func TestPropRankIndexSamePlacements(t *testing.T) {
 				var errs [2]error
 				for k, c := range []*pods.Cluster{indexed, plain} {
 					must(t, c.AddOrUpdatePodGroup(g))
-					gps[k], errs[k] = c.PlaceGroup(ctx, g, []*v1.Pod{m}, nil)
+					gps[k], errs[k] = c.PlaceGroup(ctx, g, []*v1.Pod{m})
 				}
 				if fmt.Sprint(errs[0]) != fmt.Sprint(errs[1]) {
 					rt.Fatalf("step %d: group %s (%s): indexed error %v, without the indexes %v", step, g.Name, tmpl, errs[0], errs[1])

@@ -207,7 +207,14 @@ func TestPropPodSequences(t *testing.T) {
 					p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &g.Name}
 					members = append(members, p)
 				}
-				gp, err := cur.PlaceGroup(ctx, g, members, &pods.Budget{Limit: 500})
+				// kube-scheduler's pass, or the search for any placement: both give placements to assume.
+				var gp *pods.GroupPlacement
+				var err error
+				if rapid.Bool().Draw(t, "scheduler's pass") {
+					gp, err = cur.PlaceGroup(ctx, g, members)
+				} else {
+					gp, err = cur.SearchGroupPlacement(ctx, g, members, &pods.Budget{Limit: 500})
+				}
 				if err != nil {
 					if !acceptable(err) && !errors.Is(err, pods.ErrGroupUnschedulable) && !errors.Is(err, allocator.ErrConflict) {
 						t.Fatalf("step %d: place group: %v", step, err)

@@ -10,7 +10,7 @@
 //   - [Planner.Fits]: for each pending pod or gang ([Pending]), which node types would let it fit on new
 //     nodes of that type, and the reason for each type that would not.
 //   - [Planner.ScaleUp]: how many new nodes, of which types, a set of pending pods needs, by placing them
-//     one after another (gangs all or nothing) on a fork where new nodes are added as they are needed,
+//     one after another (gangs as kube-scheduler's pass places them, [pods.Cluster.PlaceGroup]) on a fork where new nodes are added as they are needed,
 //     cheapest type first; the [Plan] lists the nodes and where every pod goes.
 //   - [Planner.ScaleDown]: whether a node can be removed, by removing its pods (which frees their
 //     devices as the control plane does) and placing each of them elsewhere.
@@ -24,7 +24,7 @@
 //
 // Every decision is deterministic for identical input (pods in the order given, node types in order of
 // cost and then of the order given, new nodes named <type>-new-<index>) and bounded: by the context, by
-// [Options.StepBudget] (placement attempts, the tries of a gang's search included; running out is
+// [Options.StepBudget] (placement attempts, a gang's pods each counted; running out is
 // [allocator.ErrSearchBudget], never "does not fit") and by [Options.MaxNodes]. Nothing is changed in the Cluster: every answer is computed on forks
 // that are discarded.
 //

@@ -35,11 +35,9 @@ type NodeType struct {
 // Options bound the planner's decisions. The zero value is usable.
 type Options struct {
 	// StepBudget is the most placement attempts one call may make: a pod tried on a cluster is one, a
-	// gang as many as its search tries ([pods.Budget]: a pod put on a node, or a node asked how many
-	// pods of a kind it holds), at least one. Zero means no limit on the call but the context, and each
-	// gang's search bounded by the Cluster's default ([pods.DefaultGroupBudget] unless its
-	// Options.StepBudget says otherwise). Running out returns an error wrapping
-	// allocator.ErrSearchBudget.
+	// gang as many as it has pods (kube-scheduler's pass, [pods.Cluster.PlaceGroup], places each once),
+	// at least one. Zero means no limit on the call but the context. Running out returns an error
+	// wrapping allocator.ErrSearchBudget.
 	StepBudget int
 	// MaxNodes is the most new nodes one ScaleUp may add, over all types; zero means DefaultMaxNodes.
 	MaxNodes int
@@ -187,18 +185,14 @@ type budget struct {
 	steps int
 }
 
-// group is the budget of a gang's search, charged one step already by try: what the call has left, and
-// that step.
-func (b *budget) group() *pods.Budget {
-	if b.limit <= 0 {
-		return &pods.Budget{}
+// charge counts the pods of a gang's pass beyond the step try charged, before the pass runs: a pass
+// that would go past the limit is not run.
+func (b *budget) charge(pods int) error {
+	b.steps += max(pods, 1) - 1
+	if b.limit > 0 && b.steps > b.limit {
+		return fmt.Errorf("%w: %d placement attempts", allocator.ErrSearchBudget, b.limit)
 	}
-	return &pods.Budget{Limit: max(1, b.limit-b.steps+1)}
-}
-
-// charge counts the tries of a gang's search beyond the step try charged.
-func (b *budget) charge(gb *pods.Budget) {
-	b.steps += max(gb.Used, 1) - 1
+	return nil
 }
 
 func (b *budget) step() error {
@@ -266,9 +260,13 @@ func try(b *budget, c *pods.Cluster, u Pending, why string) (*attempt, error) {
 func place(b *budget, c *pods.Cluster, u Pending, why string) (*attempt, error) {
 	switch {
 	case u.Group != nil:
-		gb := b.group()
-		gp, err := c.PlaceGroup(b.ctx, u.Group, u.Pods, gb)
-		b.charge(gb)
+		// An autoscaler asks whether new nodes make the gang schedulable, which is kube-scheduler's
+		// pass, not whether some placement exists: a gang the pass leaves pending on the new nodes
+		// stays pending there, and a node added for it would be wasted.
+		if err := b.charge(len(u.Pods)); err != nil {
+			return nil, err
+		}
+		gp, err := c.PlaceGroup(b.ctx, u.Group, u.Pods)
 		if errors.Is(err, pods.ErrGroupUnschedulable) {
 			return &attempt{reason: err.Error()}, nil
 		}

@@ -110,7 +110,7 @@ func checkPlan(t tb, c *pods.Cluster, pending []scaling.Pending, plan *scaling.P
 			continue
 		}
 		if u.Group != nil {
-			gp, err := f.PlaceGroup(ctx, u.Group, u.Pods, nil)
+			gp, err := f.PlaceGroup(ctx, u.Group, u.Pods)
 			if err != nil {
 				t.Fatalf("%s: the plan says it fits, placing it for real: %v", u.Name(), err)
 			}
@@ -207,8 +207,8 @@ func TestNewRefusesCostsThatAreNoPrice(t *testing.T) {
 	}
 }
 
-// TestGangTriesCountAgainstTheBudget: a gang's search is not one attempt but as many as it tries (a pod
-// put on a node), so that Options.StepBudget bounds ScaleUp and Fits with gangs too.
+// TestGangTriesCountAgainstTheBudget: a gang is not one attempt but one per pod (kube-scheduler's pass
+// places each), so that Options.StepBudget bounds ScaleUp and Fits with gangs too.
 func TestGangTriesCountAgainstTheBudget(t *testing.T) {
 	u := gang("trainers", 10, "one-gpu")
 	types := []scaling.NodeType{{Template: profile(t, "dgxh100")}}

@@ -48,8 +48,8 @@ func gangScene(ctx context.Context, w io.Writer, s *story) error {
 		p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &g.Name}
 		members = append(members, p)
 	}
-	// Two pods over a few nodes take a handful of tries; the budget only stops a search gone astray.
-	gp, err := s.cluster.PlaceGroup(ctx, g, members, &pods.Budget{Limit: pods.DefaultGroupBudget})
+	// Where kube-scheduler puts the gang: one pass over its pods, as it schedules a PodGroup.
+	gp, err := s.cluster.PlaceGroup(ctx, g, members)
 	if err != nil {
 		return err
 	}

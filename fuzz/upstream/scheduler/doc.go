@@ -29,7 +29,10 @@
 // allocator/pods/testdata) run the same way; demos_test.go says which are left out and why. Gangs (PodGroups
 // with the gang policy, some with a topology constraint on a node label; TopologyAwareWorkloadScheduling is
 // on with AllAlpha) create all pods of a group at once and compare the pods kube-scheduler binds, the label
-// value their nodes share and the number of devices allocated with pods.Cluster.PlaceGroup.
+// value their nodes share and the number of devices allocated with pods.Cluster.PlaceGroup (kube-scheduler's
+// one pass without backtracking), and for a gang both leave pending the GangScheduling reason the pods
+// carry; pods.Cluster.SearchGroupPlacement must find a placement wherever the pass does, and finds one
+// for a gang the pass misses (gang_test.go's onePassScenario).
 //
 // After each pod the pods.Cluster takes the API server's claims, so that each pod is compared from the same
 // state. Differences that are known and have a reason are listed in knownDifferences; every other

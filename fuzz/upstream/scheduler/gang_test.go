@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	schedulingapi "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -25,7 +27,8 @@ import (
 )
 
 // Gangs: the pods of a PodGroup with the gang policy are created together, and what kube-scheduler binds
-// is compared with pods.Cluster.PlaceGroup. kube-scheduler v1.37.2 runs with AllAlpha and AllBeta, so
+// is compared with pods.Cluster.PlaceGroup, kube-scheduler's one pass; for a gang left pending, the
+// reason too. kube-scheduler v1.37.2 runs with AllAlpha and AllBeta, so
 // GenericWorkload (beta in 1.37) and TopologyAwareWorkloadScheduling (alpha since 1.36, pkg/features of
 // k8s.io/kubernetes v1.37.2) are on, and the API server takes spec.schedulingConstraints.
 
@@ -94,12 +97,66 @@ func gangScenarios() []*scenario {
 	}}
 }
 
+// partitionableGPU is one GPU on the node with 8Gi of memory, offered whole (listed first) or as two
+// halves drawing on the same counters: the shared counters in a slice of their own, as a driver
+// publishing partitionable devices writes them.
+func partitionableGPU(nodeName string) []*resourceapi.ResourceSlice {
+	mem := func(q string) map[string]resourceapi.Counter {
+		return map[string]resourceapi.Counter{"memory": {Value: resource.MustParse(q)}}
+	}
+	pool := resourceapi.ResourcePool{Name: nodeName, ResourceSliceCount: 2}
+	counters := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: nodeName + "-counters"}}
+	counters.Spec = resourceapi.ResourceSliceSpec{Driver: gpuDriver, Pool: pool, NodeName: ptr.To(nodeName),
+		SharedCounters: []resourceapi.CounterSet{{Name: "gpu-0", Counters: mem("8Gi")}}}
+	dev := func(name, q string) resourceapi.Device {
+		return resourceapi.Device{Name: name, ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: "gpu-0", Counters: mem(q)}}}
+	}
+	devices := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: nodeName + "-devices"}}
+	devices.Spec = resourceapi.ResourceSliceSpec{Driver: gpuDriver, Pool: pool, NodeName: ptr.To(nodeName),
+		Devices: []resourceapi.Device{dev("whole", "8Gi"), dev("half-a", "4Gi"), dev("half-b", "4Gi")}}
+	return []*resourceapi.ResourceSlice{counters, devices}
+}
+
+// onePassScenario has a gang that a placement holds but kube-scheduler's one pass does not find: the
+// pods are alike, and whichever comes first takes the GPU whole (the first device in the upstream
+// allocator's order), leaving nothing for the second; the two halves would hold both.
+func onePassScenario() *scenario {
+	members := podsNamed("half", 2, "gpu=template:one-gpu")
+	for _, p := range members {
+		inGroup(p, "halves")
+	}
+	return &scenario{
+		name:      "a gang of two one-GPU pods on a GPU offered whole or as two halves: the first pod takes it whole",
+		nodes:     []*v1.Node{node("node-p", nil)},
+		slices:    partitionableGPU("node-p"),
+		classes:   []*resourceapi.DeviceClass{gpuClass("gpu", "")},
+		templates: []*resourceapi.ResourceClaimTemplate{template("one-gpu", claimSpec("gpu", 1))},
+		groups:    []*schedulingapi.PodGroup{gangGroup("halves", 2, false)},
+		pods:      members,
+	}
+}
+
+// TestGangOnePass: kube-scheduler places a PodGroup in one pass without going back, and leaves pending
+// a gang that pass cannot place though a placement exists. pods.Cluster.PlaceGroup must leave it
+// pending too, with the reason kube-scheduler gives the pods (compared in runGangScenario), and
+// SearchGroupPlacement must still find the placement.
+func TestGangOnePass(t *testing.T) {
+	c := client(t)
+	tl := newTally()
+	sc := onePassScenario()
+	searched := runGangScenario(t, c, sc, tl)
+	if !searched["halves"] {
+		t.Error("PodGroup halves: SearchGroupPlacement finds no placement, want both pods on the two halves")
+	}
+	t.Logf("one pass against kube-scheduler:\n%s", tl.summary())
+}
+
 // TestGangScenarios compares kube-scheduler's gang scheduling with pods.Cluster.PlaceGroup.
 func TestGangScenarios(t *testing.T) {
 	c := client(t)
 	tl := newTally()
 	for _, sc := range gangScenarios() {
-		t.Run(sc.name, func(t *testing.T) { runGangScenario(t, c, sc, tl) })
+		t.Run(sc.name, func(t *testing.T) { _ = runGangScenario(t, c, sc, tl) })
 	}
 	t.Logf("gangs against kube-scheduler:\n%s", tl.summary())
 }
@@ -119,7 +176,7 @@ func TestGangPodGroupDemo(t *testing.T) {
 		sc.pods[i] = p
 	}
 	tl := newTally()
-	runGangScenario(t, c, sc, tl)
+	_ = runGangScenario(t, c, sc, tl)
 	t.Logf("podgroup-resourceclaimtemplate against kube-scheduler:\n%s", tl.summary())
 }
 
@@ -152,8 +209,10 @@ func demoPodGroups(t *testing.T, path string) []*schedulingapi.PodGroup {
 
 // runGangScenario creates the scenario's cluster and then, group by group, all pods of a group at once;
 // it waits for kube-scheduler's verdict on each and compares which pods are bound, and on which rack, with
-// PlaceGroup on the state before the group.
-func runGangScenario(t *testing.T, c kubernetes.Interface, sc *scenario, tl *tally) {
+// PlaceGroup on the state before the group, and for a group both leave pending the reason. It returns,
+// per group, whether SearchGroupPlacement finds a placement on that state: it must wherever PlaceGroup
+// does.
+func runGangScenario(t *testing.T, c kubernetes.Interface, sc *scenario, tl *tally) map[string]bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(sc.pods)+2)*podTimeout)
 	defer cancel()
@@ -166,6 +225,7 @@ func runGangScenario(t *testing.T, c kubernetes.Interface, sc *scenario, tl *tal
 		t.Fatal(err)
 	}
 	time.Sleep(settle)
+	searched := map[string]bool{}
 	for _, g := range sc.groups {
 		if err := sync(ctx, c, ns, cl); err != nil {
 			t.Fatal(err)
@@ -191,7 +251,8 @@ func runGangScenario(t *testing.T, c kubernetes.Interface, sc *scenario, tl *tal
 			}
 			created = append(created, got)
 		}
-		apiNodes := map[string]string{} // pod → node; pending pods are absent
+		apiNodes := map[string]string{}    // pod → node; pending pods are absent
+		apiMessages := map[string]string{} // pod → the PodScheduled condition's message of a pending pod
 		for _, p := range created {
 			out, err := await(ctx, c, p)
 			if err != nil {
@@ -200,6 +261,7 @@ func runGangScenario(t *testing.T, c kubernetes.Interface, sc *scenario, tl *tal
 			if out.node != "" {
 				apiNodes[p.Name] = out.node
 			} else {
+				apiMessages[p.Name] = out.message
 				t.Logf("%s: pending in kube-scheduler: %s", p.Name, out.message)
 			}
 		}
@@ -215,7 +277,15 @@ func runGangScenario(t *testing.T, c kubernetes.Interface, sc *scenario, tl *tal
 		}
 		drNodes := map[string]string{}
 		var drDevices []string
-		gp, err := cl.PlaceGroup(ctx, group, created, nil)
+		// The question beside kube-scheduler's: does any placement exist? Asked on the state before
+		// the group, as the pass is.
+		_, searchErr := cl.SearchGroupPlacement(ctx, group, created, nil)
+		if searchErr != nil && !errors.Is(searchErr, pods.ErrGroupUnschedulable) {
+			t.Fatalf("PodGroup %s: dralloc's search: %v", g.Name, searchErr)
+		}
+		searched[g.Name] = searchErr == nil
+		gp, err := cl.PlaceGroup(ctx, group, created)
+		var pending *pods.GroupUnschedulableError
 		switch {
 		case err == nil:
 			for i, pl := range gp.Pods {
@@ -229,12 +299,16 @@ func runGangScenario(t *testing.T, c kubernetes.Interface, sc *scenario, tl *tal
 					}
 				}
 			}
-		case errors.Is(err, pods.ErrGroupUnschedulable):
-			t.Logf("PodGroup %s: dralloc: %v", g.Name, err)
+			if searchErr != nil {
+				t.Errorf("PodGroup %s: kube-scheduler's pass places it, the search for any placement does not: %v", g.Name, searchErr)
+			}
+		case errors.As(err, &pending):
+			t.Logf("PodGroup %s: dralloc: %v (a placement exists: %v)", g.Name, err, searchErr == nil)
 		default:
 			t.Fatalf("PodGroup %s: dralloc: %v", g.Name, err)
 		}
 		compareGang(t, sc, g, st, apiNodes, drNodes, tl)
+		compareGangReason(t, sc, g, created, apiNodes, apiMessages, pending, tl)
 		// How many devices the group's pods got: a claim of the PodGroup gives all its pods one device.
 		// kube-scheduler's choice among equal devices may differ from dralloc's, the number may not.
 		apiDevices, drDevices = sortedSet(apiDevices), sortedSet(drDevices)
@@ -245,6 +319,48 @@ func runGangScenario(t *testing.T, c kubernetes.Interface, sc *scenario, tl *tal
 				detail: fmt.Sprintf("kube-scheduler allocates %v, dralloc %v", apiDevices, drDevices)}})
 		}
 	}
+	return searched
+}
+
+// compareGangReason compares, for a group that both leave pending, the reason. kube-scheduler writes
+// GangScheduling's verdict into the PodScheduled condition of every pod that did not fail on its own
+// (those its pass placed before the group fell short, after "pod group is unschedulable", and those it
+// did not reach), and a pod's own FitError into the others'; dralloc's GroupUnschedulableError gives the
+// verdict and, per pod, whether it fit nowhere. Which pod comes first among pods of one priority is the
+// order they reached the queue, so the pods are counted, not matched: as many carry the verdict as
+// dralloc's pass did not find without a node. With a topology constraint kube-scheduler reports the
+// status of one placement, the first of a map's iteration order (TopologyPlacementGenerator), which
+// may be another domain than dralloc's first by value: then some pod must carry a minCount verdict.
+func compareGangReason(t *testing.T, sc *scenario, g *schedulingapi.PodGroup, created []*v1.Pod, api, messages map[string]string, pending *pods.GroupUnschedulableError, tl *tally) {
+	t.Helper()
+	if pending == nil || len(api) > 0 {
+		return
+	}
+	want, got := 0, 0
+	for i, p := range created {
+		if pending.NoNode[i] == nil {
+			want++
+		}
+		if strings.Contains(messages[p.Name], pending.Reason) {
+			got++
+		}
+	}
+	var diffs []difference
+	if g.Spec.SchedulingConstraints != nil && len(g.Spec.SchedulingConstraints.Topology) > 0 {
+		minCount := int32(1)
+		if gang := g.Spec.SchedulingPolicy.Gang; gang != nil {
+			minCount = gang.MinCount
+		}
+		verdict := fmt.Sprintf("minCount (%d) cannot be satisfied", minCount)
+		if !slices.ContainsFunc(slices.Collect(maps.Values(messages)), func(m string) bool { return strings.Contains(m, verdict) }) {
+			diffs = append(diffs, difference{category: "gang reason",
+				detail: fmt.Sprintf("no pod says %q: kube-scheduler %v, dralloc %q", verdict, messages, pending.Reason)})
+		}
+	} else if got != want {
+		diffs = append(diffs, difference{category: "gang reason",
+			detail: fmt.Sprintf("%d pods say %q, want %d: kube-scheduler %v", got, pending.Reason, want, messages)})
+	}
+	tl.record(t, sc, "PodGroup "+g.Name, "gang reason", diffs)
 }
 
 // compareGang compares the pods each side bound and the racks of their nodes.

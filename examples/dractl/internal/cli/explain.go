@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dralloc/dralloc/allocator"
@@ -29,8 +30,9 @@ against the devices in use now; the pods of a PodGroup are placed together. The 
 for what Dynamic Resource Allocation decides (devices, node selector and affinity, node taints,
 extended resources) and for what kube-scheduler's NodeResourcesFit, NodePorts, NodeUnschedulable
 and NodeName filters decide (CPU, memory and the node's pods, counting the pods bound there). Exit status 0 when all of them fit, 1 when one
-does not, or when the search for a PodGroup gave up after --gang-budget tries without deciding
-(the pod is then reported as "gave up", not as not fitting).
+does not. A pod of a PodGroup is placed with the group's other pending pods as kube-scheduler
+places them (one pass, without going back); for a group left pending the scheduler's reason is
+given, and whether any placement exists, searched for within --gang-budget tries.
 
 Examples:
   # Why is the pod training/worker-0 pending?
@@ -265,8 +267,9 @@ func waitReason(err error) (string, bool) {
 	return "", false
 }
 
-// explainGroupPod places the pod with the other pending pods of its PodGroup, all or nothing, as
-// gang scheduling admits them, and reports the pod's part.
+// explainGroupPod places the pod with the other pending pods of its PodGroup as kube-scheduler does
+// (its one pass), and reports the pod's part; for a group the pass leaves pending, the scheduler's
+// reason and whether any placement exists, which the pass does not look for.
 func (c *cluster) explainGroupPod(ctx context.Context, pod *corev1.Pod, group string) (podVerdict, error) {
 	v := podVerdict{Pod: pod.Namespace + "/" + pod.Name, Group: group}
 	g, ok := c.groups[types.NamespacedName{Namespace: pod.Namespace, Name: group}]
@@ -275,15 +278,11 @@ func (c *cluster) explainGroupPod(ctx context.Context, pod *corev1.Pod, group st
 		return v, nil
 	}
 	members := c.groupMembers(pod.Namespace, group)
-	gp, err := c.placeGroup(ctx, g, members)
+	gp, err := c.pods.PlaceGroup(ctx, g, members)
 	if err != nil {
-		if errors.Is(err, pods.ErrGroupUnschedulable) {
-			v.Reason = fmt.Sprintf("its PodGroup %s/%s cannot be placed: its %d pending pods do not fit together", pod.Namespace, group, len(members))
-			return v, nil
-		}
-		var gaveUp *gaveUpError
-		if errors.As(err, &gaveUp) {
-			v.Reason = fmt.Sprintf("its PodGroup %s/%s: %v", pod.Namespace, group, gaveUp)
+		var pending *pods.GroupUnschedulableError
+		if errors.As(err, &pending) {
+			v.Reason = fmt.Sprintf("its PodGroup %s/%s is pending: %s; %s", pod.Namespace, group, pending.Reason, c.anyPlacement(ctx, g, members))
 			return v, nil
 		}
 		if reason, ok := waitReason(err); ok {
@@ -303,6 +302,23 @@ func (c *cluster) explainGroupPod(ctx context.Context, pod *corev1.Pod, group st
 		}
 	}
 	return v, nil
+}
+
+// anyPlacement says whether some choice of nodes holds the PodGroup that kube-scheduler's pass leaves
+// pending: then the pods wait for the pass to go otherwise (other pods leaving, or other nodes), not
+// for room the cluster lacks.
+func (c *cluster) anyPlacement(ctx context.Context, g *schedulingapi.PodGroup, members []*corev1.Pod) string {
+	_, err := c.searchGroup(ctx, g, members)
+	var gaveUp *gaveUpError
+	switch {
+	case err == nil:
+		return "a placement exists, which kube-scheduler's one pass over the pods does not find"
+	case errors.Is(err, pods.ErrGroupUnschedulable):
+		return fmt.Sprintf("no choice of nodes holds its %d pending pods", len(members))
+	case errors.As(err, &gaveUp):
+		return gaveUp.Error()
+	}
+	return "the search for any placement failed: " + err.Error()
 }
 
 // whyNot explains, node by node, why the pod fits nowhere: the node's predicate reason, or what

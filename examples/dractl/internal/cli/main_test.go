@@ -491,10 +491,11 @@ func TestPodGroupsAllOrNothing(t *testing.T) {
 			"  ResourceClaim default/" + pod + " (pod claim gpu):\n" +
 			"    request gpu: device " + device + " (driver gpu.example.com, pool node-g)\n"
 	}
-	// pair takes gpu-0 and gpu-1; trio needs three devices and finds one, so none of its pods goes.
+	// pair takes gpu-0 and gpu-1; trio needs three devices and finds one: kube-scheduler's pass puts t0
+	// on gpu-2, finds nothing for t1, and stops with one scheduled and one to come, two short of three.
 	want := line("p0", "pair", "gpu-0") + line("p1", "pair", "gpu-1")
 	for _, p := range []string{"t0", "t1", "t2"} {
-		want += "Pod default/" + p + " (PodGroup trio) cannot be scheduled: the 3 pending pods of the PodGroup do not fit together\n"
+		want += "Pod default/" + p + " (PodGroup trio) cannot be scheduled: its PodGroup is pending: minCount (3) cannot be satisfied: 1 scheduled, 1 remaining\n"
 	}
 	code, out, _ := dractl(t, "", "place", "-f", "testdata/gang", "-o", "text")
 	if code != exitNotFit || out != want {
@@ -909,37 +910,33 @@ spec:
 	return b.String()
 }
 
+// TestGangSearchIsBounded: ten one-GPU pods of a gang of ten over nine places. place gives kube-scheduler's
+// pass: nine pods placed, the tenth on no node, minCount out of reach. explain adds whether any
+// placement exists, a search bounded by --gang-budget.
 func TestGangSearchIsBounded(t *testing.T) {
 	in := tenOnNine()
-	pods := func(reason string) string {
-		var want string
-		for i := range 10 {
-			want += fmt.Sprintf("Pod default/w%d (PodGroup ten) cannot be scheduled: %s\n", i, reason)
-		}
-		return want
+	reason := "minCount (10) cannot be satisfied: 9 scheduled, 0 remaining"
+	var want string
+	for i := range 10 {
+		want += fmt.Sprintf("Pod default/w%d (PodGroup ten) cannot be scheduled: its PodGroup is pending: %s\n", i, reason)
 	}
-	// Decided: the pruned search counts nine places for ten pods.
 	code, out, _ := dractl(t, in, "place", "-f", "-", "-o", "text")
-	if want := pods("the 10 pending pods of the PodGroup do not fit together"); code != exitNotFit || out != want {
+	if code != exitNotFit || out != want {
 		t.Errorf("place: exit %d, stdout:\n%s\nwant exit 1, stdout:\n%s", code, out, want)
 	}
-	// Out of tries: reported as gave up, not as not fitting; the exit status is that of a pod that
-	// does not fit.
-	code, out, _ = dractl(t, in, "place", "-f", "-", "-o", "text", "--gang-budget", "1")
-	gaveUp := "gave up: --gang-budget 1 ran out before deciding whether the 10 pending pods of the PodGroup fit together"
-	if want := pods(gaveUp); code != exitNotFit || out != want {
-		t.Errorf("place --gang-budget 1: exit %d, stdout:\n%s\nwant exit 1, stdout:\n%s", code, out, want)
-	}
+	// Decided: the pruned search counts nine places for ten pods.
 	code, out, _ = dractl(t, in, "explain", "-f", "-", "--pod", "default/w3")
-	if want := "Pod default/w3 (PodGroup ten) cannot be scheduled\n  its PodGroup default/ten cannot be placed: its 10 pending pods do not fit together\n"; code != exitNotFit || out != want {
+	if want := "Pod default/w3 (PodGroup ten) cannot be scheduled\n  its PodGroup default/ten is pending: " + reason + "; no choice of nodes holds its 10 pending pods\n"; code != exitNotFit || out != want {
 		t.Errorf("explain: exit %d, stdout:\n%s\nwant exit 1, stdout:\n%s", code, out, want)
 	}
+	// Out of tries: reported as gave up, not as not fitting.
 	code, out, _ = dractl(t, in, "explain", "-f", "-", "--pod", "default/w3", "--gang-budget", "1")
-	if want := "Pod default/w3 (PodGroup ten) cannot be scheduled\n  its PodGroup default/ten: " + gaveUp + "\n"; code != exitNotFit || out != want {
+	gaveUp := "gave up: --gang-budget 1 ran out before deciding whether the 10 pending pods of the PodGroup fit together"
+	if want := "Pod default/w3 (PodGroup ten) cannot be scheduled\n  its PodGroup default/ten is pending: " + reason + "; " + gaveUp + "\n"; code != exitNotFit || out != want {
 		t.Errorf("explain --gang-budget 1: exit %d, stdout:\n%s\nwant exit 1, stdout:\n%s", code, out, want)
 	}
-	code, _, errOut := dractl(t, in, "place", "-f", "-", "--gang-budget", "0")
-	if want := "dractl place: --gang-budget 0: must be positive\n"; code != exitBadInput || errOut != want {
-		t.Errorf("place --gang-budget 0: exit %d, stderr %q, want exit 3 (bad usage), %q", code, errOut, want)
+	code, _, errOut := dractl(t, in, "explain", "-f", "-", "--gang-budget", "0")
+	if want := "dractl explain: --gang-budget 0: must be positive\n"; code != exitBadInput || errOut != want {
+		t.Errorf("explain --gang-budget 0: exit %d, stderr %q, want exit 3 (bad usage), %q", code, errOut, want)
 	}
 }

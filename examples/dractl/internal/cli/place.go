@@ -24,15 +24,15 @@ var placeCommand = &command{
 
 Pending pods are taken as kube-scheduler's queue takes them: higher priority first, then older
 pods. Each pod that fits is assumed before the next is decided, so later pods see the devices
-earlier ones took. The pods of a PodGroup are placed together, all or nothing, when the first of
-them comes up. The output (-o yaml, the default, or -o json) is a List of the ResourceClaims with the status
+earlier ones took. The pods of a PodGroup are placed together when the first of them comes up, as
+kube-scheduler places a PodGroup: one pass over its pods, each on the node a pod alone would get,
+without going back; a gang whose pass falls short of minCount stays pending, with the scheduler's
+reason, even where another choice of nodes would hold it ("dractl explain" says whether one does). The output (-o yaml, the default, or -o json) is a List of the ResourceClaims with the status
 (allocation, reservedFor) the scheduler would write, to compare with
 "kubectl get resourceclaims -A -o yaml"; the pods that fit nowhere are named on stderr. With
 -o text each pod is listed with its node and devices, or the reasons per node it fits nowhere
 (after the pods decided before it).
-Exit status 0 when every pending pod fits, 1 when one does not, or when the search for a PodGroup
-gave up after --gang-budget tries without deciding (the pods are then reported as "gave up", not
-as not fitting).
+Exit status 0 when every pending pod fits, 1 when one does not.
 
 Examples:
   # What would the scheduler do with the pending pods?
@@ -42,11 +42,7 @@ Examples:
   dractl place -f cluster.yaml > decided.yaml
   kubectl get resourceclaims -A -o yaml > actual.yaml
 `,
-	flags: func(fs *flag.FlagSet) any {
-		o := &placeOptions{}
-		gangBudgetFlag(fs, &o.gangBudget)
-		return o
-	},
+	flags:  func(fs *flag.FlagSet) any { return nil },
 	output: "yaml",
 	run:    runPlace,
 }
@@ -64,11 +60,9 @@ type placed struct {
 	Nodes []nodeVerdict `json:"nodes,omitempty"`
 }
 
-type placeOptions struct{ gangBudget int }
-
 // gangBudgetFlag registers --gang-budget.
 func gangBudgetFlag(fs *flag.FlagSet, p *int) {
-	fs.IntVar(p, "gang-budget", pods.DefaultGroupBudget, "the most tries (a pod put on a node) of the search for each PodGroup's placement; when they run out the PodGroup's pods are reported as gave up")
+	fs.IntVar(p, "gang-budget", pods.DefaultGroupBudget, "the most tries (a pod put on a node) of the search for any placement of a pending PodGroup; when they run out the search is reported as gave up")
 }
 
 // setGangBudget checks --gang-budget and gives it to the cluster.
@@ -80,10 +74,11 @@ func (c *cluster) setGangBudget(n int) error {
 	return nil
 }
 
-// placeGroup places a PodGroup's pods within --gang-budget tries.
-func (c *cluster) placeGroup(ctx context.Context, g *schedulingapi.PodGroup, members []*corev1.Pod) (*pods.GroupPlacement, error) {
+// searchGroup searches for any placement of a PodGroup's pods within --gang-budget tries: whether the
+// group can run at all, which kube-scheduler's pass (placeGroup) does not ask.
+func (c *cluster) searchGroup(ctx context.Context, g *schedulingapi.PodGroup, members []*corev1.Pod) (*pods.GroupPlacement, error) {
 	b := &pods.Budget{Limit: c.gangBudget}
-	gp, err := c.pods.PlaceGroup(ctx, g, members, b)
+	gp, err := c.pods.SearchGroupPlacement(ctx, g, members, b)
 	if errors.Is(err, allocator.ErrSearchBudget) {
 		return nil, &gaveUpError{tries: b.Used, pods: len(members), err: err}
 	}
@@ -102,12 +97,9 @@ func (e *gaveUpError) Error() string {
 
 func (e *gaveUpError) Unwrap() error { return e.err }
 
-func runPlace(e *env, o any) (int, error) {
+func runPlace(e *env, _ any) (int, error) {
 	ctx := context.Background()
 	c := e.cluster
-	if err := c.setGangBudget(o.(*placeOptions).gangBudget); err != nil {
-		return exitBadInput, err
-	}
 	var decisions []placed
 	claims := map[types.NamespacedName]*resourceapi.ResourceClaim{}
 	var claimOrder []types.NamespacedName
@@ -143,18 +135,19 @@ func runPlace(e *env, o any) (int, error) {
 				}
 				continue
 			}
-			gp, err := c.placeGroup(ctx, g, members)
+			// What kube-scheduler does: its pass, not a search for any placement.
+			gp, err := c.pods.PlaceGroup(ctx, g, members)
 			if err == nil {
 				err = c.pods.AssumeGroup(gp)
 			}
 			if err != nil {
-				var gaveUp *gaveUpError
-				if !errors.Is(err, pods.ErrGroupUnschedulable) && !errors.Is(err, pods.ErrNoNode) && !errors.As(err, &gaveUp) {
+				if !errors.Is(err, pods.ErrGroupUnschedulable) && !errors.Is(err, pods.ErrNoNode) {
 					return exitBadInput, err
 				}
 				reason := err.Error()
-				if errors.Is(err, pods.ErrGroupUnschedulable) {
-					reason = fmt.Sprintf("the %d pending pods of the PodGroup do not fit together", len(members))
+				var pending *pods.GroupUnschedulableError
+				if errors.As(err, &pending) {
+					reason = "its PodGroup is pending: " + pending.Reason
 				}
 				for _, m := range members {
 					decisions = append(decisions, placed{Pod: m.Namespace + "/" + m.Name, Group: gname, Reason: reason})
