@@ -4,8 +4,12 @@
 // [Count] places copies of a pod template one after another on a fork of the cluster
 // ([pods.Cluster.Fork]), with the cluster's own Place and Assume, so every copy counted is a placement
 // the scheduler's filters and the allocator accept next to the copies before it. The fork is discarded:
-// the cluster is not changed. Nodes of one kind ([pods.Cluster.NodeKinds]) take the same copies, so one
-// of each kind is filled and the others are counted alike. Counting is bounded by a maximum number of
+// the cluster is not changed. The count is exact for the cluster's own placement: copies that share a
+// claim, or take devices other nodes can get, are placed with Place, so that the cluster's Choice (or
+// Cost) decides where the first goes and so where the others fit (under Spread more may fit than
+// under FirstFit); other copies fit on a node whatever the others do, and nodes are filled by name.
+// Nodes of one kind ([pods.Cluster.NodeKinds]) take the same copies, so one of each kind is filled
+// and the others are counted alike. Counting is bounded by a maximum number of
 // copies and a budget of placements, and when no further copy fits the nodes are grouped by the reason
 // they refuse it ([pods.Cluster.Explain]).
 //

@@ -26,7 +26,7 @@ var capacityCommand = &command{
 For each pod shape (the pod --pod names, any pod of the input used as a template, or else every
 pending pod) the copies of it that still fit are counted one after another, each placed as the
 scheduler's filters and the allocator would place it next to the copies before it, filling the
-nodes by name: how many fit, on which nodes, and, when the next one fits nowhere, the nodes grouped
+nodes by name (FirstFit; copies that share a claim go where FirstFit places them): how many fit, on which nodes, and, when the next one fits nowhere, the nodes grouped
 by why (--explain: by which request and which claims hold the devices). Each shape is counted on
 the cluster as it stands, not after the others. Counting stops at --max copies.
 
