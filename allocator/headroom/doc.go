@@ -13,6 +13,22 @@
 // copies and a budget of placements, and when no further copy fits the nodes are grouped by the reason
 // they refuse it ([pods.Cluster.Explain]).
 //
+// The figures of [Inventory.Fragmentation], defined once (`dractl capacity` prints them as FREE, F(M)
+// and STRANDED), all in GPUs:
+//
+//   - FREE is Σ free(d) over the devices the allocator could give a claim without tolerations now: the
+//     node-local devices of each pool's newest generation, of complete pools only, without an
+//     effective NoSchedule or NoExecute taint (the device's own or a DeviceTaintRule's, as `dractl top`
+//     counts a device free); free(d) is 1 for a whole device no claim holds, the free fraction of the
+//     capacity of a device with allowMultipleAllocations, the free share of a GPU's counters for
+//     partitions, and 0 for a held or tainted device.
+//   - F(M) is the part of FREE the mix's shapes cannot use, weighed by the shapes' weights: on a node
+//     where a shape cannot run, all the node's free capacity; where it can, the free capacity of the
+//     devices it cannot use (below).
+//   - STRANDED is the part of FREE that no shape of the mix that can run on its node can use.
+//
+// So 0 ≤ STRANDED ≤ F(M) ≤ FREE, on every node and in all.
+//
 // [Inventory.Fragmentation] measures, for a workload mix (task shapes with weights summing to 1, each
 // with its devices, CPU and memory), the fragmentation of FGD (Weng et al., "Beware of Fragmentation",
 // USENIX ATC '23) per node and in all:
