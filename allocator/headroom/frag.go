@@ -167,30 +167,17 @@ type device struct {
 // device consuming a counter set no slice publishes, is an error naming it.
 func NewInventory(rs []*resourceapi.ResourceSlice) (*Inventory, error) {
 	inv := &Inventory{devices: map[string][]device{}, info: map[string]*nodeInfo{}, sets: map[setKey]resourceapi.CounterSet{}, states: map[string]*nodeState{}}
-	// As the Snapshot ([allocator.Snapshot.Device], CounterSets) and upstream's GatherPools
-	// (k8s.io/dynamic-resource-allocation/structured/pools.go: slices of older generations are
-	// dropped; IsIncomplete when fewer than resourceSliceCount slices of the newest are published).
-	type poolGen struct {
-		gen, slices, want int64
-	}
-	pools := map[setKey]*poolGen{}
 	for _, s := range rs {
 		if s == nil {
 			return nil, errors.New("headroom: nil ResourceSlice")
 		}
-		k := setKey{s.Spec.Driver, s.Spec.Pool.Name, ""}
-		p := pools[k]
-		switch {
-		case p == nil || s.Spec.Pool.Generation > p.gen:
-			pools[k] = &poolGen{gen: s.Spec.Pool.Generation, slices: 1, want: s.Spec.Pool.ResourceSliceCount}
-		case s.Spec.Pool.Generation == p.gen:
-			p.slices++
-		}
 	}
-	// counted: the slice is of its pool's newest generation, and that generation is complete.
+	// The allocator's rule ([allocator.PoolStatuses]): a slice counts when it is of its pool's newest
+	// generation and that generation is complete, read with the gates Kubernetes enables by default
+	// (the inventory knows no snapshot yet; the gates change only how slices using alpha fields count).
+	pools := allocator.PoolStatuses(allocator.DefaultFeatures(), rs)
 	counted := func(s *resourceapi.ResourceSlice) bool {
-		p := pools[setKey{s.Spec.Driver, s.Spec.Pool.Name, ""}]
-		return s.Spec.Pool.Generation == p.gen && p.slices == p.want
+		return pools[allocator.PoolID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name}].Reads(s)
 	}
 	for _, s := range rs {
 		if !counted(s) {
