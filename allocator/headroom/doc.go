@@ -20,8 +20,10 @@
 //     node-local devices of each pool's newest generation, of complete pools only, without an
 //     effective NoSchedule or NoExecute taint (the device's own or a DeviceTaintRule's, as `dractl top`
 //     counts a device free); free(d) is 1 for a whole device no claim holds, the free fraction of the
-//     capacity of a device with allowMultipleAllocations, the free share of a GPU's counters for
-//     partitions, and 0 for a held or tainted device.
+//     capacity of a device with allowMultipleAllocations, and 0 for a held or tainted device; a GPU
+//     cut into partitions (devices drawing on its counter set) counts the share of its counters left
+//     that a partition the allocator could give now draws on (one no claim holds, without such a
+//     taint, whose counters are all left), so a GPU whose partitions are all tainted is not free.
 //   - F(M) is the part of FREE the mix's shapes cannot use, weighed by the shapes' weights: on a node
 //     where a shape cannot run, all the node's free capacity; where it can, the free capacity of the
 //     devices it cannot use (below).

@@ -38,7 +38,9 @@ import (
 // Partitionable devices (MIG partitions in dynamic-MIG mode) draw on a counter set, one per physical
 // GPU: such a GPU is one unit whose free(g) is the share of its memory slices (counters named
 // memory-slice-<i>) not consumed by allocated devices, or of its counter "memory" when it has no
-// slices. A partition device can serve a request for whole devices when it is not allocated, its
+// slices, counting only the counters that a partition the allocator could give now draws on (not
+// allocated, not tainted NoSchedule or NoExecute, all its counters free): a slice that only tainted
+// partitions, or partitions that no longer fit, draw on is given to no claim. A partition device can serve a request for whole devices when it is not allocated, its
 // attributes match the request's, and the counters it consumes are still free in its set; the GPU is
 // usable by m when one of its partitions can serve m. Two partitions that each fit a set may not fit it
 // together, so for partitions "fits" is an upper bound.

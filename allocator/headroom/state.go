@@ -352,9 +352,11 @@ func (inv *Inventory) read(node string, usage func(allocator.DeviceID) *use, ext
 			}
 		}
 	}
-	for k, u := range setUnit {
-		st.units[u] = setFree(inv.sets[k], setLeft[k])
-	}
+	// A counter is free only where a device that could be given now draws on it: a partition nobody
+	// holds, without a taint that keeps claims off it, whose counters are all left. What no such
+	// device reaches (every partition on it tainted, or each one held in part) the allocator gives to
+	// no claim, as it gives no tainted device.
+	reach := map[setKey]map[string]bool{}
 	for i := range st.devs {
 		ds := &st.devs[i]
 		if len(ds.dev.consumes) == 0 || ds.held || ds.blocked {
@@ -369,23 +371,40 @@ func (inv *Inventory) read(node string, usage func(allocator.DeviceID) *use, ext
 				}
 			}
 		}
+		if !ds.fits {
+			continue
+		}
+		for _, cc := range ds.dev.consumes {
+			k := setKey{ds.dev.id.Driver, ds.dev.id.Pool, cc.CounterSet}
+			if reach[k] == nil {
+				reach[k] = map[string]bool{}
+			}
+			for name := range cc.Counters {
+				reach[k][name] = true
+			}
+		}
+	}
+	for k, u := range setUnit {
+		st.units[u] = setFree(inv.sets[k], setLeft[k], reach[k])
 	}
 	return st
 }
 
 // setFree is the free share of a counter set's memory slices (counters memory-slice-<i>), or of its
-// counter "memory" when it has no slices.
-func setFree(set resourceapi.CounterSet, left map[string]resource.Quantity) float64 {
+// counter "memory" when it has no slices: what is left of each, counted only where reach says a device
+// that could be given now draws on it.
+func setFree(set resourceapi.CounterSet, left map[string]resource.Quantity, reach map[string]bool) float64 {
 	var total, free float64
 	for name, c := range set.Counters {
 		if strings.HasPrefix(name, "memory-slice-") {
 			total += c.Value.AsApproximateFloat64()
-			l := left[name]
-			free += max(0, l.AsApproximateFloat64())
+			if l := left[name]; reach[name] {
+				free += max(0, l.AsApproximateFloat64())
+			}
 		}
 	}
 	if total == 0 {
-		if c, ok := set.Counters["memory"]; ok && c.Value.Sign() > 0 {
+		if c, ok := set.Counters["memory"]; ok && c.Value.Sign() > 0 && reach["memory"] {
 			l := left["memory"]
 			return max(0, l.AsApproximateFloat64()) / c.Value.AsApproximateFloat64()
 		}

@@ -37,7 +37,8 @@ devices:
   FREE      the devices a claim could be given now, as top counts them free: no claim holds
             them, no NoSchedule or NoExecute taint keeps claims off them, and their pool is
             complete, counted in its newest generation only (a device that allows multiple
-            allocations counts the free fraction of its capacity)
+            allocations counts the free fraction of its capacity; a GPU cut into partitions
+            the share of its counters left that a partition that could be given now draws on)
   F(M)      the part of FREE the mix's pods cannot use, weighed by their weights: on a node
             where a pod cannot run, all of the node's FREE; where it can, the devices it cannot use
   STRANDED  the part of FREE that no pod of the mix that can run on its node can use
