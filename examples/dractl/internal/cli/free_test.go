@@ -66,15 +66,15 @@ func TestCapacityFree(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit status %d, stderr %s", code, errOut)
 	}
-	want := `pod default/train: 1 more copies fit (the next one fits nowhere)
-  node-a: 1
-  3 node(s) (node-a, node-b, node-c): cannot allocate all claims
-pod default/infer: 3 more copies fit (the next one fits nowhere)
+	want := `pod default/infer: 3 more copies fit (the next one fits nowhere)
   node-a: 2
   node-c: 1
   3 node(s) (node-a, node-b, node-c): cannot allocate all claims
+pod default/train: 1 more copies fit (the next one fits nowhere)
+  node-a: 1
+  3 node(s) (node-a, node-b, node-c): cannot allocate all claims
 
-fragmentation for the mix default/train 0.50, default/infer 0.50: free 3.00, F(M) 0.50, stranded 0.00 devices
+fragmentation for the mix default/infer 0.50, default/train 0.50: free 3.00, F(M) 0.50, stranded 0.00 devices
 NODE    FREE  F(M)  STRANDED
 node-a  2.00  0.00  0.00
 node-c  1.00  0.50  0.00
