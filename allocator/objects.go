@@ -180,13 +180,7 @@ func newSliceEntry(slice *resourceapi.ResourceSlice, seq uint64, ev *taints.Eval
 	if obj.Spec.NodeSelector != nil {
 		e.nodeSel, e.nodeSelErr = nodeaffinity.NewNodeSelector(obj.Spec.NodeSelector)
 	}
-	for i := range obj.Spec.Devices {
-		for _, c := range obj.Spec.Devices[i].ConsumesCounters {
-			if len(c.CompatibilityGroups) > 0 {
-				e.usesCompatibilityGroups = true
-			}
-		}
-	}
+	e.usesCompatibilityGroups = usesCompatibilityGroups(obj)
 	return e, nil
 }
 

@@ -222,14 +222,30 @@ var ErrQuota = errors.New("cannot charge claim")
 //     requested amounts as written, since rounding depends on the device;
 //   - counters: with inventory the largest consumesCounters of the class's devices, per counter name.
 //
-// inv may be nil. Unknown allocation modes, a negative count or one above the claim limit
-// (resourceapi.AllocationResultsMaxSize, 32: no allocation can hold more devices) and requested amounts that
+// inv may be nil. Unknown allocation modes, a negative count, a claim whose requests together need more
+// devices than an allocation can hold (resourceapi.AllocationResultsMaxSize, 32) and requested amounts that
 // fail [ValidateQuantity] are errors wrapping [ErrQuota] that name the field; the charges are therefore
 // never negative and never overflow. A count of zero is the API's default, one.
+//
+// The limit is the claim's, as the Kubernetes allocator checks it before it looks at a device
+// (k8s.io/dynamic-resource-allocation/structured, Allocate: "number of requested devices … exceeds the
+// claim limit"): the sum over the requests of the fewest devices each needs, an ExactCount request its
+// count (with adminAccess too), a firstAvailable request its smallest alternative, a request for All
+// devices none before a node is known. A claim past it can never be allocated, so it is not charged.
 func ChargeClaim(spec resourceapi.ResourceClaimSpec, inv *Inventory, opts Options) (Charge, error) {
 	total := newCharge()
+	var least int64 // the fewest devices the requests so far need
 	for i, r := range spec.Devices.Requests {
 		path := fmt.Sprintf("spec.devices.requests[%d]", i)
+		need, err := fewestDevices(r, path)
+		if err != nil {
+			return Charge{}, err
+		}
+		if need > resourceapi.AllocationResultsMaxSize-least {
+			return Charge{}, fmt.Errorf("%s: %w: adding %d devices exceeds the claim limit of %d, with %d already accounted for",
+				path, ErrQuota, need, resourceapi.AllocationResultsMaxSize, least)
+		}
+		least += need
 		switch {
 		case r.Exactly != nil:
 			c, err := chargeExact(*r.Exactly, inv, opts, path+".exactly")
@@ -256,6 +272,40 @@ func ChargeClaim(spec resourceapi.ResourceClaimSpec, inv *Inventory, opts Option
 	return total, nil
 }
 
+// fewestDevices is the fewest devices a request needs, as the allocator counts them for the claim limit:
+// count for ExactCount (0 is the API's default, 1), none for All, the smallest alternative of
+// firstAvailable. A count that is negative or alone above the limit is an error naming it.
+func fewestDevices(r resourceapi.DeviceRequest, path string) (int64, error) {
+	one := func(mode resourceapi.DeviceAllocationMode, count int64, path string) (int64, error) {
+		if mode != resourceapi.DeviceAllocationModeExactCount && mode != "" {
+			return 0, nil // All, or a mode chargeExact names as unsupported
+		}
+		switch {
+		case count == 0:
+			return 1, nil
+		case count < 0:
+			return 0, fmt.Errorf("%s.count: %w: must be greater than zero, got %d", path, ErrQuota, count)
+		case count > resourceapi.AllocationResultsMaxSize:
+			return 0, fmt.Errorf("%s.count: %w: %d exceeds the claim limit of %d devices", path, ErrQuota, count, resourceapi.AllocationResultsMaxSize)
+		}
+		return count, nil
+	}
+	if r.Exactly != nil {
+		return one(r.Exactly.AllocationMode, r.Exactly.Count, path+".exactly")
+	}
+	var least int64
+	for j, sub := range r.FirstAvailable {
+		n, err := one(sub.AllocationMode, sub.Count, fmt.Sprintf("%s.firstAvailable[%d]", path, j))
+		if err != nil {
+			return 0, err
+		}
+		if j == 0 || n < least {
+			least = n
+		}
+	}
+	return least, nil
+}
+
 func chargeExact(r resourceapi.ExactDeviceRequest, inv *Inventory, opts Options, path string) (Charge, error) {
 	c := newCharge()
 	if r.AdminAccess != nil && *r.AdminAccess {
@@ -278,13 +328,8 @@ func chargeExact(r resourceapi.ExactDeviceRequest, inv *Inventory, opts Options,
 	switch r.AllocationMode {
 	case resourceapi.DeviceAllocationModeExactCount, "":
 		count := r.Count
-		switch {
-		case count == 0:
-			count = 1 // as API defaulting
-		case count < 0:
-			return Charge{}, fmt.Errorf("%s.count: %w: must be greater than zero, got %d", path, ErrQuota, count)
-		case count > resourceapi.AllocationResultsMaxSize:
-			return Charge{}, fmt.Errorf("%s.count: %w: %d exceeds the claim limit of %d devices", path, ErrQuota, count, resourceapi.AllocationResultsMaxSize)
+		if count == 0 {
+			count = 1 // as API defaulting; ChargeClaim checked the count (fewestDevices)
 		}
 		one := newCharge()
 		one.Devices[class] = 1

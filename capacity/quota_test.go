@@ -172,3 +172,53 @@ func TestInventoryLiteralConcurrentCharges(t *testing.T) {
 		}
 	}
 }
+
+// The 32-device limit is the whole claim's, as the allocator applies resourceapi.AllocationResultsMaxSize:
+// two requests of 20 need at least 40 devices, so no node can allocate the claim; a firstAvailable request
+// needs at least its smallest alternative, a request for All devices none before a node is known.
+func TestChargeClaimLimitIsPerClaim(t *testing.T) {
+	inv := gpuInventory(t)
+	twenty := func(name, class string) resourceapi.DeviceRequest {
+		return resourceapi.DeviceRequest{Name: name, Exactly: exact(class, resourceapi.DeviceAllocationModeExactCount, 20)}
+	}
+	alternatives := resourceapi.DeviceRequest{Name: "alt", FirstAvailable: []resourceapi.DeviceSubRequest{
+		{Name: "many", DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 20},
+		{Name: "few", DeviceClassName: "mig", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 12},
+	}}
+	all := resourceapi.DeviceRequest{Name: "all", Exactly: exact("gpu", resourceapi.DeviceAllocationModeAll, 0)}
+	admin := true
+	adminTwenty := twenty("adm", "gpu")
+	adminTwenty.Exactly.AdminAccess = &admin
+	tests := []struct {
+		name     string
+		requests []resourceapi.DeviceRequest
+		want     string // the error; "" when the claim is charged
+	}{
+		{name: "two requests of 20 are 40 devices, past the limit of 32",
+			requests: []resourceapi.DeviceRequest{twenty("a", "gpu"), twenty("b", "mig")},
+			want:     "spec.devices.requests[1]: cannot charge claim: adding 20 devices exceeds the claim limit of 32, with 20 already accounted for"},
+		{name: "20 and firstAvailable of at least 12 are 32 devices, at the limit",
+			requests: []resourceapi.DeviceRequest{twenty("a", "gpu"), alternatives}},
+		{name: "20, firstAvailable of at least 12 and one more are 33 devices",
+			requests: []resourceapi.DeviceRequest{twenty("a", "gpu"), alternatives, {Name: "one", Exactly: exact("gpu", "", 0)}},
+			want:     "spec.devices.requests[2]: cannot charge claim: adding 1 devices exceeds the claim limit of 32, with 32 already accounted for"},
+		{name: "admin access counts towards the limit although it charges nothing",
+			requests: []resourceapi.DeviceRequest{twenty("a", "gpu"), adminTwenty},
+			want:     "spec.devices.requests[1]: cannot charge claim: adding 20 devices exceeds the claim limit of 32, with 20 already accounted for"},
+		{name: "All counts no device before a node is known",
+			requests: []resourceapi.DeviceRequest{twenty("a", "gpu"), all}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, inv := range []*Inventory{nil, inv} {
+				_, err := ChargeClaim(resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: tc.requests}}, inv, Options{})
+				switch {
+				case tc.want == "" && err != nil:
+					t.Fatalf("inventory %v: %v", inv != nil, err)
+				case tc.want != "" && (!errors.Is(err, ErrQuota) || err.Error() != tc.want):
+					t.Fatalf("inventory %v: error %v, want %s", inv != nil, err, tc.want)
+				}
+			}
+		})
+	}
+}

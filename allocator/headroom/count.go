@@ -27,8 +27,9 @@ var ErrBudget = errors.New("headroom budget exhausted")
 type Options struct {
 	// Max is the most copies counted; 0 means DefaultMax.
 	Max int
-	// Budget is the most placements tried (one per copy, and one per node that takes no more); 0 means
-	// Max plus the number of nodes plus 1. A Count that runs out returns what it counted with an error
+	// Budget is the most placements tried (one per copy, and one per node that takes no more; when the
+	// copies are placed with Place, one per copy and one for the copy that fits nowhere); 0 means Max
+	// plus the number of nodes plus 1. A Count that runs out returns what it counted with an error
 	// wrapping ErrBudget.
 	Budget int
 	// Explain groups the nodes by [pods.Cluster.Explain]'s reasons (which request, which claims hold the
@@ -96,17 +97,25 @@ type Limit struct {
 // claim statuses is a shape, not a placement). Claims the pod names by resourceClaimName are shared by
 // all copies, as they would be by real pods.
 //
-// Nodes are filled one after another, by name, as FirstFit fills them, each copy placed with
+// Where a copy goes can change where the next ones fit when the copies share a claim (the first copy
+// allocates it, and only nodes that can use that allocation take more) or a copy takes devices of a
+// pool that is not its node's own (network-attached devices other nodes can get). Then every copy is
+// placed with [pods.Cluster.Place], the cluster's own Choice (or Cost) choosing its node, so the count
+// is the one the cluster's placements give: under Spread, copies sharing a claim may fit on other
+// nodes, and more of them, than under FirstFit. A copy found to take another node's devices ends the
+// count by node and starts it again that way.
+//
+// Otherwise a copy fits on a node whatever fits on other nodes, so the total is what filling the nodes
+// in any order gives, and nodes are filled one after another, by name, each copy placed with
 // [pods.Cluster.PlaceOnNode] on the node being filled, so a placement looks at that node alone. Nodes
 // of one kind ([pods.Cluster.NodeKinds]: the same devices in the same state, the same allocatable and
 // requests, the same taints and the labels the pod reads) take the same copies, so one of them is
-// filled and the others are counted alike, unless the copies share a claim, Options.Explain is set
-// (the explanation looks at every node as filled) or a copy takes devices of a pool that is not its
-// node's own (then every node from there on is filled). A node counted alike counts as the placements
-// filling it would try, toward Max and Budget, so the Result is the one placing every copy gives:
-// 1,000 whole-GPU nodes alike answer in milliseconds, not the second that placing 8,000 copies takes.
-// A copy fits on a node whatever fits on other nodes, unless copies share a claim, so the total is what
-// filling the nodes in any order gives; Nodes is where FirstFit would put the copies, which another
+// filled and the others are counted alike, unless Options.Explain is set (the explanation looks at
+// every node as filled). A node counted alike counts as the placements filling it would try, toward
+// Max and Budget, so the Result is the one placing every copy gives: 1,000 whole-GPU nodes alike
+// answer in milliseconds, not the second that placing 8,000 copies takes. When the count stops because
+// the next copy fits nowhere, each node holds as many copies as it can whatever the Choice; when it
+// stops at Max or the budget, Nodes is where FirstFit would have put the copies so far, which another
 // Choice may spread differently.
 //
 // Counting stops at Options.Max copies, when a copy fits nowhere (then the nodes are grouped by why,
@@ -140,13 +149,41 @@ func count(ctx context.Context, c *pods.Cluster, pod *v1.Pod, opts Options, kind
 	if budget == 0 {
 		budget = max + len(nodes) + 1
 	}
-	cnt := &counter{pod: pod, max: max, budget: budget, explain: opts.Explain, perNode: map[string]int{}, reasons: map[string][]string{}}
+	newCounter := func() *counter {
+		return &counter{pod: pod, max: max, budget: budget, explain: opts.Explain, perNode: map[string]int{}, reasons: map[string][]string{}}
+	}
+	if !sharesClaim(pod) {
+		cnt := newCounter()
+		fork := c.Fork()
+		if kinds {
+			cnt.prepareKinds(ctx, fork, nodes)
+		}
+		res, err := cnt.byNode(ctx, fork, nodes)
+		_ = fork.Snapshot().Discard()
+		if !cnt.interacts {
+			return res, err
+		}
+	}
 	fork := c.Fork()
 	defer func() { _ = fork.Snapshot().Discard() }()
-	if kinds {
-		cnt.prepareKinds(ctx, fork, nodes)
+	cnt := newCounter()
+	cnt.everywhere = true
+	return cnt.byPlace(ctx, fork)
+}
+
+// sharesClaim reports whether copies of the pod may share a claim: one it names by resourceClaimName,
+// or one of the PodGroup it names (only claims generated from templates for the pod are each copy's
+// own). It reads the spec, so that it takes no generated name.
+func sharesClaim(pod *v1.Pod) bool {
+	if g := pod.Spec.SchedulingGroup; g != nil && g.PodGroupName != nil {
+		return true
 	}
-	return cnt.byNode(ctx, fork, nodes)
+	for _, pc := range pod.Spec.ResourceClaims {
+		if pc.ResourceClaimName != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // counter is the state of one Count.
@@ -158,6 +195,9 @@ type counter struct {
 	perNode      map[string]int
 	reasons      map[string][]string // nodes by the reason the last copy did not fit there
 	reason       string              // why the last copy placed did not fit
+	// everywhere: copies are placed with Place on every node (byPlace). interacts: placed by node, a
+	// copy took devices of a pool not its node's own, which ends the count by node (byNode).
+	everywhere, interacts bool
 
 	// kinds are the nodes' kinds (pods.Cluster.NodeKinds) when the shortcut holds, nil otherwise, and
 	// filled what a node of each kind took: the copies and why the next did not fit.
@@ -172,10 +212,10 @@ type fill struct {
 }
 
 // prepareKinds sorts the nodes into kinds where that is exact: nodes of a kind take the same copies,
-// one after another, and a copy placed on one node changes no other node's answers. That holds unless
-// copies share a claim (only claims generated from templates are the copy's own), the limits are
-// explained (the explanation looks at every node as the fork holds it), or a copy takes devices another
-// node can get, which place checks copy by copy.
+// one after another, and a copy placed on one node changes no other node's answers. That holds for
+// copies that share no claim (Count places those with Place) unless the limits are explained (the
+// explanation looks at every node as the fork holds it), or a copy takes devices another node can get,
+// which place checks copy by copy (and Count then places every copy with Place).
 func (k *counter) prepareKinds(ctx context.Context, fork *pods.Cluster, nodes []*v1.Node) {
 	if k.explain || len(nodes) < 2 {
 		return
@@ -197,10 +237,17 @@ func (k *counter) prepareKinds(ctx context.Context, fork *pods.Cluster, nodes []
 	k.kinds, k.filled = kinds, map[int]fill{}
 }
 
-// place places and assumes the next copy on the node; false when it does not fit there.
+// place places and assumes the next copy on the node, or with k.everywhere where the cluster's Place
+// puts it; false when it does not fit there.
 func (k *counter) place(ctx context.Context, fork *pods.Cluster, node string) (bool, error) {
 	k.steps++
-	p, err := fork.PlaceOnNode(ctx, copyOf(k.pod, k.total+1), node)
+	var p *pods.Placement
+	var err error
+	if k.everywhere {
+		p, err = fork.Place(ctx, copyOf(k.pod, k.total+1))
+	} else {
+		p, err = fork.PlaceOnNode(ctx, copyOf(k.pod, k.total+1), node)
+	}
 	var nn *pods.NoNodeError
 	if errors.As(err, &nn) {
 		for _, r := range nn.Nodes {
@@ -212,9 +259,11 @@ func (k *counter) place(ctx context.Context, fork *pods.Cluster, node string) (b
 	if err != nil {
 		return false, err
 	}
-	if k.kinds != nil && !ownDevices(fork, p) {
-		// The copy takes devices other nodes can get: their kinds no longer say how they fill.
-		k.kinds, k.filled = nil, nil
+	if !k.everywhere && !ownDevices(fork, p) {
+		// The copy takes devices other nodes can get: where it goes changes where the next ones fit,
+		// which the cluster's Choice decides.
+		k.interacts = true
+		return false, nil
 	}
 	if err := fork.Assume(p); err != nil {
 		return false, err
@@ -292,7 +341,7 @@ func (k *counter) byNode(ctx context.Context, fork *pods.Cluster, nodes []*v1.No
 				return res, err
 			}
 			ok, err := k.place(ctx, fork, n.Name)
-			if err != nil {
+			if err != nil || k.interacts {
 				return nil, err
 			}
 			if !ok {
@@ -305,6 +354,23 @@ func (k *counter) byNode(ctx context.Context, fork *pods.Cluster, nodes []*v1.No
 		}
 	}
 	return k.full(ctx, fork)
+}
+
+// byPlace places copies one after another where the cluster's Place puts them, until one fits
+// nowhere, Max or the budget.
+func (k *counter) byPlace(ctx context.Context, fork *pods.Cluster) (*Result, error) {
+	for {
+		if done, res, err := k.stop(); done {
+			return res, err
+		}
+		ok, err := k.place(ctx, fork, "")
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return k.full(ctx, fork)
+		}
+	}
 }
 
 // full is the result when the next copy fits nowhere: the nodes grouped by why.

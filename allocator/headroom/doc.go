@@ -4,10 +4,32 @@
 // [Count] places copies of a pod template one after another on a fork of the cluster
 // ([pods.Cluster.Fork]), with the cluster's own Place and Assume, so every copy counted is a placement
 // the scheduler's filters and the allocator accept next to the copies before it. The fork is discarded:
-// the cluster is not changed. Nodes of one kind ([pods.Cluster.NodeKinds]) take the same copies, so one
-// of each kind is filled and the others are counted alike. Counting is bounded by a maximum number of
+// the cluster is not changed. The count is exact for the cluster's own placement: copies that share a
+// claim, or take devices other nodes can get, are placed with Place, so that the cluster's Choice (or
+// Cost) decides where the first goes and so where the others fit (under Spread more may fit than
+// under FirstFit); other copies fit on a node whatever the others do, and nodes are filled by name.
+// Nodes of one kind ([pods.Cluster.NodeKinds]) take the same copies, so one of each kind is filled
+// and the others are counted alike. Counting is bounded by a maximum number of
 // copies and a budget of placements, and when no further copy fits the nodes are grouped by the reason
 // they refuse it ([pods.Cluster.Explain]).
+//
+// The figures of [Inventory.Fragmentation], defined once (`dractl capacity` prints them as FREE, F(M)
+// and STRANDED), all in GPUs:
+//
+//   - FREE is Σ free(d) over the devices the allocator could give a claim without tolerations now: the
+//     node-local devices of each pool's newest generation, of complete pools only, without an
+//     effective NoSchedule or NoExecute taint (the device's own or a DeviceTaintRule's, as `dractl top`
+//     counts a device free); free(d) is 1 for a whole device no claim holds, the free fraction of the
+//     capacity of a device with allowMultipleAllocations, and 0 for a held or tainted device; a GPU
+//     cut into partitions (devices drawing on its counter set) counts the share of its counters left
+//     that a partition the allocator could give now draws on (one no claim holds, without such a
+//     taint, whose counters are all left), so a GPU whose partitions are all tainted is not free.
+//   - F(M) is the part of FREE the mix's shapes cannot use, weighed by the shapes' weights: on a node
+//     where a shape cannot run, all the node's free capacity; where it can, the free capacity of the
+//     devices it cannot use (below).
+//   - STRANDED is the part of FREE that no shape of the mix that can run on its node can use.
+//
+// So 0 ≤ STRANDED ≤ F(M) ≤ FREE, on every node and in all.
 //
 // [Inventory.Fragmentation] measures, for a workload mix (task shapes with weights summing to 1, each
 // with its devices, CPU and memory), the fragmentation of FGD (Weng et al., "Beware of Fragmentation",

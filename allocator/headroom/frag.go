@@ -38,7 +38,9 @@ import (
 // Partitionable devices (MIG partitions in dynamic-MIG mode) draw on a counter set, one per physical
 // GPU: such a GPU is one unit whose free(g) is the share of its memory slices (counters named
 // memory-slice-<i>) not consumed by allocated devices, or of its counter "memory" when it has no
-// slices. A partition device can serve a request for whole devices when it is not allocated, its
+// slices, counting only the counters that a partition the allocator could give now draws on (not
+// allocated, not tainted NoSchedule or NoExecute, all its counters free): a slice that only tainted
+// partitions, or partitions that no longer fit, draw on is given to no claim. A partition device can serve a request for whole devices when it is not allocated, its
 // attributes match the request's, and the counters it consumes are still free in its set; the GPU is
 // usable by m when one of its partitions can serve m. Two partitions that each fit a set may not fit it
 // together, so for partitions "fits" is an upper bound.
@@ -49,8 +51,12 @@ import (
 // without requests (a CPU-only task) can use no device: all of the node's free capacity is a fragment
 // for it.
 //
-// Device capacity that no shape of the mix able to run on its node can use is stranded. The measure
-// looks at the devices of the ResourceSlices given to [NewInventory] only (the accelerators: its unit is
+// A device the allocator will not give to a claim without tolerations is not free (free(d) = 0) and
+// serves no request: one of an older generation of its pool or of an incomplete pool ([NewInventory]
+// leaves them out), and one with an effective NoSchedule or NoExecute taint, read from the snapshot
+// ([allocator.Snapshot.TaintRules]) when measured. Device capacity that no shape of the mix able to
+// run on its node can use is stranded. The measure looks at the devices of the ResourceSlices given to
+// [NewInventory] only (the accelerators: its unit is
 // one GPU); CEL selectors and constraints are not part of it; a Request's Attributes stand for the
 // selectors that tell device kinds apart.
 
@@ -152,36 +158,53 @@ type device struct {
 	capNames []resourceapi.QualifiedName // the keys of cap, sorted
 	attrs    map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
 	consumes []resourceapi.DeviceCounterConsumption
+	api      *resourceapi.Device // the published device, for its taints
 }
 
 // NewInventory indexes the node-local devices of the slices by node, and the counter sets of their
-// pools. A slice with devices but without spec.nodeName, or a device consuming a counter set no slice
-// publishes, is an error naming it.
+// pools, as the allocator sees the pools: only the slices of a pool's newest generation count (a driver
+// republishing its pool leaves the older generation's slices until it deletes them), and a pool whose
+// newest generation does not have spec.pool.resourceSliceCount slices yet is incomplete and left out,
+// as the allocator uses none of its devices. A slice with devices but without spec.nodeName, or a
+// device consuming a counter set no slice publishes, is an error naming it.
 func NewInventory(rs []*resourceapi.ResourceSlice) (*Inventory, error) {
 	inv := &Inventory{devices: map[string][]device{}, info: map[string]*nodeInfo{}, sets: map[setKey]resourceapi.CounterSet{}, states: map[string]*nodeState{}}
 	for _, s := range rs {
 		if s == nil {
 			return nil, errors.New("headroom: nil ResourceSlice")
 		}
+	}
+	// The allocator's rule ([allocator.PoolStatuses]): a slice counts when it is of its pool's newest
+	// generation and that generation is complete, read with the gates Kubernetes enables by default
+	// (the inventory knows no snapshot yet; the gates change only how slices using alpha fields count).
+	pools := allocator.PoolStatuses(allocator.DefaultFeatures(), rs)
+	counted := func(s *resourceapi.ResourceSlice) bool {
+		return pools[allocator.PoolID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name}].Reads(s)
+	}
+	for _, s := range rs {
+		if !counted(s) {
+			continue
+		}
 		for _, cs := range s.Spec.SharedCounters {
 			inv.sets[setKey{s.Spec.Driver, s.Spec.Pool.Name, cs.Name}] = cs
 		}
 	}
 	for _, s := range rs {
-		if len(s.Spec.Devices) == 0 {
+		if len(s.Spec.Devices) == 0 || !counted(s) {
 			continue
 		}
 		if s.Spec.NodeName == nil || *s.Spec.NodeName == "" {
 			return nil, fmt.Errorf("ResourceSlice %s: spec.nodeName: required for the fragmentation measure", s.Name)
 		}
 		n := *s.Spec.NodeName
-		for i, d := range s.Spec.Devices {
+		for i := range s.Spec.Devices {
+			d := &s.Spec.Devices[i]
 			for j, cc := range d.ConsumesCounters {
 				if _, ok := inv.sets[setKey{s.Spec.Driver, s.Spec.Pool.Name, cc.CounterSet}]; !ok {
 					return nil, fmt.Errorf("ResourceSlice %s: spec.devices[%d].consumesCounters[%d].counterSet: %q is not published in pool %s", s.Name, i, j, cc.CounterSet, s.Spec.Pool.Name)
 				}
 			}
-			dev := device{id: allocator.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}, attrs: d.Attributes, consumes: d.ConsumesCounters}
+			dev := device{id: allocator.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}, attrs: d.Attributes, consumes: d.ConsumesCounters, api: d}
 			if d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations && len(d.Capacity) > 0 {
 				dev.shared = true
 				dev.cap = map[resourceapi.QualifiedName]resource.Quantity{}

@@ -63,6 +63,7 @@ func TestFragmentationMIG(t *testing.T) {
 	for _, tc := range []struct {
 		name                string
 		held                []string
+		tainted             []string // devices a DeviceTaintRule taints NoSchedule ("*": every device of the pool, NoExecute)
 		free, f, strandFree float64
 		stranded            int
 	}{
@@ -74,6 +75,21 @@ func TestFragmentationMIG(t *testing.T) {
 		// 1g at slices 0 and 4: 6/8 free, but neither 4g nor the GPU fits: all of it is fragmented and
 		// stranded.
 		{name: "1g at 0 and 4", held: []string{"gpu-0-1g-0", "gpu-0-1g-4"}, free: 0.75, f: 0.75, stranded: 1, strandFree: 0.75},
+		// FREE of a partitionable GPU is its counters that a device the allocator could give now draws
+		// on. Every device tainted: none can be given, so none of the GPU is free (not 1): nothing
+		// free, nothing fragmented or stranded.
+		{name: "every device tainted", tainted: []string{"*"}},
+		// The tainted 1g at slice 3 serves nothing, but the 4g at 0 and the whole GPU still draw on
+		// slice 3: all 8 slices free, and both shapes fit (F 0), as when nothing is tainted.
+		{name: "one 1g tainted", tainted: []string{"gpu-0-1g-3"}, free: 1},
+		// The whole GPU, the 4g at 0 and the 1g at 0–3 tainted: no device that can be given draws on
+		// slices 0–3, free 4/8. The 4g at 4 fits (F 0); the GPU shape does not (F 0.5, the node's free):
+		// F = ½·0 + ½·0.5. The 4g shape can use the GPU: nothing stranded.
+		{name: "first half tainted", tainted: []string{"gpu-0", "gpu-0-4g-0", "gpu-0-1g-0", "gpu-0-1g-1", "gpu-0-1g-2", "gpu-0-1g-3"}, free: 0.5, f: 0.25},
+		// The 1g at 4 held, the 1g at 5 tainted: slice 5 is left, but the devices on it that are not
+		// tainted (the GPU, the 4g at 4) need slice 4 too and do not fit: slices 0–3, 6, 7 free, 6/8.
+		// The 4g at 0 fits (0), the GPU does not (0.75): F = ½·0.75.
+		{name: "1g at 4 held, 1g at 5 tainted", held: []string{"gpu-0-1g-4"}, tainted: []string{"gpu-0-1g-5"}, free: 0.75, f: 0.375},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := allocator.NewSnapshot(allocator.Options{})
@@ -83,6 +99,18 @@ func TestFragmentationMIG(t *testing.T) {
 			must(snap.AddOrUpdateClass(gpuClass()))
 			for i, d := range tc.held {
 				must(snap.AddOrUpdateClaim(allocated(fmt.Sprint("c", i), d)))
+			}
+			for _, d := range tc.tainted {
+				rule := &resourceapi.DeviceTaintRule{ObjectMeta: metav1.ObjectMeta{Name: "taint-" + d}}
+				rule.Spec.DeviceSelector = &resourceapi.DeviceTaintSelector{Device: &d}
+				rule.Spec.Taint = resourceapi.DeviceTaint{Key: "example.com/unhealthy", Effect: resourceapi.DeviceTaintEffectNoSchedule}
+				if d == "*" {
+					pool := "m"
+					rule.Name = "taint-pool"
+					rule.Spec.DeviceSelector = &resourceapi.DeviceTaintSelector{Pool: &pool}
+					rule.Spec.Taint.Effect = resourceapi.DeviceTaintEffectNoExecute
+				}
+				must(snap.AddOrUpdateTaintRule(rule))
 			}
 			rep, err := inv.Fragmentation(pods.New(snap, pods.Options{}), mix)
 			if err != nil {

@@ -123,6 +123,9 @@ func requestsSignature(rs []Request) string {
 
 // serves reports whether the device could serve the request now.
 func (s *devState) serves(st *nodeState, r Request) bool {
+	if s.blocked {
+		return false
+	}
 	for k, want := range r.Attributes {
 		a, ok := s.dev.attrs[k]
 		if !ok || a.StringValue == nil || !slices.Contains(want, *a.StringValue) {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/taints"
 )
 
 // nodeState is the free state of a node: of its devices, of the units the measure counts (a device
@@ -18,8 +19,10 @@ import (
 type nodeState struct {
 	devs  []devState
 	units []float64 // free(unit) in GPUs
-	// stamps are the snapshot's PoolUse stamps of the node's pools the devices were read at.
-	stamps []uint64
+	// stamps are the snapshot's PoolUse stamps of the node's pools the devices were read at, and
+	// blocking the taints they were read with.
+	stamps   []uint64
+	blocking blocking
 	// limited: the node's allocatable is known, cpu (millicores) and mem (bytes) are what is free of it.
 	limited  bool
 	cpu, mem int64
@@ -36,6 +39,31 @@ type devState struct {
 	held  bool                                            // a claim holds it, whole or a share
 	whole bool                                            // a claim holds all of it
 	fits  bool                                            // counter devices: its counters are free in its sets
+	// blocked: a NoSchedule or NoExecute taint keeps claims off it; it is not free (frag.go).
+	blocked bool
+}
+
+// blocking is how the snapshot's device taints keep claims off devices: the DeviceTaintRules in force
+// ([allocator.Snapshot.TaintRules]) and whether the DRADeviceTaints gate is on (off, the allocator
+// ignores taints).
+type blocking struct {
+	rules *taints.Evaluator
+	on    bool
+}
+
+func blockingOf(snap *allocator.Snapshot) blocking {
+	return blocking{rules: snap.TaintRules(), on: snap.Features().DRADeviceTaints}
+}
+
+// blocks reports whether an effective taint of the device (its own, then the rules') with effect
+// NoSchedule or NoExecute keeps a claim without tolerations off it, as the allocator's taint filter
+// decides (taints.Blocking; the mix's shapes carry no tolerations).
+func (b blocking) blocks(d *device) bool {
+	if !b.on {
+		return false
+	}
+	_, blocked := taints.Blocking(b.rules.Taints(d.id.Driver, d.id.Pool, d.api), nil)
+	return blocked
 }
 
 // use is what allocated claims hold of a device.
@@ -87,10 +115,11 @@ func addResults(u map[allocator.DeviceID]*use, results []resourceapi.DeviceReque
 func (inv *Inventory) current(snap *allocator.Snapshot, name string, node *v1.Node, requested map[v1.ResourceName]int64) *nodeState {
 	ni := inv.info[name]
 	limited, cpu, mem := freeOf(node, requested, nil)
+	blk := blockingOf(snap)
 	inv.mu.Lock()
 	prev := inv.states[name]
 	inv.mu.Unlock()
-	if prev != nil && stampsHold(snap, ni, prev.stamps) {
+	if prev != nil && prev.blocking == blk && stampsHold(snap, ni, prev.stamps) {
 		if prev.limited == limited && prev.cpu == cpu && prev.mem == mem {
 			return prev
 		}
@@ -105,7 +134,7 @@ func (inv *Inventory) current(snap *allocator.Snapshot, name string, node *v1.No
 		for i, p := range ni.pools {
 			stamps[i] = snap.PoolUse(p)
 		}
-		st := inv.read(name, func(id allocator.DeviceID) *use { return snapshotUse(snap, id) }, nil)
+		st := inv.read(name, func(id allocator.DeviceID) *use { return snapshotUse(snap, id) }, nil, blk)
 		st.stamps = stamps
 		st.limited, st.cpu, st.mem = limited, cpu, mem
 		st.key = keyOf(ni, st)
@@ -161,9 +190,9 @@ func (inv *Inventory) after(snap *allocator.Snapshot, name string, st *nodeState
 	ni := inv.info[name]
 	var out *nodeState
 	if ni.counters {
-		out = inv.read(name, func(id allocator.DeviceID) *use { return snapshotUse(snap, id) }, extra)
+		out = inv.read(name, func(id allocator.DeviceID) *use { return snapshotUse(snap, id) }, extra, st.blocking)
 	} else {
-		out = &nodeState{devs: append([]devState(nil), st.devs...), units: append([]float64(nil), st.units...)}
+		out = &nodeState{devs: append([]devState(nil), st.devs...), units: append([]float64(nil), st.units...), blocking: st.blocking}
 		for id, u := range extra {
 			i, ok := ni.index[id]
 			if !ok {
@@ -173,7 +202,7 @@ func (inv *Inventory) after(snap *allocator.Snapshot, name string, st *nodeState
 			ds.held = true
 			ds.whole = ds.whole || u.whole
 			if !ds.dev.shared {
-				out.units[ds.unit] = 0
+				out.units[ds.unit] = 0 // held now, and so not free whatever it was
 				continue
 			}
 			left := make(map[resourceapi.QualifiedName]resource.Quantity, len(ds.left))
@@ -193,10 +222,11 @@ func (inv *Inventory) after(snap *allocator.Snapshot, name string, st *nodeState
 	return out
 }
 
-// sharedFree is free(d) of a shared device: the free fraction of its unit capacity, 0 when held whole.
+// sharedFree is free(d) of a shared device: the free fraction of its unit capacity, 0 when held whole
+// or tainted.
 func sharedFree(ds *devState) float64 {
 	c, l := ds.dev.cap[ds.dev.unit], ds.left[ds.dev.unit]
-	if ds.whole || c.Sign() <= 0 || l.Sign() <= 0 {
+	if ds.whole || ds.blocked || c.Sign() <= 0 || l.Sign() <= 0 {
 		return 0
 	}
 	return l.AsApproximateFloat64() / c.AsApproximateFloat64()
@@ -211,7 +241,7 @@ func keyOf(ni *nodeInfo, st *nodeState) string {
 	b = strconv.AppendInt(b, int64(ni.kind), 36)
 	for i := range st.devs {
 		ds := &st.devs[i]
-		b = append(b, '|', flag(ds.held), flag(ds.whole), flag(ds.fits))
+		b = append(b, '|', flag(ds.held), flag(ds.whole), flag(ds.fits), flag(ds.blocked))
 		for _, k := range ds.dev.capNames {
 			l := ds.left[k]
 			v, ok := l.AsInt64()
@@ -245,16 +275,17 @@ func flag(b bool) byte {
 }
 
 // read builds the free state of the node's devices from what use says claims hold of each, with extra
-// results (a placement considered) added.
-func (inv *Inventory) read(node string, usage func(allocator.DeviceID) *use, extra map[allocator.DeviceID]*use) *nodeState {
+// results (a placement considered) added, and the taints that keep claims off them.
+func (inv *Inventory) read(node string, usage func(allocator.DeviceID) *use, extra map[allocator.DeviceID]*use, blk blocking) *nodeState {
 	devs := inv.devices[node]
-	st := &nodeState{devs: make([]devState, len(devs))}
+	st := &nodeState{devs: make([]devState, len(devs)), blocking: blk}
 	setUnit := map[setKey]int{}
 	setLeft := map[setKey]map[string]resource.Quantity{}
 	for i := range devs {
 		d := &devs[i]
 		ds := &st.devs[i]
 		ds.dev = d
+		ds.blocked = blk.blocks(d)
 		us := []*use{usage(d.id), extra[d.id]}
 		for _, u := range us {
 			if u != nil && u.held {
@@ -284,7 +315,7 @@ func (inv *Inventory) read(node string, usage func(allocator.DeviceID) *use, ext
 		ds.unit = len(st.units)
 		if !d.shared {
 			st.units = append(st.units, 0)
-			if !ds.held {
+			if !ds.held && !ds.blocked {
 				st.units[ds.unit] = 1
 			}
 			continue
@@ -321,12 +352,14 @@ func (inv *Inventory) read(node string, usage func(allocator.DeviceID) *use, ext
 			}
 		}
 	}
-	for k, u := range setUnit {
-		st.units[u] = setFree(inv.sets[k], setLeft[k])
-	}
+	// A counter is free only where a device that could be given now draws on it: a partition nobody
+	// holds, without a taint that keeps claims off it, whose counters are all left. What no such
+	// device reaches (every partition on it tainted, or each one held in part) the allocator gives to
+	// no claim, as it gives no tainted device.
+	reach := map[setKey]map[string]bool{}
 	for i := range st.devs {
 		ds := &st.devs[i]
-		if len(ds.dev.consumes) == 0 || ds.held {
+		if len(ds.dev.consumes) == 0 || ds.held || ds.blocked {
 			continue
 		}
 		ds.fits = true
@@ -338,23 +371,40 @@ func (inv *Inventory) read(node string, usage func(allocator.DeviceID) *use, ext
 				}
 			}
 		}
+		if !ds.fits {
+			continue
+		}
+		for _, cc := range ds.dev.consumes {
+			k := setKey{ds.dev.id.Driver, ds.dev.id.Pool, cc.CounterSet}
+			if reach[k] == nil {
+				reach[k] = map[string]bool{}
+			}
+			for name := range cc.Counters {
+				reach[k][name] = true
+			}
+		}
+	}
+	for k, u := range setUnit {
+		st.units[u] = setFree(inv.sets[k], setLeft[k], reach[k])
 	}
 	return st
 }
 
 // setFree is the free share of a counter set's memory slices (counters memory-slice-<i>), or of its
-// counter "memory" when it has no slices.
-func setFree(set resourceapi.CounterSet, left map[string]resource.Quantity) float64 {
+// counter "memory" when it has no slices: what is left of each, counted only where reach says a device
+// that could be given now draws on it.
+func setFree(set resourceapi.CounterSet, left map[string]resource.Quantity, reach map[string]bool) float64 {
 	var total, free float64
 	for name, c := range set.Counters {
 		if strings.HasPrefix(name, "memory-slice-") {
 			total += c.Value.AsApproximateFloat64()
-			l := left[name]
-			free += max(0, l.AsApproximateFloat64())
+			if l := left[name]; reach[name] {
+				free += max(0, l.AsApproximateFloat64())
+			}
 		}
 	}
 	if total == 0 {
-		if c, ok := set.Counters["memory"]; ok && c.Value.Sign() > 0 {
+		if c, ok := set.Counters["memory"]; ok && c.Value.Sign() > 0 && reach["memory"] {
 			l := left["memory"]
 			return max(0, l.AsApproximateFloat64()) / c.Value.AsApproximateFloat64()
 		}

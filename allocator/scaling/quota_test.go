@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dralloc/dralloc/allocator"
@@ -149,5 +150,33 @@ func TestChargesRefusesOnlyTheInvalidPod(t *testing.T) {
 	}
 	if r := q.Refused[1]; r.Pod != "pending[2]" || !errors.Is(r.Err, allocator.ErrInvalidInput) || r.Err.Error() != "pending[2]: nil object" {
 		t.Errorf("refused[1] = %s: %v, want pending[2]: nil object", r.Pod, r.Err)
+	}
+}
+
+// TestChargesRefusesAPodPastTheClaimLimit: 20 GPUs through nvidia.com/gpu and 20 MIG devices through the
+// class's implicit extended resource make one claim of two requests, 40 devices, past the 32 an
+// allocation can hold: no scheduler can allocate it, so it is refused and charges no pending device,
+// while a pod of 20 + 12 (32) is charged in full.
+func TestChargesRefusesAPodPastTheClaimLimit(t *testing.T) {
+	h := instance(t, profile(t, "dgxh100"), "h100-1")
+	c := newCluster(t, []inventory.Instance{h})
+	inv, err := scaling.NewInventory(h.Slices, nvidiaClasses())
+	must(t, err)
+	two := func(name string, gpus, migs int64) *v1.Pod {
+		p := extPod(name, gpus)
+		m := *resource.NewQuantity(migs, resource.DecimalSI)
+		r := &p.Spec.Containers[0].Resources
+		r.Requests[v1.ResourceName(resourceapi.ResourceDeviceClassPrefix+"mig.nvidia.com")] = m
+		r.Limits[v1.ResourceName(resourceapi.ResourceDeviceClassPrefix+"mig.nvidia.com")] = m
+		return p
+	}
+	q, err := scaling.Charges(c, inv, []*v1.Pod{two("forty", 20, 20), two("thirty-two", 20, 12)})
+	must(t, err)
+	if len(q.Refused) != 1 || q.Refused[0].Pod != "default/forty" ||
+		!strings.Contains(q.Refused[0].Err.Error(), "adding 20 devices exceeds the claim limit of 32, with 20 already accounted for") {
+		t.Fatalf("refused %+v, want default/forty past the claim limit", q.Refused)
+	}
+	if got, want := q.Pending["default"].Devices, map[string]int64{"gpu.nvidia.com": 20, "mig.nvidia.com": 12}; !reflect.DeepEqual(got, want) {
+		t.Errorf("pending %v, want %v (thirty-two alone)", got, want)
 	}
 }

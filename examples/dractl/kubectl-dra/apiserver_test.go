@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
@@ -22,10 +25,13 @@ import (
 	"github.com/dralloc/dralloc/examples/dractl/internal/cli"
 )
 
-// TestRealAPIServer: the objects of testdata/top created in a real kube-apiserver (claims with
+// TestRealAPIServer: the objects of a test cluster created in a real kube-apiserver (claims with
 // their allocations written to status), read with kubectl dra through a kubeconfig, give the output
-// the file gives. It runs only when scripts/kube-apiserver has built the binary already (building
-// it takes many minutes; fuzz/upstream's tests and CI do), and etcd is installed.
+// the file gives, for every command: testdata/top (shared devices, counters, a DeviceTaintRule) and
+// testdata/free (a republished pool, an incomplete pool, a tainted GPU, and pending pods, so that
+// capacity's FREE, F(M) and STRANDED are compared). It runs only when scripts/kube-apiserver has
+// built the binary already (building it takes many minutes; fuzz/upstream's tests and CI do), and
+// etcd is installed.
 func TestRealAPIServer(t *testing.T) {
 	if testing.Short() || os.Getenv("DRALLOC_APISERVER") == "skip" {
 		t.Skip("short, or DRALLOC_APISERVER=skip")
@@ -48,13 +54,61 @@ func TestRealAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Run("top", func(t *testing.T) { sameLive(t, script, filepath.Join(testdata, "top", "cluster.yaml")) })
+	t.Run("free", func(t *testing.T) {
+		kubeconfig := sameLive(t, script, filepath.Join(testdata, "free", "cluster.yaml"))
+		// The figures themselves, read live, as testdata/free/cluster.yaml works them out: the tainted
+		// GPU, the incomplete pool and the older generation are not free (3 GPUs, not 8); for train
+		// alone node-c's free GPU, which train cannot use, is stranded.
+		for _, tc := range []struct {
+			mix  []string
+			want string
+		}{
+			{nil, "free 3 F 0.5 stranded 0; node-a 2/0/0; node-c 1/0.5/0"},
+			{[]string{"--mix", "default/train=1"}, "free 3 F 1 stranded 1; node-a 2/0/0; node-c 1/1/1"},
+		} {
+			var out, errOut bytes.Buffer
+			args := append([]string{"capacity", "-o", "json", "-A", "--kubeconfig", kubeconfig}, tc.mix...)
+			if code := options().Run(args, strings.NewReader(""), &out, &errOut); code != cli.ExitOK {
+				t.Fatalf("%v: status %d, stderr %s", args, code, errOut.String())
+			}
+			var rep struct {
+				Fragmentation struct {
+					Free, F, Stranded float64
+					Nodes             []struct {
+						Node              string
+						Free, F, Stranded float64
+					}
+				}
+			}
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			fr := rep.Fragmentation
+			got := fmt.Sprintf("free %g F %g stranded %g", fr.Free, fr.F, fr.Stranded)
+			for _, n := range fr.Nodes {
+				got += fmt.Sprintf("; %s %g/%g/%g", n.Node, n.Free, n.F, n.Stranded)
+			}
+			if got != tc.want {
+				t.Errorf("%v: got %s, want %s", tc.mix, got, tc.want)
+			}
+		}
+	})
+}
+
+// sameLive creates the objects of file in a kube-apiserver of its own and compares the output of
+// every command, read live, with the output of the file. It returns the server's kubeconfig; the
+// server runs until t ends.
+func sameLive(t *testing.T, script, file string) string {
 	dir := t.TempDir()
 	start := func(args ...string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, script, args...)
 		// The script stops the servers once this test binary exits, even if it crashes.
-		cmd.Env = append(os.Environ(), "DRALLOC_APISERVER_OWNER="+strconv.Itoa(os.Getpid()))
+		// No kubelet lifts the not-ready taint TaintNodesByCondition puts on every new Node, which
+		// the file's Nodes do not have.
+		cmd.Env = append(os.Environ(), "DRALLOC_APISERVER_OWNER="+strconv.Itoa(os.Getpid()), "DRALLOC_APISERVER_DISABLE_ADMISSION=TaintNodesByCondition")
 		cmd.WaitDelay = 10 * time.Second
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%s %v: %v\n%s", script, args, err, out)
@@ -72,7 +126,6 @@ func TestRealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	file := filepath.Join(testdata, "top", "cluster.yaml")
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -82,12 +135,40 @@ func TestRealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team-b"}}}
-	if _, err := client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+	// Each namespace the objects are in, with the ServiceAccount "default" that the ServiceAccount
+	// admission plugin gives every pod (its controller does not run here). kube-apiserver makes
+	// namespace default itself.
+	namespaces := map[string]bool{}
+	for _, item := range list.Items {
+		ns := (&unstructured.Unstructured{Object: item}).GetNamespace()
+		if ns == "" || namespaces[ns] {
+			continue
+		}
+		namespaces[ns] = true
+		if ns != "default" {
+			obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
+			if _, err := client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sa := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default"}}}
+		if _, err := client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}).Namespace(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The file given to dractl is the objects with the UIDs the server gave them, as kubectl get
+	// writes them: a pod's UID is in what place writes (the owner of the claims it makes).
+	for _, item := range list.Items {
+		obj := &unstructured.Unstructured{Object: item}
+		obj.SetUID(create(t, client, obj))
+	}
+	data, err = yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": list.Items})
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, item := range list.Items {
-		create(t, client, &unstructured.Unstructured{Object: item})
+	file = filepath.Join(dir, filepath.Base(file))
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
 	}
 
 	for _, cmd := range commands {
@@ -104,10 +185,12 @@ func TestRealAPIServer(t *testing.T) {
 			}
 		}
 	}
+	return kubeconfigPath
 }
 
-// create creates obj in the first version of its kind the server serves, and writes its status.
-func create(t *testing.T, client dynamic.Interface, obj *unstructured.Unstructured) {
+// create creates obj in the first version of its kind the server serves, writes its status, and
+// returns the UID the server gave it.
+func create(t *testing.T, client dynamic.Interface, obj *unstructured.Unstructured) types.UID {
 	t.Helper()
 	ctx := context.Background()
 	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
@@ -142,7 +225,8 @@ func create(t *testing.T, client dynamic.Interface, obj *unstructured.Unstructur
 				t.Fatalf("status of %s %s/%s: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
 			}
 		}
-		return
+		return created.GetUID()
 	}
 	t.Fatalf("%s: no version served", k.resource)
+	return ""
 }

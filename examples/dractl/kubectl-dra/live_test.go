@@ -148,7 +148,7 @@ var commands = [][]string{
 // TestSameAsFile: the objects of a cluster, read live, give byte for byte the output that the same
 // objects give as kubectl get -A -o yaml writes them, for every command and output format.
 func TestSameAsFile(t *testing.T) {
-	for _, dir := range []string{"reasons", "gang", "demo", "top", "capacity"} {
+	for _, dir := range []string{"reasons", "gang", "demo", "top", "capacity", "free"} {
 		client, file := cluster(t, load(t, filepath.Join(testdata, dir)))
 		path := filepath.Join(t.TempDir(), "cluster.yaml")
 		if err := os.WriteFile(path, file, 0o600); err != nil {

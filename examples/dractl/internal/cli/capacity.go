@@ -26,15 +26,23 @@ var capacityCommand = &command{
 For each pod shape (the pod --pod names, any pod of the input used as a template, or else every
 pending pod) the copies of it that still fit are counted one after another, each placed as the
 scheduler's filters and the allocator would place it next to the copies before it, filling the
-nodes by name: how many fit, on which nodes, and, when the next one fits nowhere, the nodes grouped
+nodes by name (FirstFit; copies that share a claim go where FirstFit places them): how many fit, on which nodes, and, when the next one fits nowhere, the nodes grouped
 by why (--explain: by which request and which claims hold the devices). Each shape is counted on
 the cluster as it stands, not after the others. Counting stops at --max copies.
 
 Fragmentation is FGD's measure (Weng et al., USENIX ATC '23) of the devices of the nodes'
 ResourceSlices for a workload mix made of the pending pods that ask for devices, each with the same
-weight, or with the weights --mix gives (pods named there, weights normalised to sum to 1): FREE is
-the free devices (a shared device counts the free fraction of its capacity), F(M) the free capacity
-the mix's pods on average cannot use, STRANDED the free capacity no pod of the mix can use.
+weight, or with the weights --mix gives (pods named there, weights normalised to sum to 1), in
+devices:
+  FREE      the devices a claim could be given now, as top counts them free: no claim holds
+            them, no NoSchedule or NoExecute taint keeps claims off them, and their pool is
+            complete, counted in its newest generation only (a device that allows multiple
+            allocations counts the free fraction of its capacity; a GPU cut into partitions
+            the share of its counters left that a partition that could be given now draws on)
+  F(M)      the part of FREE the mix's pods cannot use, weighed by their weights: on a node
+            where a pod cannot run, all of the node's FREE; where it can, the devices it cannot use
+  STRANDED  the part of FREE that no pod of the mix that can run on its node can use
+so that STRANDED <= F(M) <= FREE.
 
 Exit status 0 when at least one more copy of every shape fits, 1 when one fits nowhere.
 

@@ -10,6 +10,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/celenv"
 	"github.com/dralloc/dralloc/taints"
 )
@@ -21,7 +22,10 @@ var inventoryCommand = &command{
 
 A device is used when an allocated ResourceClaim has it; the pods are those the claim is reserved
 for. Taints are the device's own and those DeviceTaintRules put on it. Classes are the
-DeviceClasses whose selectors accept the device.
+DeviceClasses whose selectors accept the device. Pools are read as the allocator reads them: only
+the slices of a pool's newest generation are listed (a driver republishing its pool leaves the
+older ones until it deletes them), and no device of a pool whose newest generation is incomplete
+(fewer slices published than spec.pool.resourceSliceCount says) is free.
 
 Examples:
   kubectl get nodes,resourceslices,deviceclasses,resourceclaims,devicetaintrules -A -o yaml | dractl inventory -f -
@@ -44,9 +48,12 @@ type nodeInventory struct {
 }
 
 type poolInventory struct {
-	Driver  string            `json:"driver"`
-	Pool    string            `json:"pool"`
-	Devices []deviceInventory `json:"devices"`
+	Driver string `json:"driver"`
+	Pool   string `json:"pool"`
+	// Incomplete says how many of the slices of the pool's newest generation are published when not
+	// all are: the allocator gives none of its devices then.
+	Incomplete string            `json:"incomplete,omitempty"`
+	Devices    []deviceInventory `json:"devices"`
 }
 
 type deviceInventory struct {
@@ -61,6 +68,9 @@ type deviceInventory struct {
 	Blocked string `json:"blocked,omitempty"`
 
 	device *resourceapi.Device // the device as its slice publishes it, for top
+	// taintBlocks: one of the taints keeps claims that do not tolerate it off the device (as the
+	// allocator's taint filter: with DRADeviceTaints on, an effect NoSchedule or NoExecute).
+	taintBlocks bool
 }
 
 type deviceUse struct {
@@ -72,7 +82,7 @@ type classSummary struct {
 	Class   string `json:"class"`
 	Devices int    `json:"devices"`
 	// Free are the devices that can be allocated now: no claim has them, no NoSchedule or NoExecute
-	// taint keeps claims off them, and their shared counters allow them.
+	// taint keeps claims off them, their pool is complete, and their shared counters allow them.
 	Free    int `json:"free"`
 	Used    int `json:"used"`
 	Tainted int `json:"tainted"`
@@ -90,17 +100,34 @@ func runInventory(e *env, _ any) (int, error) {
 	return exitOK, nil
 }
 
-// inventory is the inventory of the input's devices, with what is left of every shared counter.
+// inventory is the inventory of the input's devices, with what is left of every shared counter. It
+// reads the devices as the allocator gives them, through the snapshot: each pool's newest generation
+// ([allocator.Snapshot.PoolStatus], which also says whether the pool is complete) and the effective
+// taints of the DeviceTaintRules in force ([allocator.Snapshot.TaintRules]), which keep claims off a
+// device only while DRADeviceTaints is on; so that a device is free here exactly when headroom counts
+// it free.
 func (e *env) inventory() (inventoryReport, map[counterKey]*counterLeft, error) {
 	ctx := context.Background()
 	objs := e.cluster.objs
+	snap := e.cluster.snap
 	cel, err := celenv.NewEnv(celenv.Options{})
 	if err != nil {
 		return inventoryReport{}, nil, err
 	}
-	ev, err := taints.NewEvaluator(objs.TaintRules)
-	if err != nil {
-		return inventoryReport{}, nil, err
+	ev := snap.TaintRules()
+	taintsOn := snap.Features().DRADeviceTaints
+	pools := map[allocator.PoolID]allocator.PoolStatus{}
+	var current []*resourceapi.ResourceSlice // the slices the allocator reads devices from, or would once complete
+	for _, s := range objs.Slices {
+		id := allocator.PoolID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name}
+		p, ok := pools[id]
+		if !ok {
+			p, _ = snap.PoolStatus(id)
+			pools[id] = p
+		}
+		if s.Spec.Pool.Generation == p.Generation {
+			current = append(current, s)
+		}
 	}
 	classSels := map[string][]*celenv.Selector{}
 	for _, cl := range objs.Classes {
@@ -131,14 +158,15 @@ func (e *env) inventory() (inventoryReport, map[counterKey]*counterLeft, error) 
 		}
 	}
 
-	left := countersLeft(objs.Slices, uses)
+	left := countersLeft(current, uses)
 
 	byNode := map[string]map[string]*poolInventory{}
 	summaries := map[string]*classSummary{}
 	for _, cl := range objs.Classes {
 		summaries[cl.Name] = &classSummary{Class: cl.Name}
 	}
-	for _, s := range objs.Slices {
+	for _, s := range current {
+		status := pools[allocator.PoolID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name}]
 		node := sliceReach(s)
 		if byNode[node] == nil {
 			byNode[node] = map[string]*poolInventory{}
@@ -147,6 +175,9 @@ func (e *env) inventory() (inventoryReport, map[counterKey]*counterLeft, error) 
 		pool := byNode[node][key]
 		if pool == nil {
 			pool = &poolInventory{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name}
+			if !status.Complete() {
+				pool.Incomplete = fmt.Sprintf("%d of %d ResourceSlices of generation %d published", status.Slices, status.ResourceSliceCount, status.Generation)
+			}
 			byNode[node][key] = pool
 		}
 		for i := range s.Spec.Devices {
@@ -158,6 +189,8 @@ func (e *env) inventory() (inventoryReport, map[counterKey]*counterLeft, error) 
 				di.Taints = append(di.Taints, formatTaint(t))
 			}
 			_, taintBlocks := taints.Blocking(effective, nil)
+			taintBlocks = taintBlocks && taintsOn
+			di.taintBlocks = taintBlocks
 			if names := ev.RuleNames(id); len(names) > 0 {
 				di.TaintRules = names
 			}
@@ -181,7 +214,7 @@ func (e *env) inventory() (inventoryReport, map[counterKey]*counterLeft, error) 
 				sum.Devices++
 				if len(di.UsedBy) > 0 {
 					sum.Used++
-				} else if di.Blocked == "" && !taintBlocks {
+				} else if di.Blocked == "" && !taintBlocks && status.Complete() {
 					sum.Free++
 				}
 				if len(di.Taints) > 0 {
@@ -213,10 +246,14 @@ func (e *env) printInventory(rep inventoryReport) {
 	for _, n := range rep.Nodes {
 		fmt.Fprintf(w, "%s\n", n.Node)
 		for _, p := range n.Pools {
-			fmt.Fprintf(w, "  driver %s, pool %s\n", p.Driver, p.Pool)
+			incomplete := ""
+			if p.Incomplete != "" {
+				incomplete = ", " + e.warn("incomplete: "+p.Incomplete)
+			}
+			fmt.Fprintf(w, "  driver %s, pool %s%s\n", p.Driver, p.Pool, incomplete)
 			for _, d := range p.Devices {
 				state := e.good("free")
-				if d.Blocked != "" || blocksAny(d.Taints) {
+				if d.Blocked != "" || d.taintBlocks || p.Incomplete != "" {
 					state = "not in use"
 				}
 				if len(d.UsedBy) > 0 {
@@ -271,16 +308,6 @@ func sliceReach(s *resourceapi.ResourceSlice) string {
 		return "nodes selected by ResourceSlice " + s.Name
 	}
 	return "nodes of ResourceSlice " + s.Name
-}
-
-// blocksAny reports whether one of the formatted taints has an effect that keeps new claims off.
-func blocksAny(formatted []string) bool {
-	for _, t := range formatted {
-		if strings.HasSuffix(t, ":"+string(resourceapi.DeviceTaintEffectNoSchedule)) || strings.HasSuffix(t, ":"+string(resourceapi.DeviceTaintEffectNoExecute)) {
-			return true
-		}
-	}
-	return false
 }
 
 func formatTaint(t resourceapi.DeviceTaint) string {

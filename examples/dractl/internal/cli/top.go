@@ -28,9 +28,13 @@ and pool (the same counts, the devices claims share, and what is left of each sh
 LEFT/TOTAL), and per device (its state, the claims that have it, and what is left of the
 consumable capacity of a device that several claims may share).
 
-A device is free when no claim has it, no NoSchedule or NoExecute taint keeps claims off it and
-its shared counters allow it; "shared" is a device that allows multiple allocations and that
-claims have; "blocked" one whose shared counters other devices of its pool took.
+A device is free when the allocator could give it to a claim now: no claim has it, no NoSchedule
+or NoExecute taint keeps claims off it, its pool is complete and its shared counters allow it, as
+capacity counts it FREE. "shared" is a device that allows multiple allocations and that claims
+have; "incomplete" one of a pool that has not published all the slices of its newest generation
+yet; "blocked" one whose shared counters other devices of its pool took. Only the newest
+generation of a pool is shown: a driver republishing its pool leaves the older slices until it
+deletes them, and the allocator reads none of them.
 
 Examples:
   kubectl get nodes,resourceslices,deviceclasses,resourceclaims,devicetaintrules -A -o yaml | dractl top -f -
@@ -73,7 +77,8 @@ type deviceTop struct {
 	Driver string `json:"driver"`
 	Pool   string `json:"pool"`
 	Device string `json:"device"`
-	// State is free, used, shared, tainted or blocked; a used device that is tainted is "used,tainted".
+	// State is free, used, shared, tainted, incomplete or blocked; a used device that is tainted is
+	// "used,tainted".
 	State  string   `json:"state"`
 	Claims []string `json:"claims,omitempty"`
 	// Capacity is what is left of the capacity of a device that allows multiple allocations, once
@@ -102,7 +107,6 @@ func runTop(e *env, _ any) (int, error) {
 					dt.Claims = append(dt.Claims, u.Claim)
 				}
 				multi := d.device.AllowMultipleAllocations != nil && *d.device.AllowMultipleAllocations
-				taintBlocks := blocksAny(d.Taints)
 				switch {
 				case len(d.UsedBy) > 0 && multi:
 					dt.State = "shared"
@@ -111,8 +115,10 @@ func runTop(e *env, _ any) (int, error) {
 				case len(d.UsedBy) > 0:
 					dt.State = "used"
 					pt.Used++
-				case taintBlocks:
+				case d.taintBlocks:
 					dt.State = "tainted"
+				case p.Incomplete != "":
+					dt.State = "incomplete"
 				case d.Blocked != "":
 					dt.State = "blocked"
 				default:

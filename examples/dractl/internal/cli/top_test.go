@@ -76,7 +76,7 @@ func TestTopJSON(t *testing.T) {
 
 // TestTopAgreesWithInventory: the class counts of top are inventory's.
 func TestTopAgreesWithInventory(t *testing.T) {
-	for _, dir := range []string{"testdata/top", reasons, demo} {
+	for _, dir := range []string{"testdata/top", "testdata/free", reasons, demo} {
 		_, top, _ := dractl(t, "", "top", "-f", dir, "-o", "json")
 		_, inv, _ := dractl(t, "", "inventory", "-f", dir, "-o", "json")
 		var a, b struct{ Classes json.RawMessage }
