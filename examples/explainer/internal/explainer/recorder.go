@@ -22,6 +22,9 @@ const (
 	ConditionType v1.PodConditionType = "dralloc.dev/DRAUnschedulable"
 	// Component is the Events' source.component and reportingComponent.
 	Component = "dralloc-explainer"
+	// BlockersAnnotation is the annotation of an Event that holds the explanation's [Result.Blockers],
+	// so that a new leader tells a changed set of blockers from the same one.
+	BlockersAnnotation = "dralloc.dev/blockers"
 )
 
 // RecorderOptions configure a [Recorder].
@@ -39,8 +42,8 @@ type RecorderOptions struct {
 }
 
 // Recorder writes explanations onto pods: an Event of type Warning and reason DRAUnschedulable,
-// only when the message differs from the last one written for the pod, and at most once per
-// MinInterval per pod. It remembers the last message per pod UID; a Recorder that has not seen a pod
+// only when the message or the set of blockers ([Result.Blockers]) differs from the last one written
+// for the pod, and at most once per MinInterval per pod. It remembers the last message per pod UID; a Recorder that has not seen a pod
 // (a new leader after a failover) first reads the pod's Events, so that it does not repeat the last
 // one. Safe for concurrent use.
 type Recorder struct {
@@ -61,8 +64,8 @@ type podID struct {
 func idOf(p *v1.Pod) podID { return podID{p.Namespace, p.Name, p.UID} }
 
 type written struct {
-	message string
-	at      time.Time
+	message, blockers string
+	at                time.Time
 }
 
 // Outcome is what Record did.
@@ -112,7 +115,9 @@ func (r *Recorder) Record(ctx context.Context, pod *v1.Pod, res Result) (out Out
 		}
 	}
 	now := r.opts.Clock.Now()
-	if known && prev.message == res.Message {
+	// The message names the first blocker and how many others: another claim taking a device in place of
+	// one that let go leaves it as it was, yet the pod now waits for someone else.
+	if known && prev.message == res.Message && prev.blockers == res.Blockers {
 		r.remember(idOf(pod), prev)
 		return Unchanged, 0, nil
 	}
@@ -122,10 +127,10 @@ func (r *Recorder) Record(ctx context.Context, pod *v1.Pod, res Result) (out Out
 			return Deferred, wait, nil
 		}
 	}
-	if err := r.writeEvent(ctx, pod, res.Message, now); err != nil {
+	if err := r.writeEvent(ctx, pod, res, now); err != nil {
 		return 0, 0, err
 	}
-	r.remember(idOf(pod), written{message: res.Message, at: now})
+	r.remember(idOf(pod), written{message: res.Message, blockers: res.Blockers, at: now})
 	if r.opts.Condition {
 		if err := r.writeCondition(ctx, pod, res, now); err != nil {
 			return Written, 0, err
@@ -168,14 +173,15 @@ func (r *Recorder) lastEvent(ctx context.Context, pod *v1.Pod) (written, bool, e
 			at = ev.EventTime.Time
 		}
 		if !found || at.After(out.at) {
-			out, found = written{message: ev.Message, at: at}, true
+			out, found = written{message: ev.Message, blockers: ev.Annotations[BlockersAnnotation], at: at}, true
 		}
 	}
 	return out, found, nil
 }
 
-func (r *Recorder) writeEvent(ctx context.Context, pod *v1.Pod, msg string, now time.Time) error {
+func (r *Recorder) writeEvent(ctx context.Context, pod *v1.Pod, res Result, now time.Time) error {
 	t := metav1.NewTime(now)
+	msg := res.Message
 	ev := &v1.Event{
 		// As client-go's recorder names events: the object's name and the time in hex.
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", pod.Name, now.UnixNano()), Namespace: pod.Namespace},
@@ -192,6 +198,9 @@ func (r *Recorder) writeEvent(ctx context.Context, pod *v1.Pod, msg string, now 
 		Count:               1,
 		ReportingController: Component,
 		ReportingInstance:   r.opts.Instance,
+	}
+	if res.Blockers != "" {
+		ev.Annotations = map[string]string{BlockersAnnotation: res.Blockers}
 	}
 	if _, err := r.client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create event for pod %s/%s: %w", pod.Namespace, pod.Name, err)
