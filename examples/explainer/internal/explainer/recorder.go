@@ -8,10 +8,12 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 )
 
@@ -27,13 +29,28 @@ const (
 	BlockersAnnotation = "dralloc.dev/blockers"
 )
 
+// Reasons of the condition ConditionType when it is False: what ended the pod's wait.
+const (
+	// ConditionReasonScheduled: the pod is bound to a node.
+	ConditionReasonScheduled = "Scheduled"
+	// ConditionReasonFits: dralloc finds a node for the pod (kube-scheduler has not retried yet, or
+	// what keeps it pending is not DRA).
+	ConditionReasonFits = ReasonFits
+	// ConditionReasonTerminating: the pod is being deleted.
+	ConditionReasonTerminating = "Terminating"
+	// ConditionReasonNotUnschedulable: kube-scheduler no longer marks the pod unschedulable, or it no
+	// longer uses DRA.
+	ConditionReasonNotUnschedulable = "NotUnschedulable"
+)
+
 // RecorderOptions configure a [Recorder].
 type RecorderOptions struct {
 	// MinInterval is the least time between two Events on one pod; a changed explanation within it is
 	// written once the interval has passed. 0 means one minute.
 	MinInterval time.Duration
 	// Condition also writes the pod condition ConditionType (status True, the dominant reason and the
-	// message) through the pods/status subresource.
+	// message) through the pods/status subresource. The controller sets it False once the pod is
+	// bound, fits, is being deleted or is no longer unschedulable ([Recorder.Resolve]).
 	Condition bool
 	// Instance is the Events' reportingInstance and source.host (the pod name of this replica).
 	Instance string
@@ -119,6 +136,13 @@ func (r *Recorder) Record(ctx context.Context, pod *v1.Pod, res Result) (out Out
 	// one that let go leaves it as it was, yet the pod now waits for someone else.
 	if known && prev.message == res.Message && prev.blockers == res.Blockers {
 		r.remember(idOf(pod), prev)
+		// The Event stands, but the condition may have been set False in between (the pod fit for a
+		// while) or never written (the write failed after the Event's).
+		if r.opts.Condition && !ConditionTrue(pod) {
+			if err := r.writeCondition(ctx, pod, res, now); err != nil {
+				return Unchanged, 0, err
+			}
+		}
 		return Unchanged, 0, nil
 	}
 	if known {
@@ -137,6 +161,63 @@ func (r *Recorder) Record(ctx context.Context, pod *v1.Pod, res Result) (out Out
 		}
 	}
 	return Written, 0, nil
+}
+
+// ConditionTrue reports whether the pod has the condition ConditionType with status True.
+func ConditionTrue(pod *v1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == ConditionType {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Resolve sets the condition ConditionType of the pod False, when it is True, with what ended the wait:
+// ConditionReasonScheduled for a bound pod, ConditionReasonTerminating for one being deleted, else
+// reason (ConditionReasonNotUnschedulable when empty). It reads the pod from the API server, so that it
+// acts on the pod as it is now, and only on the pod with this UID (not a new one of the same name); a
+// pod that is gone has nothing to resolve.
+func (r *Recorder) Resolve(ctx context.Context, namespace, name string, uid types.UID, reason string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := r.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if uid != "" && cur.UID != uid || !ConditionTrue(cur) {
+			return nil
+		}
+		cond := v1.PodCondition{Type: ConditionType, Status: v1.ConditionFalse, LastTransitionTime: metav1.NewTime(r.opts.Clock.Now())}
+		switch {
+		case cur.Spec.NodeName != "":
+			cond.Reason, cond.Message = ConditionReasonScheduled, "bound to node "+cur.Spec.NodeName
+		case cur.DeletionTimestamp != nil:
+			cond.Reason, cond.Message = ConditionReasonTerminating, "the pod is being deleted"
+		case reason == ConditionReasonFits:
+			cond.Reason, cond.Message = reason, "dralloc finds a node for the pod's devices"
+		default:
+			cond.Reason, cond.Message = ConditionReasonNotUnschedulable, "kube-scheduler no longer marks the pod unschedulable for its devices"
+		}
+		for i := range cur.Status.Conditions {
+			if cur.Status.Conditions[i].Type == ConditionType {
+				cur.Status.Conditions[i] = cond
+			}
+		}
+		// An update, not a patch: it carries the resourceVersion read, so a pod changed since (bound,
+		// marked again) is read again rather than overwritten.
+		_, err = r.client.CoreV1().Pods(namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("resolve condition of pod %s/%s: %w", namespace, name, err)
+	}
+	return nil
 }
 
 // Forget drops what the Recorder remembers of a pod (it was scheduled or deleted).
