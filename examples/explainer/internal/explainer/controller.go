@@ -65,6 +65,7 @@ type Controller struct {
 	factory, podFactory informers.SharedInformerFactory
 	podLister           corelisters.PodLister
 	synced              []cache.InformerSynced
+	watched             []*listWatch
 	ready               atomic.Bool
 	changed             atomic.Bool
 	queue               workqueue.TypedRateLimitingInterface[string]
@@ -122,6 +123,14 @@ func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
 		UpdateFunc: func(any, any) { c.changed.Store(true) },
 		DeleteFunc: func(any) { c.changed.Store(true) },
 	}
+	podInf := c.podFactory.Core().V1().Pods()
+	for _, inf := range append(infs, podInf.Informer()) {
+		lw, err := watchInformer(inf)
+		if err != nil {
+			return nil, err
+		}
+		c.watched = append(c.watched, lw)
+	}
 	for _, inf := range infs {
 		reg, err := inf.AddEventHandler(c.feed)
 		if err != nil {
@@ -132,7 +141,6 @@ func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
 		}
 		c.synced = append(c.synced, reg.HasSynced)
 	}
-	podInf := c.podFactory.Core().V1().Pods()
 	c.podLister = podInf.Lister()
 	reg, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.enqueue(obj) },
@@ -171,6 +179,21 @@ func (c *Controller) Metrics() *Metrics { return c.metrics }
 
 // Ready reports whether every informer has listed once.
 func (c *Controller) Ready() bool { return c.ready.Load() }
+
+// Listing is nil while the informers work: every one listed once, and none failed to list or watch
+// since it last synced. It says which failed and why (a Forbidden list when the ServiceAccount's role
+// lacks a resource).
+func (c *Controller) Listing() error {
+	for _, lw := range c.watched {
+		if err := lw.Err(); err != nil {
+			return err
+		}
+	}
+	if !c.ready.Load() {
+		return errors.New("informers have not listed yet")
+	}
+	return nil
+}
 
 // Start starts the informers and waits, until ctx ends, for their first lists.
 func (c *Controller) Start(ctx context.Context) error {

@@ -201,14 +201,17 @@ func (r *Recorder) Resolve(ctx context.Context, namespace, name string, uid type
 		default:
 			cond.Reason, cond.Message = ConditionReasonNotUnschedulable, "kube-scheduler no longer marks the pod unschedulable for its devices"
 		}
-		for i := range cur.Status.Conditions {
-			if cur.Status.Conditions[i].Type == ConditionType {
-				cur.Status.Conditions[i] = cond
-			}
+		// Merged by type, as the condition was written; the resourceVersion read makes the patch
+		// conditional (the API server refuses it with a conflict when the pod changed since, and the
+		// pod is read again), so a pod bound or marked again meanwhile is not overwritten.
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"resourceVersion": cur.ResourceVersion},
+			"status":   map[string]any{"conditions": []v1.PodCondition{cond}},
+		})
+		if err != nil {
+			return err
 		}
-		// An update, not a patch: it carries the resourceVersion read, so a pod changed since (bound,
-		// marked again) is read again rather than overwritten.
-		_, err = r.client.CoreV1().Pods(namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		_, err = r.client.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
