@@ -245,7 +245,7 @@ func (c *Controller) enqueue(obj any) {
 	c.queue.Add(key)
 }
 
-// leaving notes a pod that leaves the informer with the condition True: kube-scheduler bound it (the
+// leaving notes a pod that leaves the informer with the condition: kube-scheduler bound it (the
 // informer lists only pods without a node) or it was deleted. Its condition is resolved when its key is
 // synced, from the pod the API server has then.
 func (c *Controller) leaving(obj any) {
@@ -253,7 +253,7 @@ func (c *Controller) leaving(obj any) {
 		obj = t.Obj
 	}
 	pod, ok := obj.(*v1.Pod)
-	if !ok || pod == nil || !ConditionTrue(pod) {
+	if !ok || pod == nil || !hasCondition(pod) {
 		return
 	}
 	c.mu.Lock()
@@ -281,12 +281,21 @@ func (c *Controller) resolveLeft(ctx context.Context, key string) error {
 	return nil
 }
 
-// resolve sets the pod's condition False when it is True.
+// resolve sets the pod's condition False when it is True (or Scheduled on a bound pod).
 func (c *Controller) resolve(ctx context.Context, pod *v1.Pod, reason string) error {
-	if !ConditionTrue(pod) {
+	if !toResolve(pod) {
 		return nil
 	}
 	return c.recorder.Resolve(ctx, pod.Namespace, pod.Name, pod.UID, reason)
+}
+
+func hasCondition(pod *v1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == ConditionType {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Controller) enqueueAll() {

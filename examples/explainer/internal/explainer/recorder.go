@@ -173,11 +173,24 @@ func ConditionTrue(pod *v1.Pod) bool {
 	return false
 }
 
+// toResolve reports a pod whose condition ConditionType Resolve changes: True, or on a bound pod False
+// for another reason than ConditionReasonScheduled (it fit by dralloc's answer before kube-scheduler
+// bound it).
+func toResolve(pod *v1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == ConditionType {
+			return c.Status == v1.ConditionTrue || pod.Spec.NodeName != "" && c.Reason != ConditionReasonScheduled
+		}
+	}
+	return false
+}
+
 // Resolve sets the condition ConditionType of the pod False, when it is True, with what ended the wait:
 // ConditionReasonScheduled for a bound pod, ConditionReasonTerminating for one being deleted, else
 // reason (ConditionReasonNotUnschedulable when empty). It reads the pod from the API server, so that it
 // acts on the pod as it is now, and only on the pod with this UID (not a new one of the same name); a
-// pod that is gone has nothing to resolve.
+// pod that is gone has nothing to resolve. A bound pod's False condition of another reason becomes
+// ConditionReasonScheduled.
 func (r *Recorder) Resolve(ctx context.Context, namespace, name string, uid types.UID, reason string) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := r.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
@@ -187,7 +200,7 @@ func (r *Recorder) Resolve(ctx context.Context, namespace, name string, uid type
 		if err != nil {
 			return err
 		}
-		if uid != "" && cur.UID != uid || !ConditionTrue(cur) {
+		if uid != "" && cur.UID != uid || !toResolve(cur) {
 			return nil
 		}
 		cond := v1.PodCondition{Type: ConditionType, Status: v1.ConditionFalse, LastTransitionTime: metav1.NewTime(r.opts.Clock.Now())}
