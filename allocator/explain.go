@@ -438,16 +438,28 @@ func (e *Explanation) Headline() string {
 	return "claims do not fit"
 }
 
-// headline is the main reason a short request is short: what its selectors leave, or the largest cause
-// that removed matching devices.
+// headline is the main reason a short request is short: what its selectors leave, that fewer devices
+// match than it needs, or the largest cause that removed matching devices. The claims holding devices
+// count as one cause, named by the first of them and how many others: the devices in use are what the
+// node lacks, whichever claim holds each.
 func (r *RequestExplanation) headline() string {
 	matching := r.Devices
 	var top *Cause
 	var topReason Reason
 	var topStatic *Cause
 	var topStaticReason Reason
+	var held Cause // the holders of matching devices, summed
+	holders := 0
 	for fi := range r.Filters {
 		f := &r.Filters[fi]
+		if f.Reason == ReasonAllocated && len(f.Causes) > 0 {
+			held, holders = f.Causes[0], len(f.Causes)
+			held.Devices = f.Removed
+			if top == nil || held.Devices > top.Devices {
+				top, topReason = &held, f.Reason
+			}
+			continue
+		}
 		for ci := range f.Causes {
 			c := &f.Causes[ci]
 			if static(f.Reason) {
@@ -473,6 +485,12 @@ func (r *RequestExplanation) headline() string {
 		return "the request's selectors matched no device of class " + r.Class
 	case matching == 0:
 		return "no device usable: " + topStatic.phrase(topStaticReason)
+	case !r.All && matching < r.Needs:
+		// The node cannot serve the request even with every device free: what is in use there is not
+		// why it does not fit.
+		return fmt.Sprintf("needs %s, the node has %d matching", plural(r.Needs, "device"), matching)
+	case top != nil && topReason == ReasonAllocated && holders > 1:
+		return fmt.Sprintf("%d of %d matching %s %s and %s", top.Devices, matching, devicesWord(matching), top.phrase(topReason), plural(holders-1, "other"))
 	case top != nil:
 		return fmt.Sprintf("%d of %d matching %s %s", top.Devices, matching, devicesWord(matching), top.phrase(topReason))
 	}

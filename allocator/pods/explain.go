@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dralloc/dralloc/allocator"
@@ -31,6 +32,27 @@ type Explanation struct {
 	// SchedulingGates are the pod's spec.schedulingGates, by name, when the SchedulingGates filter is on:
 	// kube-scheduler does not try such a pod, so no node is explained.
 	SchedulingGates []string `json:"schedulingGates,omitempty"`
+	// TooFew are the requests that no node could serve even with every device free: on each node where
+	// the pod's claims were explained, fewer devices match the request than it needs. When it is not
+	// empty, the pod does not fit even on an empty node.
+	TooFew []RequestShortfall `json:"tooFew,omitempty"`
+	// FitsOnceFreed are the nodes, by name, where the pod would fit once the claims of Holders release
+	// the devices they hold there: what keeps it off them is devices in use, nothing else.
+	FitsOnceFreed []string `json:"fitsOnceFreed,omitempty"`
+	// Holders are the claims ("namespace/name") holding matching devices on the FitsOnceFreed nodes,
+	// sorted.
+	Holders []string `json:"holders,omitempty"`
+}
+
+// RequestShortfall is a request that needs more devices than any node has that match it.
+type RequestShortfall struct {
+	Request allocator.RequestRef `json:"request"`
+	// Needs is how many devices the request needs.
+	Needs int `json:"needs"`
+	// Most is the most devices matching the request on one node, and Node the first node with that
+	// many ("" when no device matches anywhere).
+	Most int    `json:"most"`
+	Node string `json:"node,omitempty"`
 }
 
 // ReasonGroup is nodes that do not fit for the same main reason: the same predicate, or the same kind of
@@ -89,6 +111,7 @@ func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error
 	nodes := snap.Nodes()
 	out := &Explanation{Pod: pod.Namespace + "/" + pod.Name, Nodes: make([]NodeExplanation, len(nodes))}
 	errs := make([]error, len(nodes))
+	claims := make([][]*resourceapi.ResourceClaim, len(nodes))
 	var wg sync.WaitGroup
 	work := make(chan int)
 	for range min(c.opts.Workers, len(nodes)) {
@@ -96,7 +119,7 @@ func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				out.Nodes[i], errs[i] = c.explainNode(ctx, snap, r, nodes[i], extName)
+				out.Nodes[i], claims[i], errs[i] = c.explainNode(ctx, snap, r, nodes[i], extName)
 			}
 		}()
 	}
@@ -145,33 +168,45 @@ func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error
 		}
 		return cmp.Compare(x.Reason, y.Reason)
 	})
+	if len(out.FitsOn) == 0 {
+		out.TooFew = tooFew(out.Nodes)
+		if len(out.TooFew) == 0 {
+			if err := c.fitsOnceFreed(ctx, snap, nodes, claims, out); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return out, nil
 }
 
-func (c *Cluster) explainNode(ctx context.Context, snap *allocator.Snapshot, r *request, node *v1.Node, extName string) (NodeExplanation, error) {
+// explainNode explains the pod on one node; claims are the claims to allocate there, when its
+// predicates let the pod on.
+func (c *Cluster) explainNode(ctx context.Context, snap *allocator.Snapshot, r *request, node *v1.Node, extName string) (NodeExplanation, []*resourceapi.ResourceClaim, error) {
 	ne := NodeExplanation{Node: node.Name}
 	nc, reason, err := c.check(r, node, extName)
 	switch {
 	case err != nil:
-		return ne, err
+		return ne, nil, err
 	case nc == nil:
 		ne.Reason = reason
-		return ne, nil
+		return ne, nil, nil
 	case len(nc.claims) == 0:
 		ne.Fits = true
-		return ne, nil
+		return ne, nil, nil
 	}
 	e, err := snap.Explain(ctx, node, nc.claims)
 	if err != nil {
-		return ne, err
+		return ne, nil, err
 	}
 	ne.Claims, ne.Fits, ne.Reason = e, e.Fits, e.Headline()
-	return ne, nil
+	return ne, nc.claims, nil
 }
 
 // String is the groups in one line, most nodes first: `712 nodes: claim default/train, request "gpus":
 // class gpu-h100 matched no device; 40 nodes: …`, cut to about 1 KiB; "fits on N nodes" when the pod fits
-// somewhere.
+// somewhere. Before the groups it says what the pod would need, when known: that it does not fit even on
+// an empty node ([Explanation.TooFew]), or on which nodes it would fit once which claims release their
+// devices ([Explanation.FitsOnceFreed]).
 func (e *Explanation) String() string {
 	if len(e.SchedulingGates) > 0 {
 		// The SchedulingGates plugin's words.
@@ -184,9 +219,10 @@ func (e *Explanation) String() string {
 		return "no nodes"
 	}
 	var b strings.Builder
+	b.WriteString(e.summary())
 	for i, g := range e.Groups {
 		part := plural(g.Nodes, "node") + ": " + g.Reason
-		if i > 0 {
+		if i > 0 || b.Len() > 0 {
 			part = "; " + part
 		}
 		if b.Len()+len(part) > maxMessage {
@@ -226,12 +262,15 @@ const (
 	nameSlot                     // an object of the node: the first and how many others
 	quantitySlot                 // capacity free or a counter left: the range
 	detailSlot                   // a detail of the node (a pool's message, candidates by value): shown when all agree
+	mostSlot                     // how many devices the node has: "the node has n", or the most of a group's nodes
+	totalSlot                    // the total a count is out of: the number, or "the" when nodes differ (one range, not a range of a range)
 )
 
 type slot struct {
-	kind slotKind
-	n    int
-	s    string
+	kind  slotKind
+	n     int
+	s     string
+	names []string // every name of a nameSlot (s is the first)
 }
 
 func (t *reasonTemplate) lit(s string) {
@@ -247,6 +286,13 @@ func (t *reasonTemplate) add(k slotKind, n int, s string) {
 	}
 	t.slots = append(t.slots, slot{kind: k, n: n, s: s})
 	t.text = append(t.text, "")
+}
+
+// names is a name slot of several of the node's objects (the claims holding its devices): the first
+// and how many others.
+func (t *reasonTemplate) names(names []string) {
+	t.add(nameSlot, 0, names[0])
+	t.slots[len(t.slots)-1].names = names
 }
 
 // key identifies the reason: the text and the kinds of the slots (the noun of a noun slot included).
@@ -291,14 +337,28 @@ func nodeReason(n NodeExplanation) *reasonTemplate {
 	return t
 }
 
-// request is the main reason a short request is short: what its selectors leave, or the largest cause
-// that removed matching devices.
+// request is the main reason a short request is short: what its selectors leave, that fewer devices
+// match than it needs, or the largest cause that removed matching devices, the claims holding devices
+// counting as one cause (as [allocator.Explanation.Headline]).
 func (t *reasonTemplate) request(r *allocator.RequestExplanation) {
 	matching := r.Devices
 	var top, topStatic *allocator.Cause
 	var topReason, topStaticReason allocator.Reason
+	var held allocator.Cause
+	var holders []string
 	for fi := range r.Filters {
 		f := &r.Filters[fi]
+		if f.Reason == allocator.ReasonAllocated && len(f.Causes) > 0 {
+			held = f.Causes[0]
+			held.Devices = f.Removed
+			for _, c := range f.Causes {
+				holders = append(holders, c.Object)
+			}
+			if top == nil || held.Devices > top.Devices {
+				top, topReason = &held, f.Reason
+			}
+			continue
+		}
 		st := staticFilter(f.Reason)
 		for ci := range f.Causes {
 			c := &f.Causes[ci]
@@ -322,15 +382,24 @@ func (t *reasonTemplate) request(r *allocator.RequestExplanation) {
 		t.lit("the request's selectors matched no device of class " + r.Class)
 	case matching == 0 && topStatic != nil:
 		t.lit("no device usable: ")
-		t.cause(topStatic, topStaticReason)
+		t.cause(topStatic, topStaticReason, nil)
+	case !r.All && matching < r.Needs:
+		t.lit("needs ")
+		t.add(countSlot, r.Needs, "")
+		t.lit(" ")
+		t.add(nounSlot, r.Needs, "device")
+		t.lit(", ")
+		// Not a range: what tells nodes too small apart is the most any of them has.
+		t.add(mostSlot, matching, "")
+		t.lit(" matching")
 	case top != nil:
 		t.add(countSlot, top.Devices, "")
 		t.lit(" of ")
-		t.add(countSlot, matching, "")
+		t.add(totalSlot, matching, "")
 		t.lit(" matching ")
 		t.add(nounSlot, matching, "device")
 		t.lit(" ")
-		t.cause(top, topReason)
+		t.cause(top, topReason, holders)
 	default:
 		t.lit("needs ")
 		t.add(countSlot, r.Needs, "")
@@ -355,7 +424,8 @@ func staticFilter(r allocator.Reason) bool {
 
 // cause is what a cause did to its devices. The node's own objects (its pools and slices, the claims
 // holding its devices) are slots; cluster-wide ones (classes, selectors, taint rules) name the reason.
-func (t *reasonTemplate) cause(c *allocator.Cause, r allocator.Reason) {
+// holders are the claims holding devices, for ReasonAllocated.
+func (t *reasonTemplate) cause(c *allocator.Cause, r allocator.Reason, holders []string) {
 	switch r {
 	case allocator.ReasonPoolIncomplete, allocator.ReasonPoolInvalid:
 		t.lit("in ")
@@ -374,7 +444,7 @@ func (t *reasonTemplate) cause(c *allocator.Cause, r allocator.Reason) {
 		t.lit(")")
 	case allocator.ReasonAllocated:
 		t.lit("allocated to ")
-		t.add(nameSlot, 0, c.Object)
+		t.names(holders)
 	case allocator.ReasonCapacity:
 		if c.Available == "" {
 			t.lit("cannot serve capacity " + c.Name + " " + c.Needed)
@@ -495,7 +565,12 @@ func (s *reasonSum) add(t *reasonTemplate) {
 	for i, sl := range t.slots {
 		ss := &s.slots[i]
 		ss.min, ss.max = min(ss.min, sl.n), max(ss.max, sl.n)
-		if ss.kind == nameSlot || ss.kind == quantitySlot || ss.kind == detailSlot {
+		switch {
+		case ss.kind == nameSlot && len(sl.names) > 0:
+			for _, n := range sl.names {
+				ss.names[n] = struct{}{}
+			}
+		case ss.kind == nameSlot || ss.kind == quantitySlot || ss.kind == detailSlot:
 			ss.names[sl.s] = struct{}{}
 		}
 		if ss.kind == quantitySlot && ss.parsed {
@@ -526,6 +601,14 @@ func (s *reasonSum) String() string {
 			b.WriteString(strconv.Itoa(ss.min))
 		case ss.kind == countSlot:
 			fmt.Fprintf(&b, "%d–%d", ss.min, ss.max)
+		case ss.kind == totalSlot && ss.min == ss.max:
+			b.WriteString(strconv.Itoa(ss.min))
+		case ss.kind == totalSlot:
+			b.WriteString("the")
+		case ss.kind == mostSlot && ss.min == ss.max:
+			b.WriteString("the node has " + strconv.Itoa(ss.max))
+		case ss.kind == mostSlot:
+			b.WriteString("the nodes have at most " + strconv.Itoa(ss.max))
 		case ss.kind == nounSlot && ss.min == 1 && ss.max == 1:
 			b.WriteString(ss.noun)
 		case ss.kind == nounSlot:

@@ -71,7 +71,13 @@ func TestExplainGroupsByReasonNotByCounts(t *testing.T) {
 	if got, want := e.Nodes[9].Reason, `claim default/big, request "gpu": 2 of 8 matching devices allocated to ResourceClaim default/holder-009`; got != want {
 		t.Errorf("n-009: %q, want %q", got, want)
 	}
-	if msg := e.String(); strings.Contains(msg, "more") || !strings.HasPrefix(msg, "200 nodes: ") {
+	// Each n-i node has 8 GPUs and the pod needs 8: it fits on every one of them once its holder lets go.
+	if len(e.FitsOnceFreed) != n || len(e.Holders) != n || len(e.TooFew) != 0 {
+		t.Errorf("fits once freed on %d nodes, %d holders, too few %v", len(e.FitsOnceFreed), len(e.Holders), e.TooFew)
+	}
+	wantMsg := "would fit on 200 nodes (n-000, n-001, n-002 and 197 more) once claims default/holder-000, default/holder-001, " +
+		"default/holder-002 and 197 others release their devices; 200 nodes: "
+	if msg := e.String(); !strings.HasPrefix(msg, wantMsg) || strings.Contains(msg, "nodes more") {
 		t.Errorf("message %q", msg)
 	}
 }

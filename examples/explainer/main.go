@@ -28,7 +28,7 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file; empty means in-cluster configuration")
 	listen := flag.String("listen", ":8080", "address of /metrics, /healthz and /readyz")
 	leaderElect := flag.Bool("leader-elect", true, "hold a Lease before explaining, for several replicas")
-	leaseNS := flag.String("lease-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the Lease; empty means default")
+	leaseNS := flag.String("lease-namespace", "", "namespace of the Lease; empty means the pod's own (POD_NAMESPACE, or its ServiceAccount's namespace); required out of cluster with --leader-elect")
 	leaseName := flag.String("lease-name", "dralloc-explainer", "name of the Lease")
 	interval := flag.Duration("min-interval", time.Minute, "least time between two Events on one pod")
 	condition := flag.Bool("pod-condition", false, "also write the pod condition "+string(explainer.ConditionType))
@@ -68,8 +68,10 @@ func run(logger klog.Logger, kubeconfig, listen string, leaderElect bool, leaseN
 			return err
 		}
 	}
-	if leaseNS == "" {
-		leaseNS = "default"
+	if leaderElect {
+		if leaseNS, err = explainer.LeaseNamespace(leaseNS, os.Getenv("POD_NAMESPACE"), explainer.ServiceAccountNamespaceFile); err != nil {
+			return err
+		}
 	}
 	lis, err := net.Listen("tcp", listen)
 	if err != nil {

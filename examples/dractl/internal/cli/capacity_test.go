@@ -83,8 +83,7 @@ spec:
 	// node-b has 1 GPU free, node-a 4; in the mix (train, infer, huge, a third each) huge fits nowhere
 	// (F_n(huge) is the node's free GPUs), train not on node-b: node-a 4/3, node-b 2/3.
 	want := `pod default/huge: no more copies fit (the next one fits nowhere)
-  1 node(s) (node-b): claim default/huge-headroom-1-gpu-bbbbf, request "gpu": 1 of 2 matching devices allocated to ResourceClaim default/busy
-  1 node(s) (node-a): claim default/huge-headroom-1-gpu-bbbbf, request "gpu": needs 5 devices, 4 match
+  2 node(s) (node-a, node-b): claim default/huge-headroom-1-gpu-bbbbf, request "gpu": needs 5 devices, the nodes have at most 4 matching
 
 fragmentation for the mix default/train 0.33, default/infer 0.33, default/huge 0.33: free 5.00, F(M) 2.00, stranded 0.00 devices
 NODE    FREE  F(M)  STRANDED

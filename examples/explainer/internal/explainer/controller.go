@@ -65,12 +65,14 @@ type Controller struct {
 	factory, podFactory informers.SharedInformerFactory
 	podLister           corelisters.PodLister
 	synced              []cache.InformerSynced
+	watched             []*listWatch
 	ready               atomic.Bool
 	changed             atomic.Bool
 	queue               workqueue.TypedRateLimitingInterface[string]
 
 	mu   sync.Mutex
 	uids map[string]types.UID // the UID of the pods the recorder or the metrics hold, by key
+	left map[string]types.UID // pods that left the informer with the condition True, by key
 }
 
 // NewController wires the informers of every kind a Feed reads into a new Cluster, and an informer
@@ -103,6 +105,7 @@ func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "dralloc-explainer"}),
 		uids: map[string]types.UID{},
+		left: map[string]types.UID{},
 	}
 	c.feed = feed.New(c.cluster, feed.Options{OnError: func(err error) { logger.Error(err, "Feed refused an object") }})
 	c.recorder = NewRecorder(cfg.Client, cfg.Recorder)
@@ -120,6 +123,14 @@ func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
 		UpdateFunc: func(any, any) { c.changed.Store(true) },
 		DeleteFunc: func(any) { c.changed.Store(true) },
 	}
+	podInf := c.podFactory.Core().V1().Pods()
+	for _, inf := range append(infs, podInf.Informer()) {
+		lw, err := watchInformer(inf)
+		if err != nil {
+			return nil, err
+		}
+		c.watched = append(c.watched, lw)
+	}
 	for _, inf := range infs {
 		reg, err := inf.AddEventHandler(c.feed)
 		if err != nil {
@@ -130,12 +141,14 @@ func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
 		}
 		c.synced = append(c.synced, reg.HasSynced)
 	}
-	podInf := c.podFactory.Core().V1().Pods()
 	c.podLister = podInf.Lister()
 	reg, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.enqueue(obj) },
 		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: func(obj any) { c.enqueue(obj) },
+		DeleteFunc: func(obj any) {
+			c.leaving(obj)
+			c.enqueue(obj)
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -166,6 +179,21 @@ func (c *Controller) Metrics() *Metrics { return c.metrics }
 
 // Ready reports whether every informer has listed once.
 func (c *Controller) Ready() bool { return c.ready.Load() }
+
+// Listing is nil while the informers work: every one listed once, and none failed to list or watch
+// since it last synced. It says which failed and why (a Forbidden list when the ServiceAccount's role
+// lacks a resource).
+func (c *Controller) Listing() error {
+	for _, lw := range c.watched {
+		if err := lw.Err(); err != nil {
+			return err
+		}
+	}
+	if !c.ready.Load() {
+		return errors.New("informers have not listed yet")
+	}
+	return nil
+}
 
 // Start starts the informers and waits, until ctx ends, for their first lists.
 func (c *Controller) Start(ctx context.Context) error {
@@ -217,6 +245,59 @@ func (c *Controller) enqueue(obj any) {
 	c.queue.Add(key)
 }
 
+// leaving notes a pod that leaves the informer with the condition: kube-scheduler bound it (the
+// informer lists only pods without a node) or it was deleted. Its condition is resolved when its key is
+// synced, from the pod the API server has then.
+func (c *Controller) leaving(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok || pod == nil || !hasCondition(pod) {
+		return
+	}
+	c.mu.Lock()
+	c.left[podKey(pod)] = pod.UID
+	c.mu.Unlock()
+}
+
+// resolveLeft resolves the condition of a pod that left the informer.
+func (c *Controller) resolveLeft(ctx context.Context, key string) error {
+	c.mu.Lock()
+	uid, ok := c.left[key]
+	c.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	if err := c.recorder.Resolve(ctx, ns, name, uid, ""); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.left[key] == uid {
+		delete(c.left, key)
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// resolve sets the pod's condition False when it is True (or Scheduled on a bound pod).
+func (c *Controller) resolve(ctx context.Context, pod *v1.Pod, reason string) error {
+	if !toResolve(pod) {
+		return nil
+	}
+	return c.recorder.Resolve(ctx, pod.Namespace, pod.Name, pod.UID, reason)
+}
+
+func hasCondition(pod *v1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == ConditionType {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *Controller) enqueueAll() {
 	list, err := c.podLister.List(labels.Everything())
 	if err != nil {
@@ -258,7 +339,7 @@ func (c *Controller) sync(ctx context.Context, key string) (retry time.Duration,
 	pod, err := c.podLister.Pods(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.forget(key)
-		return 0, nil
+		return 0, c.resolveLeft(ctx, key)
 	}
 	if err != nil {
 		return 0, err
@@ -266,7 +347,7 @@ func (c *Controller) sync(ctx context.Context, key string) (retry time.Duration,
 	snap := c.cluster.Snapshot()
 	if !Unschedulable(pod) || !UsesDRA(pod, snap.Classes(), snap.Nodes()) {
 		c.forget(key)
-		return 0, nil
+		return 0, c.resolve(ctx, pod, "")
 	}
 	c.mu.Lock()
 	if prev, ok := c.uids[key]; ok && prev != pod.UID {
@@ -289,8 +370,9 @@ func (c *Controller) sync(ctx context.Context, key string) (retry time.Duration,
 	if res.Fits {
 		c.metrics.Records.WithLabelValues("fits").Inc()
 		c.logger.V(4).Info("Pod fits by dralloc's answer; nothing recorded", "pod", key, "explanation", res.Message)
-		c.observe(pod, res, Unchanged, nil)
-		return 0, nil
+		err := c.resolve(ctx, pod, ConditionReasonFits)
+		c.observe(pod, res, Unchanged, err)
+		return 0, err
 	}
 	out, retry, err := c.recorder.Record(ctx, pod, res)
 	if err != nil {

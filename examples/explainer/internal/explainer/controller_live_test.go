@@ -253,6 +253,27 @@ func testControllerRecordsEvents(t *testing.T, c kubernetes.Interface, schedule 
 	if t.Failed() {
 		t.Logf("metrics:\n%s", metrics)
 	}
+
+	// Pod "used" fits once its devices are freed: its condition turns False. Bound to a node (as
+	// kube-scheduler binds), pod "taint" leaves the informer of pending pods: its condition turns False
+	// too, rather than staying True on a scheduled pod.
+	eventually(t, 30*time.Second, "condition of pod used resolved", conditionFalse(ctx, c, ns, "used", ConditionReasonFits))
+	bindPod(ctx, t, c, ns, "taint", n("n1"))
+	eventually(t, 30*time.Second, "condition of bound pod taint resolved", conditionFalse(ctx, c, ns, "taint", ConditionReasonScheduled))
+}
+
+// conditionFalse checks that the pod's condition ConditionType is False with the reason.
+func conditionFalse(ctx context.Context, c kubernetes.Interface, ns, name, reason string) func() error {
+	return func() error {
+		cur, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cond := condition(cur); cond == nil || cond.Status != v1.ConditionFalse || cond.Reason != reason {
+			return fmt.Errorf("pod %s on node %q: condition %s %+v, want False with reason %s", name, cur.Spec.NodeName, ConditionType, cond, reason)
+		}
+		return nil
+	}
 }
 
 func podEvents(ctx context.Context, c kubernetes.Interface, ns, name string) ([]v1.Event, error) {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 )
 
@@ -145,5 +146,32 @@ func markUnschedulable(ctx context.Context, t *testing.T, c kubernetes.Interface
 	unschedulable(cur)
 	if _, err := c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("mark pod %s/%s unschedulable: %v", p.Namespace, p.Name, err)
+	}
+}
+
+// bindPod binds the pod to the node as kube-scheduler does, through the pods/binding subresource.
+// client-go's fake clientset has none; there the pod gets what the API server writes on a binding:
+// spec.nodeName and PodScheduled=True.
+func bindPod(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name, nodeName string) {
+	t.Helper()
+	if _, ok := c.(*fake.Clientset); ok {
+		cur, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get pod %s/%s: %v", ns, name, err)
+		}
+		cur.Spec.NodeName = nodeName
+		for i := range cur.Status.Conditions {
+			if cur.Status.Conditions[i].Type == v1.PodScheduled {
+				cur.Status.Conditions[i] = v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: metav1.Now()}
+			}
+		}
+		if _, err := c.CoreV1().Pods(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("bind pod %s/%s: %v", ns, name, err)
+		}
+		return
+	}
+	b := &v1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Target: v1.ObjectReference{Kind: "Node", Name: nodeName}}
+	if err := c.CoreV1().Pods(ns).Bind(ctx, b, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("bind pod %s/%s to %s: %v", ns, name, nodeName, err)
 	}
 }

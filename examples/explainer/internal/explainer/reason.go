@@ -2,6 +2,10 @@ package explainer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -23,6 +27,9 @@ const (
 	ReasonExtendedResourceClass = "ExtendedResourceClassMissing"
 	// ReasonClaims is a pod whose claims do not fit for a reason the explanation does not classify.
 	ReasonClaims = "ClaimsDoNotFit"
+	// ReasonTooFewDevices is a request that needs more devices than a node has matching it, in use or
+	// not; as the dominant reason of a pod, than any node has ([pods.Explanation.TooFew]).
+	ReasonTooFewDevices = "TooFewMatchingDevices"
 )
 
 // Result is what the controller records for one pod.
@@ -34,6 +41,12 @@ type Result struct {
 	// Reason is the dominant reason, a label value of bounded cardinality: an [allocator.Reason]
 	// ("ClassSelectorFalse", "UntoleratedTaint", …) or one of the Reason… constants of this package.
 	Reason string
+	// Blockers identifies the set of objects that keep the pod off the nodes (the claims holding their
+	// devices, the taint rules and slices tainting them, the classes and claims whose selectors reject
+	// them, the pools not ready): a digest, "" when there are none. The Message names only some of them
+	// (the first and how many others), so a new blocker in place of another can leave it unchanged; the
+	// explanation is current only when both are.
+	Blockers string
 }
 
 // Explain explains why the pod fits nowhere, on the Cluster's snapshot: the extended resources nothing
@@ -61,11 +74,50 @@ func Explain(ctx context.Context, c *pods.Cluster, pod *v1.Pod) (Result, error) 
 	if len(e.FitsOn) > 0 {
 		return Result{Fits: true, Message: e.String(), Reason: ReasonFits}, nil
 	}
-	return Result{Message: e.String(), Reason: dominant(e)}, nil
+	return Result{Message: e.String(), Reason: dominant(e), Blockers: blockers(e)}, nil
 }
 
-// dominant is the reason of the largest group of nodes, read from its first node.
+// blockers is a digest of the objects the causes name on every node, each with its filter's reason.
+func blockers(e *pods.Explanation) string {
+	set := map[string]struct{}{}
+	for i := range e.Nodes {
+		ce := e.Nodes[i].Claims
+		if ce == nil {
+			continue
+		}
+		for _, c := range ce.Claims {
+			for _, r := range c.Requests {
+				for _, f := range r.Filters {
+					for _, cause := range f.Causes {
+						set[string(f.Reason)+"\x00"+cause.Object+"\x00"+cause.Name] = struct{}{}
+					}
+				}
+			}
+		}
+	}
+	if len(set) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		h.Write([]byte(k))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// dominant is what the pod would need, when known: a request no node has enough matching devices for,
+// or claims to release their devices; otherwise the reason of the largest group of nodes, read from its
+// first node.
 func dominant(e *pods.Explanation) string {
+	for _, s := range e.TooFew {
+		if s.Most > 0 {
+			return ReasonTooFewDevices
+		}
+	}
+	if len(e.FitsOnceFreed) > 0 {
+		return string(allocator.ReasonAllocated)
+	}
 	if len(e.Groups) == 0 || len(e.Groups[0].Examples) == 0 {
 		return ReasonNoNodes
 	}
@@ -88,9 +140,10 @@ func dominant(e *pods.Explanation) string {
 
 // claimsReason reads the main reason of the first short request as dralloc's explanation words it
 // (allocator/pods, nodeReason): when the filters that decide what a device is (pools, class and
-// request selectors, CEL errors, node locality) leave no device, the one that removed the most; else
-// the filter that removed the most of the matching devices (in use, tainted, short of capacity or
-// counters). Without a short request, the first obstacle between the requests.
+// request selectors, CEL errors, node locality) leave no device, the one that removed the most; when
+// they leave fewer devices than the request needs, too few devices; else the filter that removed the
+// most of the matching devices (in use, tainted, short of capacity or counters). Without a short
+// request, the first obstacle between the requests.
 func claimsReason(e *allocator.Explanation) string {
 	for _, c := range e.Claims {
 		for i := range c.Requests {
@@ -114,6 +167,8 @@ func claimsReason(e *allocator.Explanation) string {
 			switch {
 			case matching <= 0 && topStatic != nil && topStatic.Removed > 0:
 				return string(topStatic.Reason)
+			case !r.All && matching < r.Needs:
+				return ReasonTooFewDevices
 			case top != nil && top.Removed > 0:
 				return string(top.Reason)
 			}

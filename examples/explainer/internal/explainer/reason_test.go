@@ -67,6 +67,13 @@ func TestExplainReasons(t *testing.T) {
 		{name: "devices in use", claims: []*resourceapi.ResourceClaim{claim("ns", "c", "a100", 1, false),
 			allocatedClaim("h1", "n1", "d0", "d1"), allocatedClaim("h2", "n2", "d0", "d1")}, pod: pod("ns", "p", "c", "", ""),
 			reason: string(allocator.ReasonAllocated), inText: "allocated to ResourceClaim ns/h1"},
+		{name: "more devices than any node has", claims: []*resourceapi.ResourceClaim{claim("ns", "c", "a100", 3, false), allocatedClaim("h1", "n1", "d0")},
+			pod: pod("ns", "p", "c", "", ""), reason: ReasonTooFewDevices,
+			inText: `does not fit even on an empty node: claim ns/c, request "gpu" needs 3 devices, no node has more than 2 matching (n1); ` +
+				`2 nodes: claim ns/c, request "gpu": needs 3 devices, the node has 2 matching`},
+		{name: "fits once the holders release their devices", claims: []*resourceapi.ResourceClaim{claim("ns", "c", "a100", 2, false),
+			allocatedClaim("h1", "n1", "d0"), allocatedClaim("h2", "n2", "d1")}, pod: pod("ns", "p", "c", "", ""),
+			reason: string(allocator.ReasonAllocated), inText: "would fit on 2 nodes (n1 and n2) once claims ns/h1 and ns/h2 release their devices; 2 nodes: "},
 		{name: "constraint", claims: []*resourceapi.ResourceClaim{claim("ns", "c", "a100", 2, true)}, pod: pod("ns", "p", "c", "", ""),
 			reason: string(allocator.ReasonConstraint), inText: "matchAttribute on " + testDriver + "/numa"},
 		{name: "extended resource no class maps", pod: pod("ns", "p", "", "", "example.com/tpu"),

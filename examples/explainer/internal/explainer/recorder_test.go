@@ -68,6 +68,45 @@ func TestRecorderDeduplicatesAndRateLimits(t *testing.T) {
 	step("forgotten, changed after the interval", a, Written, 0, 3)
 }
 
+// TestRecorderWritesWhenTheBlockersChange: the same message with another set of blockers (a claim took
+// a device in place of one that let go) is a new explanation, written once MinInterval has passed; a new
+// leader reads the set from the last Event.
+func TestRecorderWritesWhenTheBlockersChange(t *testing.T) {
+	ctx := context.Background()
+	p := pod("ns", "train", "c", "", "")
+	p.UID = "uid-1"
+	c := fake.NewClientset(p)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r := NewRecorder(c, RecorderOptions{MinInterval: time.Minute, Clock: clk})
+	msg := "2 nodes: claim ns/c, request \"gpu\": 1 of 2 matching devices allocated to ResourceClaim ns/a and 1 other"
+	step := func(name string, blockers string, want Outcome, wantEvents int) {
+		t.Helper()
+		out, _, err := r.Record(ctx, p, Result{Message: msg, Reason: "AlreadyAllocated", Blockers: blockers})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if out != want {
+			t.Errorf("%s: %v, want %v", name, out, want)
+		}
+		if got := len(events(t, c, "ns")); got != wantEvents {
+			t.Errorf("%s: %d events, want %d", name, got, wantEvents)
+		}
+	}
+	step("held by a and b", "ab", Written, 1)
+	if got := events(t, c, "ns")[0].Annotations[BlockersAnnotation]; got != "ab" {
+		t.Errorf("event annotation %s=%q, want %q", BlockersAnnotation, got, "ab")
+	}
+	step("the same blockers", "ab", Unchanged, 1)
+	step("b let go, c took its device, within the interval", "ac", Deferred, 1)
+	clk.Step(time.Minute)
+	step("after the interval", "ac", Written, 2)
+	r = NewRecorder(c, RecorderOptions{MinInterval: time.Minute, Clock: clk})
+	step("after failover, the same blockers", "ac", Unchanged, 2)
+	r = NewRecorder(c, RecorderOptions{MinInterval: time.Minute, Clock: clk})
+	clk.Step(time.Minute)
+	step("after failover, other blockers", "ab", Written, 3)
+}
+
 // Pods are told apart by UID, and by name where they have none (a fake clientset gives none): two
 // pods with the same explanation get one event each, and each its own deduplication.
 func TestRecorderKeepsPodsApart(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,7 +25,8 @@ type RunOptions struct {
 	// LeaderElection, when set, makes the replica that holds the Lease Namespace/Name the only one
 	// that explains and writes; the others keep their informers warm.
 	LeaderElection bool
-	// Namespace and Name of the Lease.
+	// Namespace and Name of the Lease; with LeaderElection, Namespace is required ([LeaseNamespace]
+	// finds the pod's own).
 	Namespace, Name string
 	// Identity is this replica's name in the Lease (its pod name).
 	Identity string
@@ -33,7 +35,8 @@ type RunOptions struct {
 }
 
 // Run starts the informers and the endpoints, then explains pods (after winning the Lease, with
-// LeaderElection) until ctx ends. It returns nil when ctx ended, an error when the replica lost the
+// LeaderElection) until ctx ends. /readyz and the gauge dralloc_explainer_ready say whether the
+// informers list and, with LeaderElection, whether the Lease can be read and written. It returns nil when ctx ended, an error when the replica lost the
 // Lease (the process should exit, as kube-scheduler does, and start again as a follower) or could
 // not start.
 func Run(ctx context.Context, logger klog.Logger, opts RunOptions) error {
@@ -50,9 +53,29 @@ func Run(ctx context.Context, logger klog.Logger, opts RunOptions) error {
 		ctrl.Shutdown()
 	}()
 
+	checks := []Check{{Name: "informers", Err: ctrl.Listing}}
+	var lock *watchedLock
+	if opts.LeaderElection {
+		if opts.Namespace == "" {
+			return errors.New("leader election: the Lease's namespace is empty")
+		}
+		l, err := resourcelock.New(resourcelock.LeasesResourceLock, opts.Namespace, opts.Name,
+			opts.Controller.Client.CoreV1(), opts.Controller.Client.CoordinationV1(),
+			resourcelock.ResourceLockConfig{Identity: opts.Identity})
+		if err != nil {
+			return fmt.Errorf("lease %s/%s: %w", opts.Namespace, opts.Name, err)
+		}
+		lock = newWatchedLock(l)
+		checks = append(checks, Check{Name: "lease", Err: lock.Err})
+	}
 	reg := prometheus.NewRegistry()
 	if err := ctrl.Metrics().Register(reg); err != nil {
 		return err
+	}
+	for _, g := range NewReadyGauges(checks) {
+		if err := reg.Register(g); err != nil {
+			return err
+		}
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var watchdog *leaderelection.HealthzAdaptor
@@ -60,7 +83,7 @@ func Run(ctx context.Context, logger klog.Logger, opts RunOptions) error {
 		watchdog = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	}
 	if opts.Listener != nil {
-		srv := &http.Server{Handler: Handler(reg, ctrl.Ready, watchdog), ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: Handler(reg, checks, watchdog), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := srv.Serve(opts.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				logger.Error(err, "Serving metrics and health failed")
@@ -83,12 +106,6 @@ func Run(ctx context.Context, logger klog.Logger, opts RunOptions) error {
 	if !opts.LeaderElection {
 		ctrl.Run(ctx)
 		return nil
-	}
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, opts.Namespace, opts.Name,
-		opts.Controller.Client.CoreV1(), opts.Controller.Client.CoordinationV1(),
-		resourcelock.ResourceLockConfig{Identity: opts.Identity})
-	if err != nil {
-		return fmt.Errorf("lease %s/%s: %w", opts.Namespace, opts.Name, err)
 	}
 	lost := false
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
@@ -127,9 +144,10 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// Handler serves /metrics from reg, /readyz (200 once ready reports true) and /healthz (200 unless
-// the leader election watchdog, when there is one, says this replica holds a Lease it stopped renewing).
-func Handler(reg *prometheus.Registry, ready func() bool, watchdog *leaderelection.HealthzAdaptor) http.Handler {
+// Handler serves /metrics from reg, /readyz (200 while every check holds, else 503 with the failures)
+// and /healthz (200 unless the leader election watchdog, when there is one, says this replica holds a
+// Lease it stopped renewing).
+func Handler(reg *prometheus.Registry, checks []Check, watchdog *leaderelection.HealthzAdaptor) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -142,8 +160,14 @@ func Handler(reg *prometheus.Registry, ready func() bool, watchdog *leaderelecti
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if !ready() {
-			http.Error(w, "informers not synced", http.StatusServiceUnavailable)
+		var failed []string
+		for _, c := range checks {
+			if err := c.Err(); err != nil {
+				failed = append(failed, c.Name+": "+err.Error())
+			}
+		}
+		if len(failed) > 0 {
+			http.Error(w, strings.Join(failed, "\n"), http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok"))

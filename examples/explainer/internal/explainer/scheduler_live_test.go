@@ -255,6 +255,8 @@ func TestLiveWithScheduler(t *testing.T) {
 	_, err = res.ResourceClaims(ns).UpdateStatus(ctx, held, metav1.UpdateOptions{})
 	must("deallocate claim", err)
 	eventually(t, 60*time.Second, "scheduler binds pod used to "+n("n1")+" once its devices are freed", bound("used", n("n1")))
+	// The condition written while it waited does not outlive the wait.
+	eventually(t, 30*time.Second, "condition of pod used resolved once bound", conditionFalse(ctx, c, ns, "used", ConditionReasonScheduled))
 
 	written := 0
 	for _, s := range scenarios {
