@@ -88,7 +88,10 @@
 // own and no preferred inter-pod affinity terms, when no pod it would meet has preferred terms of its
 // own: there the scores are kube-scheduler's. Nor is NodeResourcesFit's count of an extended resource
 // backed by DRA that a profile lists among the scored resources (allocatable: the class's devices on
-// the node), nor NodeAffinity's addedAffinity. Which nodes are scored: with fewer than 100 nodes
+// the node), nor NodeAffinity's addedAffinity. ImageLocality takes an image's size from each node's
+// status.images, as upstream's NewSnapshot does; kube-scheduler's cache keeps for every node the size
+// of the first node it saw listing the name, which a snapshot cannot know: the two agree where an
+// image has one size on every node holding it, as an image of one digest has. Which nodes are scored: with fewer than 100 nodes
 // (minFeasibleNodesToFind) kube-scheduler filters and scores them all, and its choice is always in
 // Best; with more, unless percentageOfNodesToScore is 100, it stops filtering once it found a share of
 // the cluster's nodes feasible (50% − nodes/125, at least 5%, at least 100 nodes; numFeasibleNodesToFind),

@@ -39,7 +39,7 @@ type scoreCluster struct {
 // taint), so the choice among them is kube-scheduler's scoring. The draws make the scores differ:
 // allocatable from 2 to 16 CPUs and 4 to 32Gi, pods already bound with requests or none (counted at
 // kube-scheduler's defaults), a label zone=a or zone=b that pods may prefer with a weight, a
-// PreferNoSchedule taint that pods may tolerate, images of several sizes in status.images that pods
+// PreferNoSchedule taint that pods may tolerate, images of different sizes in status.images that pods
 // may run. Each pod to place requests a different amount of cpu: kube-scheduler's OpportunisticBatching
 // reuses a pod's scores for the next pod only when their signatures (requests among them) are equal,
 // and here every pod is scored afresh.
@@ -47,6 +47,13 @@ func drawScoreCluster(seed int) *scoreCluster {
 	r := rand.New(rand.NewPCG(uint64(seed), 0x5c0e))
 	sc := &scoreCluster{seed: seed}
 	images := []string{"registry.example/app:v1", "registry.example/db:v2", "registry.example/tool"}
+	// An image has one size on every node that holds it, as an image of one digest does: kube-scheduler's
+	// cache keeps the size of the first node it saw listing a name, which no snapshot can know (see
+	// allocator/pods' Node choice).
+	sizes := make([]int64, len(images))
+	for i := range sizes {
+		sizes[i] = int64(50+r.IntN(900)) << 20
+	}
 	n := 3 + r.IntN(4)
 	for i := range n {
 		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("score-%d-%d", seed, i), Labels: map[string]string{}}}
@@ -58,10 +65,10 @@ func drawScoreCluster(seed int) *scoreCluster {
 		if r.IntN(3) == 0 {
 			node.Spec.Taints = []v1.Taint{{Key: "spot", Value: "true", Effect: v1.TaintEffectPreferNoSchedule}}
 		}
-		for _, img := range images {
+		for k, img := range images {
 			if r.IntN(3) == 0 {
 				node.Status.Images = append(node.Status.Images, v1.ContainerImage{
-					Names: []string{img, img + "@sha256:" + strings.Repeat(strconv.Itoa(i%10), 64)}, SizeBytes: int64(50+r.IntN(900)) << 20})
+					Names: []string{img, img + "@sha256:" + strings.Repeat(strconv.Itoa(k), 64)}, SizeBytes: sizes[k]})
 			}
 		}
 		sc.nodes = append(sc.nodes, node)
