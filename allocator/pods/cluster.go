@@ -53,6 +53,13 @@ const (
 	// Spread takes the node with the fewest devices allocated to claims pinned to it; ties go to the first
 	// by name.
 	Spread
+	// Scheduler scores every node where the pod fits as kube-scheduler does with the score plugins of a
+	// profile ([Options.Profile]; the default profile's when nil) and takes the first by name among
+	// those with the highest total; [Placement.Best] lists them all, for the caller to draw one as
+	// kube-scheduler does, and [Placement.Scores] gives every node's score. The pod's claims are
+	// allocated as kube-scheduler allocates them ([allocator.FirstFit]), whatever the snapshot's
+	// strategy. See the package's Node choice for what is reproduced and what is not.
+	Scheduler
 )
 
 func (c Choice) String() string {
@@ -63,6 +70,8 @@ func (c Choice) String() string {
 		return "BestFit"
 	case Spread:
 		return "Spread"
+	case Scheduler:
+		return "Scheduler"
 	}
 	return fmt.Sprintf("Choice(%d)", int(c))
 }
@@ -77,6 +86,10 @@ type Predicate func(pod *v1.Pod, node *v1.Node) error
 type Options struct {
 	// Choice chooses among the nodes where a pod fits.
 	Choice Choice
+	// Profile configures the Scheduler choice's scores as a KubeSchedulerConfiguration profile does;
+	// nil is kube-scheduler's default profile. The other choices do not use it. An invalid profile is
+	// the error of every Place.
+	Profile *ScoreProfile
 	// Cost, when set, replaces Choice for Place: every node is filtered, the pod's claims are allocated
 	// on each node where it fits with [allocator.BestFit], and the node whose allocation costs least is
 	// chosen (ties: the first by name). The pod fits on the same nodes as under FirstFit. PlaceGroup
@@ -140,6 +153,10 @@ type Cluster struct {
 	parent *Cluster
 	podLog []podChange
 	load   loadCache // for BestFit and Spread
+	// profile is Options.Profile checked and defaulted, for the Scheduler choice; profileErr says why
+	// it is invalid.
+	profile    *profile
+	profileErr error
 	// fullIdx remembers the nodes where pods of a shape were found full (nodeindex.go); noIndex turns
 	// it off (tests compare placements with and without).
 	fullIdx nodeIndex
@@ -154,12 +171,20 @@ func New(snap *allocator.Snapshot, opts Options) *Cluster {
 	if opts.NameSuffix == nil {
 		opts.NameSuffix = randomSuffix
 	}
-	return &Cluster{
+	c := &Cluster{
 		snap:      snap,
 		opts:      opts,
 		templates: map[types.NamespacedName]*resourceapi.ResourceClaimTemplate{},
 		groups:    map[types.NamespacedName]*schedulingapi.PodGroup{},
 	}
+	if opts.Choice == Scheduler {
+		sp := opts.Profile
+		if sp == nil {
+			sp = &ScoreProfile{}
+		}
+		c.profile, c.profileErr = sp.compile()
+	}
+	return c
 }
 
 // Fork returns a Cluster on a fork of the snapshot ([allocator.Snapshot.Fork]) with the same templates,
@@ -172,7 +197,7 @@ func (c *Cluster) Fork() *Cluster {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return &Cluster{snap: c.snap.Fork(), opts: c.opts, templates: maps.Clone(c.templates), groups: maps.Clone(c.groups),
-		bound: maps.Clone(c.bound), usage: maps.Clone(c.usage), parent: c}
+		bound: maps.Clone(c.bound), usage: maps.Clone(c.usage), parent: c, profile: c.profile, profileErr: c.profileErr}
 }
 
 // Commit applies a fork's changes to the Cluster it was forked from, all or nothing: the claims, as

@@ -72,11 +72,45 @@
 // allocation's node taken, the first by name on ties; [Options.Prefer] may then name the devices the
 // rating chose on that node (FGD's GPU for a share), which the claims there take first.
 //
+// [Scheduler] reproduces kube-scheduler's own choice (v1.37.2, schedule_one.go's schedulePod and
+// prioritizeNodes): every node is filtered, each node where the pod fits is scored by the score plugins
+// of a profile ([Options.Profile], a [ScoreProfile] mirroring a KubeSchedulerConfiguration profile's
+// score plugins, weights and NodeResourcesFit scoringStrategy; nil is the default profile), each
+// plugin's score normalised as the plugin does and multiplied by its weight, and the sums compared.
+// [Placement.Best] are the nodes with the highest sum and [Placement.Scores] every node's score:
+// kube-scheduler pops the best of a heap whose ties fall in the order its parallel filter found the
+// nodes, so a caller draws from Best as it does; Node is the first of Best by name. Reproduced from
+// the objects the Cluster holds: NodeResourcesFit (LeastAllocated, MostAllocated,
+// RequestedToCapacityRatio over the pods it knows on each node, cpu and memory counted at 100m and
+// 200Mi for a container without a request), NodeResourcesBalancedAllocation, NodeAffinity's preferred
+// terms, TaintToleration's PreferNoSchedule taints, ImageLocality (node status.images) and
+// DynamicResources (the subrequest of a firstAvailable request allocated on the node, the claims
+// allocated as kube-scheduler allocates them: [allocator.FirstFit]). Not reproduced, scoring 0:
+// PodTopologySpread and InterPodAffinity, which need the labels and affinity of every pod and, for
+// PodTopologySpread's system default constraints, the Services, ReplicationControllers, ReplicaSets
+// and StatefulSets selecting the pod; the Cluster keeps only what pods take on their nodes. Both skip
+// a pod that no Service or workload controller selects, with no topologySpreadConstraints of its
+// own and no preferred inter-pod affinity terms, when no pod it would meet has preferred terms of its
+// own: there the scores are kube-scheduler's. Nor is NodeResourcesFit's count of an extended resource
+// backed by DRA that a profile lists among the scored resources (allocatable: the class's devices on
+// the node), nor NodeAffinity's addedAffinity. ImageLocality takes an image's size from each node's
+// status.images, as upstream's NewSnapshot does; kube-scheduler's cache keeps for every node the size
+// of the first node it saw listing the name, which a snapshot cannot know: the two agree where an
+// image has one size on every node holding it, as an image of one digest has. Which nodes are scored: with fewer than 100 nodes
+// (minFeasibleNodesToFind) kube-scheduler filters and scores them all, and its choice is always in
+// Best; with more, unless percentageOfNodesToScore is 100, it stops filtering once it found a share of
+// the cluster's nodes feasible (50% − nodes/125, at least 5%, at least 100 nodes; numFeasibleNodesToFind),
+// starting where the previous pod stopped, and takes the best of those: then its choice is a node of
+// Scores, best among the sample it drew, and not necessarily in Best. OpportunisticBatching (on by
+// default) may hand the next pod of the same signature the runner-up of the previous pod's scores
+// instead of scoring again (it rescores only the node the previous pod took): with nothing else
+// changed, that is a node scoring again would put in Best.
+//
 // Built-in filters ([Filter], each switched off with Options.DisableFilters): NodeResourcesFit counts the
 // requests of the pods on each node (cpu, memory, ephemeral-storage, hugepages, a device plugin's
 // extended resources, the node's allocatable pods) against status.allocatable, kept per node as pods
 // are added, assumed and removed, so a placement does not sum them again; NodePorts their host ports.
-// The scheduler's plugins that look at other pods across nodes, PodTopologySpread and
+// The scheduler's filters that look at other pods across nodes, PodTopologySpread and
 // InterPodAffinity, are not reproduced: [Options.Predicate] is where a caller adds them.
 // Snapshot lookups ([allocator.Snapshot.Nodes], Claims, ClaimsOwnedBy, Classes) return the snapshot's
 // own objects; the Cluster copies before it changes anything and never modifies its inputs. A pod or

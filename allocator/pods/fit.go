@@ -133,6 +133,9 @@ type demand struct {
 	requests map[v1.ResourceName]int64 // cpu in millicores, the others in units; only positive ones
 	names    []v1.ResourceName         // the keys of requests in the order fitsRequest reports them
 	ports    []hostPort
+	// nonZeroCPU and nonZeroMem are the cpu (millicores) and memory the scheduler's scores count for a
+	// pod on a node (nonZeroOf), for the Scheduler choice only; 0 under the others.
+	nonZeroCPU, nonZeroMem int64
 }
 
 // demandOf is the pod's requests as NodeResourcesFit computes them (computePodResourceRequest for the pod
@@ -157,6 +160,16 @@ func demandOf(pod *v1.Pod) demand {
 		}
 	}
 	sortResourceNames(d.names)
+	return d
+}
+
+// boundDemand is the demand of a pod on a node: demandOf, with, for the Scheduler choice, what its
+// scores count of the pod (nonZeroOf). The other choices do not pay for it.
+func (c *Cluster) boundDemand(pod *v1.Pod) demand {
+	d := demandOf(pod)
+	if c.opts.Choice == Scheduler {
+		d.nonZeroCPU, d.nonZeroMem = nonZeroOf(pod)
+	}
 	return d
 }
 
@@ -197,17 +210,22 @@ type usage struct {
 	pods      int
 	requested map[v1.ResourceName]int64
 	ports     []hostPort
+	// nonZeroCPU and nonZeroMem are the sums of the pods' demand.nonZeroCPU and nonZeroMem (NodeInfo's
+	// NonZeroRequested).
+	nonZeroCPU, nonZeroMem int64
 }
 
 // with returns the usage with the demand added (sign 1) or taken away (sign -1).
 func (u *usage) with(d demand, sign int) *usage {
 	out := &usage{requested: map[v1.ResourceName]int64{}}
 	if u != nil {
-		out.pods = u.pods
+		out.pods, out.nonZeroCPU, out.nonZeroMem = u.pods, u.nonZeroCPU, u.nonZeroMem
 		maps.Copy(out.requested, u.requested)
 		out.ports = slices.Clone(u.ports)
 	}
 	out.pods += sign
+	out.nonZeroCPU += int64(sign) * d.nonZeroCPU
+	out.nonZeroMem += int64(sign) * d.nonZeroMem
 	for name, v := range d.requests {
 		out.requested[name] += int64(sign) * v
 		if out.requested[name] == 0 {
@@ -256,7 +274,7 @@ func (c *Cluster) AddOrUpdatePod(pod *v1.Pod) error {
 		}
 		return nil
 	}
-	old, had := c.recordLocked(key, pod.Spec.NodeName, demandOf(pod), pod)
+	old, had := c.recordLocked(key, pod.Spec.NodeName, c.boundDemand(pod), pod)
 	c.mu.Unlock()
 	// What the pod took before (an update of a known pod) is free again, and the pod takes from its
 	// node: the indexes ask those nodes again (nodeindex.go, rankindex.go), after the record and
@@ -350,7 +368,7 @@ func (c *Cluster) recordPlacements(ps []*Placement) (freed []string) {
 		if p == nil || p.Pod == nil {
 			continue
 		}
-		if old, had := c.recordLocked(types.NamespacedName{Namespace: p.Pod.Namespace, Name: p.Pod.Name}, p.Node, demandOf(p.Pod), p.Pod); had {
+		if old, had := c.recordLocked(types.NamespacedName{Namespace: p.Pod.Namespace, Name: p.Pod.Name}, p.Node, c.boundDemand(p.Pod), p.Pod); had {
 			freed = append(freed, old)
 		}
 	}

@@ -36,6 +36,14 @@ type Placement struct {
 	// ExtendedResourceClaimStatus is pod.status.extendedResourceClaimStatus as the scheduler writes it,
 	// nil without an extended-resource claim.
 	ExtendedResourceClaimStatus *v1.PodExtendedResourceClaimStatus
+	// Best, under the Scheduler choice, are the nodes where the pod fits with the highest total score,
+	// by name: kube-scheduler binds the pod to one of them, drawn at random (see the package's Node
+	// choice for a cluster of 100 nodes or more, where it scores only some). Node is the first. nil
+	// under the other choices.
+	Best []string
+	// Scores, under the Scheduler choice, are the scores of every node where the pod fits, the highest
+	// first, ties by name. nil under the other choices.
+	Scores []NodeScore
 }
 
 // PlacedClaim is one claim of a placement.
@@ -361,7 +369,7 @@ func (c *Cluster) placeIndexed(ctx context.Context, snap *allocator.Snapshot, r 
 			return nil, fmt.Errorf("%s: %w", podName(r.pod), err)
 		}
 	}
-	if idx != nil && c.opts.Cost == nil && c.opts.Choice != FirstFit {
+	if idx != nil && c.opts.Cost == nil && c.opts.Choice != FirstFit && c.opts.Choice != Scheduler {
 		if chosen, own, ok := c.rankChoose(ctx, snap, r, nodes, idx, extName); ok {
 			if chosen < 0 {
 				return c.placeIndexed(ctx, snap, r, nodes, false)
@@ -386,6 +394,13 @@ func (c *Cluster) placeIndexed(ctx context.Context, snap *allocator.Snapshot, r 
 	if scored {
 		allocs = make([]*allocVerdict, len(nodes))
 	}
+	kube := scored && c.opts.Cost == nil && c.opts.Choice == Scheduler
+	if kube && c.profileErr != nil {
+		return nil, c.profileErr
+	}
+	// Under the Scheduler choice the claims are allocated on every node where they fit only when
+	// DynamicResources scores the allocation (a request with firstAvailable).
+	kubeAlloc := kube && hasFirstAvailable(r.pending)
 	var shared classVerdicts
 	var next atomic.Int64
 	start := 0 // the positions in order before start are known full
@@ -442,8 +457,10 @@ func (c *Cluster) placeIndexed(ctx context.Context, snap *allocator.Snapshot, r 
 				if !fits && err == nil {
 					v.reason = "cannot allocate all claims"
 				}
-				if scored && fits && err == nil {
+				if scored && fits && err == nil && !kube {
 					*v, allocs[i] = shared.allocate(ctx, snap, classes, nodes[i], nc)
+				} else if kubeAlloc && fits && err == nil {
+					*v, allocs[i] = kubeAllocate(ctx, snap, nodes[i], nc)
 				}
 				if !scored && fits && err == nil {
 					for {
@@ -459,7 +476,14 @@ func (c *Cluster) placeIndexed(ctx context.Context, snap *allocator.Snapshot, r 
 	wg.Wait()
 
 	chosen := -1
-	if scored && c.opts.Cost != nil {
+	var kubeBest []string
+	var kubeAll []NodeScore
+	if kube {
+		var err error
+		if chosen, kubeBest, kubeAll, err = c.bestScored(nodes, r, verdicts, allocs); err != nil {
+			return nil, err
+		}
+	} else if scored && c.opts.Cost != nil {
 		var err error
 		if chosen, err = c.leastCost(ctx, snap, classes, r, nodes, verdicts, allocs); err != nil {
 			return nil, err
@@ -498,10 +522,17 @@ func (c *Cluster) placeIndexed(ctx context.Context, snap *allocator.Snapshot, r 
 		}
 		return nil, e
 	}
+	var p *Placement
 	if a := allocs; a != nil && a[chosen] != nil && a[chosen].own {
-		return c.build(r, nodes[chosen].Name, a[chosen].nc, a[chosen].results), nil
+		p = c.build(r, nodes[chosen].Name, a[chosen].nc, a[chosen].results)
+	} else {
+		var err error
+		if p, err = c.allocateOn(ctx, snap, r, nodes[chosen], extName); err != nil {
+			return nil, err
+		}
 	}
-	return c.allocateOn(ctx, snap, r, nodes[chosen], extName)
+	p.Best, p.Scores = kubeBest, kubeAll
+	return p, nil
 }
 
 // recordFull tells the index the nodes a placement found full: those with a reason, not an error (an

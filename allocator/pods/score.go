@@ -38,8 +38,8 @@ import (
 // with counter sets: then every node is filtered and the fill of its allocation comes first (place);
 // or Options.Cost, which rates every node where the pod fits (cost.go).
 func (c *Cluster) order(snap *allocator.Snapshot, nodes []*v1.Node) (order []int, scored bool) {
-	if c.opts.Cost != nil {
-		return nil, true // every node is filtered and allocated, then rated (cost.go)
+	if c.opts.Cost != nil || c.opts.Choice == Scheduler {
+		return nil, true // every node is filtered, then rated (cost.go) or scored (profilechoice.go)
 	}
 	if c.opts.Choice == FirstFit {
 		return nil, false
@@ -368,10 +368,14 @@ func sameLineage(before, after allocator.Revision, n int) bool {
 // allocate allocates the claims on the node in the device order of the choice: BestFit packs within the
 // node as well as across nodes, so its claims are allocated with allocator.BestFit (partitions on the GPU
 // whose counter set is fullest, shares on the device whose capacity is most used), whatever strategy the
-// snapshot was made with; FirstFit and Spread keep the snapshot's (FirstFit: upstream's devices).
+// snapshot was made with; FirstFit and Spread keep the snapshot's (FirstFit: upstream's devices);
+// Scheduler takes upstream's devices (allocator.FirstFit), as kube-scheduler does.
 func (c *Cluster) allocate(ctx context.Context, snap *allocator.Snapshot, node *v1.Node, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {
-	if c.opts.Choice == BestFit {
+	switch c.opts.Choice {
+	case BestFit:
 		return snap.AllocateWith(ctx, allocator.BestFit, node, claims)
+	case Scheduler:
+		return snap.AllocateWith(ctx, allocator.FirstFit, node, claims)
 	}
 	return snap.Allocate(ctx, node, claims)
 }

@@ -34,6 +34,11 @@
 // carry; pods.Cluster.SearchGroupPlacement must find a placement wherever the pass does, and finds one
 // for a gang the pass misses (gang_test.go's onePassScenario).
 //
+// TestSchedulerScores compares pods.Scheduler, the choice that scores nodes as kube-scheduler's default
+// profile does, on drawn clusters of 3 to 6 nodes of different sizes, labels, PreferNoSchedule taints,
+// images and bound pods, where every pod fits on several nodes: pod by pod, the node kube-scheduler
+// binds the pod to must be one of Placement.Best.
+//
 // After each pod the pods.Cluster takes the API server's claims, so that each pod is compared from the same
 // state. Differences that are known and have a reason are listed in knownDifferences; every other
 // difference fails the test. The counts per category are logged.
