@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	resourcev1alpha3 "k8s.io/api/resource/v1alpha3"
 	resourcev1beta1 "k8s.io/api/resource/v1beta1"
@@ -37,8 +38,8 @@ import (
 // validates every resource.k8s.io object as kube-apiserver does on create and fails on kinds it does
 // not read.
 type Options struct {
-	// NoDefaults turns off the API defaults (see Default): objects are returned as written, only
-	// converted.
+	// NoDefaults turns off the API defaults (see Default) and the admission of pods (see the
+	// package doc): objects are returned as written, only converted.
 	NoDefaults bool
 	// SkipUnknown skips documents of kinds the loader does not read (a Namespace, a ConfigMap, a
 	// custom resource) instead of failing; they are listed in Objects.Skipped.
@@ -67,8 +68,8 @@ type Options struct {
 	// Validation configures that validation (the CEL environment); the zero value is the default.
 	Validation validation.Options
 	// Validate, when set, is called with every object after conversion, defaulting and validation
-	// (every pod
-	// after expansion); an error is reported with the object's source, wrapping ErrInvalid.
+	// (every pod after expansion and admission, once the whole input is read); an error is
+	// reported with the object's source, wrapping ErrInvalid.
 	Validate func(obj runtime.Object) error
 	// TakeSlice, when set, is handed every ResourceSlice as soon as it is read (converted,
 	// defaulted, validated, after Validate), in the order of the input, and the slice is not kept
@@ -308,7 +309,7 @@ func codec() (*runtime.Scheme, *jsonserializer.Serializer) {
 	schemeOnce.Do(func() {
 		scheme := runtime.NewScheme()
 		for _, add := range []func(*runtime.Scheme) error{
-			corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
+			corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, nodev1.AddToScheme,
 			resourceapi.AddToScheme, resourcev1beta1.AddToScheme, resourcev1beta2.AddToScheme,
 			resourcev1alpha3.AddToScheme, schedulingapi.AddToScheme, schedulingv1alpha3.AddToScheme,
 		} {
@@ -620,7 +621,8 @@ func (d *decoder) add(obj runtime.Object, src Source, owned bool) (runtime.Objec
 				Err: fmt.Errorf("%w: %w", ErrInvalid, errs.ToAggregate())}
 		}
 	}
-	if d.opts.Validate != nil {
+	// A pod is validated once admitted, when the whole input is read (finish).
+	if _, pod := obj.(*corev1.Pod); d.opts.Validate != nil && (!pod || d.opts.NoDefaults) {
 		if err := d.opts.Validate(obj); err != nil {
 			return nil, &Error{Source: src, Object: objectName(obj, nil), Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 		}
@@ -642,7 +644,7 @@ func (d *decoder) add(obj runtime.Object, src Source, owned bool) (runtime.Objec
 // readable reports whether obj is of a kind the loader hands out (after conversion and expansion).
 func readable(obj runtime.Object) bool {
 	switch obj.(type) {
-	case *corev1.Pod, *corev1.Node, *corev1.Namespace,
+	case *corev1.Pod, *corev1.Node, *corev1.Namespace, *nodev1.RuntimeClass,
 		*resourceapi.ResourceSlice, *resourceapi.DeviceClass, *resourceapi.ResourceClaim,
 		*resourceapi.ResourceClaimTemplate, *resourceapi.DeviceTaintRule,
 		*resourcev1beta2.ResourceSlice, *resourcev1beta2.DeviceClass, *resourcev1beta2.ResourceClaim,
@@ -660,7 +662,7 @@ func readable(obj runtime.Object) bool {
 // namespaced reports whether obj, a readable object, lives in a namespace.
 func namespaced(obj runtime.Object) bool {
 	switch obj.(type) {
-	case *corev1.Node, *corev1.Namespace,
+	case *corev1.Node, *corev1.Namespace, *nodev1.RuntimeClass,
 		*resourceapi.ResourceSlice, *resourceapi.DeviceClass, *resourceapi.DeviceTaintRule,
 		*resourcev1beta2.ResourceSlice, *resourcev1beta2.DeviceClass, *resourcev1beta2.DeviceTaintRule,
 		*resourcev1beta1.ResourceSlice, *resourcev1beta1.DeviceClass, *resourcev1alpha3.DeviceTaintRule:

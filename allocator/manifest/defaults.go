@@ -33,12 +33,14 @@ import (
 // cleared, metadata.generation becomes 1) is not applied: manifests read from a cluster carry the
 // status the cluster has.
 //
-// Pods get the defaults the scheduler's decisions depend on, from k8s.io/kubernetes
-// pkg/apis/core/v1/defaults.go: a container's or init container's resources.requests takes the value
-// of resources.limits for every resource that has a limit but no request, and spec.schedulerName
-// becomes "default-scheduler" when it is empty. Pod-level spec.resources and the defaults that do
-// not bear on scheduling (restartPolicy, dnsPolicy, image pull policy, ...) are not applied. Other
-// kinds (Nodes) are returned as copies without change.
+// Pods get the defaults of the pod create path that bear on scheduling (the package doc lists every
+// step): SetDefaults_Pod's requests from limits and, on the host's network, hostPort from
+// containerPort; spec.schedulerName "default-scheduler"; a container port's protocol TCP; every
+// quantity rounded up to thousandths; then the pod-level requests and limits PrepareForCreate
+// derives (DefaultPodLevelResources). The defaults that do not bear on scheduling (restartPolicy,
+// dnsPolicy, image pull policy, ...) are not applied, nor is admission, which needs other objects
+// (the loader admits pods once it has read them all). Other kinds (Nodes, RuntimeClasses) are
+// returned as copies without change.
 func Default(obj runtime.Object, now time.Time) runtime.Object {
 	obj = obj.DeepCopyObject()
 	defaultInPlace(obj, now)
@@ -114,31 +116,5 @@ func defaultTolerations(tolerations []resourceapi.DeviceToleration) {
 func defaultTaint(taint *resourceapi.DeviceTaint, now time.Time) {
 	if taint.TimeAdded == nil && !now.IsZero() {
 		taint.TimeAdded = &metav1.Time{Time: now.Truncate(time.Second)}
-	}
-}
-
-func defaultPod(pod *corev1.Pod) {
-	if pod.Spec.SchedulerName == "" {
-		pod.Spec.SchedulerName = corev1.DefaultSchedulerName
-	}
-	for i := range pod.Spec.Containers {
-		defaultRequests(&pod.Spec.Containers[i].Resources)
-	}
-	for i := range pod.Spec.InitContainers {
-		defaultRequests(&pod.Spec.InitContainers[i].Resources)
-	}
-}
-
-// defaultRequests is the part of SetDefaults_Pod that gives a container without a request for a
-// resource its limit as the request.
-func defaultRequests(res *corev1.ResourceRequirements) {
-	for name, limit := range res.Limits {
-		if _, ok := res.Requests[name]; ok {
-			continue
-		}
-		if res.Requests == nil {
-			res.Requests = make(corev1.ResourceList)
-		}
-		res.Requests[name] = limit.DeepCopy()
 	}
 }

@@ -6,7 +6,8 @@
 // (kind List, apiVersion v1, as kubectl writes several objects) in any mixture of:
 //
 //   - core/v1 Pods, Nodes and Namespaces (for the label resource.kubernetes.io/admin-access, without
-//     which kube-apiserver refuses a claim or template asking for admin access in the namespace);
+//     which kube-apiserver refuses a claim or template asking for admin access in the namespace),
+//     and node.k8s.io/v1 RuntimeClasses (for the admission of the pods that name one, see below);
 //   - resource.k8s.io ResourceSlices, DeviceClasses, ResourceClaims, ResourceClaimTemplates
 //     (v1, v1beta2, v1beta1) and DeviceTaintRules (v1, v1beta2, v1alpha3), all converted to v1;
 //   - scheduling.k8s.io PodGroups and Workloads (v1beta1, v1alpha3), converted to v1beta1;
@@ -55,6 +56,61 @@
 //
 // The main types are [Objects], what was read, with the [Source] of every object, and [Options].
 //
+// # The pod create path
+//
+// A pod is read as kube-apiserver 1.37 would store it on create, with the default feature gates and
+// admission plugins, as far as that bears on where it can be scheduled. The steps, in the API
+// server's order (k8s.io/kubernetes v1.37.2), and what the loader does of each (see [Default]):
+//
+//  1. Decoding with defaults (pkg/apis/core/v1 defaults.go and zz_generated.defaults.go).
+//     Reproduced: a container's or init container's request takes its limit where it has none; on
+//     the host's network (spec.hostNetwork) a port with hostPort 0 gets its containerPort as
+//     hostPort, so that two such pods conflict on a node as in the cluster; spec.schedulerName
+//     default-scheduler; a container port's protocol TCP; every quantity of the containers, the
+//     overhead and the pod-level resources rounded up to thousandths. Not reproduced, not read by
+//     scheduling: restartPolicy, dnsPolicy, securityContext, terminationGracePeriodSeconds,
+//     enableServiceLinks, image pull policy, probe, volume and status defaults.
+//  2. Admission, the plugins on by default that act on a pod's create, in their order.
+//     NamespaceLifecycle (refuses a pod in a namespace that is missing or terminating): not
+//     reproduced, the loader does not require Namespaces. LimitRanger: not reproduced, LimitRange
+//     objects are not read; in a namespace with one, containers get default requests and limits
+//     that the loader does not know and NodeResourcesFit counts. ServiceAccount (service account
+//     name, token volume): not read by scheduling. PodSecurity: refuses pods by the namespace's
+//     policy level, not reproduced. Priority (spec.priority and preemptionPolicy from the
+//     PriorityClass): not reproduced, PriorityClasses are not read and nothing in dralloc reads a
+//     pod's priority. DefaultTolerationSeconds: reproduced, a pod that does not tolerate
+//     the NoExecute taints node.kubernetes.io/not-ready and node.kubernetes.io/unreachable gets a
+//     toleration of each for 300 seconds. RuntimeClass: reproduced with the RuntimeClasses of the
+//     input (node.k8s.io/v1), wherever in the input they are: spec.overhead set from the
+//     RuntimeClass, its scheduling.nodeSelector joined to the pod's and its tolerations merged
+//     with the pod's (a toleration another covers dropped, as MergeTolerations does); a pod naming
+//     a RuntimeClass the input does not have, with an overhead other than its RuntimeClass's, with
+//     an overhead and no RuntimeClass that defines one, or with a node selector that says
+//     otherwise than its RuntimeClass's is refused with the plugin's reason. PodTopologyLabels,
+//     NodeDeclaredFeatureValidator and PodResizeValidator act on bindings, updates and resizes, not
+//     on a pod's create. MutatingAdmissionPolicy, MutatingAdmissionWebhook,
+//     ValidatingAdmissionPolicy and ValidatingAdmissionWebhook run the cluster's own policies and
+//     webhooks, which a manifest does not have; ResourceQuota refuses pods over a ResourceQuota,
+//     which is not read. The other plugins on by default act on other kinds.
+//  3. The pod strategy's PrepareForCreate (pkg/registry/core/pod). Reproduced:
+//     DefaultPodLevelResources (PodLevelResources and PodLevelResourcesFixDefaulting are on by
+//     default in 1.37): with pod-level spec.resources, hugepage limits from the containers', cpu
+//     and memory requests from the containers' total, then every pod-level limit without a
+//     request as the request, then limits from the containers' total where every container has
+//     one. Not reproduced: metadata.generation 1 and the status reset to phase Pending with the
+//     QoS class and the SchedulingGated condition (a pod read keeps the status written, as a dump
+//     carries the cluster's, and the scheduler reads spec.schedulingGates, not the condition); the
+//     fields of features off by default dropped; matchLabelKeys and mismatchLabelKeys of pod
+//     (anti-)affinity terms and topology spread constraints merged into their label selectors
+//     (InterPodAffinity and PodTopologySpread are the caller's, see allocator/pods).
+//  4. Validation (the strategy's, then validating admission): only what decides which pods are
+//     read and what they ask of a node, see above.
+//
+// Admission is applied to the pods the API server has yet to create: a pod with
+// metadata.resourceVersion was read back from a cluster, admitted when it was created, and is taken
+// as stored (its RuntimeClass need not be in the input). Options.NoDefaults turns admission off with
+// the defaults.
+//
 // # Conversion
 //
 // The resource.k8s.io/v1beta2 and scheduling.k8s.io/v1alpha3 types are field for field the same as
@@ -68,7 +124,7 @@
 // # Imports
 //
 // The package may import k8s.io/api, k8s.io/apimachinery, k8s.io/utils, k8s.io/component-helpers
-// (node affinity and taint matching) with github.com/go-logr/logr, sigs.k8s.io/yaml,
+// (node affinity and taint matching, the scheduler's totals of container resources) with github.com/go-logr/logr, sigs.k8s.io/yaml,
 // go.yaml.in/yaml/v3 (to find duplicate keys), the standard library and, of dralloc, only
 // allocator/validation (which imports celenv and capacity, nothing of the allocator), so any part of
 // dralloc can read manifests with it.

@@ -16,7 +16,8 @@ var (
 	// ErrDecode reports input that is not YAML or JSON of an object: a syntax error, a missing
 	// apiVersion or kind, a value of the wrong type.
 	ErrDecode = errors.New("cannot decode")
-	// ErrInvalid reports an object that Options.Validate refused.
+	// ErrInvalid reports an object that kube-apiserver would refuse on create (its validation, or
+	// the admission of a pod) or that Options.Validate refused.
 	ErrInvalid = errors.New("invalid object")
 	// ErrTooLarge reports a file, stream or document larger than Options.MaxBytes.
 	ErrTooLarge = errors.New("too large")

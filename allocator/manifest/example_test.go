@@ -284,3 +284,46 @@ items:
 	// 2 devices, 0 slices kept
 	// dump.yaml: document 1, item 2: ResourceSlice node-1-gpus: invalid object: node node-1 is cordoned
 }
+
+// A pod is read as the API server stores it once admitted: its RuntimeClass gives it an overhead, a
+// node selector and a toleration, and DefaultTolerationSeconds two more.
+func ExampleDecode_runtimeClass() {
+	input := `
+apiVersion: v1
+kind: Pod
+metadata: {name: sandboxed}
+spec:
+  runtimeClassName: kata
+  containers: [{name: main, image: app}]
+---
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: kata}
+handler: kata
+overhead: {podFixed: {cpu: 250m}}
+scheduling:
+  nodeSelector: {runtime: kata}
+  tolerations: [{key: runtime, operator: Exists}]
+`
+	objs, err := manifest.Decode(strings.NewReader(input), "pod.yaml", manifest.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	spec := objs.Pods[0].Spec
+	fmt.Println("overhead:", spec.Overhead.Cpu())
+	fmt.Println("node selector:", spec.NodeSelector)
+	for _, t := range spec.Tolerations {
+		fmt.Println("toleration:", strings.TrimSpace(fmt.Sprintf("%s %s %s", t.Key, t.Operator, t.Effect)))
+	}
+
+	_, err = manifest.Decode(strings.NewReader(input[:strings.Index(input, "---")]), "pod.yaml", manifest.Options{})
+	fmt.Println(err)
+	// Output:
+	// overhead: 250m
+	// node selector: map[runtime:kata]
+	// toleration: node.kubernetes.io/not-ready Exists NoExecute
+	// toleration: node.kubernetes.io/unreachable Exists NoExecute
+	// toleration: runtime Exists
+	// pod.yaml: document 1: Pod default/sandboxed: spec.runtimeClassName: invalid object: spec.runtimeClassName: Forbidden: pod rejected: RuntimeClass "kata" not found
+}

@@ -6,6 +6,7 @@ import (
 	"weak"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,6 +27,9 @@ type Objects struct {
 	// Namespaces are read for what decides whether a claim is valid: the label
 	// resource.kubernetes.io/admin-access that admin access to devices needs.
 	Namespaces []*corev1.Namespace
+	// RuntimeClasses (node.k8s.io/v1) are read for what the RuntimeClass admission plugin gives
+	// the pods that name one: their overhead, node selector and tolerations.
+	RuntimeClasses []*nodev1.RuntimeClass
 
 	// Skipped are the documents of kinds this package does not read, when Options.SkipUnknown is set.
 	Skipped []Skipped
@@ -82,7 +86,7 @@ func (o *Objects) Source(obj runtime.Object) (Source, bool) {
 // Len returns the number of objects in o, not counting skipped documents.
 func (o *Objects) Len() int {
 	return len(o.Pods) + len(o.Nodes) + len(o.Slices) + len(o.Classes) + len(o.Claims) +
-		len(o.Templates) + len(o.TaintRules) + len(o.PodGroups) + len(o.Workloads) + len(o.Namespaces)
+		len(o.Templates) + len(o.TaintRules) + len(o.PodGroups) + len(o.Workloads) + len(o.Namespaces) + len(o.RuntimeClasses)
 }
 
 // Append adds the objects of other to o, after o's, keeping their sources.
@@ -97,6 +101,7 @@ func (o *Objects) Append(other *Objects) {
 	o.PodGroups = append(o.PodGroups, other.PodGroups...)
 	o.Workloads = append(o.Workloads, other.Workloads...)
 	o.Namespaces = append(o.Namespaces, other.Namespaces...)
+	o.RuntimeClasses = append(o.RuntimeClasses, other.RuntimeClasses...)
 	o.Skipped = append(o.Skipped, other.Skipped...)
 	if o.sources == nil && len(other.sources) > 0 {
 		o.sources = make(map[any]Source, len(other.sources))
@@ -130,6 +135,8 @@ func (o *Objects) add(obj runtime.Object, src Source) bool {
 		o.Workloads = append(o.Workloads, obj)
 	case *corev1.Namespace:
 		o.Namespaces = append(o.Namespaces, obj)
+	case *nodev1.RuntimeClass:
+		o.RuntimeClasses = append(o.RuntimeClasses, obj)
 	default:
 		return false
 	}
@@ -173,6 +180,8 @@ func sourceKey(obj runtime.Object) any {
 	case *schedulingapi.Workload:
 		return weak.Make(o)
 	case *corev1.Namespace:
+		return weak.Make(o)
+	case *nodev1.RuntimeClass:
 		return weak.Make(o)
 	}
 	return obj

@@ -94,6 +94,19 @@ func (d *decoder) finish() error {
 	if len(d.expanded) > 0 {
 		d.dropStandIns()
 	}
+	if !d.opts.NoDefaults {
+		if err := d.admitPods(); err != nil {
+			return err
+		}
+		if d.opts.Validate != nil {
+			for _, pod := range d.objs.Pods {
+				if err := d.opts.Validate(pod); err != nil {
+					src, _ := d.objs.Source(pod)
+					return &Error{Source: src, Object: objectName(pod, nil), Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
+				}
+			}
+		}
+	}
 	if !d.opts.NoValidate {
 		if err := d.adminAccess(); err != nil {
 			return err

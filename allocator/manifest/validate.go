@@ -2,11 +2,13 @@ package manifest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +35,8 @@ func decisive(obj runtime.Object) field.ErrorList {
 		return objectMeta(&o.ObjectMeta, false, false)
 	case *corev1.Namespace:
 		return objectMeta(&o.ObjectMeta, false, false)
+	case *nodev1.RuntimeClass:
+		return runtimeClass(o)
 	case *appsv1.Deployment:
 		// ValidateDeploymentSpec: replicas non-negative.
 		errs := append(objectMeta(&o.ObjectMeta, true, false), nonNegative(o.Spec.Replicas, spec.Child("replicas"))...)
@@ -56,6 +60,34 @@ func decisive(obj runtime.Object) field.ErrorList {
 		return append(errs, podResources(&o.Spec.Template.Spec, spec.Child("template", "spec"))...)
 	}
 	return nil
+}
+
+// runtimeClass validates what admission takes from a RuntimeClass as ValidateRuntimeClass does
+// (k8s.io/kubernetes pkg/apis/node/validation): its name, its handler (a DNS label), its overhead (no
+// negative amount).
+func runtimeClass(rc *nodev1.RuntimeClass) field.ErrorList {
+	errs := objectMeta(&rc.ObjectMeta, false, false)
+	for _, msg := range validation.IsDNS1123Label(rc.Handler) {
+		errs = append(errs, field.Invalid(field.NewPath("handler"), rc.Handler, msg))
+	}
+	if rc.Overhead != nil {
+		p := field.NewPath("overhead", "podFixed")
+		for _, name := range sortedResourceNames(rc.Overhead.PodFixed) {
+			if q := rc.Overhead.PodFixed[name]; q.Sign() < 0 {
+				errs = append(errs, field.Invalid(p.Key(string(name)), q.String(), "must be greater than or equal to 0"))
+			}
+		}
+	}
+	return errs
+}
+
+func sortedResourceNames(list corev1.ResourceList) []corev1.ResourceName {
+	names := make([]corev1.ResourceName, 0, len(list))
+	for name := range list {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // podResources validates the containers' extended resources as kube-apiserver's

@@ -10,9 +10,12 @@
 // Each scenario (hand-written ones, and clusters drawn by fuzz.ClusterGen from fixed seeds, with pods made
 // from their pending claims, every other one a cluster where dralloc places a pod) creates its nodes, ResourceSlices, DeviceClasses, DeviceTaintRules, templates and claims, then its
 // pods one by one: each pod is created through the API and awaited until kube-scheduler binds it or marks it
-// unschedulable, and the same pod is placed by a pods.Cluster holding the same objects. Per pod the tests
-// compare:
+// unschedulable, and the same pod is placed by a pods.Cluster holding the same objects: the pod as written,
+// read by allocator/manifest (with the scenario's RuntimeClasses), which promises the pod as the API server
+// stores it, defaults and admission included. Per pod the tests compare:
 //
+//   - what the scheduler reads of the pod (scheduler name, overhead, pod-level and containers' resources,
+//     ports, node selector, tolerations) as allocator/manifest reads it and as the API server stored it;
 //   - scheduled against pending, and an error against an error: for some inputs (a request for all devices
 //     of a pool that is being updated, a device of an allocationMode All request that a claim constraint
 //     refuses) the upstream allocator fails the whole attempt, and kube-scheduler keeps the pod with reason
@@ -24,6 +27,10 @@
 //   - every claim's shape (generated name form, labels, annotations, owner references, finalizers, spec,
 //     reservedFor, the allocation's node selector) and the pod's status.resourceClaimStatuses and
 //     status.extendedResourceClaimStatus.
+//
+// Admission scenarios (admission_test.go) make the placement depend on what the API server does to a pod
+// before the scheduler sees it: a RuntimeClass's overhead and scheduling, pod-level limits, host ports on the
+// host's network.
 //
 // The dra-example-driver demos (allocator/manifest/testdata/demo, on the driver's demo cluster of
 // allocator/pods/testdata) run the same way; demos_test.go says which are left out and why. Gangs (PodGroups

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,7 +35,9 @@ type scenario struct {
 	templates []*resourceapi.ResourceClaimTemplate
 	groups    []*schedulingapi.PodGroup
 	claims    []*resourceapi.ResourceClaim // status.allocation, when set, is written after create
-	pods      []*v1.Pod
+	// runtimeClasses are created with the cluster; the loader admits the pods with them.
+	runtimeClasses []*nodev1.RuntimeClass
+	pods           []*v1.Pod
 	// known names the entry of knownDifferences that explains why dralloc and kube-scheduler disagree on
 	// whether, or where, this scenario's pods fit; "" when they must agree.
 	known string
@@ -196,9 +199,16 @@ func runScenario(t *testing.T, c kubernetes.Interface, sc *scenario, tl *tally) 
 		if err != nil {
 			t.Fatalf("Pod %s: %v", p.Name, err)
 		}
+		// dralloc places the pod as allocator/manifest reads the pod written, which promises the pod
+		// the API server stored: the comparison covers its defaults and admission.
+		admitted, diffs := admit(p, sc.runtimeClasses, created)
+		tl.record(t, sc, p.Name, "admission", diffs)
+		if admitted == nil {
+			continue
+		}
 		only.Store(nil)
-		placed, placeErr := cl.Place(ctx, created)
-		comparePod(ctx, t, c, sc, cl, st, &only, created, out, placed, placeErr, tl)
+		placed, placeErr := cl.Place(ctx, admitted)
+		comparePod(ctx, t, c, sc, cl, st, &only, admitted, out, placed, placeErr, tl)
 	}
 }
 
@@ -533,6 +543,11 @@ func createCluster(ctx context.Context, c kubernetes.Interface, ns string, sc *s
 			return err
 		}
 	}
+	for _, x := range sc.runtimeClasses {
+		if _, err := c.NodeV1().RuntimeClasses().Create(ctx, x, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create RuntimeClass %s: %w", x.Name, err)
+		}
+	}
 	for _, x := range sc.templates {
 		x = x.DeepCopy()
 		x.Namespace = ns
@@ -620,6 +635,9 @@ func cleanup(t *testing.T, c kubernetes.Interface, ns string, sc *scenario) {
 	}
 	for _, x := range sc.nodes {
 		keep(c.CoreV1().Nodes().Delete(ctx, x.Name, metav1.DeleteOptions{}))
+	}
+	for _, x := range sc.runtimeClasses {
+		keep(c.NodeV1().RuntimeClasses().Delete(ctx, x.Name, metav1.DeleteOptions{}))
 	}
 	if len(errs) > 0 {
 		t.Errorf("clean up scenario %s: %v", sc.name, errors.Join(errs...))
