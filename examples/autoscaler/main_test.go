@@ -17,7 +17,7 @@ func TestScaleFromZeroOnTheDGXProfiles(t *testing.T) {
 		"  Pod default/inference\n    dgxa100  no: cannot allocate all claims\n    dgxh100  fits on 1 node(s)\n",
 		"  Pod default/mig-demo\n    dgxa100  fits on 1 node(s)\n    dgxh100  no: cannot allocate all claims\n",
 		// Four pods of four GPUs need 16 GPUs: two 8-GPU nodes.
-		"  PodGroup default/trainer\n    dgxa100  no: PodGroup default/trainer: pod group cannot be placed\n    dgxh100  fits on 2 node(s)\n",
+		"  PodGroup default/trainer\n    dgxa100  no: PodGroup default/trainer: pod group cannot be placed: minCount (4) cannot be satisfied: 0 scheduled, 3 remaining\n    dgxh100  fits on 2 node(s)\n",
 		// The cheapest type that fits each: one H100 for the inference pod, one A100 for the demo, two
 		// more H100s for the gang; cost 1 + 3x3.
 		"Scale-up: cost 10, 1 x dgxa100 3 x dgxh100\n",
