@@ -8,15 +8,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"slices"
-	"time"
+
+	"github.com/spf13/pflag"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/dralloc/dralloc/allocator/manifest"
 	"github.com/dralloc/dralloc/examples/dractl/internal/cli"
@@ -61,9 +63,11 @@ const maxPages = 10000
 
 // live is where kubectl-dra's objects come from: the flags kubectl users know, and the client.
 type live struct {
-	kubeconfig, context, namespace string
-	allNamespaces                  bool
-	timeout                        time.Duration
+	// config are kubectl's own flags (cli-runtime's, as kubectl and its sample plugin take them):
+	// the kubeconfig, $KUBECONFIG merged, context, cluster, user, namespace, impersonation, token,
+	// server, TLS and --request-timeout.
+	config        *genericclioptions.ConfigFlags
+	allNamespaces bool
 	// pageSize is the Limit of every list.
 	pageSize int64
 	// connect makes the client and says the namespace of the context; nil reads the kubeconfig.
@@ -74,7 +78,8 @@ type live struct {
 }
 
 const liveUsage = `Without -f, the objects are read from the cluster of the kubeconfig (--kubeconfig, --context),
-in the namespace of -n or of the context, or in all with -A: pods, ResourceClaimTemplates and
+in the namespace of -n or of the context, or in all with -A (kubectl's flags, --as and --token
+included, mean what they mean to kubectl): pods, ResourceClaimTemplates and
 PodGroups in that namespace; nodes, ResourceSlices, DeviceClasses, DeviceTaintRules and the
 ResourceClaims of every namespace (a device a claim holds is in use, whichever namespace the claim
 is in). Only get and list, in pages; a list that is forbidden exits with 3 and names the permission.
@@ -94,37 +99,53 @@ func newLive(connect func(l *live) (dynamic.Interface, string, error)) *live {
 }
 
 func (l *live) options() cli.Options {
-	return cli.Options{Name: "kubectl dra", Usage: liveUsage, Flags: l.flags, Source: l.load, Namespace: l.namespaceOf, TrustAPIServer: true}
+	return cli.Options{Name: "kubectl dra", Usage: liveUsage, Parser: l.parser, Source: l.load, Namespace: l.namespaceOf, TrustAPIServer: true}
 }
 
-func (l *live) flags(fs *flag.FlagSet) {
-	fs.StringVar(&l.kubeconfig, "kubeconfig", "", "the kubeconfig file; $KUBECONFIG or ~/.kube/config when empty")
-	fs.StringVar(&l.context, "context", "", "the kubeconfig context; its current context when empty")
-	fs.StringVar(&l.namespace, "namespace", "", "the namespace of pods, claim templates and PodGroups; the context's when empty")
-	fs.StringVar(&l.namespace, "n", "", "short for --namespace")
-	fs.BoolVar(&l.allNamespaces, "all-namespaces", false, "read pods, claim templates and PodGroups of every namespace")
-	fs.BoolVar(&l.allNamespaces, "A", false, "short for --all-namespaces")
-	fs.DurationVar(&l.timeout, "request-timeout", 0, "how long one request may take (as 30s or 1m); 0 waits as long as it takes")
+// parser parses the command line as kubectl does, with spf13/pflag: kubectl's flags from
+// cli-runtime (so -nml is -n ml, and --as, --token, --server mean what they mean to kubectl),
+// -A/--all-namespaces, and the command's own flags (-f, -o, ...) as pflag takes Go's flags.
+func (l *live) parser(fs *flag.FlagSet) cli.FlagParser {
+	pfs := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError)
+	pfs.SetOutput(io.Discard) // Run names a mistake itself, in one line
+	pfs.Usage = func() {}
+	pfs.SortFlags = false
+	l.config = genericclioptions.NewConfigFlags(true)
+	l.config.AddFlags(pfs)
+	pfs.BoolVarP(&l.allNamespaces, "all-namespaces", "A", false, "read pods, claim templates and PodGroups of every namespace")
+	pfs.AddGoFlagSet(fs)
+	return pflagParser{pfs}
 }
 
-// kubeconfig reads the kubeconfig as kubectl does: --kubeconfig, else $KUBECONFIG, else
-// ~/.kube/config; --context and -n override the current context and its namespace.
+// pflagParser is a cli.FlagParser over a pflag.FlagSet.
+type pflagParser struct{ fs *pflag.FlagSet }
+
+func (p pflagParser) Parse(args []string) ([]string, error) {
+	err := p.fs.Parse(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		return nil, flag.ErrHelp
+	}
+	return p.fs.Args(), err
+}
+
+func (p pflagParser) PrintDefaults(w io.Writer) { io.WriteString(w, p.fs.FlagUsages()) }
+
+// kubeconfig reads the kubeconfig as kubectl does, through cli-runtime's ConfigFlags:
+// --kubeconfig, else every file of $KUBECONFIG merged, else ~/.kube/config; the flags override
+// the current context, its cluster, user and namespace.
 func kubeconfig(l *live) (dynamic.Interface, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = l.kubeconfig
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: l.context}
-	overrides.Context.Namespace = l.namespace
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
-	ns, _, err := cc.Namespace()
+	if l.config == nil {
+		l.config = genericclioptions.NewConfigFlags(true)
+	}
+	ns, _, err := l.config.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
 	}
-	cfg, err := cc.ClientConfig()
+	cfg, err := l.config.ToRESTConfig()
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
 	}
 	cfg.UserAgent = "kubectl-dra"
-	cfg.Timeout = l.timeout
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
@@ -141,7 +162,12 @@ func (l *live) connected() error {
 	if err != nil {
 		return err
 	}
-	l.client, l.ns = client, cmp.Or(l.namespace, ns, "default")
+	// -n wins over the namespace connect says (the context's), whatever connect read.
+	flagNS := ""
+	if l.config != nil && l.config.Namespace != nil {
+		flagNS = *l.config.Namespace
+	}
+	l.client, l.ns = client, cmp.Or(flagNS, ns, "default")
 	return nil
 }
 

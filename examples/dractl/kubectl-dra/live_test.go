@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -343,17 +344,32 @@ func TestNamespace(t *testing.T) {
 	}
 }
 
-// TestKubeconfig: --kubeconfig, --context and -n choose the cluster and namespace as kubectl does.
-func TestKubeconfig(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	const config = `apiVersion: v1
+// parsed is the source that the command line args configure, parsed as kubectl dra parses it.
+func parsed(t *testing.T, args ...string) *live {
+	t.Helper()
+	l := newLive(kubeconfig)
+	fs := flag.NewFlagSet("kubectl dra top", flag.ContinueOnError)
+	fs.String("o", "text", "output format")
+	if rest, err := l.parser(fs).Parse(args); err != nil || len(rest) != 0 {
+		t.Fatalf("%v: %v, positional %v", args, err, rest)
+	}
+	return l
+}
+
+// testKubeconfig has contexts a (namespace ml) and b on cluster c and user u, and a second cluster
+// and user to choose with --cluster and --user.
+const testKubeconfig = `apiVersion: v1
 kind: Config
 clusters:
 - name: c
   cluster: {server: "https://127.0.0.1:1"}
+- name: c2
+  cluster: {server: "https://127.0.0.2:2"}
 users:
 - name: u
   user: {token: t}
+- name: u2
+  user: {token: t2}
 contexts:
 - name: a
   context: {cluster: c, user: u, namespace: ml}
@@ -361,28 +377,124 @@ contexts:
   context: {cluster: c, user: u}
 current-context: a
 `
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+
+// TestKubeconfig: --kubeconfig, --context and -n (in kubectl's every form) choose the cluster and
+// namespace as kubectl does.
+func TestKubeconfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, []byte(testKubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		l    live
+		args []string
 		want string
 	}{
-		{live{kubeconfig: path}, "ml"},
-		{live{kubeconfig: path, context: "b"}, "default"},
-		{live{kubeconfig: path, context: "a", namespace: "x"}, "x"},
+		{[]string{"--kubeconfig", path}, "ml"},
+		{[]string{"--kubeconfig", path, "--context", "b"}, "default"},
+		{[]string{"--kubeconfig", path, "--context", "a", "-n", "x"}, "x"},
+		{[]string{"--kubeconfig=" + path, "--context=b", "-nx"}, "x"},
+		{[]string{"--kubeconfig", path, "--context", "b", "-n=x"}, "x"},
+		{[]string{"--kubeconfig", path, "--namespace=x"}, "x"},
 	} {
-		if _, ns, err := kubeconfig(&tc.l); err != nil || ns != tc.want {
-			t.Errorf("%+v: namespace %q, %v; want %q", tc.l, ns, err, tc.want)
+		if _, ns, err := kubeconfig(parsed(t, tc.args...)); err != nil || ns != tc.want {
+			t.Errorf("%v: namespace %q, %v; want %q", tc.args, ns, err, tc.want)
 		}
 	}
-	l := live{kubeconfig: path, context: "nope"}
-	if _, _, err := kubeconfig(&l); err == nil || !strings.HasPrefix(err.Error(), "kubeconfig: ") {
+	if _, _, err := kubeconfig(parsed(t, "--kubeconfig", path, "--context", "nope")); err == nil || !strings.HasPrefix(err.Error(), "kubeconfig: ") {
 		t.Errorf("unknown context: %v", err)
 	}
 	var out, errOut bytes.Buffer
 	if code := options().Run([]string{"top", "--kubeconfig", filepath.Join(t.TempDir(), "missing")}, strings.NewReader(""), &out, &errOut); code != cli.ExitBadInput || !strings.Contains(errOut.String(), "kubeconfig") {
 		t.Errorf("missing kubeconfig: status %d, stderr %q", code, errOut.String())
+	}
+}
+
+// TestConfigFlags: kubectl's flags reach the client's configuration as they reach kubectl's:
+// impersonation, a token, a server, TLS, the kubeconfig's cluster and user, the request timeout.
+func TestConfigFlags(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, []byte(testKubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, []byte("not read until a connection is made"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "host https://127.0.0.1:1 token t as [] timeout 0s ca  insecure false"},
+		{[]string{"--as", "dev", "--as-group", "g1", "--as-group=g2"}, "host https://127.0.0.1:1 token t as dev[g1 g2] timeout 0s ca  insecure false"},
+		{[]string{"--token", "x", "--server", "https://10.0.0.1:6443"}, "host https://10.0.0.1:6443 token x as [] timeout 0s ca  insecure false"},
+		{[]string{"--cluster", "c2", "--user", "u2"}, "host https://127.0.0.2:2 token t2 as [] timeout 0s ca  insecure false"},
+		{[]string{"--certificate-authority", ca}, "host https://127.0.0.1:1 token t as [] timeout 0s ca " + ca + " insecure false"},
+		{[]string{"--insecure-skip-tls-verify"}, "host https://127.0.0.1:1 token t as [] timeout 0s ca  insecure true"},
+		{[]string{"--request-timeout", "5s"}, "host https://127.0.0.1:1 token t as [] timeout 5s ca  insecure false"},
+	} {
+		l := parsed(t, append([]string{"--kubeconfig", path}, tc.args...)...)
+		cfg, err := l.config.ToRESTConfig()
+		if err != nil {
+			t.Errorf("%v: %v", tc.args, err)
+			continue
+		}
+		got := fmt.Sprintf("host %s token %s as %s%v timeout %v ca %s insecure %v", cfg.Host, cfg.BearerToken,
+			cfg.Impersonate.UserName, cfg.Impersonate.Groups, cfg.Timeout, cfg.CAFile, cfg.Insecure)
+		if got != tc.want {
+			t.Errorf("%v:\n got %s\nwant %s", tc.args, got, tc.want)
+		}
+	}
+}
+
+// TestKubeconfigMerged: the files of $KUBECONFIG are merged as kubectl merges them, the first to
+// set a value winning: the context of one file reaches the cluster and user of another.
+func TestKubeconfigMerged(t *testing.T) {
+	dir := t.TempDir()
+	first := "apiVersion: v1\nkind: Config\ncontexts:\n- name: a\n  context: {cluster: c, user: u, namespace: ml}\ncurrent-context: a\n"
+	second := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.3:3\"}\nusers:\n- name: u\n  user: {token: t3}\ncontexts:\n- name: a\n  context: {cluster: c, user: u, namespace: other}\ncurrent-context: b\n"
+	for name, text := range map[string]string{"first": first, "second": second} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("KUBECONFIG", filepath.Join(dir, "first")+string(os.PathListSeparator)+filepath.Join(dir, "second"))
+	l := parsed(t)
+	cfg, err := l.config.ToRESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ns, err := kubeconfig(l)
+	if err != nil || cfg.Host != "https://127.0.0.3:3" || cfg.BearerToken != "t3" || ns != "ml" {
+		t.Errorf("host %s token %s namespace %q, %v; want https://127.0.0.3:3, t3, ml", cfg.Host, cfg.BearerToken, ns, err)
+	}
+}
+
+// TestKubectlShorthands: kubectl's habits on the whole command line: -nml is -n ml, --as is taken,
+// flags before and after the pod; a flag that is wrong is named in one line.
+func TestKubectlShorthands(t *testing.T) {
+	client, _ := cluster(t, load(t, filepath.Join(testdata, "gang")))
+	if code, _, errOut := kubectlDRA(client, 0, "place", "-nteam-b", "--as", "dev", "--as-group", "devs"); code == cli.ExitBadInput {
+		t.Fatal(errOut)
+	}
+	for _, a := range client.Actions() {
+		if a.GetResource().Resource == "pods" && a.GetNamespace() != "team-b" {
+			t.Errorf("pods listed in namespace %q, want team-b", a.GetNamespace())
+		}
+	}
+	_, want, _ := dractl("explain", "-f", filepath.Join(testdata, "gang"), "--pod", "default/t2", "-o", "json")
+	if _, got, errOut := kubectlDRA(client, 0, "explain", "-ndefault", "t2", "-ojson"); got != want {
+		t.Errorf("explain -ndefault t2 -ojson: stderr %s\n%s\nwant\n%s", errOut, got, want)
+	}
+	code, out, errOut := kubectlDRA(client, 0, "top", "--frob")
+	const wantErr = "kubectl dra top: unknown flag: --frob\nSee 'kubectl dra top --help' for the flags.\n"
+	if code != cli.ExitBadInput || out != "" || errOut != wantErr {
+		t.Errorf("--frob: status %d, stdout %q, stderr %q; want 3 and %q", code, out, errOut, wantErr)
+	}
+	code, out, _ = kubectlDRA(client, 0, "top", "--help")
+	for _, f := range []string{"--as string", "-n, --namespace string", "-A, --all-namespaces", "-o, --o string", "--request-timeout string"} {
+		if code != cli.ExitOK || !strings.Contains(out, f) {
+			t.Errorf("top --help: status %d, no %q in\n%s", code, f, out)
+		}
 	}
 }
 

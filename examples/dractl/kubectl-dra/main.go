@@ -9,8 +9,11 @@
 // with the same output; given -f, kubectl-dra reads the files instead of the cluster. Without -f it
 // lists, with get and list only and in pages, the pods, nodes, namespaces, ResourceSlices,
 // DeviceClasses, ResourceClaims, ResourceClaimTemplates, DeviceTaintRules and PodGroups, and reads
-// them as dractl reads `kubectl get ... -o yaml`. The flags --kubeconfig, --context, -n/--namespace,
-// -A/--all-namespaces and --request-timeout mean what they mean to kubectl; -n narrows the pods,
+// them as dractl reads `kubectl get ... -o yaml`. kubectl's own flags (k8s.io/cli-runtime's
+// ConfigFlags, parsed with spf13/pflag as kubectl parses them: --kubeconfig and $KUBECONFIG merged,
+// --context, --cluster, --user, -n/--namespace and -nml, --as, --as-group, --token, --server,
+// --certificate-authority, --insecure-skip-tls-verify, --request-timeout) and -A/--all-namespaces
+// mean what they mean to kubectl; -n narrows the pods,
 // ResourceClaimTemplates and PodGroups read, never the ResourceClaims (a device that a claim of any
 // namespace holds is in use) nor the kinds without a namespace.
 //

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -117,9 +116,10 @@ type Options struct {
 	// Usage, when set, replaces the paragraph of the main usage that says how to read a live
 	// cluster.
 	Usage string
-	// Flags, when set, adds the flags Source reads (a kubeconfig, a namespace) to the flags of
-	// every command. It is called once for each Run, before the command line is parsed.
-	Flags func(fs *flag.FlagSet)
+	// Parser, when set, parses the command line in place of the flag package, as kubectl's
+	// plugins parse theirs with spf13/pflag: it is given the command's own flags and adds those
+	// Source reads (a kubeconfig, a namespace). It is called once for each Run.
+	Parser func(fs *flag.FlagSet) FlagParser
 	// Source, when set, reads the objects when a command is given no -f, after the command line
 	// is parsed. opts are the manifest options dractl reads files with (see TrustAPIServer). An error is bad input (exit
 	// status 3) and should say what to do, as "needs get/list on resource.k8s.io resourceclaims".
@@ -133,6 +133,24 @@ type Options struct {
 	// Namespace, when set, is the namespace of a name given without one (explain's pod argument),
 	// called after the command line is parsed; "default" when nil.
 	Namespace func() (string, error)
+}
+
+// FlagParser parses one command line: Parse returns the positional arguments, or flag.ErrHelp
+// for -h and --help, or an error naming the flag that is wrong; PrintDefaults writes the help of
+// every flag.
+type FlagParser interface {
+	Parse(args []string) ([]string, error)
+	PrintDefaults(w io.Writer)
+}
+
+// goFlags is the flag package's parser: flags may follow positional arguments, as kubectl allows.
+type goFlags struct{ fs *flag.FlagSet }
+
+func (g goFlags) Parse(args []string) ([]string, error) { return parseInterspersed(g.fs, args) }
+
+func (g goFlags) PrintDefaults(w io.Writer) {
+	g.fs.SetOutput(w)
+	g.fs.PrintDefaults()
 }
 
 // Run is dractl: args without the program name; it returns the exit status (ExitOK, ExitNotFit,
@@ -177,10 +195,8 @@ func (o Options) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (
 	}
 
 	fs := flag.NewFlagSet(name+" "+cmd.name, flag.ContinueOnError)
-	// The flag package prints the usage on a bad flag and on -h; the buffer keeps it until we know
-	// which: --help goes to stdout with exit status 0, a mistake to stderr.
-	var parseOut bytes.Buffer
-	fs.SetOutput(&parseOut)
+	// The flag package writes a mistake before returning it; Run names it itself.
+	fs.SetOutput(io.Discard)
 	var files stringList
 	fs.Var(&files, "f", "a manifest file, a directory of them, or - for stdin (repeatable)")
 	defaultOutput := cmp.Or(cmd.output, "text")
@@ -189,22 +205,20 @@ func (o Options) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (
 	maxBytes := fs.Int64("max-bytes", manifest.DefaultMaxBytes, "the most bytes one file or stream may have, and one document once its YAML aliases are expanded")
 	maxPods := fs.Int("max-pods", manifest.DefaultMaxPods, "the most pods the workloads (Deployments, Jobs, DaemonSets...) of the input may expand into together")
 	opts := cmd.flags(fs)
-	if o.Flags != nil {
-		o.Flags(fs)
+	// A mistake is named in one line, as kubectl names it, not followed by every flag's help.
+	fs.Usage = func() {}
+	var parser FlagParser = goFlags{fs}
+	if o.Parser != nil {
+		parser = o.Parser(fs)
 	}
-	fs.Usage = func() {
-		out := fs.Output()
-		fmt.Fprintf(out, "%s\n\nUsage: %s %s %s\nFlags:\n", cmd.summary, name, cmd.name, cmd.usage)
-		fs.PrintDefaults()
-	}
-	positional, err := parseInterspersed(fs, args[1:])
+	positional, err := parser.Parse(args[1:])
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
+			fmt.Fprintf(stdout, "%s\n\nUsage: %s %s %s\nFlags:\n", cmd.summary, name, cmd.name, cmd.usage)
+			parser.PrintDefaults(stdout)
 			return exitOK
 		}
-		stderr.Write(parseOut.Bytes())
+		fmt.Fprintf(stderr, "%s %s: %v\nSee '%s %s --help' for the flags.\n", name, cmd.name, err, name, cmd.name)
 		return exitBadInput
 	}
 	if len(positional) > 0 && (cmd.arg == nil || len(positional) > 1) {
