@@ -175,6 +175,8 @@ func sameLive(t *testing.T, script, file string) string {
 		for _, o := range []string{"text", "json"} {
 			args := append(append([]string{}, cmd...), "-o", o, "--color", "never")
 			wantCode, want, wantErr := dractl(append(append([]string{}, args...), "-f", file)...)
+			// Where the pods were read from is said in the words of each.
+			want = strings.ReplaceAll(want, "No pods in the input.", "No pods in any namespace.")
 			if wantCode == cli.ExitBadInput {
 				t.Fatalf("%v -f: %s", args, wantErr)
 			}

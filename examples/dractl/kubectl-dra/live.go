@@ -99,7 +99,7 @@ func newLive(connect func(l *live) (dynamic.Interface, string, error)) *live {
 }
 
 func (l *live) options() cli.Options {
-	return cli.Options{Name: "kubectl dra", Usage: liveUsage, Parser: l.parser, Source: l.load, Namespace: l.namespaceOf, TrustAPIServer: true}
+	return cli.Options{Name: "kubectl dra", Usage: liveUsage, Parser: l.parser, Source: l.load, Scope: l.scope, Namespace: l.namespaceOf, TrustAPIServer: true}
 }
 
 // parser parses the command line as kubectl does, with spf13/pflag: kubectl's flags from
@@ -113,7 +113,18 @@ func (l *live) parser(fs *flag.FlagSet) cli.FlagParser {
 	l.config = genericclioptions.NewConfigFlags(true)
 	l.config.AddFlags(pfs)
 	pfs.BoolVarP(&l.allNamespaces, "all-namespaces", "A", false, "read pods, claim templates and PodGroups of every namespace")
-	pfs.AddGoFlagSet(fs)
+	fs.VisitAll(func(f *flag.Flag) {
+		switch f.Name {
+		case "l":
+			// --selector's shorthand, which pflag writes -l, --selector as kubectl does.
+		case "selector":
+			pf := pflag.PFlagFromGoFlag(f)
+			pf.Shorthand = "l"
+			pfs.AddFlag(pf)
+		default:
+			pfs.AddGoFlag(f)
+		}
+	})
 	return pflagParser{pfs}
 }
 
@@ -169,6 +180,14 @@ func (l *live) connected() error {
 	}
 	l.client, l.ns = client, cmp.Or(flagNS, ns, "default")
 	return nil
+}
+
+// scope says where the pods were read, for the messages saying there are none.
+func (l *live) scope() string {
+	if l.allNamespaces {
+		return "in any namespace"
+	}
+	return "in namespace " + l.ns
 }
 
 // namespaceOf is the namespace of a pod named without one.

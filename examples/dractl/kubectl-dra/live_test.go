@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -147,7 +148,8 @@ var commands = [][]string{
 }
 
 // TestSameAsFile: the objects of a cluster, read live, give byte for byte the output that the same
-// objects give as kubectl get -A -o yaml writes them, for every command and output format.
+// objects give as kubectl get -A -o yaml writes them, for every command and output format; only
+// where the pods were read from is said in the words of each ("in the input", "in any namespace").
 func TestSameAsFile(t *testing.T) {
 	for _, dir := range []string{"reasons", "gang", "demo", "top", "capacity", "free"} {
 		client, file := cluster(t, load(t, filepath.Join(testdata, dir)))
@@ -159,6 +161,7 @@ func TestSameAsFile(t *testing.T) {
 			for _, o := range []string{"text", "yaml", "json"} {
 				args := append(slices.Clone(cmd), "-o", o, "--color", "never")
 				wantCode, want, wantErr := dractl(append(slices.Clone(args), "-f", path)...)
+				want = strings.ReplaceAll(want, "No pods in the input.", "No pods in any namespace.")
 				if wantCode == cli.ExitBadInput || wantCode == cli.ExitInternal {
 					t.Fatalf("%s %v -f: status %d: %s", dir, args, wantCode, wantErr)
 				}
@@ -513,5 +516,42 @@ func TestRequestTimeout(t *testing.T) {
 	code := options().Run([]string{"top", "--kubeconfig", path, "--request-timeout", "50ms"}, strings.NewReader(""), &out, &errOut)
 	if code != cli.ExitBadInput || !strings.HasPrefix(errOut.String(), "kubectl dra top: cannot list pods in namespace default: ") {
 		t.Errorf("status %d, stderr %q", code, errOut.String())
+	}
+}
+
+// TestSelectorLive: -l/--selector narrows the pending pods as with -f; a namespace without pods
+// is said to have none, not that every pod in it has a node.
+func TestSelectorLive(t *testing.T) {
+	client, _ := cluster(t, load(t, filepath.Join(testdata, "gang")))
+	code, got, errOut := kubectlDRA(client, 0, "place", "-A", "-lapp=nope", "-o", "text")
+	if want := "No pending pods in any namespace match the selector app=nope.\n"; code != cli.ExitOK || got != want {
+		t.Errorf("place -lapp=nope: status %d, stderr %s\n%q\nwant\n%q", code, errOut, got, want)
+	}
+	// The gang's pods have no labels, so app!=nope matches every one: the output is that of -f.
+	_, want, _ := dractl("place", "-f", filepath.Join(testdata, "gang"), "--selector", "app!=nope", "-o", "text")
+	if _, got, errOut = kubectlDRA(client, 0, "place", "-A", "--selector=app!=nope", "-o", "text"); got != want || !strings.Contains(got, "default/t2") {
+		t.Errorf("place --selector=app!=nope: stderr %s\n%s\nwant\n%s", errOut, got, want)
+	}
+	code, got, errOut = kubectlDRA(client, 0, "explain", "-n", "empty")
+	if code != cli.ExitOK || got != "No pods in namespace empty.\n" {
+		t.Errorf("explain -n empty: status %d, stdout %q, stderr %s", code, got, errOut)
+	}
+}
+
+// TestVersionBuilt: the kubectl-dra built by go build says in `version` which module it is and
+// the k8s.io/api version it reads resource.k8s.io/v1 with, from its build information.
+func TestVersionBuilt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "kubectl-dra")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	for _, want := range []string{"kubectl dra ", "  module:  github.com/dralloc/dralloc/examples/dractl/kubectl-dra\n", "  API:     resource.k8s.io/v1 (k8s.io/api v0.37.2)\n"} {
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("version: %v, no %q in\n%s", err, want, out)
+		}
 	}
 }

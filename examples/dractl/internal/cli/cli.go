@@ -12,6 +12,9 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/dralloc/dralloc/allocator/manifest"
 )
 
@@ -54,6 +57,22 @@ type env struct {
 	cluster        *cluster
 	// name is the program's name in messages: "dractl" or "kubectl dra".
 	name string
+	// selector is --selector as given; scope says where the pods were read from ("in namespace
+	// ml"), "" for the input of -f.
+	selector, scope string
+}
+
+// noPending is what explain and place say when they have no pending pod to decide: that there
+// are no pods at all, that none matches the selector, or that every pod has a node.
+func (e *env) noPending() string {
+	scope := cmp.Or(e.scope, "in the input")
+	switch {
+	case e.cluster.podCount == 0:
+		return "No pods " + scope + "."
+	case e.selector != "":
+		return fmt.Sprintf("No pending pods %s match the selector %s.", scope, e.selector)
+	}
+	return "No pending pods: every pod " + scope + " has a node."
 }
 
 var commands = []*command{explainCommand, placeCommand, lintCommand, taintsCommand, inventoryCommand, topCommand, capacityCommand}
@@ -69,7 +88,8 @@ const mainUsage = `dractl explains Dynamic Resource Allocation for a cluster rea
 Usage: dractl <command> -f FILE|DIR|- [flags]
 
 Commands:
-%s
+%s  version    print the version, the commit it was built from and the Kubernetes API it reads
+
 %s
 Input: files, directories (every .yaml, .yml and .json file below, links followed, entries
 beginning with a dot skipped) or - for stdin; each file or stream at most --max-bytes, the pods
@@ -130,6 +150,9 @@ type Options struct {
 	// stored under an older release's rules is read, not refused. Objects read with -f are
 	// validated all the same.
 	TrustAPIServer bool
+	// Scope, when set, says where Source read the pods, as "in namespace ml", for the messages
+	// that say there are none; called after Source.
+	Scope func() string
 	// Namespace, when set, is the namespace of a name given without one (explain's pod argument),
 	// called after the command line is parsed; "default" when nil.
 	Namespace func() (string, error)
@@ -182,6 +205,8 @@ func (o Options) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, o.usageText())
 		return exitOK
+	case "version":
+		return runVersion(name, args[1:], stdout, stderr)
 	}
 	var cmd *command
 	for _, c := range commands {
@@ -203,6 +228,9 @@ func (o Options) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (
 	output := fs.String("o", defaultOutput, "output format: text, yaml or json")
 	color := fs.String("color", "auto", "colour the text output: auto (on a terminal), always or never")
 	maxBytes := fs.Int64("max-bytes", manifest.DefaultMaxBytes, "the most bytes one file or stream may have, and one document once its YAML aliases are expanded")
+	var selector string
+	fs.StringVar(&selector, "selector", "", "a label selector (as app=train,tier!=web): only the pending pods it matches are decided; pods with a node count whatever it says")
+	fs.StringVar(&selector, "l", "", "short for --selector")
 	maxPods := fs.Int("max-pods", manifest.DefaultMaxPods, "the most pods the workloads (Deployments, Jobs, DaemonSets...) of the input may expand into together")
 	opts := cmd.flags(fs)
 	// A mistake is named in one line, as kubectl names it, not followed by every flag's help.
@@ -246,6 +274,12 @@ func (o Options) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (
 		fmt.Fprintf(stderr, "%s %s: --color %s: must be auto, always or never\n", name, cmd.name, *color)
 		return exitBadInput
 	}
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s %s: --selector %q: %v\n", name, cmd.name, selector, err)
+		return exitBadInput
+	}
+	e.selector = selector
 	if *maxBytes <= 0 || *maxPods <= 0 {
 		fmt.Fprintf(stderr, "%s %s: --max-bytes and --max-pods must be positive\n", name, cmd.name)
 		return exitBadInput
@@ -281,6 +315,14 @@ func (o Options) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (
 	}
 	if err == nil {
 		e.cluster, err = buildInto(snap, objs, stderr, name, cmd.dropDevices)
+	}
+	if err == nil && !sel.Empty() {
+		// As kubectl get -l narrows what it lists: the pods asked about. The pods with a node are
+		// kept, since what they hold on their nodes counts for every pod placed there.
+		e.cluster.pending = slices.DeleteFunc(e.cluster.pending, func(p *corev1.Pod) bool { return !sel.Matches(labels.Set(p.Labels)) })
+	}
+	if o.Scope != nil {
+		e.scope = o.Scope()
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s %s: %v\n", name, cmd.name, err)
