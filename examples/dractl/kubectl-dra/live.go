@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 
 	"github.com/spf13/pflag"
@@ -17,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 
@@ -82,7 +86,8 @@ in the namespace of -n or of the context, or in all with -A (kubectl's flags, --
 included, mean what they mean to kubectl): pods, ResourceClaimTemplates and
 PodGroups in that namespace; nodes, ResourceSlices, DeviceClasses, DeviceTaintRules and the
 ResourceClaims of every namespace (a device a claim holds is in use, whichever namespace the claim
-is in). Only get and list, in pages; a list that is forbidden exits with 3 and names the permission.
+is in). Only get and list, in pages; a list that is forbidden exits with 3 and names the permission,
+a cluster that cannot be reached or does not answer in time exits with 4.
 
   kubectl dra explain pod/train-0 -n ml
   kubectl dra top
@@ -308,8 +313,29 @@ func listError(k kind, ns string, err error) error {
 			msg += " in every namespace (a ClusterRole): a device that a claim of any namespace holds is in use"
 		}
 		return errors.New(msg)
+	case unavailable(err):
+		return fmt.Errorf("cannot list %s%s: %w: %w", k.resource, where, cli.ErrUnavailable, err)
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("cannot list %s%s: the cluster does not accept the credentials of the kubeconfig: %w", k.resource, where, err)
 	}
 	return fmt.Errorf("cannot list %s%s: %w", k.resource, where, err)
+}
+
+// unavailable says whether err is the cluster's not answering rather than its refusing: no
+// connection, a timeout (the client's --request-timeout, or the server's 504), or a server that is
+// overloaded or not ready (503, 429), which client-go itself retries for the same reason. A TLS
+// certificate the client does not trust is the kubeconfig's mistake, not the cluster's absence.
+func unavailable(err error) bool {
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	if errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify) {
+		return false
+	}
+	if apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsTooManyRequests(err) {
+		return true
+	}
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) || utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -501,21 +502,70 @@ func TestKubectlShorthands(t *testing.T) {
 	}
 }
 
-// TestRequestTimeout: --request-timeout ends a request the server never answers.
+// serverKubeconfig is a kubeconfig whose current context is the server at url.
+func serverKubeconfig(t *testing.T, url string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	config := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"" + url + "\"}\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: a\n  context: {cluster: c, user: u}\ncurrent-context: a\n"
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestRequestTimeout: --request-timeout ends a request the server never answers, and a cluster
+// that does not answer in time exits with its own status, not with bad input's.
 func TestRequestTimeout(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done() // never answers; the client gives up
 	}))
 	defer srv.Close()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	config := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"" + srv.URL + "\"}\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: a\n  context: {cluster: c, user: u}\ncurrent-context: a\n"
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	var out, errOut bytes.Buffer
-	code := options().Run([]string{"top", "--kubeconfig", path, "--request-timeout", "50ms"}, strings.NewReader(""), &out, &errOut)
-	if code != cli.ExitBadInput || !strings.HasPrefix(errOut.String(), "kubectl dra top: cannot list pods in namespace default: ") {
+	code := options().Run([]string{"top", "--kubeconfig", serverKubeconfig(t, srv.URL), "--request-timeout", "50ms"}, strings.NewReader(""), &out, &errOut)
+	if code != cli.ExitUnavailable || !strings.HasPrefix(errOut.String(), "kubectl dra top: cannot list pods in namespace default: the cluster is unavailable: ") {
 		t.Errorf("status %d, stderr %q", code, errOut.String())
+	}
+}
+
+// TestUnavailable: a cluster that refuses connections, is overloaded or not ready exits with 4;
+// a certificate the kubeconfig does not trust, or a refusal, is the user's to fix: 3.
+func TestUnavailable(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	refused := closed.URL
+	closed.Close() // nothing listens there now
+	tlsSrv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer tlsSrv.Close()
+	for _, tc := range []struct {
+		name, url string
+		want      int
+	}{
+		{"connection refused", refused, cli.ExitUnavailable},
+		{"a certificate of an authority the kubeconfig does not name", tlsSrv.URL, cli.ExitBadInput},
+	} {
+		var out, errOut bytes.Buffer
+		code := options().Run([]string{"inventory", "--kubeconfig", serverKubeconfig(t, tc.url)}, strings.NewReader(""), &out, &errOut)
+		if code != tc.want || !strings.HasPrefix(errOut.String(), "kubectl dra inventory: cannot list pods in namespace default: ") {
+			t.Errorf("%s: status %d, stderr %q; want %d", tc.name, code, errOut.String(), tc.want)
+		}
+	}
+	gr := schema.GroupResource{Resource: "nodes"}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"503", apierrors.NewServiceUnavailable("etcd is not ready"), cli.ExitUnavailable},
+		{"429", apierrors.NewTooManyRequests("slow down", 1), cli.ExitUnavailable},
+		{"504", apierrors.NewTimeoutError("the list took too long", 0), cli.ExitUnavailable},
+		{"server timeout", apierrors.NewServerTimeout(gr, "list", 0), cli.ExitUnavailable},
+		{"forbidden", apierrors.NewForbidden(gr, "", errors.New("no")), cli.ExitBadInput},
+	} {
+		client, _ := cluster(t, load(t, filepath.Join(testdata, "reasons")))
+		client.PrependReactor("list", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, tc.err })
+		code, _, errOut := kubectlDRA(client, 0, "inventory")
+		if code != tc.want || !strings.HasPrefix(errOut, "kubectl dra inventory: cannot list nodes: ") {
+			t.Errorf("%s: status %d, stderr %q; want %d", tc.name, code, errOut, tc.want)
+		}
 	}
 }
 

@@ -18,7 +18,8 @@
 // namespace holds is in use) nor the kinds without a namespace.
 //
 // Exit status as dractl's: 0 fits, 1 does not fit, 2 kubectl-dra failed, 3 bad input or usage (a
-// list the user may not make included: the message names the permission missing).
+// list the user may not make included: the message names the permission missing), and 4 the
+// cluster could not be reached or did not answer in time (refused, --request-timeout, 503, 429).
 //
 // It is a module of its own so that the library's go.mod never requires client-go.
 //

@@ -26,7 +26,15 @@ const (
 	exitNotFit   = 1 // a pod does not fit, a problem was found, or a PodGroup's search gave up
 	exitInternal = 2 // dractl itself failed: a panic, recovered here or not, or the runtime's fatal errors
 	exitBadInput = 3 // the input or the command line is wrong
+	// exitUnavailable: the cluster read could not be reached or did not answer in time; running
+	// again later may succeed, which a script must tell from a mistake of its own.
+	exitUnavailable = 4
 )
+
+// ErrUnavailable is wrapped by a Source's error when the cluster could not be reached or did not
+// answer in time (refused connection, timeout, 503, 429): Run exits with ExitUnavailable, not
+// ExitBadInput.
+var ErrUnavailable = errors.New("the cluster is unavailable")
 
 // command is one subcommand.
 type command struct {
@@ -97,7 +105,8 @@ of all workloads together at most --max-pods.
 
 Exit status: 0 fits (or nothing found), 1 does not fit (or a problem found, or the search for a
 PodGroup gave up after --gang-budget tries), 2 dractl failed (a bug, or out of memory), 3 bad
-input or usage.
+input or usage (a permission missing included), 4 the cluster could not be reached or did not
+answer in time (kubectl-dra).
 Run "dractl <command> --help" for the flags and examples of a command.
 `
 
@@ -126,6 +135,8 @@ const (
 	ExitInternal = exitInternal
 	// ExitBadInput: the input, the command line or the cluster read is wrong.
 	ExitBadInput = exitBadInput
+	// ExitUnavailable: the cluster could not be reached or did not answer in time.
+	ExitUnavailable = exitUnavailable
 )
 
 // Options say how a program built on dractl's commands is named and where its objects come from
@@ -142,7 +153,8 @@ type Options struct {
 	Parser func(fs *flag.FlagSet) FlagParser
 	// Source, when set, reads the objects when a command is given no -f, after the command line
 	// is parsed. opts are the manifest options dractl reads files with (see TrustAPIServer). An error is bad input (exit
-	// status 3) and should say what to do, as "needs get/list on resource.k8s.io resourceclaims".
+	// status 3) and should say what to do, as "needs get/list on resource.k8s.io resourceclaims";
+	// one wrapping ErrUnavailable exits with ExitUnavailable.
 	Source func(ctx context.Context, opts manifest.Options) (*manifest.Objects, error)
 	// TrustAPIServer says that the objects of Source come from an API server, which validated them
 	// when they were written: Source gets manifest options with NoValidate set and no Validate hook,
@@ -326,6 +338,9 @@ func (o Options) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s %s: %v\n", name, cmd.name, err)
+		if errors.Is(err, ErrUnavailable) {
+			return exitUnavailable
+		}
 		return exitBadInput
 	}
 	code, err = cmd.run(e, opts)
