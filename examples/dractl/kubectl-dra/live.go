@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -86,7 +87,8 @@ in the namespace of -n or of the context, or in all with -A (kubectl's flags, --
 included, mean what they mean to kubectl): pods, ResourceClaimTemplates and
 PodGroups in that namespace; nodes, ResourceSlices, DeviceClasses, DeviceTaintRules and the
 ResourceClaims of every namespace (a device a claim holds is in use, whichever namespace the claim
-is in). Only get and list, in pages; a list that is forbidden exits with 3 and names the permission,
+is in). Only list, in pages; lists that are forbidden exit with 3, every permission missing named
+in one message (PodGroups and DeviceTaintRules forbidden are read as not served, with a warning);
 a cluster that cannot be reached or does not answer in time exits with 4.
 
   kubectl dra explain pod/train-0 -n ml
@@ -206,15 +208,32 @@ func (l *live) namespaceOf() (string, error) {
 // load lists every kind and reads the objects as dractl reads `kubectl get -o json`: the same
 // decoding, conversions and defaults; without the validation an API server has done already
 // (options sets cli.Options.TrustAPIServer, so opts come with NoValidate).
-func (l *live) load(ctx context.Context, opts manifest.Options) (*manifest.Objects, error) {
+func (l *live) load(ctx context.Context, opts manifest.Options, warn func(string)) (*manifest.Objects, error) {
 	if err := l.connected(); err != nil {
 		return nil, err
 	}
 	objs := &manifest.Objects{}
+	// Every list is made even after one is refused, so that one run names every permission
+	// missing, not one per run.
+	var denied []*forbidden
 	for _, k := range kinds {
 		items, err := l.list(ctx, k)
+		var f *forbidden
+		if errors.As(err, &f) {
+			if k.optional {
+				// As when the kind is not served: its feature may be off for this user as for the
+				// cluster, and what the others read is still right without it.
+				warn(fmt.Sprintf("%s: read as if the cluster did not serve them", f.need()))
+				continue
+			}
+			denied = append(denied, f)
+			continue
+		}
 		if err != nil {
 			return nil, err
+		}
+		if len(denied) > 0 {
+			continue // the run ends with the refusals; nothing read is decided
 		}
 		// The API server lists in the order of its storage keys, by namespace and name; sorting
 		// keeps that order whatever serves the list, so the same cluster gives the same output.
@@ -229,6 +248,9 @@ func (l *live) load(ctx context.Context, opts manifest.Options) (*manifest.Objec
 			}
 			objs.Append(read)
 		}
+	}
+	if len(denied) > 0 {
+		return nil, missing(denied)
 	}
 	return objs, nil
 }
@@ -293,6 +315,52 @@ func (l *live) listVersion(ctx context.Context, gvr schema.GroupVersionResource,
 	}
 }
 
+// forbidden is a list the user may not make: the kind, and the namespace listed ("" for all, or
+// for a kind without namespace).
+type forbidden struct {
+	k  kind
+	ns string
+}
+
+func (f *forbidden) Error() string { return "cannot " + f.need() }
+
+// need is the permission in words: the verb, the resource with its API group, and where: in one
+// namespace (a Role there grants it), or cluster-wide (only a ClusterRole, bound with a
+// ClusterRoleBinding, grants a list of a kind without namespace or of every namespace).
+func (f *forbidden) need() string {
+	on := f.k.resource
+	if f.k.group != "" {
+		on = f.k.group + " " + f.k.resource
+	}
+	switch {
+	case !f.k.namespaced:
+		return "list " + on + " (cluster-scoped: a ClusterRole)"
+	case f.ns != "":
+		return "list " + on + " in namespace " + f.ns
+	case f.k.everywhere:
+		return "list " + on + " in every namespace (a ClusterRole: a device that a claim of any namespace holds is in use)"
+	}
+	return "list " + on + " in every namespace (a ClusterRole, as -A asks)"
+}
+
+// missing is the one error naming every permission refused.
+func missing(denied []*forbidden) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "forbidden: %s refused; the user needs:", plural(len(denied), "list"))
+	for _, f := range denied {
+		b.WriteString("\n  " + f.need())
+	}
+	b.WriteString("\n(the ClusterRole of examples/dractl/kubectl-dra/deploy/clusterrole.yaml grants every one, and nothing more)")
+	return errors.New(b.String())
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
 // listError says what failed, and for a forbidden list which permission is missing.
 func listError(k kind, ns string, err error) error {
 	where := " in all namespaces"
@@ -302,17 +370,9 @@ func listError(k kind, ns string, err error) error {
 	case ns != "":
 		where = " in namespace " + ns
 	}
-	on := k.resource
-	if k.group != "" {
-		on = k.group + " " + k.resource
-	}
 	switch {
 	case apierrors.IsForbidden(err):
-		msg := fmt.Sprintf("cannot list %s%s: needs get/list on %s", k.resource, where, on)
-		if k.everywhere {
-			msg += " in every namespace (a ClusterRole): a device that a claim of any namespace holds is in use"
-		}
-		return errors.New(msg)
+		return &forbidden{k: k, ns: ns}
 	case unavailable(err):
 		return fmt.Errorf("cannot list %s%s: %w: %w", k.resource, where, cli.ErrUnavailable, err)
 	case apierrors.IsUnauthorized(err):

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -268,26 +267,50 @@ func notServed(client *dynamicfake.FakeDynamicClient, resource string) {
 	})
 }
 
-// TestForbidden: a list the user may not make is bad input (exit status 3) and names the
-// permission missing, with the namespace listed.
+// TestForbidden: the lists the user may not make are bad input (exit status 3), named all in one
+// message with the namespace of each, or cluster-scoped; a forbidden optional kind (PodGroups,
+// DeviceTaintRules) is read as a kind not served, with a warning.
 func TestForbidden(t *testing.T) {
+	const grant = "\n(the ClusterRole of examples/dractl/kubectl-dra/deploy/clusterrole.yaml grants every one, and nothing more)\n"
 	for _, tc := range []struct {
-		resource string
-		args     []string
-		want     string
+		resources []string
+		args      []string
+		want      string
 	}{
-		{"resourceclaims", []string{"top", "-n", "x"}, "kubectl dra top: cannot list resourceclaims in all namespaces: needs get/list on resource.k8s.io resourceclaims in every namespace (a ClusterRole)"},
-		{"pods", []string{"explain", "-n", "x"}, "kubectl dra explain: cannot list pods in namespace x: needs get/list on pods\n"},
-		{"pods", []string{"place", "--all-namespaces"}, "kubectl dra place: cannot list pods in all namespaces: needs get/list on pods\n"},
-		{"resourceclaimtemplates", []string{"lint", "--namespace", "ml"}, "kubectl dra lint: cannot list resourceclaimtemplates in namespace ml: needs get/list on resource.k8s.io resourceclaimtemplates\n"},
-		{"nodes", []string{"inventory"}, "kubectl dra inventory: cannot list nodes: needs get/list on nodes\n"},
-		{"deviceclasses", []string{"taints"}, "kubectl dra taints: cannot list deviceclasses: needs get/list on resource.k8s.io deviceclasses\n"},
+		{[]string{"resourceclaims"}, []string{"top", "-n", "x"}, "kubectl dra top: forbidden: 1 list refused; the user needs:\n" +
+			"  list resource.k8s.io resourceclaims in every namespace (a ClusterRole: a device that a claim of any namespace holds is in use)" + grant},
+		{[]string{"pods"}, []string{"explain", "-n", "x"}, "kubectl dra explain: forbidden: 1 list refused; the user needs:\n  list pods in namespace x" + grant},
+		{[]string{"pods"}, []string{"place", "--all-namespaces"}, "kubectl dra place: forbidden: 1 list refused; the user needs:\n  list pods in every namespace (a ClusterRole, as -A asks)" + grant},
+		// A user with a Role in one namespace: every cluster-wide read named at once, in the order read.
+		{[]string{"nodes", "resourceslices", "deviceclasses", "resourceclaims"}, []string{"lint", "--namespace", "ml"}, "kubectl dra lint: forbidden: 4 lists refused; the user needs:\n" +
+			"  list nodes (cluster-scoped: a ClusterRole)\n" +
+			"  list resource.k8s.io resourceslices (cluster-scoped: a ClusterRole)\n" +
+			"  list resource.k8s.io deviceclasses (cluster-scoped: a ClusterRole)\n" +
+			"  list resource.k8s.io resourceclaims in every namespace (a ClusterRole: a device that a claim of any namespace holds is in use)" + grant},
+		{[]string{"resourceclaimtemplates", "pods"}, []string{"inventory", "-nml"}, "kubectl dra inventory: forbidden: 2 lists refused; the user needs:\n" +
+			"  list pods in namespace ml\n  list resource.k8s.io resourceclaimtemplates in namespace ml" + grant},
 	} {
 		client, _ := cluster(t, load(t, filepath.Join(testdata, "reasons")))
-		forbid(client, tc.resource)
+		for _, r := range tc.resources {
+			forbid(client, r)
+		}
 		code, out, errOut := kubectlDRA(client, 0, tc.args...)
-		if code != cli.ExitBadInput || out != "" || !strings.HasPrefix(errOut, tc.want) {
-			t.Errorf("%v with %s forbidden: status %d, stdout %q, stderr %q; want 3 and %q", tc.args, tc.resource, code, out, errOut, tc.want)
+		if code != cli.ExitBadInput || out != "" || errOut != tc.want {
+			t.Errorf("%v with %v forbidden: status %d, stdout %q, stderr\n%s\nwant 3 and\n%s", tc.args, tc.resources, code, out, errOut, tc.want)
+		}
+	}
+	for _, tc := range []struct{ resource, warning string }{
+		{"podgroups", "kubectl dra explain: warning: list scheduling.k8s.io podgroups in every namespace (a ClusterRole, as -A asks): read as if the cluster did not serve them\n"},
+		{"devicetaintrules", "kubectl dra explain: warning: list resource.k8s.io devicetaintrules (cluster-scoped: a ClusterRole): read as if the cluster did not serve them\n"},
+	} {
+		client, _ := cluster(t, load(t, filepath.Join(testdata, "reasons")))
+		notServed(client, tc.resource)
+		wantCode, want, _ := kubectlDRA(client, 0, "explain", "-A")
+		client, _ = cluster(t, load(t, filepath.Join(testdata, "reasons")))
+		forbid(client, tc.resource)
+		code, out, errOut := kubectlDRA(client, 0, "explain", "-A")
+		if code != wantCode || out != want || errOut != tc.warning {
+			t.Errorf("%s forbidden: status %d, stderr %q\n%s\nwant status %d, stderr %q\n%s", tc.resource, code, errOut, out, wantCode, tc.warning, want)
 		}
 	}
 }
@@ -528,7 +551,8 @@ func TestRequestTimeout(t *testing.T) {
 }
 
 // TestUnavailable: a cluster that refuses connections, is overloaded or not ready exits with 4;
-// a certificate the kubeconfig does not trust, or a refusal, is the user's to fix: 3.
+// a certificate the kubeconfig does not trust is the user's to fix: 3, as a refusal is
+// (TestForbidden).
 func TestUnavailable(t *testing.T) {
 	closed := httptest.NewServer(http.NotFoundHandler())
 	refused := closed.URL
@@ -558,7 +582,6 @@ func TestUnavailable(t *testing.T) {
 		{"429", apierrors.NewTooManyRequests("slow down", 1), cli.ExitUnavailable},
 		{"504", apierrors.NewTimeoutError("the list took too long", 0), cli.ExitUnavailable},
 		{"server timeout", apierrors.NewServerTimeout(gr, "list", 0), cli.ExitUnavailable},
-		{"forbidden", apierrors.NewForbidden(gr, "", errors.New("no")), cli.ExitBadInput},
 	} {
 		client, _ := cluster(t, load(t, filepath.Join(testdata, "reasons")))
 		client.PrependReactor("list", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, tc.err })

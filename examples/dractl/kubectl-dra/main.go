@@ -7,7 +7,7 @@
 //
 // Every command of dractl (explain, place, lint, taints, inventory, top) works as it does with -f,
 // with the same output; given -f, kubectl-dra reads the files instead of the cluster. Without -f it
-// lists, with get and list only and in pages, the pods, nodes, namespaces, ResourceSlices,
+// lists, with list only and in pages, the pods, nodes, ResourceSlices,
 // DeviceClasses, ResourceClaims, ResourceClaimTemplates, DeviceTaintRules and PodGroups, and reads
 // them as dractl reads `kubectl get ... -o yaml`. kubectl's own flags (k8s.io/cli-runtime's
 // ConfigFlags, parsed with spf13/pflag as kubectl parses them: --kubeconfig and $KUBECONFIG merged,

@@ -153,9 +153,10 @@ type Options struct {
 	Parser func(fs *flag.FlagSet) FlagParser
 	// Source, when set, reads the objects when a command is given no -f, after the command line
 	// is parsed. opts are the manifest options dractl reads files with (see TrustAPIServer). An error is bad input (exit
-	// status 3) and should say what to do, as "needs get/list on resource.k8s.io resourceclaims";
+	// status 3) and should say what to do, as "needs list on resource.k8s.io resourceclaims";
 	// one wrapping ErrUnavailable exits with ExitUnavailable.
-	Source func(ctx context.Context, opts manifest.Options) (*manifest.Objects, error)
+	// warn tells the user of something read otherwise than asked, which does not stop the run.
+	Source func(ctx context.Context, opts manifest.Options, warn func(msg string)) (*manifest.Objects, error)
 	// TrustAPIServer says that the objects of Source come from an API server, which validated them
 	// when they were written: Source gets manifest options with NoValidate set and no Validate hook,
 	// and the snapshot does not validate them again (allocator.Options TrustAPIServer), so an object
@@ -323,7 +324,9 @@ func (o Options) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (
 	if len(files) > 0 {
 		objs, err = manifest.Load(files, mopts)
 	} else {
-		objs, err = o.Source(context.Background(), mopts)
+		objs, err = o.Source(context.Background(), mopts, func(msg string) {
+			fmt.Fprintf(stderr, "%s %s: warning: %s\n", name, cmd.name, msg)
+		})
 	}
 	if err == nil {
 		e.cluster, err = buildInto(snap, objs, stderr, name, cmd.dropDevices)
