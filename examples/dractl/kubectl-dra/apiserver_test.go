@@ -33,6 +33,19 @@ import (
 // built the binary already (building it takes many minutes; fuzz/upstream's tests and CI do), and
 // etcd is installed.
 func TestRealAPIServer(t *testing.T) {
+	script := apiserverScript(t)
+	t.Run("top", func(t *testing.T) { sameLive(t, script, filepath.Join(testdata, "top", "cluster.yaml")) })
+	t.Run("free", func(t *testing.T) {
+		kubeconfig := sameLive(t, script, filepath.Join(testdata, "free", "cluster.yaml"))
+		liveFree(t, kubeconfig)
+	})
+}
+
+// apiserverScript is scripts/kube-apiserver, or skips t when it cannot start a server: in -short,
+// with DRALLOC_APISERVER=skip, before the binary is built (building it takes many minutes;
+// fuzz/upstream's tests and CI do), or without etcd.
+func apiserverScript(t *testing.T) string {
+	t.Helper()
 	if testing.Short() || os.Getenv("DRALLOC_APISERVER") == "skip" {
 		t.Skip("short, or DRALLOC_APISERVER=skip")
 	}
@@ -54,52 +67,54 @@ func TestRealAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Run("top", func(t *testing.T) { sameLive(t, script, filepath.Join(testdata, "top", "cluster.yaml")) })
-	t.Run("free", func(t *testing.T) {
-		kubeconfig := sameLive(t, script, filepath.Join(testdata, "free", "cluster.yaml"))
-		// The figures themselves, read live, as testdata/free/cluster.yaml works them out: the tainted
-		// GPU, the incomplete pool and the older generation are not free (3 GPUs, not 8); for train
-		// alone node-c's free GPU, which train cannot use, is stranded.
-		for _, tc := range []struct {
-			mix  []string
-			want string
-		}{
-			{nil, "free 3 F 0.5 stranded 0; node-a 2/0/0; node-c 1/0.5/0"},
-			{[]string{"--mix", "default/train=1"}, "free 3 F 1 stranded 1; node-a 2/0/0; node-c 1/1/1"},
-		} {
-			var out, errOut bytes.Buffer
-			args := append([]string{"capacity", "-o", "json", "-A", "--kubeconfig", kubeconfig}, tc.mix...)
-			if code := options().Run(args, strings.NewReader(""), &out, &errOut); code != cli.ExitOK {
-				t.Fatalf("%v: status %d, stderr %s", args, code, errOut.String())
-			}
-			var rep struct {
-				Fragmentation struct {
-					Free, F, Stranded float64
-					Nodes             []struct {
-						Node              string
-						Free, F, Stranded float64
-					}
-				}
-			}
-			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-				t.Fatalf("%v\n%s", err, out.String())
-			}
-			fr := rep.Fragmentation
-			got := fmt.Sprintf("free %g F %g stranded %g", fr.Free, fr.F, fr.Stranded)
-			for _, n := range fr.Nodes {
-				got += fmt.Sprintf("; %s %g/%g/%g", n.Node, n.Free, n.F, n.Stranded)
-			}
-			if got != tc.want {
-				t.Errorf("%v: got %s, want %s", tc.mix, got, tc.want)
-			}
-		}
-	})
+	return script
 }
 
-// sameLive creates the objects of file in a kube-apiserver of its own and compares the output of
-// every command, read live, with the output of the file. It returns the server's kubeconfig; the
+// liveFree checks capacity's figures for testdata/free read live through kubeconfig.
+func liveFree(t *testing.T, kubeconfig string) {
+	// The figures themselves, read live, as testdata/free/cluster.yaml works them out: the tainted
+	// GPU, the incomplete pool and the older generation are not free (3 GPUs, not 8); for train
+	// alone node-c's free GPU, which train cannot use, is stranded.
+	for _, tc := range []struct {
+		mix  []string
+		want string
+	}{
+		{nil, "free 3 F 0.5 stranded 0; node-a 2/0/0; node-c 1/0.5/0"},
+		{[]string{"--mix", "default/train=1"}, "free 3 F 1 stranded 1; node-a 2/0/0; node-c 1/1/1"},
+	} {
+		var out, errOut bytes.Buffer
+		args := append([]string{"capacity", "-o", "json", "-A", "--kubeconfig", kubeconfig}, tc.mix...)
+		if code := options().Run(args, strings.NewReader(""), &out, &errOut); code != cli.ExitOK {
+			t.Fatalf("%v: status %d, stderr %s", args, code, errOut.String())
+		}
+		var rep struct {
+			Fragmentation struct {
+				Free, F, Stranded float64
+				Nodes             []struct {
+					Node              string
+					Free, F, Stranded float64
+				}
+			}
+		}
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		fr := rep.Fragmentation
+		got := fmt.Sprintf("free %g F %g stranded %g", fr.Free, fr.F, fr.Stranded)
+		for _, n := range fr.Nodes {
+			got += fmt.Sprintf("; %s %g/%g/%g", n.Node, n.Free, n.F, n.Stranded)
+		}
+		if got != tc.want {
+			t.Errorf("%v: got %s, want %s", tc.mix, got, tc.want)
+		}
+	}
+}
+
+// sameLive creates the objects of file in a kube-apiserver of its own, started with env added to
+// the script's environment, and compares the output of every command, read live, with the output
+// of the file. It returns the server's kubeconfig; the
 // server runs until t ends.
-func sameLive(t *testing.T, script, file string) string {
+func sameLive(t *testing.T, script, file string, env ...string) string {
 	dir := t.TempDir()
 	start := func(args ...string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -109,6 +124,7 @@ func sameLive(t *testing.T, script, file string) string {
 		// No kubelet lifts the not-ready taint TaintNodesByCondition puts on every new Node, which
 		// the file's Nodes do not have.
 		cmd.Env = append(os.Environ(), "DRALLOC_APISERVER_OWNER="+strconv.Itoa(os.Getpid()), "DRALLOC_APISERVER_DISABLE_ADMISSION=TaintNodesByCondition")
+		cmd.Env = append(cmd.Env, env...)
 		cmd.WaitDelay = 10 * time.Second
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%s %v: %v\n%s", script, args, err, out)
@@ -175,6 +191,8 @@ func sameLive(t *testing.T, script, file string) string {
 		for _, o := range []string{"text", "json"} {
 			args := append(append([]string{}, cmd...), "-o", o, "--color", "never")
 			wantCode, want, wantErr := dractl(append(append([]string{}, args...), "-f", file)...)
+			// Where the pods were read from is said in the words of each.
+			want = strings.ReplaceAll(want, "No pods in the input.", "No pods in any namespace.")
 			if wantCode == cli.ExitBadInput {
 				t.Fatalf("%v -f: %s", args, wantErr)
 			}

@@ -4,19 +4,26 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net"
 	"slices"
-	"time"
+	"strings"
+
+	"github.com/spf13/pflag"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/dralloc/dralloc/allocator/manifest"
 	"github.com/dralloc/dralloc/examples/dractl/internal/cli"
@@ -61,9 +68,11 @@ const maxPages = 10000
 
 // live is where kubectl-dra's objects come from: the flags kubectl users know, and the client.
 type live struct {
-	kubeconfig, context, namespace string
-	allNamespaces                  bool
-	timeout                        time.Duration
+	// config are kubectl's own flags (cli-runtime's, as kubectl and its sample plugin take them):
+	// the kubeconfig, $KUBECONFIG merged, context, cluster, user, namespace, impersonation, token,
+	// server, TLS and --request-timeout.
+	config        *genericclioptions.ConfigFlags
+	allNamespaces bool
 	// pageSize is the Limit of every list.
 	pageSize int64
 	// connect makes the client and says the namespace of the context; nil reads the kubeconfig.
@@ -74,10 +83,13 @@ type live struct {
 }
 
 const liveUsage = `Without -f, the objects are read from the cluster of the kubeconfig (--kubeconfig, --context),
-in the namespace of -n or of the context, or in all with -A: pods, ResourceClaimTemplates and
+in the namespace of -n or of the context, or in all with -A (kubectl's flags, --as and --token
+included, mean what they mean to kubectl): pods, ResourceClaimTemplates and
 PodGroups in that namespace; nodes, ResourceSlices, DeviceClasses, DeviceTaintRules and the
 ResourceClaims of every namespace (a device a claim holds is in use, whichever namespace the claim
-is in). Only get and list, in pages; a list that is forbidden exits with 3 and names the permission.
+is in). Only list, in pages; lists that are forbidden exit with 3, every permission missing named
+in one message (PodGroups and DeviceTaintRules forbidden are read as not served, with a warning);
+a cluster that cannot be reached or does not answer in time exits with 4.
 
   kubectl dra explain pod/train-0 -n ml
   kubectl dra top
@@ -94,37 +106,64 @@ func newLive(connect func(l *live) (dynamic.Interface, string, error)) *live {
 }
 
 func (l *live) options() cli.Options {
-	return cli.Options{Name: "kubectl dra", Usage: liveUsage, Flags: l.flags, Source: l.load, Namespace: l.namespaceOf, TrustAPIServer: true}
+	return cli.Options{Name: "kubectl dra", Usage: liveUsage, Parser: l.parser, Source: l.load, Scope: l.scope, Namespace: l.namespaceOf, TrustAPIServer: true}
 }
 
-func (l *live) flags(fs *flag.FlagSet) {
-	fs.StringVar(&l.kubeconfig, "kubeconfig", "", "the kubeconfig file; $KUBECONFIG or ~/.kube/config when empty")
-	fs.StringVar(&l.context, "context", "", "the kubeconfig context; its current context when empty")
-	fs.StringVar(&l.namespace, "namespace", "", "the namespace of pods, claim templates and PodGroups; the context's when empty")
-	fs.StringVar(&l.namespace, "n", "", "short for --namespace")
-	fs.BoolVar(&l.allNamespaces, "all-namespaces", false, "read pods, claim templates and PodGroups of every namespace")
-	fs.BoolVar(&l.allNamespaces, "A", false, "short for --all-namespaces")
-	fs.DurationVar(&l.timeout, "request-timeout", 0, "how long one request may take (as 30s or 1m); 0 waits as long as it takes")
+// parser parses the command line as kubectl does, with spf13/pflag: kubectl's flags from
+// cli-runtime (so -nml is -n ml, and --as, --token, --server mean what they mean to kubectl),
+// -A/--all-namespaces, and the command's own flags (-f, -o, ...) as pflag takes Go's flags.
+func (l *live) parser(fs *flag.FlagSet) cli.FlagParser {
+	pfs := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError)
+	pfs.SetOutput(io.Discard) // Run names a mistake itself, in one line
+	pfs.Usage = func() {}
+	pfs.SortFlags = false
+	l.config = genericclioptions.NewConfigFlags(true)
+	l.config.AddFlags(pfs)
+	pfs.BoolVarP(&l.allNamespaces, "all-namespaces", "A", false, "read pods, claim templates and PodGroups of every namespace")
+	fs.VisitAll(func(f *flag.Flag) {
+		switch f.Name {
+		case "l":
+			// --selector's shorthand, which pflag writes -l, --selector as kubectl does.
+		case "selector":
+			pf := pflag.PFlagFromGoFlag(f)
+			pf.Shorthand = "l"
+			pfs.AddFlag(pf)
+		default:
+			pfs.AddGoFlag(f)
+		}
+	})
+	return pflagParser{pfs}
 }
 
-// kubeconfig reads the kubeconfig as kubectl does: --kubeconfig, else $KUBECONFIG, else
-// ~/.kube/config; --context and -n override the current context and its namespace.
+// pflagParser is a cli.FlagParser over a pflag.FlagSet.
+type pflagParser struct{ fs *pflag.FlagSet }
+
+func (p pflagParser) Parse(args []string) ([]string, error) {
+	err := p.fs.Parse(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		return nil, flag.ErrHelp
+	}
+	return p.fs.Args(), err
+}
+
+func (p pflagParser) PrintDefaults(w io.Writer) { io.WriteString(w, p.fs.FlagUsages()) }
+
+// kubeconfig reads the kubeconfig as kubectl does, through cli-runtime's ConfigFlags:
+// --kubeconfig, else every file of $KUBECONFIG merged, else ~/.kube/config; the flags override
+// the current context, its cluster, user and namespace.
 func kubeconfig(l *live) (dynamic.Interface, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = l.kubeconfig
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: l.context}
-	overrides.Context.Namespace = l.namespace
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
-	ns, _, err := cc.Namespace()
+	if l.config == nil {
+		l.config = genericclioptions.NewConfigFlags(true)
+	}
+	ns, _, err := l.config.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
 	}
-	cfg, err := cc.ClientConfig()
+	cfg, err := l.config.ToRESTConfig()
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
 	}
 	cfg.UserAgent = "kubectl-dra"
-	cfg.Timeout = l.timeout
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
@@ -141,8 +180,21 @@ func (l *live) connected() error {
 	if err != nil {
 		return err
 	}
-	l.client, l.ns = client, cmp.Or(l.namespace, ns, "default")
+	// -n wins over the namespace connect says (the context's), whatever connect read.
+	flagNS := ""
+	if l.config != nil && l.config.Namespace != nil {
+		flagNS = *l.config.Namespace
+	}
+	l.client, l.ns = client, cmp.Or(flagNS, ns, "default")
 	return nil
+}
+
+// scope says where the pods were read, for the messages saying there are none.
+func (l *live) scope() string {
+	if l.allNamespaces {
+		return "in any namespace"
+	}
+	return "in namespace " + l.ns
 }
 
 // namespaceOf is the namespace of a pod named without one.
@@ -156,15 +208,32 @@ func (l *live) namespaceOf() (string, error) {
 // load lists every kind and reads the objects as dractl reads `kubectl get -o json`: the same
 // decoding, conversions and defaults; without the validation an API server has done already
 // (options sets cli.Options.TrustAPIServer, so opts come with NoValidate).
-func (l *live) load(ctx context.Context, opts manifest.Options) (*manifest.Objects, error) {
+func (l *live) load(ctx context.Context, opts manifest.Options, warn func(string)) (*manifest.Objects, error) {
 	if err := l.connected(); err != nil {
 		return nil, err
 	}
 	objs := &manifest.Objects{}
+	// Every list is made even after one is refused, so that one run names every permission
+	// missing, not one per run.
+	var denied []*forbidden
 	for _, k := range kinds {
 		items, err := l.list(ctx, k)
+		var f *forbidden
+		if errors.As(err, &f) {
+			if k.optional {
+				// As when the kind is not served: its feature may be off for this user as for the
+				// cluster, and what the others read is still right without it.
+				warn(fmt.Sprintf("%s: read as if the cluster did not serve them", f.need()))
+				continue
+			}
+			denied = append(denied, f)
+			continue
+		}
 		if err != nil {
 			return nil, err
+		}
+		if len(denied) > 0 {
+			continue // the run ends with the refusals; nothing read is decided
 		}
 		// The API server lists in the order of its storage keys, by namespace and name; sorting
 		// keeps that order whatever serves the list, so the same cluster gives the same output.
@@ -179,6 +248,9 @@ func (l *live) load(ctx context.Context, opts manifest.Options) (*manifest.Objec
 			}
 			objs.Append(read)
 		}
+	}
+	if len(denied) > 0 {
+		return nil, missing(denied)
 	}
 	return objs, nil
 }
@@ -243,6 +315,52 @@ func (l *live) listVersion(ctx context.Context, gvr schema.GroupVersionResource,
 	}
 }
 
+// forbidden is a list the user may not make: the kind, and the namespace listed ("" for all, or
+// for a kind without namespace).
+type forbidden struct {
+	k  kind
+	ns string
+}
+
+func (f *forbidden) Error() string { return "cannot " + f.need() }
+
+// need is the permission in words: the verb, the resource with its API group, and where: in one
+// namespace (a Role there grants it), or cluster-wide (only a ClusterRole, bound with a
+// ClusterRoleBinding, grants a list of a kind without namespace or of every namespace).
+func (f *forbidden) need() string {
+	on := f.k.resource
+	if f.k.group != "" {
+		on = f.k.group + " " + f.k.resource
+	}
+	switch {
+	case !f.k.namespaced:
+		return "list " + on + " (cluster-scoped: a ClusterRole)"
+	case f.ns != "":
+		return "list " + on + " in namespace " + f.ns
+	case f.k.everywhere:
+		return "list " + on + " in every namespace (a ClusterRole: a device that a claim of any namespace holds is in use)"
+	}
+	return "list " + on + " in every namespace (a ClusterRole, as -A asks)"
+}
+
+// missing is the one error naming every permission refused.
+func missing(denied []*forbidden) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "forbidden: %s refused; the user needs:", plural(len(denied), "list"))
+	for _, f := range denied {
+		b.WriteString("\n  " + f.need())
+	}
+	b.WriteString("\n(the ClusterRole of examples/dractl/kubectl-dra/deploy/clusterrole.yaml grants every one, and nothing more)")
+	return errors.New(b.String())
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
 // listError says what failed, and for a forbidden list which permission is missing.
 func listError(k kind, ns string, err error) error {
 	where := " in all namespaces"
@@ -252,19 +370,32 @@ func listError(k kind, ns string, err error) error {
 	case ns != "":
 		where = " in namespace " + ns
 	}
-	on := k.resource
-	if k.group != "" {
-		on = k.group + " " + k.resource
-	}
 	switch {
 	case apierrors.IsForbidden(err):
-		msg := fmt.Sprintf("cannot list %s%s: needs get/list on %s", k.resource, where, on)
-		if k.everywhere {
-			msg += " in every namespace (a ClusterRole): a device that a claim of any namespace holds is in use"
-		}
-		return errors.New(msg)
+		return &forbidden{k: k, ns: ns}
+	case unavailable(err):
+		return fmt.Errorf("cannot list %s%s: %w: %w", k.resource, where, cli.ErrUnavailable, err)
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("cannot list %s%s: the cluster does not accept the credentials of the kubeconfig: %w", k.resource, where, err)
 	}
 	return fmt.Errorf("cannot list %s%s: %w", k.resource, where, err)
+}
+
+// unavailable says whether err is the cluster's not answering rather than its refusing: no
+// connection, a timeout (the client's --request-timeout, or the server's 504), or a server that is
+// overloaded or not ready (503, 429), which client-go itself retries for the same reason. A TLS
+// certificate the client does not trust is the kubeconfig's mistake, not the cluster's absence.
+func unavailable(err error) bool {
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	if errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify) {
+		return false
+	}
+	if apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsTooManyRequests(err) {
+		return true
+	}
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) || utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
 }

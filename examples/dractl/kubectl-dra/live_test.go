@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -146,7 +148,8 @@ var commands = [][]string{
 }
 
 // TestSameAsFile: the objects of a cluster, read live, give byte for byte the output that the same
-// objects give as kubectl get -A -o yaml writes them, for every command and output format.
+// objects give as kubectl get -A -o yaml writes them, for every command and output format; only
+// where the pods were read from is said in the words of each ("in the input", "in any namespace").
 func TestSameAsFile(t *testing.T) {
 	for _, dir := range []string{"reasons", "gang", "demo", "top", "capacity", "free"} {
 		client, file := cluster(t, load(t, filepath.Join(testdata, dir)))
@@ -158,6 +161,7 @@ func TestSameAsFile(t *testing.T) {
 			for _, o := range []string{"text", "yaml", "json"} {
 				args := append(slices.Clone(cmd), "-o", o, "--color", "never")
 				wantCode, want, wantErr := dractl(append(slices.Clone(args), "-f", path)...)
+				want = strings.ReplaceAll(want, "No pods in the input.", "No pods in any namespace.")
 				if wantCode == cli.ExitBadInput || wantCode == cli.ExitInternal {
 					t.Fatalf("%s %v -f: status %d: %s", dir, args, wantCode, wantErr)
 				}
@@ -263,26 +267,50 @@ func notServed(client *dynamicfake.FakeDynamicClient, resource string) {
 	})
 }
 
-// TestForbidden: a list the user may not make is bad input (exit status 3) and names the
-// permission missing, with the namespace listed.
+// TestForbidden: the lists the user may not make are bad input (exit status 3), named all in one
+// message with the namespace of each, or cluster-scoped; a forbidden optional kind (PodGroups,
+// DeviceTaintRules) is read as a kind not served, with a warning.
 func TestForbidden(t *testing.T) {
+	const grant = "\n(the ClusterRole of examples/dractl/kubectl-dra/deploy/clusterrole.yaml grants every one, and nothing more)\n"
 	for _, tc := range []struct {
-		resource string
-		args     []string
-		want     string
+		resources []string
+		args      []string
+		want      string
 	}{
-		{"resourceclaims", []string{"top", "-n", "x"}, "kubectl dra top: cannot list resourceclaims in all namespaces: needs get/list on resource.k8s.io resourceclaims in every namespace (a ClusterRole)"},
-		{"pods", []string{"explain", "-n", "x"}, "kubectl dra explain: cannot list pods in namespace x: needs get/list on pods\n"},
-		{"pods", []string{"place", "--all-namespaces"}, "kubectl dra place: cannot list pods in all namespaces: needs get/list on pods\n"},
-		{"resourceclaimtemplates", []string{"lint", "--namespace", "ml"}, "kubectl dra lint: cannot list resourceclaimtemplates in namespace ml: needs get/list on resource.k8s.io resourceclaimtemplates\n"},
-		{"nodes", []string{"inventory"}, "kubectl dra inventory: cannot list nodes: needs get/list on nodes\n"},
-		{"deviceclasses", []string{"taints"}, "kubectl dra taints: cannot list deviceclasses: needs get/list on resource.k8s.io deviceclasses\n"},
+		{[]string{"resourceclaims"}, []string{"top", "-n", "x"}, "kubectl dra top: forbidden: 1 list refused; the user needs:\n" +
+			"  list resource.k8s.io resourceclaims in every namespace (a ClusterRole: a device that a claim of any namespace holds is in use)" + grant},
+		{[]string{"pods"}, []string{"explain", "-n", "x"}, "kubectl dra explain: forbidden: 1 list refused; the user needs:\n  list pods in namespace x" + grant},
+		{[]string{"pods"}, []string{"place", "--all-namespaces"}, "kubectl dra place: forbidden: 1 list refused; the user needs:\n  list pods in every namespace (a ClusterRole, as -A asks)" + grant},
+		// A user with a Role in one namespace: every cluster-wide read named at once, in the order read.
+		{[]string{"nodes", "resourceslices", "deviceclasses", "resourceclaims"}, []string{"lint", "--namespace", "ml"}, "kubectl dra lint: forbidden: 4 lists refused; the user needs:\n" +
+			"  list nodes (cluster-scoped: a ClusterRole)\n" +
+			"  list resource.k8s.io resourceslices (cluster-scoped: a ClusterRole)\n" +
+			"  list resource.k8s.io deviceclasses (cluster-scoped: a ClusterRole)\n" +
+			"  list resource.k8s.io resourceclaims in every namespace (a ClusterRole: a device that a claim of any namespace holds is in use)" + grant},
+		{[]string{"resourceclaimtemplates", "pods"}, []string{"inventory", "-nml"}, "kubectl dra inventory: forbidden: 2 lists refused; the user needs:\n" +
+			"  list pods in namespace ml\n  list resource.k8s.io resourceclaimtemplates in namespace ml" + grant},
 	} {
 		client, _ := cluster(t, load(t, filepath.Join(testdata, "reasons")))
-		forbid(client, tc.resource)
+		for _, r := range tc.resources {
+			forbid(client, r)
+		}
 		code, out, errOut := kubectlDRA(client, 0, tc.args...)
-		if code != cli.ExitBadInput || out != "" || !strings.HasPrefix(errOut, tc.want) {
-			t.Errorf("%v with %s forbidden: status %d, stdout %q, stderr %q; want 3 and %q", tc.args, tc.resource, code, out, errOut, tc.want)
+		if code != cli.ExitBadInput || out != "" || errOut != tc.want {
+			t.Errorf("%v with %v forbidden: status %d, stdout %q, stderr\n%s\nwant 3 and\n%s", tc.args, tc.resources, code, out, errOut, tc.want)
+		}
+	}
+	for _, tc := range []struct{ resource, warning string }{
+		{"podgroups", "kubectl dra explain: warning: list scheduling.k8s.io podgroups in every namespace (a ClusterRole, as -A asks): read as if the cluster did not serve them\n"},
+		{"devicetaintrules", "kubectl dra explain: warning: list resource.k8s.io devicetaintrules (cluster-scoped: a ClusterRole): read as if the cluster did not serve them\n"},
+	} {
+		client, _ := cluster(t, load(t, filepath.Join(testdata, "reasons")))
+		notServed(client, tc.resource)
+		wantCode, want, _ := kubectlDRA(client, 0, "explain", "-A")
+		client, _ = cluster(t, load(t, filepath.Join(testdata, "reasons")))
+		forbid(client, tc.resource)
+		code, out, errOut := kubectlDRA(client, 0, "explain", "-A")
+		if code != wantCode || out != want || errOut != tc.warning {
+			t.Errorf("%s forbidden: status %d, stderr %q\n%s\nwant status %d, stderr %q\n%s", tc.resource, code, errOut, out, wantCode, tc.warning, want)
 		}
 	}
 }
@@ -343,17 +371,32 @@ func TestNamespace(t *testing.T) {
 	}
 }
 
-// TestKubeconfig: --kubeconfig, --context and -n choose the cluster and namespace as kubectl does.
-func TestKubeconfig(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	const config = `apiVersion: v1
+// parsed is the source that the command line args configure, parsed as kubectl dra parses it.
+func parsed(t *testing.T, args ...string) *live {
+	t.Helper()
+	l := newLive(kubeconfig)
+	fs := flag.NewFlagSet("kubectl dra top", flag.ContinueOnError)
+	fs.String("o", "text", "output format")
+	if rest, err := l.parser(fs).Parse(args); err != nil || len(rest) != 0 {
+		t.Fatalf("%v: %v, positional %v", args, err, rest)
+	}
+	return l
+}
+
+// testKubeconfig has contexts a (namespace ml) and b on cluster c and user u, and a second cluster
+// and user to choose with --cluster and --user.
+const testKubeconfig = `apiVersion: v1
 kind: Config
 clusters:
 - name: c
   cluster: {server: "https://127.0.0.1:1"}
+- name: c2
+  cluster: {server: "https://127.0.0.2:2"}
 users:
 - name: u
   user: {token: t}
+- name: u2
+  user: {token: t2}
 contexts:
 - name: a
   context: {cluster: c, user: u, namespace: ml}
@@ -361,23 +404,30 @@ contexts:
   context: {cluster: c, user: u}
 current-context: a
 `
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+
+// TestKubeconfig: --kubeconfig, --context and -n (in kubectl's every form) choose the cluster and
+// namespace as kubectl does.
+func TestKubeconfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, []byte(testKubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		l    live
+		args []string
 		want string
 	}{
-		{live{kubeconfig: path}, "ml"},
-		{live{kubeconfig: path, context: "b"}, "default"},
-		{live{kubeconfig: path, context: "a", namespace: "x"}, "x"},
+		{[]string{"--kubeconfig", path}, "ml"},
+		{[]string{"--kubeconfig", path, "--context", "b"}, "default"},
+		{[]string{"--kubeconfig", path, "--context", "a", "-n", "x"}, "x"},
+		{[]string{"--kubeconfig=" + path, "--context=b", "-nx"}, "x"},
+		{[]string{"--kubeconfig", path, "--context", "b", "-n=x"}, "x"},
+		{[]string{"--kubeconfig", path, "--namespace=x"}, "x"},
 	} {
-		if _, ns, err := kubeconfig(&tc.l); err != nil || ns != tc.want {
-			t.Errorf("%+v: namespace %q, %v; want %q", tc.l, ns, err, tc.want)
+		if _, ns, err := kubeconfig(parsed(t, tc.args...)); err != nil || ns != tc.want {
+			t.Errorf("%v: namespace %q, %v; want %q", tc.args, ns, err, tc.want)
 		}
 	}
-	l := live{kubeconfig: path, context: "nope"}
-	if _, _, err := kubeconfig(&l); err == nil || !strings.HasPrefix(err.Error(), "kubeconfig: ") {
+	if _, _, err := kubeconfig(parsed(t, "--kubeconfig", path, "--context", "nope")); err == nil || !strings.HasPrefix(err.Error(), "kubeconfig: ") {
 		t.Errorf("unknown context: %v", err)
 	}
 	var out, errOut bytes.Buffer
@@ -386,20 +436,195 @@ current-context: a
 	}
 }
 
-// TestRequestTimeout: --request-timeout ends a request the server never answers.
+// TestConfigFlags: kubectl's flags reach the client's configuration as they reach kubectl's:
+// impersonation, a token, a server, TLS, the kubeconfig's cluster and user, the request timeout.
+func TestConfigFlags(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, []byte(testKubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, []byte("not read until a connection is made"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "host https://127.0.0.1:1 token t as [] timeout 0s ca  insecure false"},
+		{[]string{"--as", "dev", "--as-group", "g1", "--as-group=g2"}, "host https://127.0.0.1:1 token t as dev[g1 g2] timeout 0s ca  insecure false"},
+		{[]string{"--token", "x", "--server", "https://10.0.0.1:6443"}, "host https://10.0.0.1:6443 token x as [] timeout 0s ca  insecure false"},
+		{[]string{"--cluster", "c2", "--user", "u2"}, "host https://127.0.0.2:2 token t2 as [] timeout 0s ca  insecure false"},
+		{[]string{"--certificate-authority", ca}, "host https://127.0.0.1:1 token t as [] timeout 0s ca " + ca + " insecure false"},
+		{[]string{"--insecure-skip-tls-verify"}, "host https://127.0.0.1:1 token t as [] timeout 0s ca  insecure true"},
+		{[]string{"--request-timeout", "5s"}, "host https://127.0.0.1:1 token t as [] timeout 5s ca  insecure false"},
+	} {
+		l := parsed(t, append([]string{"--kubeconfig", path}, tc.args...)...)
+		cfg, err := l.config.ToRESTConfig()
+		if err != nil {
+			t.Errorf("%v: %v", tc.args, err)
+			continue
+		}
+		got := fmt.Sprintf("host %s token %s as %s%v timeout %v ca %s insecure %v", cfg.Host, cfg.BearerToken,
+			cfg.Impersonate.UserName, cfg.Impersonate.Groups, cfg.Timeout, cfg.CAFile, cfg.Insecure)
+		if got != tc.want {
+			t.Errorf("%v:\n got %s\nwant %s", tc.args, got, tc.want)
+		}
+	}
+}
+
+// TestKubeconfigMerged: the files of $KUBECONFIG are merged as kubectl merges them, the first to
+// set a value winning: the context of one file reaches the cluster and user of another.
+func TestKubeconfigMerged(t *testing.T) {
+	dir := t.TempDir()
+	first := "apiVersion: v1\nkind: Config\ncontexts:\n- name: a\n  context: {cluster: c, user: u, namespace: ml}\ncurrent-context: a\n"
+	second := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.3:3\"}\nusers:\n- name: u\n  user: {token: t3}\ncontexts:\n- name: a\n  context: {cluster: c, user: u, namespace: other}\ncurrent-context: b\n"
+	for name, text := range map[string]string{"first": first, "second": second} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("KUBECONFIG", filepath.Join(dir, "first")+string(os.PathListSeparator)+filepath.Join(dir, "second"))
+	l := parsed(t)
+	cfg, err := l.config.ToRESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ns, err := kubeconfig(l)
+	if err != nil || cfg.Host != "https://127.0.0.3:3" || cfg.BearerToken != "t3" || ns != "ml" {
+		t.Errorf("host %s token %s namespace %q, %v; want https://127.0.0.3:3, t3, ml", cfg.Host, cfg.BearerToken, ns, err)
+	}
+}
+
+// TestKubectlShorthands: kubectl's habits on the whole command line: -nml is -n ml, --as is taken,
+// flags before and after the pod; a flag that is wrong is named in one line.
+func TestKubectlShorthands(t *testing.T) {
+	client, _ := cluster(t, load(t, filepath.Join(testdata, "gang")))
+	if code, _, errOut := kubectlDRA(client, 0, "place", "-nteam-b", "--as", "dev", "--as-group", "devs"); code == cli.ExitBadInput {
+		t.Fatal(errOut)
+	}
+	for _, a := range client.Actions() {
+		if a.GetResource().Resource == "pods" && a.GetNamespace() != "team-b" {
+			t.Errorf("pods listed in namespace %q, want team-b", a.GetNamespace())
+		}
+	}
+	_, want, _ := dractl("explain", "-f", filepath.Join(testdata, "gang"), "--pod", "default/t2", "-o", "json")
+	if _, got, errOut := kubectlDRA(client, 0, "explain", "-ndefault", "t2", "-ojson"); got != want {
+		t.Errorf("explain -ndefault t2 -ojson: stderr %s\n%s\nwant\n%s", errOut, got, want)
+	}
+	code, out, errOut := kubectlDRA(client, 0, "top", "--frob")
+	const wantErr = "kubectl dra top: unknown flag: --frob\nSee 'kubectl dra top --help' for the flags.\n"
+	if code != cli.ExitBadInput || out != "" || errOut != wantErr {
+		t.Errorf("--frob: status %d, stdout %q, stderr %q; want 3 and %q", code, out, errOut, wantErr)
+	}
+	code, out, _ = kubectlDRA(client, 0, "top", "--help")
+	for _, f := range []string{"--as string", "-n, --namespace string", "-A, --all-namespaces", "-o, --o string", "--request-timeout string"} {
+		if code != cli.ExitOK || !strings.Contains(out, f) {
+			t.Errorf("top --help: status %d, no %q in\n%s", code, f, out)
+		}
+	}
+}
+
+// serverKubeconfig is a kubeconfig whose current context is the server at url.
+func serverKubeconfig(t *testing.T, url string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	config := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"" + url + "\"}\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: a\n  context: {cluster: c, user: u}\ncurrent-context: a\n"
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestRequestTimeout: --request-timeout ends a request the server never answers, and a cluster
+// that does not answer in time exits with its own status, not with bad input's.
 func TestRequestTimeout(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done() // never answers; the client gives up
 	}))
 	defer srv.Close()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	config := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"" + srv.URL + "\"}\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: a\n  context: {cluster: c, user: u}\ncurrent-context: a\n"
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	var out, errOut bytes.Buffer
-	code := options().Run([]string{"top", "--kubeconfig", path, "--request-timeout", "50ms"}, strings.NewReader(""), &out, &errOut)
-	if code != cli.ExitBadInput || !strings.HasPrefix(errOut.String(), "kubectl dra top: cannot list pods in namespace default: ") {
+	code := options().Run([]string{"top", "--kubeconfig", serverKubeconfig(t, srv.URL), "--request-timeout", "50ms"}, strings.NewReader(""), &out, &errOut)
+	if code != cli.ExitUnavailable || !strings.HasPrefix(errOut.String(), "kubectl dra top: cannot list pods in namespace default: the cluster is unavailable: ") {
 		t.Errorf("status %d, stderr %q", code, errOut.String())
+	}
+}
+
+// TestUnavailable: a cluster that refuses connections, is overloaded or not ready exits with 4;
+// a certificate the kubeconfig does not trust is the user's to fix: 3, as a refusal is
+// (TestForbidden).
+func TestUnavailable(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	refused := closed.URL
+	closed.Close() // nothing listens there now
+	tlsSrv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer tlsSrv.Close()
+	for _, tc := range []struct {
+		name, url string
+		want      int
+	}{
+		{"connection refused", refused, cli.ExitUnavailable},
+		{"a certificate of an authority the kubeconfig does not name", tlsSrv.URL, cli.ExitBadInput},
+	} {
+		var out, errOut bytes.Buffer
+		code := options().Run([]string{"inventory", "--kubeconfig", serverKubeconfig(t, tc.url)}, strings.NewReader(""), &out, &errOut)
+		if code != tc.want || !strings.HasPrefix(errOut.String(), "kubectl dra inventory: cannot list pods in namespace default: ") {
+			t.Errorf("%s: status %d, stderr %q; want %d", tc.name, code, errOut.String(), tc.want)
+		}
+	}
+	gr := schema.GroupResource{Resource: "nodes"}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"503", apierrors.NewServiceUnavailable("etcd is not ready"), cli.ExitUnavailable},
+		{"429", apierrors.NewTooManyRequests("slow down", 1), cli.ExitUnavailable},
+		{"504", apierrors.NewTimeoutError("the list took too long", 0), cli.ExitUnavailable},
+		{"server timeout", apierrors.NewServerTimeout(gr, "list", 0), cli.ExitUnavailable},
+	} {
+		client, _ := cluster(t, load(t, filepath.Join(testdata, "reasons")))
+		client.PrependReactor("list", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, tc.err })
+		code, _, errOut := kubectlDRA(client, 0, "inventory")
+		if code != tc.want || !strings.HasPrefix(errOut, "kubectl dra inventory: cannot list nodes: ") {
+			t.Errorf("%s: status %d, stderr %q; want %d", tc.name, code, errOut, tc.want)
+		}
+	}
+}
+
+// TestSelectorLive: -l/--selector narrows the pending pods as with -f; a namespace without pods
+// is said to have none, not that every pod in it has a node.
+func TestSelectorLive(t *testing.T) {
+	client, _ := cluster(t, load(t, filepath.Join(testdata, "gang")))
+	code, got, errOut := kubectlDRA(client, 0, "place", "-A", "-lapp=nope", "-o", "text")
+	if want := "No pending pods in any namespace match the selector app=nope.\n"; code != cli.ExitOK || got != want {
+		t.Errorf("place -lapp=nope: status %d, stderr %s\n%q\nwant\n%q", code, errOut, got, want)
+	}
+	// The gang's pods have no labels, so app!=nope matches every one: the output is that of -f.
+	_, want, _ := dractl("place", "-f", filepath.Join(testdata, "gang"), "--selector", "app!=nope", "-o", "text")
+	if _, got, errOut = kubectlDRA(client, 0, "place", "-A", "--selector=app!=nope", "-o", "text"); got != want || !strings.Contains(got, "default/t2") {
+		t.Errorf("place --selector=app!=nope: stderr %s\n%s\nwant\n%s", errOut, got, want)
+	}
+	code, got, errOut = kubectlDRA(client, 0, "explain", "-n", "empty")
+	if code != cli.ExitOK || got != "No pods in namespace empty.\n" {
+		t.Errorf("explain -n empty: status %d, stdout %q, stderr %s", code, got, errOut)
+	}
+}
+
+// TestVersionBuilt: the kubectl-dra built by go build says in `version` which module it is and
+// the k8s.io/api version it reads resource.k8s.io/v1 with, from its build information.
+func TestVersionBuilt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "kubectl-dra")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	for _, want := range []string{"kubectl dra ", "  module:  github.com/dralloc/dralloc/examples/dractl/kubectl-dra\n", "  API:     resource.k8s.io/v1 (k8s.io/api v0.37.2)\n"} {
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("version: %v, no %q in\n%s", err, want, out)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -12,6 +11,9 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/dralloc/dralloc/allocator/manifest"
 )
@@ -24,7 +26,15 @@ const (
 	exitNotFit   = 1 // a pod does not fit, a problem was found, or a PodGroup's search gave up
 	exitInternal = 2 // dractl itself failed: a panic, recovered here or not, or the runtime's fatal errors
 	exitBadInput = 3 // the input or the command line is wrong
+	// exitUnavailable: the cluster read could not be reached or did not answer in time; running
+	// again later may succeed, which a script must tell from a mistake of its own.
+	exitUnavailable = 4
 )
+
+// ErrUnavailable is wrapped by a Source's error when the cluster could not be reached or did not
+// answer in time (refused connection, timeout, 503, 429): Run exits with ExitUnavailable, not
+// ExitBadInput.
+var ErrUnavailable = errors.New("the cluster is unavailable")
 
 // command is one subcommand.
 type command struct {
@@ -55,6 +65,22 @@ type env struct {
 	cluster        *cluster
 	// name is the program's name in messages: "dractl" or "kubectl dra".
 	name string
+	// selector is --selector as given; scope says where the pods were read from ("in namespace
+	// ml"), "" for the input of -f.
+	selector, scope string
+}
+
+// noPending is what explain and place say when they have no pending pod to decide: that there
+// are no pods at all, that none matches the selector, or that every pod has a node.
+func (e *env) noPending() string {
+	scope := cmp.Or(e.scope, "in the input")
+	switch {
+	case e.cluster.podCount == 0:
+		return "No pods " + scope + "."
+	case e.selector != "":
+		return fmt.Sprintf("No pending pods %s match the selector %s.", scope, e.selector)
+	}
+	return "No pending pods: every pod " + scope + " has a node."
 }
 
 var commands = []*command{explainCommand, placeCommand, lintCommand, taintsCommand, inventoryCommand, topCommand, capacityCommand}
@@ -70,7 +96,8 @@ const mainUsage = `dractl explains Dynamic Resource Allocation for a cluster rea
 Usage: dractl <command> -f FILE|DIR|- [flags]
 
 Commands:
-%s
+%s  version    print the version, the commit it was built from and the Kubernetes API it reads
+
 %s
 Input: files, directories (every .yaml, .yml and .json file below, links followed, entries
 beginning with a dot skipped) or - for stdin; each file or stream at most --max-bytes, the pods
@@ -78,7 +105,8 @@ of all workloads together at most --max-pods.
 
 Exit status: 0 fits (or nothing found), 1 does not fit (or a problem found, or the search for a
 PodGroup gave up after --gang-budget tries), 2 dractl failed (a bug, or out of memory), 3 bad
-input or usage.
+input or usage (a permission missing included), 4 the cluster could not be reached or did not
+answer in time (kubectl-dra).
 Run "dractl <command> --help" for the flags and examples of a command.
 `
 
@@ -107,6 +135,8 @@ const (
 	ExitInternal = exitInternal
 	// ExitBadInput: the input, the command line or the cluster read is wrong.
 	ExitBadInput = exitBadInput
+	// ExitUnavailable: the cluster could not be reached or did not answer in time.
+	ExitUnavailable = exitUnavailable
 )
 
 // Options say how a program built on dractl's commands is named and where its objects come from
@@ -117,22 +147,46 @@ type Options struct {
 	// Usage, when set, replaces the paragraph of the main usage that says how to read a live
 	// cluster.
 	Usage string
-	// Flags, when set, adds the flags Source reads (a kubeconfig, a namespace) to the flags of
-	// every command. It is called once for each Run, before the command line is parsed.
-	Flags func(fs *flag.FlagSet)
+	// Parser, when set, parses the command line in place of the flag package, as kubectl's
+	// plugins parse theirs with spf13/pflag: it is given the command's own flags and adds those
+	// Source reads (a kubeconfig, a namespace). It is called once for each Run.
+	Parser func(fs *flag.FlagSet) FlagParser
 	// Source, when set, reads the objects when a command is given no -f, after the command line
 	// is parsed. opts are the manifest options dractl reads files with (see TrustAPIServer). An error is bad input (exit
-	// status 3) and should say what to do, as "needs get/list on resource.k8s.io resourceclaims".
-	Source func(ctx context.Context, opts manifest.Options) (*manifest.Objects, error)
+	// status 3) and should say what to do, as "needs list on resource.k8s.io resourceclaims";
+	// one wrapping ErrUnavailable exits with ExitUnavailable.
+	// warn tells the user of something read otherwise than asked, which does not stop the run.
+	Source func(ctx context.Context, opts manifest.Options, warn func(msg string)) (*manifest.Objects, error)
 	// TrustAPIServer says that the objects of Source come from an API server, which validated them
 	// when they were written: Source gets manifest options with NoValidate set and no Validate hook,
 	// and the snapshot does not validate them again (allocator.Options TrustAPIServer), so an object
 	// stored under an older release's rules is read, not refused. Objects read with -f are
 	// validated all the same.
 	TrustAPIServer bool
+	// Scope, when set, says where Source read the pods, as "in namespace ml", for the messages
+	// that say there are none; called after Source.
+	Scope func() string
 	// Namespace, when set, is the namespace of a name given without one (explain's pod argument),
 	// called after the command line is parsed; "default" when nil.
 	Namespace func() (string, error)
+}
+
+// FlagParser parses one command line: Parse returns the positional arguments, or flag.ErrHelp
+// for -h and --help, or an error naming the flag that is wrong; PrintDefaults writes the help of
+// every flag.
+type FlagParser interface {
+	Parse(args []string) ([]string, error)
+	PrintDefaults(w io.Writer)
+}
+
+// goFlags is the flag package's parser: flags may follow positional arguments, as kubectl allows.
+type goFlags struct{ fs *flag.FlagSet }
+
+func (g goFlags) Parse(args []string) ([]string, error) { return parseInterspersed(g.fs, args) }
+
+func (g goFlags) PrintDefaults(w io.Writer) {
+	g.fs.SetOutput(w)
+	g.fs.PrintDefaults()
 }
 
 // Run is dractl: args without the program name; it returns the exit status (ExitOK, ExitNotFit,
@@ -164,6 +218,8 @@ func (o Options) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, o.usageText())
 		return exitOK
+	case "version":
+		return runVersion(name, args[1:], stdout, stderr)
 	}
 	var cmd *command
 	for _, c := range commands {
@@ -177,34 +233,33 @@ func (o Options) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (
 	}
 
 	fs := flag.NewFlagSet(name+" "+cmd.name, flag.ContinueOnError)
-	// The flag package prints the usage on a bad flag and on -h; the buffer keeps it until we know
-	// which: --help goes to stdout with exit status 0, a mistake to stderr.
-	var parseOut bytes.Buffer
-	fs.SetOutput(&parseOut)
+	// The flag package writes a mistake before returning it; Run names it itself.
+	fs.SetOutput(io.Discard)
 	var files stringList
 	fs.Var(&files, "f", "a manifest file, a directory of them, or - for stdin (repeatable)")
 	defaultOutput := cmp.Or(cmd.output, "text")
 	output := fs.String("o", defaultOutput, "output format: text, yaml or json")
 	color := fs.String("color", "auto", "colour the text output: auto (on a terminal), always or never")
 	maxBytes := fs.Int64("max-bytes", manifest.DefaultMaxBytes, "the most bytes one file or stream may have, and one document once its YAML aliases are expanded")
+	var selector string
+	fs.StringVar(&selector, "selector", "", "a label selector (as app=train,tier!=web): only the pending pods it matches are decided; pods with a node count whatever it says")
+	fs.StringVar(&selector, "l", "", "short for --selector")
 	maxPods := fs.Int("max-pods", manifest.DefaultMaxPods, "the most pods the workloads (Deployments, Jobs, DaemonSets...) of the input may expand into together")
 	opts := cmd.flags(fs)
-	if o.Flags != nil {
-		o.Flags(fs)
+	// A mistake is named in one line, as kubectl names it, not followed by every flag's help.
+	fs.Usage = func() {}
+	var parser FlagParser = goFlags{fs}
+	if o.Parser != nil {
+		parser = o.Parser(fs)
 	}
-	fs.Usage = func() {
-		out := fs.Output()
-		fmt.Fprintf(out, "%s\n\nUsage: %s %s %s\nFlags:\n", cmd.summary, name, cmd.name, cmd.usage)
-		fs.PrintDefaults()
-	}
-	positional, err := parseInterspersed(fs, args[1:])
+	positional, err := parser.Parse(args[1:])
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
+			fmt.Fprintf(stdout, "%s\n\nUsage: %s %s %s\nFlags:\n", cmd.summary, name, cmd.name, cmd.usage)
+			parser.PrintDefaults(stdout)
 			return exitOK
 		}
-		stderr.Write(parseOut.Bytes())
+		fmt.Fprintf(stderr, "%s %s: %v\nSee '%s %s --help' for the flags.\n", name, cmd.name, err, name, cmd.name)
 		return exitBadInput
 	}
 	if len(positional) > 0 && (cmd.arg == nil || len(positional) > 1) {
@@ -232,6 +287,12 @@ func (o Options) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (
 		fmt.Fprintf(stderr, "%s %s: --color %s: must be auto, always or never\n", name, cmd.name, *color)
 		return exitBadInput
 	}
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s %s: --selector %q: %v\n", name, cmd.name, selector, err)
+		return exitBadInput
+	}
+	e.selector = selector
 	if *maxBytes <= 0 || *maxPods <= 0 {
 		fmt.Fprintf(stderr, "%s %s: --max-bytes and --max-pods must be positive\n", name, cmd.name)
 		return exitBadInput
@@ -263,13 +324,26 @@ func (o Options) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (
 	if len(files) > 0 {
 		objs, err = manifest.Load(files, mopts)
 	} else {
-		objs, err = o.Source(context.Background(), mopts)
+		objs, err = o.Source(context.Background(), mopts, func(msg string) {
+			fmt.Fprintf(stderr, "%s %s: warning: %s\n", name, cmd.name, msg)
+		})
 	}
 	if err == nil {
 		e.cluster, err = buildInto(snap, objs, stderr, name, cmd.dropDevices)
 	}
+	if err == nil && !sel.Empty() {
+		// As kubectl get -l narrows what it lists: the pods asked about. The pods with a node are
+		// kept, since what they hold on their nodes counts for every pod placed there.
+		e.cluster.pending = slices.DeleteFunc(e.cluster.pending, func(p *corev1.Pod) bool { return !sel.Matches(labels.Set(p.Labels)) })
+	}
+	if o.Scope != nil {
+		e.scope = o.Scope()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s %s: %v\n", name, cmd.name, err)
+		if errors.Is(err, ErrUnavailable) {
+			return exitUnavailable
+		}
 		return exitBadInput
 	}
 	code, err = cmd.run(e, opts)

@@ -27,6 +27,8 @@ type cluster struct {
 	pods    *pods.Cluster
 	groups  map[types.NamespacedName]*schedulingv1beta1.PodGroup
 	pending []*corev1.Pod // in scheduling order
+	// podCount is how many pods the input has, pending or not, before a selector narrows pending.
+	podCount int
 	// gangBudget is the most tries of each PodGroup's search (--gang-budget).
 	gangBudget int
 }
@@ -151,6 +153,7 @@ func buildInto(snap *allocator.Snapshot, objs *manifest.Objects, stderr io.Write
 		}
 		c.groups[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}] = g
 	}
+	c.podCount = len(objs.Pods)
 	for _, p := range objs.Pods {
 		if p.UID == "" {
 			// The API server gives every object a UID when it is created; manifests as applied have

@@ -49,7 +49,7 @@ spec:
 	opts := cli.Options{
 		Name:           "mytool",
 		TrustAPIServer: true, // an API server validated the objects: they are not validated again
-		Source: func(_ context.Context, opts manifest.Options) (*manifest.Objects, error) {
+		Source: func(_ context.Context, opts manifest.Options, _ func(string)) (*manifest.Objects, error) {
 			return manifest.Decode(strings.NewReader(cluster), "my cluster", opts)
 		},
 	}

@@ -182,7 +182,7 @@ func runExplain(e *env, o any) (int, error) {
 		return code, e.encode(map[string]any{"pods": verdicts})
 	}
 	if len(verdicts) == 0 {
-		fmt.Fprintln(e.stdout, "No pending pods: every pod in the input has a node.")
+		fmt.Fprintln(e.stdout, e.noPending())
 	}
 	fits := 0
 	for i, v := range verdicts {

@@ -410,7 +410,7 @@ func TestStdinAndUsage(t *testing.T) {
 		{"taints --help", []string{"taints", "--help"}, "", exitOK, "--rule", ""},
 		{"inventory --help", []string{"inventory", "--help"}, "", exitOK, "Examples:\n", ""},
 		{"no command", nil, "", exitBadInput, "", "Usage: dractl <command>"},
-		{"an unknown flag is named, with the usage, on stderr", []string{"lint", "--frob"}, "", exitBadInput, "", "flag provided but not defined: -frob\n"},
+		{"an unknown flag is named on stderr", []string{"lint", "--frob"}, "", exitBadInput, "", "flag provided but not defined: -frob\n"},
 		{"unknown command", []string{"frobnicate"}, "", exitBadInput, "", `unknown command "frobnicate"`},
 		{"no input", []string{"explain"}, "", exitBadInput, "", "no input"},
 		{"bad -o", []string{"lint", "-f", demo, "-o", "xml"}, "", exitBadInput, "", "-o xml: must be text, yaml or json"},
@@ -938,5 +938,15 @@ func TestGangSearchIsBounded(t *testing.T) {
 	code, _, errOut := dractl(t, in, "explain", "-f", "-", "--gang-budget", "0")
 	if want := "dractl explain: --gang-budget 0: must be positive\n"; code != exitBadInput || errOut != want {
 		t.Errorf("explain --gang-budget 0: exit %d, stderr %q, want exit 3 (bad usage), %q", code, errOut, want)
+	}
+}
+
+// TestBadFlagOneLine: a flag that is wrong is named in one line with where to find the flags, as
+// kubectl names it, not followed by the help of every flag.
+func TestBadFlagOneLine(t *testing.T) {
+	code, out, errOut := dractl(t, "", "lint", "--frob")
+	const want = "dractl lint: flag provided but not defined: -frob\nSee 'dractl lint --help' for the flags.\n"
+	if code != exitBadInput || out != "" || errOut != want {
+		t.Errorf("status %d, stdout %q, stderr %q; want 3 and %q", code, out, errOut, want)
 	}
 }

@@ -200,7 +200,7 @@ func runPlace(e *env, _ any) (int, error) {
 		return code, e.encode(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
 	}
 	if len(decisions) == 0 {
-		fmt.Fprintln(e.stdout, "No pending pods: every pod in the input has a node.")
+		fmt.Fprintln(e.stdout, e.noPending())
 	}
 	for _, d := range decisions {
 		group := ""

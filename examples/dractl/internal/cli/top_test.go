@@ -130,7 +130,7 @@ spec:
 	for _, trust := range []bool{false, true} {
 		opts := Options{
 			TrustAPIServer: trust,
-			Source: func(_ context.Context, opts manifest.Options) (*manifest.Objects, error) {
+			Source: func(_ context.Context, opts manifest.Options, _ func(string)) (*manifest.Objects, error) {
 				return manifest.Decode(strings.NewReader(cluster), "cluster", opts)
 			},
 		}
