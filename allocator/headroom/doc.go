@@ -63,10 +63,11 @@
 //     memory), the most popular that make up 95 % of the tasks (in steps of ten shapes), renormalised;
 //     a task asking for no CPU counts as 0.1 CPU (kube-scheduler's non-zero default). The trace's Mix
 //     (allocator/headroom/trace) is every shape, memory included, and the measure checks memory too.
-//   - Ties. Like the simulator, FGD rates a node 100·σ(−growth in GPUs) truncated to an integer; the
-//     simulator draws among the best nodes at random, here the draw is a hash of the pod's and the
-//     node's names, the same on every run. Within a node it takes the first GPU of the best score;
-//     here BestFit's GPU (the most used that fits) unless another scores better.
+//   - Ties. Like the simulator, FGD rates a node 100·σ(−growth in GPUs) truncated to an integer, and
+//     takes the first node by name among the best, as the simulator's kube-scheduler does (its
+//     selectHost keeps the smallest name "for reproducibility"; it draws no node at random). Within a
+//     node it takes the first GPU of the best score; here BestFit's GPU (the most used that fits)
+//     unless another scores better.
 //   - Whole GPUs are those BestFit takes; the simulator takes free ones by index (free GPUs are alike
 //     for the measure).
 //
