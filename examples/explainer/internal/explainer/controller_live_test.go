@@ -56,6 +56,12 @@ func TestLiveControllerRecordsEvents(t *testing.T) {
 }
 
 func testControllerRecordsEvents(t *testing.T, c kubernetes.Interface, schedule scheduleStep) {
+	testControllerRecordsEventsWith(t, c, c, schedule)
+}
+
+// testControllerRecordsEventsWith sets the scenarios up through c and runs the controller on ctrl (the
+// same objects through another client, whose requests are then the controller's alone).
+func testControllerRecordsEventsWith(t *testing.T, c, ctrl kubernetes.Interface, schedule scheduleStep) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
 	defer cancel()
 	ns := podNamespace(t, c)
@@ -111,7 +117,7 @@ func testControllerRecordsEvents(t *testing.T, c kubernetes.Interface, schedule 
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(runCtx, ktesting.NewLogger(t, ktesting.NewConfig()), RunOptions{
-			Controller: Config{Client: c, Requeue: 300 * time.Millisecond, Observe: obs.observe,
+			Controller: Config{Client: ctrl, Requeue: 300 * time.Millisecond, Observe: obs.observe,
 				Recorder: RecorderOptions{MinInterval: time.Second, Instance: "test-replica", Condition: true}},
 			Listener: lis, LeaderElection: true, Namespace: ns, Name: "explainer", Identity: "test-replica",
 			RetryPeriod: 200 * time.Millisecond,

@@ -191,7 +191,13 @@ func toResolve(pod *v1.Pod) bool {
 // acts on the pod as it is now, and only on the pod with this UID (not a new one of the same name); a
 // pod that is gone has nothing to resolve. A bound pod's False condition of another reason becomes
 // ConditionReasonScheduled.
+//
+// Without RecorderOptions.Condition it does nothing: a condition left by an earlier run with it stays,
+// since this explainer is not granted the write (deploy/overlays/pod-condition grants it with the flag).
 func (r *Recorder) Resolve(ctx context.Context, namespace, name string, uid types.UID, reason string) error {
+	if !r.opts.Condition {
+		return nil
+	}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := r.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
