@@ -238,9 +238,9 @@ func testControllerRecordsEventsWith(t *testing.T, c, ctrl kubernetes.Interface,
 		`dralloc_explainer_pending_pods{reason="ConstraintUnmet"} 1`,
 		`dralloc_explainer_pending_pods{reason="` + ReasonExtendedResourceClass + `"} 1`,
 		`dralloc_explainer_pending_pods{reason="Fits"} 2`,
-		`dralloc_explainer_devices{class="` + n("t4") + `",driver="` + testDriver + `",pool="` + n("n1") + `",state="tainted"} 1`,
-		`dralloc_explainer_devices{class="` + n("a100") + `",driver="` + testDriver + `",pool="` + n("n2") + `",state="free"} 2`,
-		`dralloc_explainer_devices{class="` + n("v100") + `",driver="` + testDriver + `",pool="` + n("n1") + `",state="free"} 2`,
+		`dralloc_explainer_class_pool_devices{class="` + n("t4") + `",driver="` + testDriver + `",pool="` + n("n1") + `",state="tainted"} 1`,
+		`dralloc_explainer_class_pool_devices{class="` + n("a100") + `",driver="` + testDriver + `",pool="` + n("n2") + `",state="free"} 2`,
+		`dralloc_explainer_class_pool_devices{class="` + n("v100") + `",driver="` + testDriver + `",pool="` + n("n1") + `",state="free"} 2`,
 		`dralloc_explainer_records_total{outcome="written"} ` + fmt.Sprint(written),
 	} {
 		if !strings.Contains(metrics, line+"\n") {
