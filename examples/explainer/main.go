@@ -30,6 +30,11 @@ func main() {
 	leaderElect := flag.Bool("leader-elect", true, "hold a Lease before explaining, for several replicas")
 	leaseNS := flag.String("lease-namespace", "", "namespace of the Lease; empty means the pod's own (POD_NAMESPACE, or its ServiceAccount's namespace); required out of cluster with --leader-elect")
 	leaseName := flag.String("lease-name", "dralloc-explainer", "name of the Lease")
+	// Named and defaulted as kube-scheduler's: a replica that stops renewing is replaced after
+	// lease-duration, and gives up leading when it cannot renew within renew-deadline.
+	leaseDuration := flag.Duration("leader-elect-lease-duration", 15*time.Second, "how long followers wait after the last renewal before taking the Lease")
+	renewDeadline := flag.Duration("leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before it stops leading; less than the lease duration")
+	retryPeriod := flag.Duration("leader-elect-retry-period", 2*time.Second, "how long replicas wait between tries to take or renew the Lease")
 	interval := flag.Duration("min-interval", time.Minute, "least time between two Events on one pod")
 	condition := flag.Bool("pod-condition", false, "also write the pod condition "+string(explainer.ConditionType))
 	workers := flag.Int("workers", 2, "pods explained at once")
@@ -37,7 +42,12 @@ func main() {
 	flag.Parse()
 	logger := klog.Background()
 
-	if err := run(logger, *kubeconfig, *listen, *leaderElect, *leaseNS, *leaseName, *interval, *condition, *workers, float32(*qps)); err != nil {
+	lease := leaseTimings{*leaseDuration, *renewDeadline, *retryPeriod}
+	if err := lease.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if err := run(logger, *kubeconfig, *listen, *leaderElect, *leaseNS, *leaseName, lease, *interval, *condition, *workers, float32(*qps)); err != nil {
 		logger.Error(err, "Explainer stopped")
 		klog.Flush()
 		os.Exit(1)
@@ -45,7 +55,24 @@ func main() {
 	klog.Flush()
 }
 
-func run(logger klog.Logger, kubeconfig, listen string, leaderElect bool, leaseNS, leaseName string, interval time.Duration, condition bool, workers int, qps float32) error {
+// leaseTimings are the leader election's durations.
+type leaseTimings struct{ duration, renewDeadline, retryPeriod time.Duration }
+
+// validate refuses what client-go's leader election refuses (leaderelection.NewLeaderElector), with
+// the flags' names, before anything starts.
+func (l leaseTimings) validate() error {
+	switch {
+	case l.duration <= 0 || l.renewDeadline <= 0 || l.retryPeriod <= 0:
+		return fmt.Errorf("--leader-elect-lease-duration (%v), --leader-elect-renew-deadline (%v) and --leader-elect-retry-period (%v) must be positive", l.duration, l.renewDeadline, l.retryPeriod)
+	case l.duration <= l.renewDeadline:
+		return fmt.Errorf("--leader-elect-lease-duration (%v) must be greater than --leader-elect-renew-deadline (%v)", l.duration, l.renewDeadline)
+	case float64(l.renewDeadline) <= 1.2*float64(l.retryPeriod):
+		return fmt.Errorf("--leader-elect-renew-deadline (%v) must be greater than 1.2 times --leader-elect-retry-period (%v)", l.renewDeadline, l.retryPeriod)
+	}
+	return nil
+}
+
+func run(logger klog.Logger, kubeconfig, listen string, leaderElect bool, leaseNS, leaseName string, lease leaseTimings, interval time.Duration, condition bool, workers int, qps float32) error {
 	var cfg *rest.Config
 	var err error
 	if kubeconfig != "" {
@@ -90,5 +117,8 @@ func run(logger klog.Logger, kubeconfig, listen string, leaderElect bool, leaseN
 		Namespace:      leaseNS,
 		Name:           leaseName,
 		Identity:       identity,
+		LeaseDuration:  lease.duration,
+		RenewDeadline:  lease.renewDeadline,
+		RetryPeriod:    lease.retryPeriod,
 	})
 }

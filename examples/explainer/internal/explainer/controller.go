@@ -93,6 +93,8 @@ func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
 	}
 	// An informer fed snapshot: the API server validated every object already.
 	snap := allocator.NewSnapshot(allocator.Options{TrustAPIServer: true})
+	registerClientMetrics()
+	queueMetrics := newQueueMetrics()
 	c := &Controller{
 		cfg:     cfg,
 		cluster: pods.New(snap, cfg.Pods),
@@ -103,7 +105,7 @@ func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", "").String()
 		})),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "dralloc-explainer"}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "dralloc-explainer", MetricsProvider: queueMetrics}),
 		uids: map[string]types.UID{},
 		left: map[string]types.UID{},
 	}
@@ -111,6 +113,7 @@ func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
 	c.recorder = NewRecorder(cfg.Client, cfg.Recorder)
 	res := c.factory.Resource().V1()
 	c.metrics = NewMetrics(listerSource{res.ResourceSlices().Lister(), res.DeviceClasses().Lister(), res.ResourceClaims().Lister(), res.DeviceTaintRules().Lister()})
+	c.metrics.queue = queueMetrics
 	infs := []cache.SharedIndexInformer{
 		res.ResourceSlices().Informer(), res.DeviceClasses().Informer(), res.ResourceClaims().Informer(),
 		res.ResourceClaimTemplates().Informer(), res.DeviceTaintRules().Informer(), c.factory.Core().V1().Nodes().Informer(),

@@ -56,6 +56,12 @@ func TestLiveControllerRecordsEvents(t *testing.T) {
 }
 
 func testControllerRecordsEvents(t *testing.T, c kubernetes.Interface, schedule scheduleStep) {
+	testControllerRecordsEventsWith(t, c, c, schedule)
+}
+
+// testControllerRecordsEventsWith sets the scenarios up through c and runs the controller on ctrl (the
+// same objects through another client, whose requests are then the controller's alone).
+func testControllerRecordsEventsWith(t *testing.T, c, ctrl kubernetes.Interface, schedule scheduleStep) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
 	defer cancel()
 	ns := podNamespace(t, c)
@@ -111,7 +117,7 @@ func testControllerRecordsEvents(t *testing.T, c kubernetes.Interface, schedule 
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(runCtx, ktesting.NewLogger(t, ktesting.NewConfig()), RunOptions{
-			Controller: Config{Client: c, Requeue: 300 * time.Millisecond, Observe: obs.observe,
+			Controller: Config{Client: ctrl, Requeue: 300 * time.Millisecond, Observe: obs.observe,
 				Recorder: RecorderOptions{MinInterval: time.Second, Instance: "test-replica", Condition: true}},
 			Listener: lis, LeaderElection: true, Namespace: ns, Name: "explainer", Identity: "test-replica",
 			RetryPeriod: 200 * time.Millisecond,
@@ -232,9 +238,9 @@ func testControllerRecordsEvents(t *testing.T, c kubernetes.Interface, schedule 
 		`dralloc_explainer_pending_pods{reason="ConstraintUnmet"} 1`,
 		`dralloc_explainer_pending_pods{reason="` + ReasonExtendedResourceClass + `"} 1`,
 		`dralloc_explainer_pending_pods{reason="Fits"} 2`,
-		`dralloc_explainer_devices{class="` + n("t4") + `",driver="` + testDriver + `",pool="` + n("n1") + `",state="tainted"} 1`,
-		`dralloc_explainer_devices{class="` + n("a100") + `",driver="` + testDriver + `",pool="` + n("n2") + `",state="free"} 2`,
-		`dralloc_explainer_devices{class="` + n("v100") + `",driver="` + testDriver + `",pool="` + n("n1") + `",state="free"} 2`,
+		`dralloc_explainer_class_pool_devices{class="` + n("t4") + `",driver="` + testDriver + `",pool="` + n("n1") + `",state="tainted"} 1`,
+		`dralloc_explainer_class_pool_devices{class="` + n("a100") + `",driver="` + testDriver + `",pool="` + n("n2") + `",state="free"} 2`,
+		`dralloc_explainer_class_pool_devices{class="` + n("v100") + `",driver="` + testDriver + `",pool="` + n("n1") + `",state="free"} 2`,
 		`dralloc_explainer_records_total{outcome="written"} ` + fmt.Sprint(written),
 	} {
 		if !strings.Contains(metrics, line+"\n") {

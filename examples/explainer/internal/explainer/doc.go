@@ -11,8 +11,11 @@
 //   - [Explain] turns a pod into a message and a dominant reason for the metrics (reason.go);
 //   - [Recorder] writes Events and conditions, deduplicated and rate-limited per pod (recorder.go);
 //   - [Controller] wires informers, the Feed and a work queue (controller.go);
-//   - [Metrics] are the Prometheus metrics, devices per class and pool computed at scrape time from the
-//     informers' caches (metrics.go);
+//   - [Metrics] are the Prometheus metrics, devices per pool and per class computed at scrape time from
+//     the informers' caches on the leader (metrics.go), with build_info, client-go's request metrics
+//     and the work queue's (clientmetrics.go);
+//   - apicalls.go lists every request the code makes, which the deploy folder's roles must grant
+//     exactly (deploy_test.go);
 //   - [Run] adds leader election and the health and metrics endpoints (run.go).
 //
 // It imports client-go and prometheus/client_golang; it lives in its own module so that the library's

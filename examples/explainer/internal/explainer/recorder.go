@@ -63,6 +63,16 @@ type RecorderOptions struct {
 // for the pod, and at most once per MinInterval per pod. It remembers the last message per pod UID; a Recorder that has not seen a pod
 // (a new leader after a failover) first reads the pod's Events, so that it does not repeat the last
 // one. Safe for concurrent use.
+//
+// It writes core/v1 Events itself rather than through client-go's events library
+// (k8s.io/client-go/tools/events), whose broadcaster keys its series by type, reason, action,
+// reporting controller and instance, regarding and related object, not by note or annotations
+// (eventBroadcasterImpl.recordToSink, getKey): a changed explanation for a pod within six minutes of
+// the last (finishTime) would only raise the series count of the earlier Event, whose note and blockers
+// annotation stay the old ones, and a new explanation must be a new Event. The library also writes
+// asynchronously and drops what fails after its retries, where Record reports a failed write (the
+// records_total{outcome="failed"} count and the retry through the work queue). The rate limit the
+// library would add is MinInterval here, per pod.
 type Recorder struct {
 	client kubernetes.Interface
 	opts   RecorderOptions
@@ -191,7 +201,13 @@ func toResolve(pod *v1.Pod) bool {
 // acts on the pod as it is now, and only on the pod with this UID (not a new one of the same name); a
 // pod that is gone has nothing to resolve. A bound pod's False condition of another reason becomes
 // ConditionReasonScheduled.
+//
+// Without RecorderOptions.Condition it does nothing: a condition left by an earlier run with it stays,
+// since this explainer is not granted the write (deploy/overlays/pod-condition grants it with the flag).
 func (r *Recorder) Resolve(ctx context.Context, namespace, name string, uid types.UID, reason string) error {
+	if !r.opts.Condition {
+		return nil
+	}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := r.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

@@ -158,3 +158,31 @@ func TestRecorderWritesCondition(t *testing.T) {
 		t.Errorf("the scheduler's PodScheduled condition was lost: %+v", got.Status.Conditions)
 	}
 }
+
+// Without Condition the explainer is granted no write to pods' status (deploy/base/rbac.yaml): a condition
+// True left by an earlier run with it is not touched, and the pod is not even read.
+func TestRecorderResolvesOnlyWithCondition(t *testing.T) {
+	ctx := context.Background()
+	p := pod("ns", "train", "c", "", "")
+	p.UID = "uid-1"
+	p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: ConditionType, Status: v1.ConditionTrue, Reason: "ClassSelectorFalse"})
+	c := fake.NewClientset(p)
+	c.ClearActions()
+	if err := NewRecorder(c, RecorderOptions{}).Resolve(ctx, "ns", "train", "uid-1", ""); err != nil {
+		t.Fatal(err)
+	}
+	if a := c.Actions(); len(a) != 0 {
+		t.Errorf("Resolve without Condition made %d requests, first %s %s; want none", len(a), a[0].GetVerb(), a[0].GetResource().Resource)
+	}
+	// With it, the same call reads the pod and sets the condition False.
+	if err := NewRecorder(c, RecorderOptions{Condition: true}).Resolve(ctx, "ns", "train", "uid-1", ""); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.CoreV1().Pods("ns").Get(ctx, "train", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cond := condition(got); cond == nil || cond.Status != v1.ConditionFalse || cond.Reason != ConditionReasonNotUnschedulable {
+		t.Errorf("condition %+v, want False %s", cond, ConditionReasonNotUnschedulable)
+	}
+}

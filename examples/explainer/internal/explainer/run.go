@@ -104,6 +104,8 @@ func Run(ctx context.Context, logger klog.Logger, opts RunOptions) error {
 	}
 	logger.Info("Informers synced")
 	if !opts.LeaderElection {
+		ctrl.Metrics().SetLeading(true)
+		defer ctrl.Metrics().SetLeading(false)
 		ctrl.Run(ctx)
 		return nil
 	}
@@ -119,9 +121,11 @@ func Run(ctx context.Context, logger klog.Logger, opts RunOptions) error {
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				logger.Info("Leading", "lease", opts.Namespace+"/"+opts.Name, "identity", opts.Identity)
+				ctrl.Metrics().SetLeading(true)
 				ctrl.Run(ctx)
 			},
 			OnStoppedLeading: func() {
+				ctrl.Metrics().SetLeading(false)
 				lost = ctx.Err() == nil
 			},
 			OnNewLeader: func(id string) { logger.Info("Leader", "identity", id) },
