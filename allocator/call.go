@@ -25,11 +25,12 @@ type allocation struct {
 	claims   []*resourceapi.ResourceClaim
 	pools    []*pool
 	steps    int
-	short    shortfall  // set when failing fast found a request without enough candidates
-	indep    []int8     // per request slot: unknown (0), independent of the slots before it (1) or not (2)
-	sides    [2]sideOf  // what the requests before and after a slot can take (see independent)
-	bounds   bounds     // scratch of constraintShort
-	pigeon   pigeonhole // scratch of pigeonholeShort
+	short    shortfall    // set when failing fast found a request without enough candidates
+	indep    []int8       // per request slot: unknown (0), independent of the slots before it (1) or not (2)
+	sides    [2]sideOf    // what the requests before and after a slot can take (see independent)
+	bounds   bounds       // scratch of constraintShort
+	pigeon   pigeonhole   // scratch of pigeonholeShort
+	ctrBound counterBound // scratch of countersShort
 	// twinsOnly: a request has derived attributes or asks for all devices, so devices are interchangeable
 	// only as twins, not by verdicts (see interchangeable). Set while preparing requests.
 	twinsOnly bool

@@ -1,0 +1,213 @@
+package allocator
+
+import (
+	"math"
+	"strconv"
+)
+
+// counterBound is the scratch state of countersShort, reused across calls.
+type counterBound struct {
+	offset []int   // per call pool: where its counter names start in need and free; -1 for none
+	end    []int   // per call pool: the index visitCandidates gives the first device after its own
+	need   []int64 // per (pool, counter name): what the requests counted so far draw at least
+	free   []int64 // per (pool, counter name): what the allocated state leaves of it in all sets
+	minv   []int64 // one request alternative's least draw per counter name of its pool
+	slot   []int64 // one request slot's least draw (the least over its alternatives)
+}
+
+// countersShort counts across requests what they draw on shared counters: every device a request may
+// take from a pool draws at least the least that any of its candidates draws of each counter, so n
+// devices draw n times that, and what all requests draw of a counter name (summed over the pool's
+// counter sets: "multiprocessors" of every GPU) cannot exceed what the pool's sets have left of it.
+// Whole GPUs and their MIG partitions draw on the same sets, a whole GPU on all of one GPU's, so
+// requests for both that need more than the node has are refused here, where the search would try
+// every way of placing the partitions on the GPUs the whole ones leave before failing. It is a
+// necessary condition only: passing it says nothing, and a call it refuses fits under no choice of
+// devices, wherever the requests are in the search order (allocateDevice admits a device only while no
+// counter of its pool is overdrawn, and the search takes each request's devices distinct).
+//
+// A request counts only when all its candidates lie in one pool whose counters are dense; a candidate
+// that takes shares (it draws once for every share) or a request with admin access draws nothing here.
+// As pigeonholeShort, it runs after failFast found every request servable on its own, and a candidate
+// whose evaluation fails leaves the decision to the search.
+func (a *allocation) countersShort() (shortfall, bool) {
+	if !a.f.DRAPartitionableDevices {
+		return shortfall{}, false
+	}
+	cb := &a.ctrBound
+	cb.offset, cb.end = cb.offset[:0], cb.end[:0]
+	total, devices := 0, 0
+	for _, p := range a.pools {
+		off := -1
+		if !p.incomplete && !p.invalid {
+			for _, e := range p.slices {
+				devices += len(e.devices())
+			}
+			if p.layout != nil && p.layout.dense && p.layout.nnames > 0 {
+				off = total
+				total += p.layout.nnames
+			}
+		}
+		cb.offset = append(cb.offset, off)
+		cb.end = append(cb.end, devices)
+	}
+	if total == 0 {
+		return shortfall{}, false
+	}
+	cb.need = append(cb.need[:0], make([]int64, total)...)
+	cb.free = cb.free[:0]
+	for pi, p := range a.pools {
+		if cb.offset[pi] < 0 {
+			continue
+		}
+		l := p.layout
+		cb.free = append(cb.free, make([]int64, l.nnames)...)
+		free := cb.free[cb.offset[pi]:]
+		for i, r := range a.baseCounters(p).state.remaining {
+			if r > 0 {
+				free[l.nameOf[i]] = satAdd(free[l.nameOf[i]], r)
+			}
+		}
+	}
+	for ci := range a.perClaim {
+		cs := &a.perClaim[ci]
+		for ri := range cs.slots {
+			slot := &cs.slots[ri]
+			pool := -1
+			for ai, r := range slot.alts {
+				p, ok := a.leastDraw(r)
+				if !ok {
+					return shortfall{}, false
+				}
+				if p < 0 || ai > 0 && p != pool {
+					pool = -1
+					break
+				}
+				n := int64(max(r.numDevices, 0))
+				if ai == 0 {
+					pool = p
+					cb.slot = append(cb.slot[:0], cb.minv...)
+					for g := range cb.slot {
+						cb.slot[g] = satMul(cb.slot[g], n)
+					}
+					continue
+				}
+				for g := range cb.slot {
+					cb.slot[g] = min(cb.slot[g], satMul(cb.minv[g], n))
+				}
+			}
+			if pool < 0 {
+				continue
+			}
+			off := cb.offset[pool]
+			for g, v := range cb.slot {
+				cb.need[off+g] = satAdd(cb.need[off+g], v)
+				if cb.need[off+g] > cb.free[off+g] {
+					return shortfall{cs: cs, counters: true, pool: pool, counter: g}, true
+				}
+			}
+		}
+	}
+	return shortfall{}, false
+}
+
+// leastDraw computes in a.ctrBound.minv the least that a candidate of r draws of each counter name of
+// the pool all of r's candidates lie in, and returns that pool's index; -1 when the candidates lie in
+// several pools or in one the bound does not count, when r has none, or when r has admin access. ok is
+// false when evaluating a candidate failed.
+func (a *allocation) leastDraw(r *request) (pool int, ok bool) {
+	if r.adminAccess {
+		return -1, true
+	}
+	cb := &a.ctrBound
+	pool, next := -1, 0
+	mixed := false
+	ok = a.visitCandidates(r, func(i int, d *deviceEntry) bool {
+		for next < len(cb.end) && i >= cb.end[next] {
+			next++
+		}
+		if pool < 0 {
+			pool = next
+			if pool >= len(a.pools) || cb.offset[pool] < 0 {
+				mixed = true
+				return false
+			}
+			cb.minv = append(cb.minv[:0], make([]int64, a.pools[pool].layout.nnames)...)
+			for g := range cb.minv {
+				cb.minv[g] = math.MaxInt64
+			}
+		} else if next != pool {
+			mixed = true
+			return false
+		}
+		l := a.pools[pool].layout
+		var dc *devCounters
+		if !(a.f.DRAConsumableCapacity && d.multi) && d.counters {
+			dc = l.dev(d)
+		}
+		// The device's draw per name, folded into minv: names it does not draw on go to 0.
+		for g := range cb.minv {
+			var v int64
+			if dc != nil {
+				for _, am := range dc.amounts {
+					if l.nameOf[am.idx] == int32(g) {
+						if am.v < 0 {
+							v = 0
+							break
+						}
+						v = satAdd(v, am.v)
+					}
+				}
+			}
+			cb.minv[g] = min(cb.minv[g], v)
+		}
+		return true
+	})
+	if !ok {
+		return -1, false
+	}
+	if mixed || pool < 0 {
+		return -1, true
+	}
+	return pool, true
+}
+
+func satAdd(x, y int64) int64 {
+	if x > math.MaxInt64-y {
+		return math.MaxInt64
+	}
+	return x + y
+}
+
+func satMul(x, n int64) int64 {
+	if n != 0 && x > math.MaxInt64/n {
+		return math.MaxInt64
+	}
+	return x * n
+}
+
+// countersReason is "ResourceClaim <ns>/<name>: together with the requests before it, draws at least N
+// of counter C of pool P's counter sets, M are left", built in the call's buffer.
+func (a *allocation) countersReason(sf shortfall) string {
+	cb := &a.ctrBound
+	p := a.pools[sf.pool]
+	off := cb.offset[sf.pool] + sf.counter
+	b := a.textBuf[:0]
+	b = append(b, "ResourceClaim "...)
+	b = append(b, sf.cs.claim.Namespace...)
+	b = append(b, '/')
+	b = append(b, sf.cs.claim.Name...)
+	b = append(b, ": together with the requests before it, draws at least "...)
+	b = strconv.AppendInt(b, cb.need[off], 10)
+	b = append(b, " of counter "...)
+	b = append(b, p.layout.names[sf.counter]...)
+	b = append(b, " of the counter sets of pool "...)
+	b = append(b, p.id.Driver...)
+	b = append(b, '/')
+	b = append(b, p.id.Pool...)
+	b = append(b, ", "...)
+	b = strconv.AppendInt(b, cb.free[off], 10)
+	b = append(b, " left"...)
+	a.textBuf = b
+	return string(b)
+}

@@ -1,0 +1,94 @@
+package allocator_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/inventory"
+)
+
+// mixedNode is a DGX node of the shipped profile, published in mode, with classes "gpu" (whole GPUs)
+// and "mig" (MIG devices) and, on the last GPU, the given number of 1g.10gb partitions held by an
+// allocated claim (none when the mode publishes no partitions).
+func mixedNode(t testing.TB, profile string, mode inventory.Mode, budget, used int) (*allocator.Snapshot, *v1.Node) {
+	t.Helper()
+	tmpl, err := inventory.Profile(profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl.Mode = mode
+	published, err := tmpl.Slices("node-0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := allocator.NewSnapshot(allocator.Options{NoCopy: true, StepBudget: budget})
+	var driver, pool, last string
+	var partitions []string
+	for _, sl := range published {
+		if err := s.AddOrUpdateSlice(sl); err != nil {
+			t.Fatal(err)
+		}
+		driver, pool = sl.Spec.Driver, sl.Spec.Pool.Name
+		for _, d := range sl.Spec.Devices {
+			if p := d.Attributes[inventory.AttrProfile].StringValue; p != nil && *p == "1g.10gb" {
+				parent := d.Name[:len(d.Name)-len("-mig-1g10gb-0-0")]
+				if parent != last {
+					last, partitions = parent, nil
+				}
+				partitions = append(partitions, d.Name)
+			}
+		}
+	}
+	for _, c := range []*resourceapi.DeviceClass{
+		class("gpu", `device.driver == "`+driver+`" && device.attributes["`+driver+`"].type == "gpu"`),
+		class("mig", `device.driver == "`+driver+`" && device.attributes["`+driver+`"].type == "mig"`),
+	} {
+		if err := s.AddOrUpdateClass(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if used > 0 {
+		var results []resourceapi.DeviceRequestAllocationResult
+		for _, name := range partitions[:used] {
+			results = append(results, result(driver, pool, name))
+		}
+		if err := s.AddOrUpdateClaim(allocatedClaim("held", results...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}}
+}
+
+// oneG asks for n MIG devices of a 1g profile (any memory size, with or without media engines).
+func oneG(name string, n int64) resourceapi.DeviceRequest {
+	return exact(name, "mig", n, `device.attributes["gpu.nvidia.com"].profile.startsWith("1g.")`)
+}
+
+// TestMixedWholeAndPartitionsDecidedSoon: on a DGX H100 in dynamic MIG whose last GPU has one 1g.10gb
+// partition in use, two claims ask for seven whole GPUs (in requests of 2, 1, 2 and 2) and five 1g
+// partitions. Seven whole GPUs take every GPU but the partly used one (a whole GPU draws all of its
+// GPU's counters), and every 1g profile draws one of a GPU's five decoders (as go-nvml's mock H100
+// publishes them), so that one has decoders left for four 1g devices only: the claims cannot fit, and
+// counting the GPUs' counters says so without trying every way to place the partitions. With no
+// partition in use the five fit on the last GPU.
+func TestMixedWholeAndPartitionsDecidedSoon(t *testing.T) {
+	s, node := mixedNode(t, "dgxh100", inventory.ModeDynamicMIG, 5000, 1)
+	claims := []*resourceapi.ResourceClaim{
+		claim("a", exact("gpus", "gpu", 2), exact("gpu", "gpu", 1), oneG("mig", 3)),
+		claim("b", exact("gpus", "gpu", 2), exact("more", "gpu", 2), oneG("mig", 2)),
+	}
+	_, err := s.Allocate(context.Background(), node, claims)
+	if !errors.Is(err, allocator.ErrUnsatisfiable) {
+		t.Fatalf("Allocate: %v, want an error wrapping ErrUnsatisfiable within 5000 steps", err)
+	}
+	s, node = mixedNode(t, "dgxh100", inventory.ModeDynamicMIG, 5000, 0)
+	if _, err := s.Allocate(context.Background(), node, claims); err != nil {
+		t.Fatalf("Allocate with no partition in use: %v, want an allocation", err)
+	}
+}
