@@ -39,6 +39,9 @@ type allocation struct {
 	lastAll position
 	// greedy: the search is the first descent of greedyDescent, which stops at the first step back.
 	greedy bool
+	// fitsOnly: the call is Fits, which answers whether claims fit and so applies no topology
+	// preference (it never changes that answer).
+	fitsOnly bool
 	// prefer ranks the devices AllocatePreferring's caller prefers (see preferDevices); nil for none.
 	prefer map[DeviceID]int
 

@@ -18,6 +18,12 @@ import (
 // allocated claim (none when the mode publishes no partitions).
 func mixedNode(t testing.TB, profile string, mode inventory.Mode, budget, used int) (*allocator.Snapshot, *v1.Node) {
 	t.Helper()
+	return mixedNodeWith(t, profile, mode, allocator.Options{NoCopy: true, StepBudget: budget}, used)
+}
+
+// mixedNodeWith is mixedNode with a snapshot made with opts.
+func mixedNodeWith(t testing.TB, profile string, mode inventory.Mode, opts allocator.Options, used int) (*allocator.Snapshot, *v1.Node) {
+	t.Helper()
 	tmpl, err := inventory.Profile(profile)
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +33,7 @@ func mixedNode(t testing.TB, profile string, mode inventory.Mode, budget, used i
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := allocator.NewSnapshot(allocator.Options{NoCopy: true, StepBudget: budget})
+	s := allocator.NewSnapshot(opts)
 	var driver, pool, last string
 	var partitions []string
 	for _, sl := range published {
