@@ -13,6 +13,19 @@ type counterBound struct {
 	free   []int64 // per (pool, counter name): what the allocated state leaves of it in all sets
 	minv   []int64 // one request alternative's least draw per counter name of its pool
 	slot   []int64 // one request slot's least draw (the least over its alternatives)
+	// counted are the slots counted so far, and least their devices' least draw per counter name of
+	// their pool (counted[i].at on), for the threshold bound (see roomShort).
+	counted []countedSlot
+	least   []int64
+}
+
+// countedSlot is one request slot the bound counts: its claim, pool, the fewest devices it takes, and
+// where the least draw of one of them lies in counterBound.least.
+type countedSlot struct {
+	cs   *claimState
+	pool int
+	n    int64
+	at   int
 }
 
 // countersShort counts across requests what they draw on shared counters: every device a request may
@@ -55,6 +68,7 @@ func (a *allocation) countersShort() (shortfall, bool) {
 		return shortfall{}, false
 	}
 	cb.need = append(cb.need[:0], make([]int64, total)...)
+	cb.counted, cb.least = cb.counted[:0], cb.least[:0]
 	cb.free = cb.free[:0]
 	for pi, p := range a.pools {
 		if cb.offset[pi] < 0 {
@@ -74,6 +88,8 @@ func (a *allocation) countersShort() (shortfall, bool) {
 		for ri := range cs.slots {
 			slot := &cs.slots[ri]
 			pool := -1
+			at := len(cb.least)
+			fewest := int64(math.MaxInt64)
 			for ai, r := range slot.alts {
 				p, ok := a.leastDraw(r)
 				if !ok {
@@ -84,26 +100,81 @@ func (a *allocation) countersShort() (shortfall, bool) {
 					break
 				}
 				n := int64(max(r.numDevices, 0))
+				fewest = min(fewest, n)
 				if ai == 0 {
 					pool = p
 					cb.slot = append(cb.slot[:0], cb.minv...)
 					for g := range cb.slot {
 						cb.slot[g] = satMul(cb.slot[g], n)
 					}
+					cb.least = append(cb.least, cb.minv...)
 					continue
 				}
 				for g := range cb.slot {
 					cb.slot[g] = min(cb.slot[g], satMul(cb.minv[g], n))
+					cb.least[at+g] = min(cb.least[at+g], cb.minv[g])
 				}
 			}
 			if pool < 0 {
+				cb.least = cb.least[:at]
 				continue
 			}
+			cb.counted = append(cb.counted, countedSlot{cs: cs, pool: pool, n: fewest, at: at})
 			off := cb.offset[pool]
 			for g, v := range cb.slot {
 				cb.need[off+g] = satAdd(cb.need[off+g], v)
 				if cb.need[off+g] > cb.free[off+g] {
 					return shortfall{cs: cs, counters: true, pool: pool, counter: g}, true
+				}
+			}
+		}
+	}
+	return a.roomShort()
+}
+
+// roomShort is the bound of countersShort set by set: a device that draws at least d of a counter
+// name fits only in a counter set with at least d of it left (what a set has left only shrinks during
+// a call), and a set with f left holds at most f/d such devices. So for every counter name and every
+// least draw d of a counted request, the requests that draw at least d of it on every device need no
+// more devices than the sets hold (the sum of f/d) and draw no more than the sets with at least d left
+// have. Where summing over all sets finds room, this finds what whole GPUs and MIG partitions leave
+// apart: a whole GPU (or a 7g partition) fits only on an untouched GPU, two 3g partitions of 88 GB
+// never on one GPU of 141 GB.
+func (a *allocation) roomShort() (shortfall, bool) {
+	cb := &a.ctrBound
+	for pi, p := range a.pools {
+		if cb.offset[pi] < 0 {
+			continue
+		}
+		l := p.layout
+		remaining := a.baseCounters(p).state.remaining
+		for g := range l.nnames {
+			for _, t := range cb.counted {
+				d := cb.least[t.at+g]
+				if t.pool != pi || d <= 0 {
+					continue
+				}
+				var devices, draw int64
+				var last *claimState
+				for _, u := range cb.counted {
+					if u.pool == pi && cb.least[u.at+g] >= d {
+						devices = satAdd(devices, u.n)
+						draw = satAdd(draw, satMul(cb.least[u.at+g], u.n))
+						last = u.cs
+					}
+				}
+				var room, left int64
+				for i, r := range remaining {
+					if l.nameOf[i] == int32(g) && r >= d {
+						room = satAdd(room, r/d)
+						left = satAdd(left, r)
+					}
+				}
+				if devices > room || draw > left {
+					if devices <= room {
+						room = left / d // the devices' draw exceeds what is left: fewer of them fit
+					}
+					return shortfall{cs: last, counters: true, room: true, pool: pi, counter: g, devices: devices, least: d, n: int(min(room, math.MaxInt32))}, true
 				}
 			}
 		}
@@ -197,6 +268,25 @@ func (a *allocation) countersReason(sf shortfall) string {
 	b = append(b, sf.cs.claim.Namespace...)
 	b = append(b, '/')
 	b = append(b, sf.cs.claim.Name...)
+	if sf.room {
+		// "...: together with the requests before it, needs N devices that draw at least D of counter C
+		// each, the counter sets of pool P hold M"
+		b = append(b, ": together with the requests before it, needs "...)
+		b = strconv.AppendInt(b, sf.devices, 10)
+		b = append(b, " devices that draw at least "...)
+		b = strconv.AppendInt(b, sf.least, 10)
+		b = append(b, " of counter "...)
+		b = append(b, p.layout.names[sf.counter]...)
+		b = append(b, " each, the counter sets of pool "...)
+		b = append(b, p.id.Driver...)
+		b = append(b, '/')
+		b = append(b, p.id.Pool...)
+		b = append(b, " have room for "...)
+		b = strconv.AppendInt(b, int64(sf.n), 10)
+		b = append(b, " of them"...)
+		a.textBuf = b
+		return string(b)
+	}
 	b = append(b, ": together with the requests before it, draws at least "...)
 	b = strconv.AppendInt(b, cb.need[off], 10)
 	b = append(b, " of counter "...)

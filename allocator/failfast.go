@@ -111,6 +111,10 @@ type shortfall struct {
 	// than its counter sets have left (see countersShort).
 	counters      bool
 	pool, counter int
+	// room: devices requests of the call need that draw at least least of the counter each, more than
+	// fit in the counter sets that have that much left, or draw more than those sets have (see roomShort).
+	room           bool
+	devices, least int64
 }
 
 // countCandidates counts devices that could serve r; false when evaluating one failed. It visits every

@@ -3,6 +3,7 @@ package allocator_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -22,7 +23,7 @@ func mixedNode(t testing.TB, profile string, mode inventory.Mode, budget, used i
 }
 
 // mixedNodeWith is mixedNode with a snapshot made with opts.
-func mixedNodeWith(t testing.TB, profile string, mode inventory.Mode, opts allocator.Options, used int) (*allocator.Snapshot, *v1.Node) {
+func mixedNodeWith(t testing.TB, profile string, mode inventory.Mode, opts allocator.Options, used int, held ...string) (*allocator.Snapshot, *v1.Node) {
 	t.Helper()
 	tmpl, err := inventory.Profile(profile)
 	if err != nil {
@@ -59,9 +60,9 @@ func mixedNodeWith(t testing.TB, profile string, mode inventory.Mode, opts alloc
 			t.Fatal(err)
 		}
 	}
-	if used > 0 {
+	if used > 0 || len(held) > 0 {
 		var results []resourceapi.DeviceRequestAllocationResult
-		for _, name := range partitions[:used] {
+		for _, name := range append(partitions[:used:used], held...) {
 			results = append(results, result(driver, pool, name))
 		}
 		if err := s.AddOrUpdateClaim(allocatedClaim("held", results...)); err != nil {
@@ -96,5 +97,27 @@ func TestMixedWholeAndPartitionsDecidedSoon(t *testing.T) {
 	s, node = mixedNode(t, "dgxh100", inventory.ModeDynamicMIG, 5000, 0)
 	if _, err := s.Allocate(context.Background(), node, claims); err != nil {
 		t.Fatalf("Allocate with no partition in use: %v, want an allocation", err)
+	}
+}
+
+// TestWholeDevicesNeedUntouchedCounterSets: on a DGX H100 in dynamic MIG whose GPUs 6 and 7 each have
+// one 1g.10gb partition in use (on memory slices 0 and 6), six whole GPUs and one 7g.80gb partition
+// (which, as a whole GPU, draws all seven copy engines, all eight memory slices, … of its GPU) need
+// seven untouched GPUs, and there are six. Summed over the GPUs every counter has room (7×7 copy
+// engines needed, 6×7 + 2×6 left; memory slice 0 is free on seven GPUs, and so is
+// memory slice 6), and the whole GPUs and the 7g partitions are different devices (twelve candidates for seven), so neither that sum nor
+// the pigeonhole count sees it; a set with less than all of a counter left holds none of them, so the
+// sets hold six. (Counters are tried by name: the first is copy-engines, seven a GPU, one a 1g.)
+func TestWholeDevicesNeedUntouchedCounterSets(t *testing.T) {
+	s, node := mixedNodeWith(t, "dgxh100", inventory.ModeDynamicMIG, allocator.Options{NoCopy: true, StepBudget: 5000}, 0,
+		"gpu-6-mig-1g10gb-0-0", "gpu-7-mig-1g10gb-0-6")
+	claims := []*resourceapi.ResourceClaim{
+		claim("a", exact("gpus", "gpu", 2), exact("more", "gpu", 2), exact("last", "gpu", 2)),
+		claim("b", exact("big", "mig", 1, `device.attributes["gpu.nvidia.com"].profile == "7g.80gb"`)),
+	}
+	_, err := s.Allocate(context.Background(), node, claims)
+	want := "ResourceClaim default/b: together with the requests before it, needs 7 devices that draw at least 7 of counter copy-engines each, the counter sets of pool gpu.nvidia.com/node-0 have room for 6 of them"
+	if !errors.Is(err, allocator.ErrUnsatisfiable) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Allocate: %v, want an error wrapping ErrUnsatisfiable with %q", err, want)
 	}
 }
