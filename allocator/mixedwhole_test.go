@@ -3,6 +3,7 @@ package allocator_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -77,6 +78,14 @@ func oneG(name string, n int64) resourceapi.DeviceRequest {
 	return exact(name, "mig", n, `device.attributes["gpu.nvidia.com"].profile.startsWith("1g.")`)
 }
 
+// mixedClaims are two claims for seven whole GPUs (in requests of 2, 1, 2 and 2) and five 1g partitions.
+func mixedClaims() []*resourceapi.ResourceClaim {
+	return []*resourceapi.ResourceClaim{
+		claim("a", exact("gpus", "gpu", 2), exact("gpu", "gpu", 1), oneG("mig", 3)),
+		claim("b", exact("gpus", "gpu", 2), exact("more", "gpu", 2), oneG("mig", 2)),
+	}
+}
+
 // TestMixedWholeAndPartitionsDecidedSoon: on a DGX H100 in dynamic MIG whose last GPU has one 1g.10gb
 // partition in use, two claims ask for seven whole GPUs (in requests of 2, 1, 2 and 2) and five 1g
 // partitions. Seven whole GPUs take every GPU but the partly used one (a whole GPU draws all of its
@@ -86,10 +95,7 @@ func oneG(name string, n int64) resourceapi.DeviceRequest {
 // partition in use the five fit on the last GPU.
 func TestMixedWholeAndPartitionsDecidedSoon(t *testing.T) {
 	s, node := mixedNode(t, "dgxh100", inventory.ModeDynamicMIG, 5000, 1)
-	claims := []*resourceapi.ResourceClaim{
-		claim("a", exact("gpus", "gpu", 2), exact("gpu", "gpu", 1), oneG("mig", 3)),
-		claim("b", exact("gpus", "gpu", 2), exact("more", "gpu", 2), oneG("mig", 2)),
-	}
+	claims := mixedClaims()
 	_, err := s.Allocate(context.Background(), node, claims)
 	if !errors.Is(err, allocator.ErrUnsatisfiable) {
 		t.Fatalf("Allocate: %v, want an error wrapping ErrUnsatisfiable within 5000 steps", err)
@@ -119,5 +125,24 @@ func TestWholeDevicesNeedUntouchedCounterSets(t *testing.T) {
 	want := "ResourceClaim default/b: together with the requests before it, needs 7 devices that draw at least 7 of counter copy-engines each, the counter sets of pool gpu.nvidia.com/node-0 have room for 6 of them"
 	if !errors.Is(err, allocator.ErrUnsatisfiable) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Allocate: %v, want an error wrapping ErrUnsatisfiable with %q", err, want)
+	}
+}
+
+// BenchmarkMixedWholeAndPartitions: Fits for mixedClaims on a DGX H100 in dynamic MIG with one 1g.10gb
+// partition of the last GPU in use (they do not fit) and with none (they fit).
+func BenchmarkMixedWholeAndPartitions(b *testing.B) {
+	for _, used := range []int{1, 0} {
+		b.Run(fmt.Sprintf("used=%d", used), func(b *testing.B) {
+			s, node := mixedNode(b, "dgxh100", inventory.ModeDynamicMIG, 0, used)
+			claims := mixedClaims()
+			ctx := context.Background()
+			want := used == 0
+			b.ReportAllocs()
+			for b.Loop() {
+				if fits, err := s.Fits(ctx, node, claims); err != nil || fits != want {
+					b.Fatalf("Fits: %v, %v; want %v", fits, err, want)
+				}
+			}
+		})
 	}
 }
