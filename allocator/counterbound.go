@@ -13,6 +13,7 @@ type counterBound struct {
 	free   []int64 // per (pool, counter name): what the allocated state leaves of it in all sets
 	minv   []int64 // one request alternative's least draw per counter name of its pool
 	slot   []int64 // one request slot's least draw (the least over its alternatives)
+	dev    []int64 // one candidate's draw per counter name
 	// counted are the slots counted so far, and least their devices' least draw per counter name of
 	// their pool (counted[i].at on), for the threshold bound (see roomShort).
 	counted []countedSlot
@@ -216,21 +217,24 @@ func (a *allocation) leastDraw(r *request) (pool int, ok bool) {
 		if !(a.f.DRAConsumableCapacity && d.multi) && d.counters {
 			dc = l.dev(d)
 		}
-		// The device's draw per name, folded into minv: names it does not draw on go to 0.
-		for g := range cb.minv {
-			var v int64
-			if dc != nil {
-				for _, am := range dc.amounts {
-					if l.nameOf[am.idx] == int32(g) {
-						if am.v < 0 {
-							v = 0
-							break
-						}
-						v = satAdd(v, am.v)
-					}
-				}
+		// The device's draw per name (0 for names it does not draw on), folded into minv.
+		if dc == nil || len(dc.amounts) == 0 {
+			clear(cb.minv)
+			return true
+		}
+		cb.dev = append(cb.dev[:0], make([]int64, len(cb.minv))...)
+		for _, am := range dc.amounts {
+			g := l.nameOf[am.idx]
+			if am.v < 0 {
+				cb.dev[g] = math.MinInt64 // a negative draw: the name counts for nothing
+				continue
 			}
-			cb.minv[g] = min(cb.minv[g], v)
+			if cb.dev[g] >= 0 {
+				cb.dev[g] = satAdd(cb.dev[g], am.v)
+			}
+		}
+		for g, v := range cb.dev {
+			cb.minv[g] = min(cb.minv[g], max(v, 0))
 		}
 		return true
 	})
