@@ -58,9 +58,16 @@ func (s *Snapshot) AllocateWith(ctx context.Context, strategy Strategy, node *v1
 // Allocate does and fails for the same input, cancellation and budget errors; where Allocate would wrap
 // [ErrUnsatisfiable] it returns false and no error, allocating nothing. Allocate on the chosen node
 // returns the allocation (and, on a node where the claims do not fit, the reasons).
+//
+// Options.Topology is not applied: a preference orders the devices Allocate returns and never changes
+// whether claims fit, so Fits searches in the strategy's order without it and pays nothing for the
+// ranking. (Where the strategy is FirstFit, Fits then evaluates selectors as the first-fit scan reaches
+// devices: a selector that fails at run time on a device past a fit is not reported, as under FirstFit
+// without a preference, and the steps counted against Options.StepBudget are those of that order.)
 func (s *Snapshot) Fits(ctx context.Context, node *v1.Node, claims []*resourceapi.ResourceClaim) (bool, error) {
 	var fits bool
 	err := s.do(ctx, node, claims, func(a *allocation) (bool, error) {
+		a.fitsOnly = true
 		var err error
 		fits, err = a.search()
 		return fits, err
@@ -92,6 +99,7 @@ func (s *Snapshot) do(ctx context.Context, node *v1.Node, claims []*resourceapi.
 	a := getAllocation()
 	a.ctx, a.s, a.st, a.f, a.node, a.claims, a.capOpts = ctx, s, s.st, s.f, node, claims, s.capOpts()
 	a.strategy = s.opts.Strategy
+	a.fitsOnly = false
 	fits, err := fn(a)
 	if logger := s.opts.Logger; logger.V(5).Enabled() {
 		logger.V(5).Info("Allocation done", "node", node.Name, "claims", len(claims), "success", fits, "steps", a.spent+a.steps, "err", err)

@@ -25,11 +25,12 @@ type allocation struct {
 	claims   []*resourceapi.ResourceClaim
 	pools    []*pool
 	steps    int
-	short    shortfall  // set when failing fast found a request without enough candidates
-	indep    []int8     // per request slot: unknown (0), independent of the slots before it (1) or not (2)
-	sides    [2]sideOf  // what the requests before and after a slot can take (see independent)
-	bounds   bounds     // scratch of constraintShort
-	pigeon   pigeonhole // scratch of pigeonholeShort
+	short    shortfall    // set when failing fast found a request without enough candidates
+	indep    []int8       // per request slot: unknown (0), independent of the slots before it (1) or not (2)
+	sides    [2]sideOf    // what the requests before and after a slot can take (see independent)
+	bounds   bounds       // scratch of constraintShort
+	pigeon   pigeonhole   // scratch of pigeonholeShort
+	ctrBound counterBound // scratch of countersShort
 	// twinsOnly: a request has derived attributes or asks for all devices, so devices are interchangeable
 	// only as twins, not by verdicts (see interchangeable). Set while preparing requests.
 	twinsOnly bool
@@ -38,6 +39,9 @@ type allocation struct {
 	lastAll position
 	// greedy: the search is the first descent of greedyDescent, which stops at the first step back.
 	greedy bool
+	// fitsOnly: the call is Fits, which answers whether claims fit and so applies no topology
+	// preference (it never changes that answer).
+	fitsOnly bool
 	// prefer ranks the devices AllocatePreferring's caller prefers (see preferDevices); nil for none.
 	prefer map[DeviceID]int
 

@@ -142,7 +142,8 @@
 //     counterblocks.go: compiled blocks shared by pools), shareids.go,
 //     results.go (the AllocationResults, one block per call).
 //   - Pruning, which never changes an answer, only how soon it is found: failfast.go and bounds.go (the
-//     counts before searching: enough candidates, enough sharing a value, pigeonholes), independent.go
+//     counts before searching: enough candidates, enough sharing a value, pigeonholes; counterbound.go: what
+//     requests draw together of a pool's shared counters), independent.go
 //     (ending the search when nothing before a failed request can help it), symmetry.go (devices no check
 //     tells apart are tried once per position).
 //   - Explanations: explain.go (the [Explanation] types and [Snapshot.Explain]), explain_pass.go (the

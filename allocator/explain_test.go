@@ -314,12 +314,13 @@ func TestExplainObstacles(t *testing.T) {
 		obstacle: &allocator.Obstacle{Reason: allocator.ReasonSearchGaveUp, Steps: 3},
 	}, {
 		scenario: scenario{name: "shared counters drawn on by two requests leave no combination",
-			slices:  partitionedPool(partition("p-a", "half", "4Gi"), partition("p-b", "half", "4Gi"), partition("whole", "whole", "8Gi")),
+			slices:  partitionedPoolSpare(partition("p-a", "half", "4Gi"), partition("p-b", "half", "4Gi"), partition("whole", "whole", "8Gi")),
 			classes: classes,
 			claims:  []*resourceapi.ResourceClaim{claim("c", exact("w", "whole", 1), exact("h", "half", 1))}},
 		reason: allocator.ReasonNoCombination,
-		// The search takes the whole device, moves on to the next request and finds both halves
-		// refused by the counters: three steps.
+		// The pool's two sets have the 12Gi the two draw, but only gpu-0 serves them, which no count
+		// before the search sees: the search takes the whole device, moves on to the next request and
+		// finds both halves refused by the counters: three steps.
 		obstacle: &allocator.Obstacle{Reason: allocator.ReasonNoCombination, Steps: 3},
 	}} {
 		t.Run(c.name, c.run)
@@ -355,9 +356,14 @@ func TestAllocateErrorsAreTyped(t *testing.T) {
 		{name: "a constraint no group of candidates meets is a reason", slices: attrSlice(modelDevice("d0", "A"), modelDevice("d1", "B")),
 			claim: withConstraints(claim("c", exact("gpus", "any", 2)), matchAttr(driverA+"/model")),
 			want:  []error{allocator.ErrUnsatisfiable}, text: "spec.devices.constraints[0].matchAttribute: no value of driver-a.example.com/model is shared by enough free matching devices"},
-		{name: "shared counters that leave no combination are a reason", slices: partitionedPool(partition("p-a", "half", "4Gi"), partition("whole", "whole", "8Gi")),
+		{name: "shared counters that leave no combination are a reason", slices: partitionedPoolSpare(partition("p-a", "half", "4Gi"), partition("whole", "whole", "8Gi")),
 			claim: claim("c", exact("w", "any", 1, `device.attributes["`+driverA+`"].size == "whole"`), exact("h", "any", 1, `device.attributes["`+driverA+`"].size == "half"`)),
 			want:  []error{allocator.ErrUnsatisfiable}, text: "no combination of the candidates satisfies every request together"},
+		// 8Gi and 4Gi drawn on a set of 8Gi: 12884901888 bytes needed, 8589934592 left.
+		{name: "shared counters the requests overdraw together are a reason", slices: partitionedPool(partition("p-a", "half", "4Gi"), partition("whole", "whole", "8Gi")),
+			claim: claim("c", exact("w", "any", 1, `device.attributes["`+driverA+`"].size == "whole"`), exact("h", "any", 1, `device.attributes["`+driverA+`"].size == "half"`)),
+			want:  []error{allocator.ErrUnsatisfiable},
+			text:  "ResourceClaim default/c: together with the requests before it, draws at least 12884901888 of counter memory of the counter sets of pool driver-a.example.com/pool-1, 8589934592 left"},
 		{name: "a CEL runtime error names the device once", slices: attrSlice(device("d0", nil)), claim: claim("c", exact("req", "any", 1, isH100)),
 			want: []error{allocator.ErrInvalidInput}, text: "on device driver-a.example.com/pool-1/d0: "},
 	} {

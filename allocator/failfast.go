@@ -92,7 +92,10 @@ func (a *allocation) failFast() (shortfall, bool) {
 			}
 		}
 	}
-	return a.pigeonholeShort()
+	if sf, short := a.pigeonholeShort(); short {
+		return sf, true
+	}
+	return a.countersShort()
 }
 
 // shortfall is a request with fewer candidates (n) than it needs, or a constraint (index+1) no choice of
@@ -104,6 +107,14 @@ type shortfall struct {
 	constraint int
 	// need > n: requests of the call together need need devices from a set of n (see pigeonholeShort).
 	need int
+	// counters: requests of the call together draw more of counter name counter of call pool pool
+	// than its counter sets have left (see countersShort).
+	counters      bool
+	pool, counter int
+	// room: devices requests of the call need that draw at least least of the counter each, more than
+	// fit in the counter sets that have that much left, or draw more than those sets have (see roomShort).
+	room           bool
+	devices, least int64
 }
 
 // countCandidates counts devices that could serve r; false when evaluating one failed. It visits every
@@ -193,6 +204,9 @@ func (a *allocation) tooFewReason(sf shortfall) string {
 	}
 	if sf.need > 0 {
 		return a.pigeonholeReason(sf)
+	}
+	if sf.counters {
+		return a.countersReason(sf)
 	}
 	cs, r, n := sf.cs, sf.r, sf.n
 	b := a.textBuf[:0]

@@ -12,7 +12,8 @@ import (
 )
 
 // independentCluster is a node with 16 GPUs that differ in their serials, and the partitions of one more
-// GPU: two NICs of 6Gi on a counter set of 8Gi, so each fits alone and both never do. The claim asks for 8
+// GPU: two NICs of 6Gi on a counter set of 8Gi, so each fits alone and both never do (the pool's other
+// set, which no NIC draws on, keeps counting the pool's memory from telling). The claim asks for 8
 // GPUs and two NICs; every request has enough candidates and every constraint enough values, so only the
 // search can tell; the Kubernetes allocator tries each of the C(16,8) GPU combinations before giving up.
 func independentCluster(t *testing.T, budget int, constraints ...resourceapi.DeviceConstraint) (*allocator.Snapshot, *resourceapi.ResourceClaim) {
@@ -28,7 +29,7 @@ func independentCluster(t *testing.T, budget int, constraints ...resourceapi.Dev
 		nics[i].Attributes["kind"] = resourceapi.DeviceAttribute{StringValue: ptr("nic")}
 		nics[i].Attributes["serial"] = resourceapi.DeviceAttribute{IntValue: ptr(int64(100 + i))}
 	}
-	for _, sl := range partitionedPool(nics...) {
+	for _, sl := range partitionedPoolSpare(nics...) {
 		must(t, s.AddOrUpdateSlice(sl))
 	}
 	must(t, s.AddOrUpdateClass(class("gpu", `device.attributes["`+driverA+`"].kind == "gpu"`)))

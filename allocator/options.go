@@ -91,7 +91,7 @@ type Options struct {
 	TrustAPIServer bool
 	// Topology, when set, prefers devices that sit close together (the same NUMA node, PCIe root, or
 	// the PCIe root of a NIC the claim takes) among those the strategy would try; see [Topology]. It
-	// changes which devices a call returns, never whether claims fit.
+	// changes which devices a call returns, never whether claims fit, so [Snapshot.Fits] does not apply it.
 	Topology *Topology
 	// CEL is the environment that compiles and evaluates selectors. nil means a new environment with the
 	// features above; share one Env between snapshots to share its compile cache.

@@ -34,6 +34,18 @@ func partitionedPool(devs ...resourceapi.Device) []*resourceapi.ResourceSlice {
 	return []*resourceapi.ResourceSlice{counters, withPool(nodeSlice("s-devices", node1, driverA, "pool-1", devs...), 1, 2)}
 }
 
+// partitionedPoolSpare is partitionedPool with a second counter set, gpu-1 (8Gi of memory), on which no
+// device draws: counting the memory of both sets together finds room that no device can use, so only
+// the search tells that devices drawing on gpu-0 do not fit together.
+func partitionedPoolSpare(devs ...resourceapi.Device) []*resourceapi.ResourceSlice {
+	s := partitionedPool(devs...)
+	s[0].Spec.SharedCounters = append(s[0].Spec.SharedCounters, resourceapi.CounterSet{
+		Name:     "gpu-1",
+		Counters: map[string]resourceapi.Counter{"memory": {Value: quantity("8Gi")}},
+	})
+	return s
+}
+
 func sizeClass(size string) *resourceapi.DeviceClass {
 	return class(size, `device.attributes["`+driverA+`"].size == "`+size+`"`)
 }

@@ -44,7 +44,7 @@ func (a *allocation) rankCandidates(r *request) ([]location, error) {
 	case BestFit:
 		slices.SortStableFunc(list, func(x, y ranked) int { return compareBy(bestFitLess(&x, &y), bestFitLess(&y, &x)) })
 	}
-	if a.s != nil && a.s.opts.Topology != nil {
+	if a.prefersTopology() {
 		a.preferTopology(r, list)
 	}
 	a.preferDevices(list)

@@ -45,6 +45,28 @@ type counterLayout struct {
 	// sliceIdx indexes bySlice by entry when the pool has many consuming slices; nil otherwise (a scan
 	// of a few pointers is cheaper than a lookup).
 	sliceIdx map[*sliceEntry]int
+	// names are the distinct counter names of the pool's sets, sorted, and nameOf the index in names
+	// of every defined counter's name: countersShort sums a name over the sets ("multiprocessors" of
+	// every GPU of a node).
+	names  []string
+	nameOf []int32
+	nnames int
+}
+
+// nameCounters numbers the distinct counter names of the layout (names, nameOf, nnames).
+func (l *counterLayout) nameCounters() {
+	l.nameOf = make([]int32, len(l.capacity))
+	l.eachCounter(func(_, name string, _ int32) {
+		if !slices.Contains(l.names, name) {
+			l.names = append(l.names, name)
+		}
+	})
+	slices.Sort(l.names)
+	l.eachCounter(func(_, name string, i int32) {
+		j, _ := slices.BinarySearch(l.names, name)
+		l.nameOf[i] = int32(j)
+	})
+	l.nnames = len(l.names)
 }
 
 // scanSlices is the most consuming slices a layout finds by a scan rather than through sliceIdx.
@@ -260,6 +282,7 @@ func newCounterLayout(p *pool, sc *poolScratch, blocks *counterBlocks) (l *count
 		return nil, fmt.Sprintf("counter %s not found in counter set %s", firstUndefined(c.Counters, p.counterSets[i].Counters), c.CounterSet)
 	}
 	if l.dense {
+		l.nameCounters()
 		l.bySlice = make([]sliceCounters, len(consumers))
 		at := 0
 		for i, e := range consumers {

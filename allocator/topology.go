@@ -73,7 +73,12 @@ func (t *Topology) attributes() []resourceapi.FullyQualifiedName {
 // ranks reports whether the search walks each request's candidates in a ranked order (allocateRanked)
 // rather than in upstream order.
 func (a *allocation) ranks() bool {
-	return a.strategy != FirstFit || a.s != nil && a.s.opts.Topology != nil || len(a.prefer) > 0
+	return a.strategy != FirstFit || a.prefersTopology() || len(a.prefer) > 0
+}
+
+// prefersTopology: the snapshot's Topology preference orders this call's search (every call but Fits).
+func (a *allocation) prefersTopology() bool {
+	return a.s != nil && a.s.opts.Topology != nil && !a.fitsOnly
 }
 
 // domain is one value of a topology attribute; the zero domain is "no value".
