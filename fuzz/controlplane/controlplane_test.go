@@ -2,8 +2,10 @@ package controlplane_test
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -113,5 +115,34 @@ func TestDisableAdmissionReachesTheScript(t *testing.T) {
 	}
 	if err := p.Stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A port that another process takes between the script's check and the bind (tests start planes side by side)
+// is retried on fresh ports: the first port each step hands out here is one this test listens on, so without
+// the retry both start and start-scheduler fail.
+func TestStartRetriesAPortTakenBeforeTheBind(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	t.Setenv("DRALLOC_APISERVER_FIRST_PORT", strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
+	p, err := controlplane.Start(controlplane.Options{Scheduler: true, DisableAdmission: []string{"TaintNodesByCondition"}})
+	if errors.Is(err, controlplane.ErrUnavailable) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := p.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	for _, c := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"} {
+		if pid, ok := p.Running(c); !ok {
+			t.Errorf("%s (pid %q) is not running after the retried start", c, pid)
+		}
 	}
 }
