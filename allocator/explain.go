@@ -119,6 +119,9 @@ type Explanation struct {
 	// Obstacles are what keeps requests that each have enough candidates from fitting together; empty
 	// when the claims fit or a request alone is short of candidates.
 	Obstacles []Obstacle `json:"obstacles,omitempty"`
+	// Quota names, when the claims fit the node but not their owners' quota (Options.Quota), the limits
+	// that keep them from fitting; the counts above are then those without quota.
+	Quota []QuotaExceeded `json:"quota,omitempty"`
 }
 
 // ClaimExplanation is what the requests of one claim can use.
@@ -268,6 +271,9 @@ func (e *Explanation) Reasons() []string {
 		return nil
 	}
 	var out []string
+	for _, q := range e.Quota {
+		out = append(out, q.String())
+	}
 	for _, c := range e.Claims {
 		for i := range c.Requests {
 			r := &c.Requests[i]
@@ -559,5 +565,5 @@ func (e *Explanation) Err() error {
 	if e.Fits {
 		return nil
 	}
-	return &UnsatisfiableError{Node: e.Node, Reasons: e.Reasons(), Pools: e.Pools, Steps: e.Steps, Explanation: e}
+	return &UnsatisfiableError{Node: e.Node, Reasons: e.Reasons(), Pools: e.Pools, Steps: e.Steps, Explanation: e, Quota: e.Quota}
 }
