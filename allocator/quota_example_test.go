@@ -86,3 +86,63 @@ func ExampleQuota() {
 	// team-a/job-6: gpu/mig gpu-4-mig-3g40gb-2-4
 	// team-a/job-7: refused: quota owner team-a, DeviceClass gpu, devices ≤ 2: holds 2, asks for 1 more
 }
+
+// The cluster's ResourceQuota allows team-a two devices of class gpu and it holds one. A claim that asks
+// for two GPUs or else one MIG device is refused by kube-apiserver when it is created (admission charges
+// the largest alternative: 1 held + 2 > 2), while dralloc, which charges what the search takes, gives it
+// the MIG device.
+func ExampleQuotaFromResourceQuotas() {
+	rq := &v1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "devices"},
+		Spec: v1.ResourceQuotaSpec{Hard: v1.ResourceList{
+			"gpu.deviceclass.resource.k8s.io/devices": resource.MustParse("2"),
+			"requests.cpu":                            resource.MustParse("64"),
+		}},
+	}
+	q, _ := allocator.QuotaFromResourceQuotas([]*v1.ResourceQuota{rq}, nil)
+	fmt.Println(q.Limits[0])
+
+	dev := func(name, typ string) resourceapi.Device {
+		return resourceapi.Device{Name: name, Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"type": {StringValue: &typ}}}
+	}
+	s := allocator.NewSnapshot(allocator.Options{Quota: q})
+	nodeName := "node-0"
+	_ = s.AddOrUpdateSlice(&resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-0-gpus"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", NodeName: &nodeName,
+			Pool:    resourceapi.ResourcePool{Name: "node-0", ResourceSliceCount: 1},
+			Devices: []resourceapi.Device{dev("gpu-0", "gpu"), dev("gpu-1", "gpu"), dev("gpu-2", "gpu"), dev("mig-0", "mig")}},
+	})
+	for _, typ := range []string{"gpu", "mig"} {
+		_ = s.AddOrUpdateClass(&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: typ},
+			Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+				Expression: fmt.Sprintf(`device.attributes["gpu.example.com"].type == %q`, typ)}}}}})
+	}
+	held := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "held"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpu",
+			Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}}},
+		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "gpu", Driver: "gpu.example.com", Pool: "node-0", Device: "gpu-0"}}}}},
+	}
+	_ = s.AddOrUpdateClaim(held)
+	ask := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ask"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpu",
+			FirstAvailable: []resourceapi.DeviceSubRequest{
+				{Name: "two", DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2},
+				{Name: "mig", DeviceClassName: "mig", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1},
+			}}}}},
+	}
+	res, err := s.Allocate(context.Background(), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, []*resourceapi.ResourceClaim{ask})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range res[0].Devices.Results {
+		fmt.Println(r.Request, r.Device)
+	}
+	// Output:
+	// owner team-a, DeviceClass gpu, devices ≤ 2
+	// gpu/mig mig-0
+}

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/inventory"
@@ -249,5 +251,61 @@ func TestQuotaCountersOfPartitions(t *testing.T) {
 	e, err := s.Explain(ctx, n, []*resourceapi.ResourceClaim{big})
 	if err != nil || e.Fits || len(e.Quota) != 1 || !strings.Contains(e.Dominant(), "counter copy-engines ≤ 2: holds 1, asks for 2 more") {
 		t.Fatalf("Explain: %+v, %v; want the quota as the dominant reason", e, err)
+	}
+}
+
+// TestQuotaFromResourceQuotas: the keys kube-apiserver v1.37.2's claim evaluator matches become limits
+// on devices per class and namespace; scoped quotas and other keys are skipped; bad input is an error
+// naming the object.
+func TestQuotaFromResourceQuotas(t *testing.T) {
+	rq := func(ns, name string, hard v1.ResourceList) *v1.ResourceQuota {
+		return &v1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1.ResourceQuotaSpec{Hard: hard}}
+	}
+	scoped := rq("team-c", "scoped", v1.ResourceList{"gpu.deviceclass.resource.k8s.io/devices": quantity("1")})
+	scoped.Spec.Scopes = []v1.ResourceQuotaScope{v1.ResourceQuotaScopeBestEffort}
+	ext := class("fast")
+	ext.Spec.ExtendedResourceName = ptr("example.com/gpu")
+	q, err := allocator.QuotaFromResourceQuotas([]*v1.ResourceQuota{
+		rq("team-a", "q", v1.ResourceList{
+			"gpu.deviceclass.resource.k8s.io/devices":         quantity("2"),
+			"requests.deviceclass.resource.kubernetes.io/mig": quantity("7"),
+			"requests.example.com/gpu":                        quantity("3"),
+			"requests.cpu":                                    quantity("8"),
+			"count/resourceclaims.resource.k8s.io":            quantity("10"),
+			"requests.example.com/unknown-extended-resource":  quantity("1"),
+		}),
+		rq("team-b", "q", v1.ResourceList{"gpu.deviceclass.resource.k8s.io/devices": quantity("0")}),
+		scoped,
+	}, []*resourceapi.DeviceClass{ext, class("gpu")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range q.Limits {
+		got = append(got, l.String())
+	}
+	want := []string{
+		"owner team-a, DeviceClass gpu, devices ≤ 2",
+		"owner team-a, DeviceClass mig, devices ≤ 7",
+		"owner team-a, DeviceClass fast, devices ≤ 3",
+		"owner team-b, DeviceClass gpu, devices ≤ 0",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("limits:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	for _, tc := range []struct {
+		quotas []*v1.ResourceQuota
+		object string
+	}{
+		{[]*v1.ResourceQuota{nil}, "quotas[0]"},
+		{[]*v1.ResourceQuota{rq("ns", "neg", v1.ResourceList{"gpu.deviceclass.resource.k8s.io/devices": quantity("-1")})}, "ResourceQuota ns/neg"},
+		{[]*v1.ResourceQuota{rq("ns", "empty", v1.ResourceList{".deviceclass.resource.k8s.io/devices": quantity("1")})}, "ResourceQuota ns/empty"},
+	} {
+		_, err := allocator.QuotaFromResourceQuotas(tc.quotas, nil)
+		var in *allocator.InputError
+		if !errors.As(err, &in) || in.Object != tc.object {
+			t.Fatalf("%v: want an InputError naming %s", err, tc.object)
+		}
 	}
 }
