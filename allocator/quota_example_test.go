@@ -96,7 +96,7 @@ func ExampleQuotaFromResourceQuotas() {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "devices"},
 		Spec: v1.ResourceQuotaSpec{Hard: v1.ResourceList{
 			"gpu.deviceclass.resource.k8s.io/devices": resource.MustParse("2"),
-			"requests.cpu":                            resource.MustParse("64"),
+			"requests.cpu": resource.MustParse("64"),
 		}},
 	}
 	q, _ := allocator.QuotaFromResourceQuotas([]*v1.ResourceQuota{rq}, nil)
