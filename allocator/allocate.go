@@ -154,7 +154,7 @@ func (a *allocation) run() ([]resourceapi.AllocationResult, error) {
 	switch {
 	case err != nil:
 		return nil, err
-	case !fits && a.quotaOn():
+	case !fits && a.quotaRefused():
 		return nil, a.quotaRefusal()
 	case !fits:
 		return nil, a.unsatisfiable()

@@ -39,7 +39,7 @@ func (a *allocation) explain() (*Explanation, error) {
 		}
 	case err != nil:
 		return nil, err
-	case !fits && a.quotaOn():
+	case !fits && a.quotaRefused():
 		// Fitting the node but not the quota is its own answer: the counts are those of the search
 		// without quota, and the limits say why the claims do not fit.
 		exceeded, free, err := a.quotaExceeded()

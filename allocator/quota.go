@@ -260,6 +260,9 @@ type callQuota struct {
 	x    *quotaIndex
 	held []resource.Quantity // shared between calls: read only
 	used []resource.Quantity
+	// refused: the search passed over a device for the quota; when it did not, a failed search failed
+	// for the node alone, and no search without quota is needed to tell.
+	refused bool
 }
 
 // prepareQuota sets up the call's quota: nil when the snapshot has none or the call is its search
@@ -271,7 +274,7 @@ func (a *allocation) prepareQuota() {
 		return
 	}
 	q := &a.quotaBuf
-	q.x, q.held = x, nil
+	q.x, q.held, q.refused = x, nil, false
 	q.used = grow(q.used, len(x.limits))
 	for i := range q.used {
 		q.used[i] = resource.Quantity{}
@@ -304,6 +307,7 @@ func (a *allocation) quotaFits(r *request, d *deviceEntry, shared bool, consumed
 		c.Add(q.held[li])
 		c.Add(q.used[li])
 		if c.Cmp(l.Max) > 0 {
+			q.refused = true
 			return false
 		}
 	}
@@ -329,6 +333,11 @@ func (a *allocation) chargeQuota(r *request, d *deviceEntry, shared bool, consum
 // quotaOn: the call has a request that a limit applies to.
 func (a *allocation) quotaOn() bool {
 	return a.quota != nil && a.quota.held != nil
+}
+
+// quotaRefused: the search passed over a device because of the quota.
+func (a *allocation) quotaRefused() bool {
+	return a.quota != nil && a.quota.refused
 }
 
 // quotaRefusal answers claims that did not fit within their owners' quota: when they fit without it,
