@@ -314,6 +314,27 @@ func (a *allocation) quotaFits(r *request, d *deviceEntry, shared bool, consumed
 	return true
 }
 
+// quotaRoom: the owner may take one more device for r as far as its limits on devices go, which charge
+// every device alike (1), so that a request past such a limit is refused before its devices are
+// scanned.
+func (a *allocation) quotaRoom(r *request) bool {
+	q := a.quota
+	for _, li := range r.limits {
+		l := &q.x.limits[li]
+		if l.Kind != QuotaDevices {
+			continue
+		}
+		c := *resource.NewQuantity(1, resource.DecimalSI)
+		c.Add(q.held[li])
+		c.Add(q.used[li])
+		if c.Cmp(l.Max) > 0 {
+			q.refused = true
+			return false
+		}
+	}
+	return true
+}
+
 // chargeQuota adds (sign 1) or gives back (sign -1) what taking d for r charges.
 func (a *allocation) chargeQuota(r *request, d *deviceEntry, shared bool, consumed map[resourceapi.QualifiedName]resource.Quantity, sign int) {
 	q := a.quota

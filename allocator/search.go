@@ -100,6 +100,10 @@ func (a *allocation) allocateStep(pos position, allocSub bool, start location) (
 	if r.numDevices-pos.device > resourceapi.AllocationResultsMaxSize-len(cs.results) {
 		return false, errResultsExceeded
 	}
+	if len(r.limits) > 0 && !a.quotaRoom(r) {
+		// Every device would be refused for the quota: no need to scan them.
+		return false, nil
+	}
 	next := pos
 	next.device++
 
