@@ -417,10 +417,14 @@ func static(r Reason) bool {
 // Headline is one short line for the main reason the claims do not fit, worded so that nodes failing
 // the same way share it (it names objects, not devices): `class gpu-h100 matched no device`, `3 of 4
 // matching devices tainted maintenance.example.com/firmware:NoSchedule by DeviceTaintRule
-// firmware-rollout`. It is "" when the claims fit.
+// firmware-rollout`; for claims refused for their quota, the first limit (see [QuotaExceeded]). It is ""
+// when the claims fit.
 func (e *Explanation) Headline() string {
 	if e.Fits {
 		return ""
+	}
+	if len(e.Quota) > 0 {
+		return e.Quota[0].String()
 	}
 	for _, c := range e.Claims {
 		for i := range c.Requests {
