@@ -427,3 +427,27 @@ func (a *allocation) resetQuota() {
 		a.quota.used[i] = resource.Quantity{}
 	}
 }
+
+// SetQuota replaces the quota the snapshot's calls apply (Options.Quota) from now on; nil removes it.
+// It is for a caller whose quota changes as the cluster's ResourceQuota objects do, or that reads them
+// after the snapshot was filled (dractl --enforce-quota). The snapshot keeps a copy; an invalid quota
+// is an [InputError] naming the field and leaves the snapshot's quota as it was. A fork has its own
+// quota from the moment it is forked: SetQuota on one does not change the other, and Commit does not
+// carry it.
+func (s *Snapshot) SetQuota(q *Quota) error {
+	s.ready()
+	var x *quotaIndex
+	if q != nil {
+		var err error
+		if x, err = newQuotaIndex(q); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.quota = x
+	return nil
+}

@@ -309,3 +309,40 @@ func TestQuotaFromResourceQuotas(t *testing.T) {
 		}
 	}
 }
+
+// TestSetQuota: a quota set after the snapshot was filled applies to the calls that follow, an invalid
+// one is refused and leaves the quota as it was, and nil removes it.
+func TestSetQuota(t *testing.T) {
+	s := quotaSnapshot(t, nil, devices("dev-0", "dev-1"))
+	ask := []*resourceapi.ResourceClaim{inNamespace("team-a", claim("ask", exact("gpus", "any", 2)))}
+	ctx := context.Background()
+	n := node(node1, nil)
+	if _, err := s.Allocate(ctx, n, ask); err != nil {
+		t.Fatalf("without quota: %v", err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.SetQuota(&allocator.Quota{Limits: []allocator.QuotaLimit{devicesLimit("team-a", "any", "1")}}))
+	if _, err := s.Allocate(ctx, n, ask); !errors.Is(err, allocator.ErrQuotaExceeded) {
+		t.Fatalf("under a quota of 1: %v, want ErrQuotaExceeded", err)
+	}
+	var in *allocator.InputError
+	if err := s.SetQuota(&allocator.Quota{Limits: []allocator.QuotaLimit{devicesLimit("team-a", "any", "-1")}}); !errors.As(err, &in) {
+		t.Fatalf("SetQuota with a negative limit: %v, want an InputError", err)
+	}
+	if _, err := s.Allocate(ctx, n, ask); !errors.Is(err, allocator.ErrQuotaExceeded) {
+		t.Fatalf("after a refused SetQuota: %v, want the quota of 1 still", err)
+	}
+	fork := s.Fork()
+	must(fork.SetQuota(nil))
+	if _, err := fork.Allocate(ctx, n, ask); err != nil {
+		t.Fatalf("fork without quota: %v", err)
+	}
+	if _, err := s.Allocate(ctx, n, ask); !errors.Is(err, allocator.ErrQuotaExceeded) {
+		t.Fatalf("parent after the fork's SetQuota(nil): %v, want the quota of 1 still", err)
+	}
+}
