@@ -146,3 +146,34 @@ func ExampleQuotaFromResourceQuotas() {
 	// owner team-a, DeviceClass gpu, devices ≤ 2
 	// gpu/mig mig-0
 }
+
+// A quota read after the snapshot was filled, as the cluster's ResourceQuotas change: the claim that fit
+// without it is refused under it, with the limit, what the namespace holds and what it asks.
+func ExampleSnapshot_SetQuota() {
+	nodeName := "node-0"
+	s := allocator.NewSnapshot(allocator.Options{})
+	_ = s.AddOrUpdateSlice(&resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-0-gpus"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", NodeName: &nodeName,
+			Pool:    resourceapi.ResourcePool{Name: "node-0", ResourceSliceCount: 1},
+			Devices: []resourceapi.Device{{Name: "gpu-0"}, {Name: "gpu-1"}}},
+	})
+	_ = s.AddOrUpdateClass(&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}})
+	ask := []*resourceapi.ResourceClaim{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpus",
+			Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2}}}}},
+	}}
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
+	_, err := s.Allocate(context.Background(), node, ask)
+	fmt.Println("without quota:", err)
+
+	_ = s.SetQuota(&allocator.Quota{Limits: []allocator.QuotaLimit{
+		{Owner: "team-a", Class: "gpu", Kind: allocator.QuotaDevices, Max: resource.MustParse("1")},
+	}})
+	_, err = s.Allocate(context.Background(), node, ask)
+	fmt.Println(errors.Is(err, allocator.ErrQuotaExceeded), err)
+	// Output:
+	// without quota: <nil>
+	// true cannot allocate all claims on node node-0: quota owner team-a, DeviceClass gpu, devices ≤ 1: holds 0, asks for 2 more
+}
