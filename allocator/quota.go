@@ -222,21 +222,23 @@ func requestClass(c *resourceapi.ResourceClaim, name string) (string, bool) {
 }
 
 // chargeOf is what one allocated device charges against a limit of its class, and whether it charges
-// anything (see Quota). dev may be nil for a device no slice publishes any more.
+// anything (see Quota). dev may be nil for a device no slice publishes any more. The charge is the
+// caller's to change.
 func chargeOf(l *QuotaLimit, dev *resourceapi.Device, shared bool, consumed map[resourceapi.QualifiedName]resource.Quantity) (resource.Quantity, bool) {
 	switch l.Kind {
 	case QuotaDevices:
 		return *resource.NewQuantity(1, resource.DecimalSI), true
 	case QuotaCapacity:
+		// Copies: the callers add to the charge, and a Quantity in decimal form shares its value.
 		if shared {
 			q, ok := consumed[resourceapi.QualifiedName(l.Name)]
-			return q, ok
+			return q.DeepCopy(), ok
 		}
 		if dev == nil {
 			return resource.Quantity{}, false
 		}
 		c, ok := dev.Capacity[resourceapi.QualifiedName(l.Name)]
-		return c.Value, ok
+		return c.Value.DeepCopy(), ok
 	case QuotaCounter:
 		if shared || dev == nil {
 			return resource.Quantity{}, false
