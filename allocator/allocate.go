@@ -154,6 +154,8 @@ func (a *allocation) run() ([]resourceapi.AllocationResult, error) {
 	switch {
 	case err != nil:
 		return nil, err
+	case !fits && a.quotaRefused():
+		return nil, a.quotaRefusal()
 	case !fits:
 		return nil, a.unsatisfiable()
 	}
@@ -173,6 +175,7 @@ func (a *allocation) search() (bool, error) {
 		return false, err
 	}
 	a.pools = pools
+	a.prepareQuota()
 	// The maps other than matches are created on first use: most calls need none of them.
 	if a.matches == nil {
 		a.matches = map[matchKey]bool{}
@@ -398,6 +401,9 @@ func (a *allocation) prepareRequest(ci int, r *request, className string, count 
 		return inputError(object(), r.path()+".deviceClassName", fmt.Errorf("device class %s not found", className))
 	}
 	r.class, r.classSel, r.classErr = ce.obj, ce.sel, ce.selErr
+	if a.quota != nil && !r.adminAccess {
+		r.limits = a.requestLimits(ci, className)
+	}
 	r.reqSel = a.newSelectors(len(r.selectors))
 
 	switch r.mode {

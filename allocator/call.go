@@ -59,6 +59,12 @@ type allocation struct {
 	// readVerdicts are a NodeClasses' selector verdicts by what the selectors read of a device (see
 	// deviceVerdicts).
 	readVerdicts map[string]string
+	// quota is the call's view of Options.Quota, nil without one (then the search pays for it nowhere
+	// but one nil check per device taken); quotaBuf is its storage, kept across calls. noQuota: the call
+	// searches again without the quota, to tell "exceeds the quota" from "does not fit" (quotaRefusal).
+	quota    *callQuota
+	quotaBuf callQuota
+	noQuota  bool
 	// spent is the steps of an earlier search of the call (see AllocatePreferring). It is last so that
 	// the fields the search reads keep their places.
 	spent int
@@ -94,6 +100,7 @@ type request struct {
 	capKey                   string // capacityKey's answer, made on first use; "" before
 	derived                  map[resourceapi.FullyQualifiedName]string
 	numDevices               int
+	limits                   []int              // the quota limits that apply (indices into Quota.Limits); nil for none
 	allDevices               []candidate        // for allocationMode All
 	classSel, reqSel         []*celenv.Selector // the class's are shared and read-only; reqSel is compiled on first use
 	classErr                 []error            // why a class selector did not compile

@@ -48,6 +48,14 @@
 // the strategies do and rules nothing out, so claims fit with it exactly when they fit without it;
 // [Snapshot.AllocatePreferring] does the same for devices a caller names (allocator/headroom's FGD), and
 // where its order runs out of the step budget or meets an error at a device it answers as AllocateWith.
+// [Options].Quota (or [Snapshot.SetQuota]) is the one thing that rules devices out beyond Kubernetes: a
+// [Quota] limits what the owners of claims (their namespaces by default) hold per DeviceClass — devices,
+// counters of partitions, consumable capacity — and the search takes no device that would take an
+// owner past a limit, so a firstAvailable request takes the first alternative within the owner's quota.
+// Claims that fit the node but not the quota get an *[UnsatisfiableError] wrapping [ErrQuotaExceeded]
+// that names the limit, the amount held and the amount asked; [QuotaFromResourceQuotas] reads the
+// cluster's ResourceQuota objects as kube-apiserver's quota evaluator does. Without a quota the search
+// does no work for it.
 // Feature gates are one [Features] value with the Kubernetes gate names; the zero [Options] use the gates
 // Kubernetes 1.37 enables by default.
 //

@@ -51,6 +51,10 @@ type UnsatisfiableError struct {
 	// Allocate when the search itself found no combination (a constraint, shared counters, requests
 	// competing for devices); nil when a request alone has too few candidates, which Reasons says.
 	Explanation *Explanation
+	// Quota names, when the claims fit the node but not their owners' quota (Options.Quota), the limits
+	// the allocation they would get without quota breaks; errors.Is(err, ErrQuotaExceeded) is then true.
+	// Reasons lists them too. Empty otherwise.
+	Quota []QuotaExceeded
 }
 
 func (e *UnsatisfiableError) Error() string {
@@ -69,7 +73,9 @@ func (e *UnsatisfiableError) Error() string {
 
 // Is makes errors.Is(err, ErrUnsatisfiable) true without unwrapping: a filter pass tests every node's
 // error for it, and Unwrap allocates.
-func (e *UnsatisfiableError) Is(target error) bool { return target == ErrUnsatisfiable }
+func (e *UnsatisfiableError) Is(target error) bool {
+	return target == ErrUnsatisfiable || target == ErrQuotaExceeded && len(e.Quota) > 0
+}
 
 // Unwrap returns ErrUnsatisfiable and the pools' errors, so that errors.Is(err, ErrPoolIncomplete) or
 // errors.Is(err, ErrPoolInvalid) is true for the pools and errors.As finds a *PoolError.

@@ -119,6 +119,9 @@ type Explanation struct {
 	// Obstacles are what keeps requests that each have enough candidates from fitting together; empty
 	// when the claims fit or a request alone is short of candidates.
 	Obstacles []Obstacle `json:"obstacles,omitempty"`
+	// Quota names, when the claims fit the node but not their owners' quota (Options.Quota), the limits
+	// that keep them from fitting; the counts above are then those without quota.
+	Quota []QuotaExceeded `json:"quota,omitempty"`
 }
 
 // ClaimExplanation is what the requests of one claim can use.
@@ -268,6 +271,9 @@ func (e *Explanation) Reasons() []string {
 		return nil
 	}
 	var out []string
+	for _, q := range e.Quota {
+		out = append(out, q.String())
+	}
 	for _, c := range e.Claims {
 		for i := range c.Requests {
 			r := &c.Requests[i]
@@ -411,10 +417,14 @@ func static(r Reason) bool {
 // Headline is one short line for the main reason the claims do not fit, worded so that nodes failing
 // the same way share it (it names objects, not devices): `class gpu-h100 matched no device`, `3 of 4
 // matching devices tainted maintenance.example.com/firmware:NoSchedule by DeviceTaintRule
-// firmware-rollout`. It is "" when the claims fit.
+// firmware-rollout`; for claims refused for their quota, the first limit (see [QuotaExceeded]). It is ""
+// when the claims fit.
 func (e *Explanation) Headline() string {
 	if e.Fits {
 		return ""
+	}
+	if len(e.Quota) > 0 {
+		return e.Quota[0].String()
 	}
 	for _, c := range e.Claims {
 		for i := range c.Requests {
@@ -559,5 +569,5 @@ func (e *Explanation) Err() error {
 	if e.Fits {
 		return nil
 	}
-	return &UnsatisfiableError{Node: e.Node, Reasons: e.Reasons(), Pools: e.Pools, Steps: e.Steps, Explanation: e}
+	return &UnsatisfiableError{Node: e.Node, Reasons: e.Reasons(), Pools: e.Pools, Steps: e.Steps, Explanation: e, Quota: e.Quota}
 }

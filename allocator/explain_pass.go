@@ -39,6 +39,23 @@ func (a *allocation) explain() (*Explanation, error) {
 		}
 	case err != nil:
 		return nil, err
+	case !fits && a.quotaRefused():
+		// Fitting the node but not the quota is its own answer: the counts are those of the search
+		// without quota, and the limits say why the claims do not fit.
+		exceeded, free, err := a.quotaExceeded()
+		if err != nil {
+			return nil, err
+		}
+		e.Steps = a.spent + a.steps
+		if free && len(exceeded) > 0 {
+			out, err := a.explainSearched(e, true, false)
+			if err != nil {
+				return nil, err
+			}
+			out.Fits, out.Quota = false, exceeded
+			return out, nil
+		}
+		return a.explainSearched(e, free, false)
 	}
 	return a.explainSearched(e, fits && err == nil, gaveUp)
 }

@@ -31,7 +31,8 @@ var errDoomed = errors.New("the remaining requests cannot be satisfied whatever 
 // The answer is computed once per slot and call, and only once the search failed at that slot.
 func (a *allocation) independent(claim, req int) bool {
 	k := a.slotIndex(claim, req)
-	if k == 0 {
+	// Under a quota the requests before the slot draw on the owner's quota, which the slot may need.
+	if k == 0 || a.quotaOn() {
 		return false
 	}
 	if len(a.indep) == 0 {

@@ -93,6 +93,12 @@ type Options struct {
 	// the PCIe root of a NIC the claim takes) among those the strategy would try; see [Topology]. It
 	// changes which devices a call returns, never whether claims fit, so [Snapshot.Fits] does not apply it.
 	Topology *Topology
+	// Quota, when set, limits what the owners of claims may hold per DeviceClass, and the search chooses
+	// devices within it (see [Quota]); claims that fit the node but not the quota get an
+	// [UnsatisfiableError] wrapping [ErrQuotaExceeded]. nil means no quota, and the search does no work
+	// for it. The snapshot keeps a copy of the limits; an invalid quota makes every call fail with an
+	// [InputError] naming the field.
+	Quota *Quota
 	// CEL is the environment that compiles and evaluates selectors. nil means a new environment with the
 	// features above; share one Env between snapshots to share its compile cache.
 	CEL *celenv.Env

@@ -159,6 +159,7 @@ func putAllocation(a *allocation) {
 func (a *allocation) clearSearch() {
 	a.pools = nil
 	a.steps, a.twinsOnly, a.lastAll, a.prefer = 0, false, position{}, nil
+	a.quota, a.noQuota = nil, false
 	a.short = shortfall{}
 	a.indep = a.indep[:0]
 	for i := range a.perClaim {

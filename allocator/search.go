@@ -100,6 +100,10 @@ func (a *allocation) allocateStep(pos position, allocSub bool, start location) (
 	if r.numDevices-pos.device > resourceapi.AllocationResultsMaxSize-len(cs.results) {
 		return false, errResultsExceeded
 	}
+	if len(r.limits) > 0 && !a.quotaRoom(r) {
+		// Every device would be refused for the quota: no need to scan them.
+		return false, nil
+	}
 	next := pos
 	next.device++
 
@@ -358,6 +362,7 @@ type undo struct {
 	consumed      map[resourceapi.QualifiedName]resource.Quantity
 	resultAdded   bool
 	resultsBefore int
+	quota         bool // charged to the owner's quota
 }
 
 // allocateDevice tries to add one device for a request: checks that need the search state (in use, node
@@ -425,6 +430,10 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 			a.rollback(u)
 			return false, u, err
 		}
+		if multi && len(r.limits) > 0 && !a.quotaFits(r, d, true, consumed) {
+			a.rollback(u)
+			return false, u, nil
+		}
 		if multi {
 			id, err := a.newShareID(d)
 			if err != nil {
@@ -444,6 +453,15 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 			}
 		}
 	}
+	if len(r.limits) > 0 {
+		// A share's charge was checked with its consumption above; an exclusive device's here.
+		if !multi && !a.quotaFits(r, d, false, nil) {
+			a.rollback(u)
+			return false, u, nil
+		}
+		a.chargeQuota(r, d, multi, u.consumed, 1)
+		u.quota = true
+	}
 	cs.results = append(cs.results, res)
 	u.resultAdded = true
 	return true, u, nil
@@ -455,6 +473,9 @@ func (a *allocation) rollback(u undo) {
 	d := u.c.dev
 	if u.resultAdded {
 		cs.results = cs.results[:u.resultsBefore]
+	}
+	if u.quota {
+		a.chargeQuota(u.req, d, u.share, u.consumed, -1)
 	}
 	if u.share {
 		a.ownLedger(d).Remove(u.consumed)
@@ -529,6 +550,7 @@ func (a *allocation) greedyDescent() bool {
 	a.steps = 0
 	a.taken.reset()
 	a.resetTallies()
+	a.resetQuota()
 	clear(a.shares)
 	clear(a.ledgers)
 	clear(a.owned)

@@ -44,6 +44,9 @@ type Snapshot struct {
 	consumed *consumedMemo
 	// copier makes the private copies of slices (unless NoCopy); shared with forks.
 	copier *sliceCopier
+	// quota is Options.Quota prepared; nil without one. Shared with forks (its held amounts are kept
+	// per state).
+	quota *quotaIndex
 
 	// Set on forks: the parent, the parent's revision when forked, and the changes made since, which
 	// Commit replays onto the parent when the parent changed in the meantime. base holds, for every claim
@@ -75,6 +78,15 @@ func (s *Snapshot) init(opts Options) {
 	if opts.Strategy < FirstFit || opts.Strategy > Spread {
 		s.envErr = fmt.Errorf("%w: unsupported strategy %s", ErrInvalidInput, opts.Strategy)
 		return
+	}
+	if opts.Quota != nil {
+		q, err := newQuotaIndex(opts.Quota)
+		if err != nil {
+			s.envErr = err
+			return
+		}
+		s.quota = q
+		s.opts.Quota = nil // the index is the snapshot's copy
 	}
 	if opts.Topology != nil {
 		// A private copy: the caller's Options may change after the snapshot is built.
@@ -386,6 +398,7 @@ func (s *Snapshot) Fork() *Snapshot {
 		classes:  s.classes,
 		consumed: s.consumed,
 		copier:   s.copier,
+		quota:    s.quota,
 		parent:   s,
 		baseRev:  s.st.rev,
 		closed:   s.closed,

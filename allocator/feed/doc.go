@@ -4,8 +4,8 @@
 // A [Feed] has client-go's ResourceEventHandler method set (OnAdd, OnUpdate, OnDelete), so one Feed is
 // registered as the event handler of every informer dralloc reads: ResourceSlices, DeviceClasses,
 // ResourceClaims, ResourceClaimTemplates and DeviceTaintRules (resource.k8s.io/v1), PodGroups
-// (scheduling.k8s.io/v1beta1) and Nodes. Each event is applied
-// to the Cluster as it comes:
+// (scheduling.k8s.io/v1beta1) and Nodes, and with Options.EnforceQuota ResourceQuotas, whose limits
+// on devices become the snapshot's quota. Each event is applied to the Cluster as it comes:
 //
 //   - an add or an update writes the object (AddOrUpdate...) if it is newer than the version held;
 //   - a delete removes it, the object named by a tombstone included (client-go's DeletedFinalStateUnknown,

@@ -1,8 +1,10 @@
 package feed
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -11,6 +13,7 @@ import (
 	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/pods"
 )
 
@@ -20,6 +23,12 @@ type Options struct {
 	// object of a kind the Feed does not know, a tombstone without an object. It may be called from
 	// several informers' goroutines at once.
 	OnError func(err error)
+	// EnforceQuota makes the Feed read ResourceQuotas (core/v1) too and keep the snapshot's quota
+	// ([allocator.Snapshot.SetQuota]) the one they declare for devices, as
+	// [allocator.QuotaFromResourceQuotas] reads them with the snapshot's DeviceClasses, after every
+	// change of a ResourceQuota or a DeviceClass. Without it a ResourceQuota is a kind the Feed does not
+	// know.
+	EnforceQuota bool
 }
 
 // Feed applies informer events to a Cluster. It has client-go's ResourceEventHandler method set; see
@@ -31,6 +40,8 @@ type Feed struct {
 	mu       sync.Mutex
 	versions map[objectKey]uint64 // the newest resourceVersion applied, per object
 	stats    Stats
+	// quotas are the ResourceQuotas applied, with Options.EnforceQuota; guarded by mu.
+	quotas map[objectKey]*v1.ResourceQuota
 }
 
 // Stats counts the events a Feed applied, dropped as not newer than what it holds (Stale: resyncs and
@@ -43,7 +54,7 @@ type objectKey struct{ kind, namespace, name string }
 
 // New returns a Feed that writes into c.
 func New(c *pods.Cluster, opts Options) *Feed {
-	return &Feed{c: c, opts: opts, versions: map[objectKey]uint64{},
+	return &Feed{c: c, opts: opts, versions: map[objectKey]uint64{}, quotas: map[objectKey]*v1.ResourceQuota{},
 		stats: Stats{Applied: map[string]int{}, Stale: map[string]int{}, Failed: map[string]int{}}}
 }
 
@@ -136,7 +147,7 @@ func (f *Feed) write(obj any, del bool) (kind string, err error) {
 	case *resourceapi.ResourceSlice:
 		o = op{"ResourceSlice", func() error { return snap.AddOrUpdateSlice(x) }, func() error { return snap.DeleteSlice(x.Name) }, nil}
 	case *resourceapi.DeviceClass:
-		o = op{"DeviceClass", func() error { return snap.AddOrUpdateClass(x) }, func() error { return snap.DeleteClass(x.Name) }, nil}
+		o = op{"DeviceClass", func() error { return f.classChanged(snap.AddOrUpdateClass(x)) }, func() error { return f.classChanged(snap.DeleteClass(x.Name)) }, nil}
 	case *resourceapi.ResourceClaim:
 		o = op{"ResourceClaim", func() error { return snap.AddOrUpdateClaim(x) }, func() error { return snap.DeleteClaim(x.Namespace, x.Name) },
 			func() string {
@@ -153,6 +164,14 @@ func (f *Feed) write(obj any, del bool) (kind string, err error) {
 		o = op{"ResourceClaimTemplate", func() error { return f.c.AddOrUpdateTemplate(x) }, func() error { f.c.DeleteTemplate(x.Namespace, x.Name); return nil }, nil}
 	case *schedulingapi.PodGroup:
 		o = op{"PodGroup", func() error { return f.c.AddOrUpdatePodGroup(x) }, func() error { f.c.DeletePodGroup(x.Namespace, x.Name); return nil }, nil}
+	case *v1.ResourceQuota:
+		if !f.opts.EnforceQuota {
+			return "", fmt.Errorf("object of type %T: not a kind the feed reads without Options.EnforceQuota", obj)
+		}
+		key := objectKey{"ResourceQuota", x.Namespace, x.Name}
+		o = op{"ResourceQuota",
+			func() error { f.quotas[key] = x; return f.setQuota() },
+			func() error { delete(f.quotas, key); return f.setQuota() }, nil}
 	case nil:
 		return "", fmt.Errorf("nil object")
 	default:
@@ -164,6 +183,33 @@ func (f *Feed) write(obj any, del bool) (kind string, err error) {
 		return o.kind, fmt.Errorf("%s: nil object (%T)", o.kind, obj)
 	}
 	return f.step(o, obj, del)
+}
+
+// classChanged follows a DeviceClass change that succeeded (err nil) with the quota it may change (a
+// class's extendedResourceName names the quota key that limits it). The caller holds mu.
+func (f *Feed) classChanged(err error) error {
+	if err != nil || !f.opts.EnforceQuota {
+		return err
+	}
+	return f.setQuota()
+}
+
+// setQuota gives the snapshot the quota of the ResourceQuotas held. The caller holds mu.
+func (f *Feed) setQuota() error {
+	quotas := make([]*v1.ResourceQuota, 0, len(f.quotas))
+	for _, q := range f.quotas {
+		quotas = append(quotas, q)
+	}
+	// A deterministic order of limits: by namespace and name.
+	slices.SortFunc(quotas, func(a, b *v1.ResourceQuota) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	snap := f.c.Snapshot()
+	q, err := allocator.QuotaFromResourceQuotas(quotas, snap.Classes())
+	if err != nil {
+		return err
+	}
+	return snap.SetQuota(q)
 }
 
 // op is what the Feed does with the objects of one kind.

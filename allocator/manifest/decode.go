@@ -644,7 +644,7 @@ func (d *decoder) add(obj runtime.Object, src Source, owned bool) (runtime.Objec
 // readable reports whether obj is of a kind the loader hands out (after conversion and expansion).
 func readable(obj runtime.Object) bool {
 	switch obj.(type) {
-	case *corev1.Pod, *corev1.Node, *corev1.Namespace, *nodev1.RuntimeClass,
+	case *corev1.Pod, *corev1.Node, *corev1.Namespace, *nodev1.RuntimeClass, *corev1.ResourceQuota,
 		*resourceapi.ResourceSlice, *resourceapi.DeviceClass, *resourceapi.ResourceClaim,
 		*resourceapi.ResourceClaimTemplate, *resourceapi.DeviceTaintRule,
 		*resourcev1beta2.ResourceSlice, *resourcev1beta2.DeviceClass, *resourcev1beta2.ResourceClaim,

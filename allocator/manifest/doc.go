@@ -8,6 +8,7 @@
 //   - core/v1 Pods, Nodes and Namespaces (for the label resource.kubernetes.io/admin-access, without
 //     which kube-apiserver refuses a claim or template asking for admin access in the namespace),
 //     and node.k8s.io/v1 RuntimeClasses (for the admission of the pods that name one, see below);
+//   - core/v1 ResourceQuotas (for the limits on devices they declare, see below);
 //   - resource.k8s.io ResourceSlices, DeviceClasses, ResourceClaims, ResourceClaimTemplates
 //     (v1, v1beta2, v1beta1) and DeviceTaintRules (v1, v1beta2, v1alpha3), all converted to v1;
 //   - scheduling.k8s.io PodGroups and Workloads (v1beta1, v1alpha3), converted to v1beta1;
@@ -90,8 +91,10 @@
 //     NodeDeclaredFeatureValidator and PodResizeValidator act on bindings, updates and resizes, not
 //     on a pod's create. MutatingAdmissionPolicy, MutatingAdmissionWebhook,
 //     ValidatingAdmissionPolicy and ValidatingAdmissionWebhook run the cluster's own policies and
-//     webhooks, which a manifest does not have; ResourceQuota refuses pods over a ResourceQuota,
-//     which is not read. The other plugins on by default act on other kinds.
+//     webhooks, which a manifest does not have; ResourceQuota refuses pods over a ResourceQuota:
+//     not reproduced (ResourceQuotas are read into Objects.ResourceQuotas for the limits on
+//     devices they declare, which allocator.QuotaFromResourceQuotas turns into a quota the
+//     allocator's search applies). The other plugins on by default act on other kinds.
 //  3. The pod strategy's PrepareForCreate (pkg/registry/core/pod). Reproduced:
 //     DefaultPodLevelResources (PodLevelResources and PodLevelResourcesFixDefaulting are on by
 //     default in 1.37): with pod-level spec.resources, hugepage limits from the containers', cpu

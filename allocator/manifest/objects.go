@@ -30,6 +30,9 @@ type Objects struct {
 	// RuntimeClasses (node.k8s.io/v1) are read for what the RuntimeClass admission plugin gives
 	// the pods that name one: their overhead, node selector and tolerations.
 	RuntimeClasses []*nodev1.RuntimeClass
+	// ResourceQuotas are read for the limits on devices they declare (see
+	// allocator.QuotaFromResourceQuotas); the loader does not refuse pods over them.
+	ResourceQuotas []*corev1.ResourceQuota
 
 	// Skipped are the documents of kinds this package does not read, when Options.SkipUnknown is set.
 	Skipped []Skipped
@@ -86,7 +89,8 @@ func (o *Objects) Source(obj runtime.Object) (Source, bool) {
 // Len returns the number of objects in o, not counting skipped documents.
 func (o *Objects) Len() int {
 	return len(o.Pods) + len(o.Nodes) + len(o.Slices) + len(o.Classes) + len(o.Claims) +
-		len(o.Templates) + len(o.TaintRules) + len(o.PodGroups) + len(o.Workloads) + len(o.Namespaces) + len(o.RuntimeClasses)
+		len(o.Templates) + len(o.TaintRules) + len(o.PodGroups) + len(o.Workloads) + len(o.Namespaces) + len(o.RuntimeClasses) +
+		len(o.ResourceQuotas)
 }
 
 // Append adds the objects of other to o, after o's, keeping their sources.
@@ -102,6 +106,7 @@ func (o *Objects) Append(other *Objects) {
 	o.Workloads = append(o.Workloads, other.Workloads...)
 	o.Namespaces = append(o.Namespaces, other.Namespaces...)
 	o.RuntimeClasses = append(o.RuntimeClasses, other.RuntimeClasses...)
+	o.ResourceQuotas = append(o.ResourceQuotas, other.ResourceQuotas...)
 	o.Skipped = append(o.Skipped, other.Skipped...)
 	if o.sources == nil && len(other.sources) > 0 {
 		o.sources = make(map[any]Source, len(other.sources))
@@ -137,6 +142,8 @@ func (o *Objects) add(obj runtime.Object, src Source) bool {
 		o.Namespaces = append(o.Namespaces, obj)
 	case *nodev1.RuntimeClass:
 		o.RuntimeClasses = append(o.RuntimeClasses, obj)
+	case *corev1.ResourceQuota:
+		o.ResourceQuotas = append(o.ResourceQuotas, obj)
 	default:
 		return false
 	}
@@ -182,6 +189,8 @@ func sourceKey(obj runtime.Object) any {
 	case *corev1.Namespace:
 		return weak.Make(o)
 	case *nodev1.RuntimeClass:
+		return weak.Make(o)
+	case *corev1.ResourceQuota:
 		return weak.Make(o)
 	}
 	return obj

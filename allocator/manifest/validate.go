@@ -35,6 +35,8 @@ func decisive(obj runtime.Object) field.ErrorList {
 		return objectMeta(&o.ObjectMeta, false, false)
 	case *corev1.Namespace:
 		return objectMeta(&o.ObjectMeta, false, false)
+	case *corev1.ResourceQuota:
+		return objectMeta(&o.ObjectMeta, true, false)
 	case *nodev1.RuntimeClass:
 		return runtimeClass(o)
 	case *appsv1.Deployment:

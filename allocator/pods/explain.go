@@ -320,6 +320,11 @@ func nodeReason(n NodeExplanation) *reasonTemplate {
 		t.lit(n.Reason)
 		return t
 	}
+	if len(e.Quota) > 0 {
+		// The owner's quota is the same on every node: nodes refused for it group by the limit.
+		t.lit(e.Quota[0].String())
+		return t
+	}
 	for _, c := range e.Claims {
 		for i := range c.Requests {
 			if r := &c.Requests[i]; r.Short() {

@@ -57,16 +57,18 @@ Examples:
 		fs.IntVar(&o.max, "max", headroom.DefaultMax, "the most copies of a shape counted")
 		fs.StringVar(&o.mix, "mix", "", "weights of the workload mix as NAMESPACE/NAME=WEIGHT,...; the pending pods that ask for devices, equally weighted, when empty")
 		fs.BoolVar(&o.explain, "explain", false, "group the nodes that refuse the next copy by which request fails and which claims hold the devices (slower)")
+		quotaFlag(fs, &o.enforceQuota)
 		return o
 	},
 	run: runCapacity,
 }
 
 type capacityOptions struct {
-	pod     string
-	max     int
-	mix     string
-	explain bool
+	pod          string
+	max          int
+	mix          string
+	explain      bool
+	enforceQuota bool
 }
 
 // capacityReport is the whole of capacity.
@@ -126,6 +128,9 @@ func runCapacity(e *env, o any) (int, error) {
 		return exitBadInput, fmt.Errorf("--max %d: must be positive", opts.max)
 	}
 	c := e.cluster
+	if err := c.enforceQuota(opts.enforceQuota); err != nil {
+		return exitBadInput, err
+	}
 	shapes := c.pending
 	if opts.pod != "" {
 		p, err := c.podNamed(opts.pod)

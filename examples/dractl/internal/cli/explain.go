@@ -46,6 +46,7 @@ Examples:
 		fs.StringVar(&o.pod, "pod", "", "explain only this pod (namespace/name)")
 		fs.StringVar(&o.claim, "claim", "", "explain only this ResourceClaim (namespace/name)")
 		gangBudgetFlag(fs, &o.gangBudget)
+		quotaFlag(fs, &o.enforceQuota)
 		return o
 	},
 	run: runExplain,
@@ -76,8 +77,9 @@ func explainArg(opts any, arg, namespace string) error {
 }
 
 type explainOptions struct {
-	pod, claim string
-	gangBudget int
+	pod, claim   string
+	gangBudget   int
+	enforceQuota bool
 }
 
 // podVerdict is the answer for one pod.
@@ -144,6 +146,9 @@ func runExplain(e *env, o any) (int, error) {
 		return exitBadInput, errors.New("give --pod or --claim, not both")
 	}
 	if err := e.cluster.setGangBudget(opts.gangBudget); err != nil {
+		return exitBadInput, err
+	}
+	if err := e.cluster.enforceQuota(opts.enforceQuota); err != nil {
 		return exitBadInput, err
 	}
 	if opts.claim != "" {

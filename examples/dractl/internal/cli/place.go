@@ -38,13 +38,24 @@ Examples:
   # What would the scheduler do with the pending pods?
   dractl place -f cluster.yaml -o text
 
+  # Within the ResourceQuotas of the input (limits on devices per namespace and DeviceClass)
+  dractl place -f cluster.yaml --enforce-quota -o text
+
   # Compare with what the cluster has
   dractl place -f cluster.yaml > decided.yaml
   kubectl get resourceclaims -A -o yaml > actual.yaml
 `,
-	flags:  func(fs *flag.FlagSet) any { return nil },
+	flags: func(fs *flag.FlagSet) any {
+		o := &placeOptions{}
+		quotaFlag(fs, &o.enforceQuota)
+		return o
+	},
 	output: "yaml",
 	run:    runPlace,
+}
+
+type placeOptions struct {
+	enforceQuota bool
 }
 
 // placed is the decision for one pod.
@@ -97,9 +108,12 @@ func (e *gaveUpError) Error() string {
 
 func (e *gaveUpError) Unwrap() error { return e.err }
 
-func runPlace(e *env, _ any) (int, error) {
+func runPlace(e *env, o any) (int, error) {
 	ctx := context.Background()
 	c := e.cluster
+	if err := c.enforceQuota(o.(*placeOptions).enforceQuota); err != nil {
+		return exitBadInput, err
+	}
 	var decisions []placed
 	claims := map[types.NamespacedName]*resourceapi.ResourceClaim{}
 	var claimOrder []types.NamespacedName
