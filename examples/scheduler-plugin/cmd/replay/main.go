@@ -1,0 +1,119 @@
+// Command replay replays slices of Alibaba's openb trace through a real kube-apiserver and this module's
+// kube-scheduler, with the default profile and with the fragscore plugin's, next to the library's
+// offline replays (FirstFit and FGD) of the same slices, and prints the table of the README:
+//
+//	go build -o /tmp/kube-scheduler-fragscore .. && go run . -scheduler /tmp/kube-scheduler-fragscore -nodes 200 -seeds 1,2,3
+//
+// Each seed draws its own task sequence; every row replays that sequence. The control plane is started
+// with scripts/kube-apiserver (built with `scripts/kube-apiserver build`).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/dralloc/dralloc/allocator/headroom/trace"
+	"github.com/dralloc/dralloc/examples/scheduler-plugin/fragscore"
+	"github.com/dralloc/dralloc/examples/scheduler-plugin/replay"
+	"github.com/dralloc/dralloc/fuzz/controlplane"
+)
+
+func main() {
+	data := "../../../../allocator/headroom/trace/testdata/"
+	nodesFile := flag.String("node-list", data+"openb_node_list_gpu_node.csv", "node list")
+	podsFile := flag.String("pod-list", data+"openb_pod_list_default.csv", "pod list")
+	step := flag.Int("step", 1, "take every step-th node of the list")
+	nodes := flag.Int("nodes", 200, "GPU nodes in the slice")
+	seeds := flag.String("seeds", "1,2,3", "seeds of the task sequences, comma separated")
+	until := flag.Float64("until", 1, "tasks arrive until they ask for this share of the slice's GPUs")
+	weight := flag.Int("weight", 10, "the plugin's weight in its profile")
+	scheduler := flag.String("scheduler", "", "this module's kube-scheduler binary (go build -o FILE ..)")
+	offline := flag.Bool("offline-only", false, "only the offline replays (no control plane)")
+	flag.Parse()
+	if err := run(*nodesFile, *podsFile, *step, *nodes, *seeds, *until, int32(*weight), *scheduler, *offline); err != nil {
+		fmt.Fprintln(os.Stderr, "replay:", err)
+		os.Exit(1)
+	}
+}
+
+func run(nodesFile, podsFile string, step, nodes int, seedList string, until float64, weight int32, scheduler string, offlineOnly bool) error {
+	ctx := context.Background()
+	t, err := trace.Open(nodesFile, podsFile, trace.ReadOptions{})
+	if err != nil {
+		return err
+	}
+	var seeds []uint64
+	for _, s := range strings.Split(seedList, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return fmt.Errorf("-seeds: %w", err)
+		}
+		seeds = append(seeds, v)
+	}
+	if !offlineOnly && scheduler == "" {
+		return fmt.Errorf("-scheduler: the kube-scheduler binary built from this module is needed (or -offline-only)")
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "seed\tnodes\tGPUs\ttasks\trun\tGPUs unallocated\ttasks failed\tpods/s\t")
+	for _, seed := range seeds {
+		s, err := replay.NewSlice(t, step, nodes, seed, until, 100_000)
+		if err != nil {
+			return err
+		}
+		row := func(name string, r replay.Result, rate string) {
+			fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%s\t%.1f\t%d\t%s\t\n", seed, len(s.Trace.Nodes), r.GPUs, r.Tasks, name, r.Unallocated, r.Failed, rate)
+		}
+		for _, st := range []string{"FirstFit", "Spread", "FGD"} {
+			r, err := s.Offline(ctx, st)
+			if err != nil {
+				return err
+			}
+			row("offline "+st, r, "")
+		}
+		if offlineOnly {
+			w.Flush()
+			continue
+		}
+		plane, err := controlplane.Start(controlplane.Options{DisableAdmission: []string{"TaintNodesByCondition"}, DirPrefix: "dralloc-replay-"})
+		if err != nil {
+			return err
+		}
+		err = live(ctx, plane, scheduler, s, weight, row)
+		if stopErr := plane.Stop(); err == nil {
+			err = stopErr
+		}
+		if err != nil {
+			return err
+		}
+
+	}
+	return w.Flush()
+}
+
+func live(ctx context.Context, plane *controlplane.Plane, scheduler string, s *replay.Slice, weight int32, row func(string, replay.Result, string)) error {
+	bin, err := filepath.Abs(scheduler)
+	if err != nil {
+		return err
+	}
+	c, err := replay.NewCluster(ctx, plane.Kubeconfig, bin, plane.Dir, s)
+	if err != nil {
+		return err
+	}
+	for _, p := range []replay.Profile{
+		{Name: "default"},
+		{Name: "fragscore", Plugin: true, Weight: weight, Args: &fragscore.Args{Mix: s.Objects.Mix}},
+	} {
+		r, err := c.Run(ctx, p)
+		if err != nil {
+			return err
+		}
+		row("live "+p.Name, r.Result, fmt.Sprintf("%.1f", float64(r.Tasks)/r.Elapsed.Seconds()))
+	}
+	return nil
+}
