@@ -50,11 +50,11 @@ type Cluster struct {
 	WaitPerPod time.Duration
 
 	client kubernetes.Interface
-	slice  *Slice
 }
 
 // NewCluster connects to the API server of the kubeconfig and creates the slice's Nodes,
-// ResourceSlices and DeviceClass.
+// ResourceSlices and DeviceClass. Slices of the same nodes (of one step and number of nodes, other
+// seeds) can then be run there.
 func NewCluster(ctx context.Context, kubeconfig, scheduler, dir string, s *Slice) (*Cluster, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -65,8 +65,14 @@ func NewCluster(ctx context.Context, kubeconfig, scheduler, dir string, s *Slice
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Kubeconfig: kubeconfig, Scheduler: scheduler, Dir: dir, WaitPerPod: 3 * time.Minute, client: client, slice: s}
+	c := &Cluster{Kubeconfig: kubeconfig, Scheduler: scheduler, Dir: dir, WaitPerPod: 3 * time.Minute, client: client}
 	o := s.Objects
+	// The ServiceAccount admission plugin wants the pods' ServiceAccount; no controller manager runs to
+	// create it.
+	sa := &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: trace.Namespace, Name: "default"}}
+	if _, err := client.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("ServiceAccount %s/%s: %w", sa.Namespace, sa.Name, err)
+	}
 	if _, err := client.ResourceV1().DeviceClasses().Create(ctx, o.Class, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("DeviceClass %s: %w", o.Class.Name, err)
 	}
@@ -94,12 +100,12 @@ type LiveResult struct {
 // unschedulable (an unschedulable task is deleted, as the offline replay forgets it), reads the GPUs
 // left unallocated from the claims' allocations, then stops the scheduler and deletes the pods and
 // claims so that the next Run starts on an empty cluster.
-func (c *Cluster) Run(ctx context.Context, p Profile) (LiveResult, error) {
+func (c *Cluster) Run(ctx context.Context, p Profile, s *Slice) (LiveResult, error) {
 	stop, err := c.startScheduler(p)
 	if err != nil {
 		return LiveResult{}, err
 	}
-	res, runErr := c.tasks(ctx)
+	res, runErr := c.tasks(ctx, s)
 	stop()
 	if runErr != nil {
 		runErr = fmt.Errorf("%w; the scheduler's log ends:\n%s", runErr, tail(filepath.Join(c.Dir, "kube-scheduler-"+p.Name+".log"), 20))
@@ -110,8 +116,8 @@ func (c *Cluster) Run(ctx context.Context, p Profile) (LiveResult, error) {
 	return res, runErr
 }
 
-func (c *Cluster) tasks(ctx context.Context) (LiveResult, error) {
-	o := c.slice.Objects
+func (c *Cluster) tasks(ctx context.Context, s *Slice) (LiveResult, error) {
+	o := s.Objects
 	templates := map[string]*resourceapi.ResourceClaimTemplate{}
 	for _, t := range o.Templates {
 		templates[t.Name] = t
@@ -122,6 +128,9 @@ func (c *Cluster) tasks(ctx context.Context) (LiveResult, error) {
 		name := fmt.Sprintf("task-%05d", i)
 		pod := o.Pod(i, name)
 		pod.UID = ""
+		for j := range pod.Spec.Containers {
+			pod.Spec.Containers[j].Image = "registry.k8s.io/pause:3.10" // never pulled: no kubelet runs
+		}
 		if len(pod.Spec.ResourceClaims) == 1 {
 			t := templates[*pod.Spec.ResourceClaims[0].ResourceClaimTemplateName]
 			claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: name}, Spec: t.Spec.Spec}

@@ -61,8 +61,28 @@ func run(nodesFile, podsFile string, step, nodes int, seedList string, until flo
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "seed\tnodes\tGPUs\ttasks\trun\tGPUs unallocated\ttasks failed\tpods/s\t")
+	var cluster *replay.Cluster
+	if !offlineOnly {
+		// One control plane for every seed: the slices of all seeds have the same nodes.
+		s, err := replay.NewSlice(t, step, nodes, seeds[0], until, maxTasks)
+		if err != nil {
+			return err
+		}
+		plane, err := controlplane.Start(controlplane.Options{DisableAdmission: []string{"TaintNodesByCondition"}, DirPrefix: "dralloc-replay-"})
+		if err != nil {
+			return err
+		}
+		defer plane.Stop()
+		bin, err := filepath.Abs(scheduler)
+		if err != nil {
+			return err
+		}
+		if cluster, err = replay.NewCluster(ctx, plane.Kubeconfig, bin, plane.Dir, s); err != nil {
+			return err
+		}
+	}
 	for _, seed := range seeds {
-		s, err := replay.NewSlice(t, step, nodes, seed, until, 100_000)
+		s, err := replay.NewSlice(t, step, nodes, seed, until, maxTasks)
 		if err != nil {
 			return err
 		}
@@ -76,44 +96,22 @@ func run(nodesFile, podsFile string, step, nodes int, seedList string, until flo
 			}
 			row("offline "+st, r, "")
 		}
-		if offlineOnly {
-			w.Flush()
+		if cluster == nil {
 			continue
 		}
-		plane, err := controlplane.Start(controlplane.Options{DisableAdmission: []string{"TaintNodesByCondition"}, DirPrefix: "dralloc-replay-"})
-		if err != nil {
-			return err
+		for _, p := range []replay.Profile{
+			{Name: "default"},
+			{Name: "fragscore", Plugin: true, Weight: weight, Args: &fragscore.Args{Mix: s.Objects.Mix}},
+		} {
+			r, err := cluster.Run(ctx, p, s)
+			if err != nil {
+				return err
+			}
+			row("live "+p.Name, r.Result, fmt.Sprintf("%.1f", float64(r.Tasks)/r.Elapsed.Seconds()))
 		}
-		err = live(ctx, plane, scheduler, s, weight, row)
-		if stopErr := plane.Stop(); err == nil {
-			err = stopErr
-		}
-		if err != nil {
-			return err
-		}
-
 	}
 	return w.Flush()
 }
 
-func live(ctx context.Context, plane *controlplane.Plane, scheduler string, s *replay.Slice, weight int32, row func(string, replay.Result, string)) error {
-	bin, err := filepath.Abs(scheduler)
-	if err != nil {
-		return err
-	}
-	c, err := replay.NewCluster(ctx, plane.Kubeconfig, bin, plane.Dir, s)
-	if err != nil {
-		return err
-	}
-	for _, p := range []replay.Profile{
-		{Name: "default"},
-		{Name: "fragscore", Plugin: true, Weight: weight, Args: &fragscore.Args{Mix: s.Objects.Mix}},
-	} {
-		r, err := c.Run(ctx, p)
-		if err != nil {
-			return err
-		}
-		row("live "+p.Name, r.Result, fmt.Sprintf("%.1f", float64(r.Tasks)/r.Elapsed.Seconds()))
-	}
-	return nil
-}
+// maxTasks bounds a slice's task sequence.
+const maxTasks = 100_000
