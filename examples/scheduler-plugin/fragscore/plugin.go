@@ -51,17 +51,27 @@ var (
 
 // New is the plugin's factory: it decodes the args ([Args]) and checks them.
 func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	var args Args
-	if err := frameworkruntime.DecodeInto(obj, &args); err != nil {
-		return nil, fmt.Errorf("%s args: %w", Name, err)
-	}
-	if err := args.validate(); err != nil {
-		return nil, fmt.Errorf("%s args: %w", Name, err)
+	args, err := DecodeArgs(obj)
+	if err != nil {
+		return nil, err
 	}
 	if h.SharedDRAManager() == nil {
 		return nil, fmt.Errorf("%s: the scheduler has no DRA manager (the DynamicResourceAllocation feature is off)", Name)
 	}
-	return &Plugin{handle: h, args: args, view: newView(), mix: args.Mix, learned: map[string]*headroom.Shape{}}, nil
+	return &Plugin{handle: h, args: args, view: newView(), mix: args.shapes(), learned: map[string]*headroom.Shape{}}, nil
+}
+
+// DecodeArgs decodes the plugin's args as kube-scheduler hands them over (a *runtime.Unknown of JSON or
+// YAML; nil means the defaults) and checks them.
+func DecodeArgs(obj runtime.Object) (Args, error) {
+	var args Args
+	if err := frameworkruntime.DecodeInto(obj, &args); err != nil {
+		return Args{}, fmt.Errorf("%s args: %w", Name, err)
+	}
+	if err := args.validate(); err != nil {
+		return Args{}, fmt.Errorf("%s args: %w", Name, err)
+	}
+	return args, nil
 }
 
 // Name returns the plugin's name.

@@ -101,7 +101,7 @@ func run(nodesFile, podsFile string, step, nodes int, seedList string, until flo
 		}
 		for _, p := range []replay.Profile{
 			{Name: "default"},
-			{Name: "fragscore", Plugin: true, Weight: weight, Args: &fragscore.Args{Mix: s.Objects.Mix}},
+			{Name: "fragscore", Plugin: true, Weight: weight, Args: &fragscore.Args{Mix: fragscore.MixOf(s.Objects.Mix)}},
 		} {
 			r, err := cluster.Run(ctx, p, s)
 			if err != nil {
