@@ -242,10 +242,10 @@ func (p *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod, 
 	}
 	for i := range scores {
 		if hi == lo {
-			scores[i].Score = fwk.MaxNodeScore
+			scores[i].Score = fwk.MaxScore
 			continue
 		}
-		scores[i].Score = (scores[i].Score - lo) * fwk.MaxNodeScore / (hi - lo)
+		scores[i].Score = (scores[i].Score - lo) * fwk.MaxScore / (hi - lo)
 	}
 	return nil
 }

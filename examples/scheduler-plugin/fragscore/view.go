@@ -98,11 +98,7 @@ func (v *view) sync(m fwk.SharedDRAManager) (bool, error) {
 	}
 
 	if changed || v.inv == nil {
-		all := make([]*resourceapi.ResourceSlice, 0, len(v.slices))
-		for _, s := range slices {
-			all = append(all, s)
-		}
-		inv, err := headroom.NewInventory(all)
+		inv, err := headroom.NewInventory(slices)
 		if err != nil {
 			return false, err
 		}

@@ -78,7 +78,7 @@ func NewCluster(ctx context.Context, kubeconfig, scheduler, dir string, s *Slice
 	}
 	for _, n := range o.Nodes {
 		if _, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("Node %s: %w", n.Name, err)
+			return nil, fmt.Errorf("node %s: %w", n.Name, err)
 		}
 	}
 	for _, rs := range o.Slices {
@@ -125,22 +125,13 @@ func (c *Cluster) tasks(ctx context.Context, s *Slice) (LiveResult, error) {
 	res := LiveResult{Result: Result{Tasks: len(o.Trace.Tasks), GPUs: o.GPUs}}
 	start := time.Now()
 	for i := range o.Trace.Tasks {
-		name := fmt.Sprintf("task-%05d", i)
-		pod := o.Pod(i, name)
-		pod.UID = ""
-		for j := range pod.Spec.Containers {
-			pod.Spec.Containers[j].Image = "registry.k8s.io/pause:3.10" // never pulled: no kubelet runs
+		pod, err := c.claimFor(ctx, o, templates, i)
+		if err != nil {
+			return res, err
 		}
-		if len(pod.Spec.ResourceClaims) == 1 {
-			t := templates[*pod.Spec.ResourceClaims[0].ResourceClaimTemplateName]
-			claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: name}, Spec: t.Spec.Spec}
-			if _, err := c.client.ResourceV1().ResourceClaims(pod.Namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
-				return res, fmt.Errorf("ResourceClaim %s: %w", name, err)
-			}
-			pod.Spec.ResourceClaims[0] = v1.PodResourceClaim{Name: pod.Spec.ResourceClaims[0].Name, ResourceClaimName: &name}
-		}
+		name := pod.Name
 		if _, err := c.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			return res, fmt.Errorf("Pod %s: %w", name, err)
+			return res, fmt.Errorf("pod %s: %w", name, err)
 		}
 		bound, err := c.wait(ctx, pod.Namespace, name)
 		if err != nil {
@@ -150,7 +141,7 @@ func (c *Cluster) tasks(ctx context.Context, s *Slice) (LiveResult, error) {
 			res.Failed++
 			zero := int64(0)
 			if err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
-				return res, fmt.Errorf("Pod %s: %w", name, err)
+				return res, fmt.Errorf("pod %s: %w", name, err)
 			}
 		}
 	}
@@ -176,6 +167,93 @@ func (c *Cluster) tasks(ctx context.Context, s *Slice) (LiveResult, error) {
 	return res, nil
 }
 
+// Burst measures throughput: it starts the scheduler with the profile, creates every task of the slice
+// (claims, then pods, in arrival order) without waiting, and polls until the scheduler has decided every
+// pod once (bound, or marked unschedulable); Elapsed runs from the first pod created to that point, so
+// pods/s is Tasks ÷ Elapsed. The arrival order is the queue's, not one pod at a time, so its
+// Unallocated is not the paper's experiment; it is reported, Failed too. The cluster is cleaned after.
+func (c *Cluster) Burst(ctx context.Context, p Profile, s *Slice) (LiveResult, error) {
+	stop, err := c.startScheduler(p)
+	if err != nil {
+		return LiveResult{}, err
+	}
+	res, runErr := c.burst(ctx, s)
+	stop()
+	if err := c.clean(ctx); err != nil {
+		return res, errors.Join(runErr, err)
+	}
+	return res, runErr
+}
+
+func (c *Cluster) burst(ctx context.Context, s *Slice) (LiveResult, error) {
+	o := s.Objects
+	templates := map[string]*resourceapi.ResourceClaimTemplate{}
+	for _, t := range o.Templates {
+		templates[t.Name] = t
+	}
+	res := LiveResult{Result: Result{Tasks: len(o.Trace.Tasks), GPUs: o.GPUs}}
+	var podList []*v1.Pod
+	for i := range o.Trace.Tasks {
+		pod, err := c.claimFor(ctx, o, templates, i)
+		if err != nil {
+			return res, err
+		}
+		podList = append(podList, pod)
+	}
+	start := time.Now()
+	for _, pod := range podList {
+		if _, err := c.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return res, fmt.Errorf("pod %s: %w", pod.Name, err)
+		}
+	}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Duration(len(podList))*c.WaitPerPod/10+c.WaitPerPod, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.client.CoreV1().Pods(trace.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		decided, failed := 0, 0
+		for _, pod := range pods.Items {
+			if pod.Spec.NodeName != "" {
+				decided++
+				continue
+			}
+			for _, cond := range pod.Status.Conditions {
+				if cond.Type == v1.PodScheduled && cond.Status == v1.ConditionFalse {
+					decided++
+					failed++
+				}
+			}
+		}
+		res.Failed = failed
+		return decided == len(podList), nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("not every pod was decided: %w", err)
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// claimFor creates task i's ResourceClaim (from its template; a task without GPUs has none) and returns
+// its pod, which uses that claim by name.
+func (c *Cluster) claimFor(ctx context.Context, o *trace.Objects, templates map[string]*resourceapi.ResourceClaimTemplate, i int) (*v1.Pod, error) {
+	name := fmt.Sprintf("task-%05d", i)
+	pod := o.Pod(i, name)
+	pod.UID = ""
+	for j := range pod.Spec.Containers {
+		pod.Spec.Containers[j].Image = "registry.k8s.io/pause:3.10" // never pulled: no kubelet runs
+	}
+	if len(pod.Spec.ResourceClaims) == 1 {
+		t := templates[*pod.Spec.ResourceClaims[0].ResourceClaimTemplateName]
+		claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: name}, Spec: t.Spec.Spec}
+		if _, err := c.client.ResourceV1().ResourceClaims(pod.Namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("ResourceClaim %s: %w", name, err)
+		}
+		pod.Spec.ResourceClaims[0] = v1.PodResourceClaim{Name: pod.Spec.ResourceClaims[0].Name, ResourceClaimName: &name}
+	}
+	return pod, nil
+}
+
 // wait polls the pod until it is bound (true) or the scheduler found it unschedulable (false).
 func (c *Cluster) wait(ctx context.Context, namespace, name string) (bool, error) {
 	var bound bool
@@ -196,7 +274,7 @@ func (c *Cluster) wait(ctx context.Context, namespace, name string) (bool, error
 		return false, nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("Pod %s/%s: neither bound nor unschedulable: %w", namespace, name, err)
+		return false, fmt.Errorf("pod %s/%s: neither bound nor unschedulable: %w", namespace, name, err)
 	}
 	return bound, nil
 }

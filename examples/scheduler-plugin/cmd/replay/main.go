@@ -35,8 +35,15 @@ func main() {
 	weight := flag.Int("weight", 10, "the plugin's weight in its profile")
 	scheduler := flag.String("scheduler", "", "this module's kube-scheduler binary (go build -o FILE ..)")
 	offline := flag.Bool("offline-only", false, "only the offline replays (no control plane)")
+	burst := flag.Bool("burst", false, "throughput: create every task at once and time until the scheduler decided each, with each profile")
 	flag.Parse()
-	if err := run(*nodesFile, *podsFile, *step, *nodes, *seeds, *until, int32(*weight), *scheduler, *offline); err != nil {
+	var err error
+	if *burst {
+		err = throughput(*nodesFile, *podsFile, *step, *nodes, *seeds, *until, int32(*weight), *scheduler)
+	} else {
+		err = run(*nodesFile, *podsFile, *step, *nodes, *seeds, *until, int32(*weight), *scheduler, *offline)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "replay:", err)
 		os.Exit(1)
 	}
@@ -115,3 +122,59 @@ func run(nodesFile, podsFile string, step, nodes int, seedList string, until flo
 
 // maxTasks bounds a slice's task sequence.
 const maxTasks = 100_000
+
+// throughput runs each seed's tasks as one burst with each profile and prints pods/s.
+func throughput(nodesFile, podsFile string, step, nodes int, seedList string, until float64, weight int32, scheduler string) error {
+	ctx := context.Background()
+	t, err := trace.Open(nodesFile, podsFile, trace.ReadOptions{})
+	if err != nil {
+		return err
+	}
+	var seeds []uint64
+	for _, s := range strings.Split(seedList, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return fmt.Errorf("-seeds: %w", err)
+		}
+		seeds = append(seeds, v)
+	}
+	if scheduler == "" {
+		return fmt.Errorf("-scheduler: the kube-scheduler binary built from this module is needed")
+	}
+	first, err := replay.NewSlice(t, step, nodes, seeds[0], until, maxTasks)
+	if err != nil {
+		return err
+	}
+	plane, err := controlplane.Start(controlplane.Options{DisableAdmission: []string{"TaintNodesByCondition"}, DirPrefix: "dralloc-replay-"})
+	if err != nil {
+		return err
+	}
+	defer plane.Stop()
+	bin, err := filepath.Abs(scheduler)
+	if err != nil {
+		return err
+	}
+	cluster, err := replay.NewCluster(ctx, plane.Kubeconfig, bin, plane.Dir, first)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "seed\tnodes\ttasks\tprofile\tseconds\tpods/s\tunschedulable\t")
+	for _, seed := range seeds {
+		s, err := replay.NewSlice(t, step, nodes, seed, until, maxTasks)
+		if err != nil {
+			return err
+		}
+		for _, p := range []replay.Profile{
+			{Name: "default"},
+			{Name: "fragscore", Plugin: true, Weight: weight, Args: &fragscore.Args{Mix: fragscore.MixOf(s.Objects.Mix)}},
+		} {
+			r, err := cluster.Burst(ctx, p, s)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "%d\t%d\t%d\t%s\t%.1f\t%.1f\t%d\t\n", seed, len(s.Trace.Nodes), r.Tasks, p.Name, r.Elapsed.Seconds(), float64(r.Tasks)/r.Elapsed.Seconds(), r.Failed)
+		}
+	}
+	return w.Flush()
+}
