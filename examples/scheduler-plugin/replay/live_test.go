@@ -35,10 +35,13 @@ func schedulerBinary(t *testing.T) string {
 // TestLiveFragscoreLeavesFewerGPUsUnallocated replays the same task sequences of a 20-node slice of the
 // openb trace (every third node of the node list; three seeds, tasks drawn until they ask for the
 // slice's GPUs) through a real kube-apiserver and kube-scheduler v1.37.2, once with the default profile
-// and once with fragscore's, and checks that fragscore leaves fewer GPUs unallocated on average. The
-// scheduler draws among nodes of equal score at random, so single runs may tie; on this slice the
-// library's offline replays differ by far more than that (Spread, the closest to the default profile's
-// LeastAllocated, 8.9, 9.6 and 23.5 GPUs of 96 unallocated; FGD 5.4, 5.0 and 2.8). No time is asserted.
+// and once with fragscore's, and checks that fragscore leaves at most half the GPUs unallocated that the
+// default profile leaves, on average over the seeds. The scheduler draws among nodes of equal score at
+// random, so runs of one profile differ by a GPU or so (the default profile left 9.9 and 8.9 on seed 1
+// in two runs, and a plugin that rates every node alike leaves what the default profile leaves: that
+// passes a bare "fewer", not "half"); on this slice the library's offline replays differ by far more
+// (Spread, the closest to the default profile's LeastAllocated, 8.9, 9.6 and 23.5 GPUs of 96 unallocated,
+// 14.0 on average; FGD 5.4, 5.0 and 2.8, 4.4 on average). No time is asserted.
 func TestLiveFragscoreLeavesFewerGPUsUnallocated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
@@ -74,7 +77,7 @@ func TestLiveFragscoreLeavesFewerGPUsUnallocated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sumDefault, sumPlugin float64
+	var sumDefault, sumPlugin, sumOffline float64
 	var failedDefault, failedPlugin int
 	for i, s := range slices {
 		def, err := c.Run(ctx, replay.Profile{Name: "default"}, s)
@@ -85,16 +88,21 @@ func TestLiveFragscoreLeavesFewerGPUsUnallocated(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("seed %d, %d tasks, %d GPUs: default profile %.1f GPUs unallocated, %d tasks failed; fragscore %.1f, %d",
-			seeds[i], def.Tasks, def.GPUs, def.Unallocated, def.Failed, plug.Unallocated, plug.Failed)
+		off, err := s.Offline(ctx, "FGD")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("seed %d, %d tasks, %d GPUs: default profile %.1f GPUs unallocated, %d tasks failed; fragscore %.1f, %d; offline FGD %.1f, %d",
+			seeds[i], def.Tasks, def.GPUs, def.Unallocated, def.Failed, plug.Unallocated, plug.Failed, off.Unallocated, off.Failed)
+		sumOffline += off.Unallocated
 		sumDefault += def.Unallocated
 		sumPlugin += plug.Unallocated
 		failedDefault += def.Failed
 		failedPlugin += plug.Failed
 	}
 	n := float64(len(slices))
-	t.Logf("mean GPUs unallocated: default profile %.2f, fragscore %.2f; tasks failed in all: %d, %d", sumDefault/n, sumPlugin/n, failedDefault, failedPlugin)
-	if sumPlugin >= sumDefault {
-		t.Errorf("fragscore left %.2f GPUs unallocated on average, the default profile %.2f: want fewer", sumPlugin/n, sumDefault/n)
+	t.Logf("mean GPUs unallocated: default profile %.2f, fragscore %.2f, offline FGD %.2f; tasks failed in all: %d, %d", sumDefault/n, sumPlugin/n, sumOffline/n, failedDefault, failedPlugin)
+	if sumPlugin > sumDefault/2 {
+		t.Errorf("fragscore left %.2f GPUs unallocated on average, the default profile %.2f: want at most half", sumPlugin/n, sumDefault/n)
 	}
 }
