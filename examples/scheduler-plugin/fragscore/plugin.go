@@ -163,9 +163,7 @@ func (p *Plugin) learn(pod *v1.Pod, claims []*resourceapi.ResourceClaim, reqs v1
 	}
 	p.mix = p.mix[:0:0]
 	for _, s := range p.learned {
-		c := *s
-		c.Weight = s.Weight / float64(seen)
-		p.mix = append(p.mix, c)
+		p.mix = append(p.mix, *s)
 	}
 	slices.SortFunc(p.mix, func(a, b headroom.Shape) int {
 		if a.Name < b.Name {
@@ -176,7 +174,7 @@ func (p *Plugin) learn(pod *v1.Pod, claims []*resourceapi.ResourceClaim, reqs v1
 		}
 		return 0
 	})
-	// The weights of the shapes kept sum to what they counted; FGD wants 1.
+	// The weights are counts of pods (of the shapes kept); FGD wants them to sum to 1.
 	var sum float64
 	for _, s := range p.mix {
 		sum += s.Weight

@@ -9,10 +9,12 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/headroom"
 )
 
@@ -250,5 +252,59 @@ func TestArgsValidate(t *testing.T) {
 				t.Errorf("validate: %v, want ok %v", err, tc.ok)
 			}
 		})
+	}
+}
+
+// Without a configured mix, the mix is the shapes of the pods scored, weighted by how many pods had each.
+func TestLearnedMix(t *testing.T) {
+	a, sa := gpuNode("node-a")
+	dra := &fakeDRA{slices: []*resourceapi.ResourceSlice{sa}, classes: []*resourceapi.DeviceClass{gpuClass()},
+		claims: []*resourceapi.ResourceClaim{shareClaim("h1", 500), shareClaim("h2", 500), shareClaim("q", 250)}}
+	pl, err := New(context.Background(), nil, fakeHandle{dra: dra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pl.(*Plugin)
+	for _, c := range []string{"h1", "h2", "q"} {
+		scores(t, p, podWith(c), a)
+	}
+	got := map[string]float64{}
+	for _, s := range p.mix {
+		got[s.Requests[0].Amount.String()] = s.Weight
+	}
+	if len(got) != 2 || got["500"] < 0.66 || got["500"] > 0.67 || got["250"] < 0.33 || got["250"] > 0.34 {
+		t.Errorf("learned mix %v, want shares 500 weighted 2/3 and 250 weighted 1/3", got)
+	}
+}
+
+// Topology mode rates a node by the innermost topology domain the pod's devices there share.
+func TestTopologyMode(t *testing.T) {
+	node := func(name string, numa ...int64) (*v1.Node, *resourceapi.ResourceSlice) {
+		n, s := gpuNode(name)
+		s.Spec.Devices = nil
+		root := "pci-" + name
+		for i, v := range numa {
+			s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i), Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+				resourceapi.QualifiedName(allocator.AttributeNUMANode): {IntValue: &v},
+				resourceapi.QualifiedName(allocator.AttributePCIeRoot): {StringValue: &root},
+			}})
+		}
+		return n, s
+	}
+	a, sa := node("node-a", 0, 0)
+	b, sb := node("node-b", 0, 1)
+	two := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "two", UID: "two"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
+			DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2}}}}},
+	}
+	dra := &fakeDRA{slices: []*resourceapi.ResourceSlice{sa, sb}, classes: []*resourceapi.DeviceClass{gpuClass()}, claims: []*resourceapi.ResourceClaim{two}}
+	pl, err := New(context.Background(), &runtime.Unknown{Raw: []byte(`{"mode": "Topology"}`)}, fakeHandle{dra: dra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := scores(t, pl.(*Plugin), podWith("two"), a, b)
+	if got["node-a"] != 100 || got["node-b"] != 0 {
+		t.Errorf("scores %v, want node-a 100 (both GPUs on one NUMA node), node-b 0 (two NUMA nodes)", got)
 	}
 }
