@@ -4,6 +4,9 @@ go 1.26.0
 
 replace github.com/dralloc/dralloc => ../..
 
+// k8s.io/kubernetes requires its staging modules at v0.0.0 and finds them in its own ./staging folder; a
+// module that imports it replaces each by its release of the same minor version (the list of
+// k8s.io/kubernetes v1.37.2's go.mod, as scripts/kube-apiserver build writes it).
 replace k8s.io/api => k8s.io/api v0.37.2
 
 replace k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.37.2
