@@ -37,6 +37,9 @@ type Profile struct {
 	Weight int32
 	// Args are the plugin's args (a mix, a mode); nil means the defaults.
 	Args *fragscore.Args
+	// PercentageOfNodesToScore is the configuration's field of that name; 0 leaves kube-scheduler's
+	// adaptive default.
+	PercentageOfNodesToScore int32
 }
 
 // Cluster is a control plane the slice's nodes, GPUs and DeviceClass were created in.
@@ -368,13 +371,17 @@ func (c *Cluster) config(p Profile) ([]byte, error) {
 			prof["pluginConfig"] = []any{map[string]any{"name": fragscore.Name, "args": p.Args}}
 		}
 	}
-	return json.MarshalIndent(map[string]any{
+	cfg := map[string]any{
 		"apiVersion":       "kubescheduler.config.k8s.io/v1",
 		"kind":             "KubeSchedulerConfiguration",
 		"clientConnection": map[string]any{"kubeconfig": c.Kubeconfig, "qps": 500, "burst": 1000},
 		"leaderElection":   map[string]any{"leaderElect": false},
 		"profiles":         []any{prof},
-	}, "", "  ")
+	}
+	if p.PercentageOfNodesToScore > 0 {
+		cfg["percentageOfNodesToScore"] = p.PercentageOfNodesToScore
+	}
+	return json.MarshalIndent(cfg, "", "  ")
 }
 
 func tail(path string, lines int) string {

@@ -35,6 +35,8 @@ func main() {
 	weight := flag.Int("weight", 10, "the plugin's weight in its profile")
 	scheduler := flag.String("scheduler", "", "this module's kube-scheduler binary (go build -o FILE ..)")
 	offline := flag.Bool("offline-only", false, "only the offline replays (no control plane)")
+	flag.IntVar(&percentage, "percentage", 0, "percentageOfNodesToScore of both profiles (0: kube-scheduler's default)")
+	flag.StringVar(&only, "only", "", "run only this live profile (default or fragscore)")
 	burst := flag.Bool("burst", false, "throughput: create every task at once and time until the scheduler decided each, with each profile")
 	flag.Parse()
 	var err error
@@ -106,10 +108,7 @@ func run(nodesFile, podsFile string, step, nodes int, seedList string, until flo
 		if cluster == nil {
 			continue
 		}
-		for _, p := range []replay.Profile{
-			{Name: "default"},
-			{Name: "fragscore", Plugin: true, Weight: weight, Args: &fragscore.Args{Mix: fragscore.MixOf(s.Objects.Mix)}},
-		} {
+		for _, p := range profiles(s, weight) {
 			r, err := cluster.Run(ctx, p, s)
 			if err != nil {
 				return err
@@ -118,6 +117,26 @@ func run(nodesFile, podsFile string, step, nodes int, seedList string, until flo
 		}
 	}
 	return w.Flush()
+}
+
+var (
+	percentage int
+	only       string
+)
+
+// profiles are the live profiles the flags ask for.
+func profiles(s *replay.Slice, weight int32) []replay.Profile {
+	var out []replay.Profile
+	for _, p := range []replay.Profile{
+		{Name: "default"},
+		{Name: "fragscore", Plugin: true, Weight: weight, Args: &fragscore.Args{Mix: fragscore.MixOf(s.Objects.Mix)}},
+	} {
+		if only == "" || only == p.Name {
+			p.PercentageOfNodesToScore = int32(percentage)
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // maxTasks bounds a slice's task sequence.
@@ -165,10 +184,7 @@ func throughput(nodesFile, podsFile string, step, nodes int, seedList string, un
 		if err != nil {
 			return err
 		}
-		for _, p := range []replay.Profile{
-			{Name: "default"},
-			{Name: "fragscore", Plugin: true, Weight: weight, Args: &fragscore.Args{Mix: fragscore.MixOf(s.Objects.Mix)}},
-		} {
+		for _, p := range profiles(s, weight) {
 			r, err := cluster.Burst(ctx, p, s)
 			if err != nil {
 				return err
