@@ -1,0 +1,18 @@
+// Package fragscore is a kube-scheduler score plugin built on dralloc: it rates the nodes where a pod
+// with DRA claims fits by how little their fragmentation grows (FGD, Weng et al., "Beware of
+// Fragmentation", USENIX ATC '23; allocator/headroom's measure) if the pod's devices were allocated
+// there, or, in its second mode, by how few topology domains those devices span.
+//
+// PreScore resolves the pod's claims and brings dralloc's view of the DRA state (an allocator.Snapshot
+// and a headroom.Inventory) up to date from the scheduler's own DRA manager (the framework handle's
+// SharedDRAManager: ResourceSlices with device taint rules applied, DeviceClasses, and ResourceClaims as
+// the DRA plugin tracks them, claims it assumed or reserved but has not written yet included), so the
+// view never lags the scheduler and no second informer cache is kept. Score allocates the pod's claims
+// on each feasible node as the DRA plugin does (dralloc's FirstFit takes the devices upstream takes)
+// and rates the node with FGD's score, 100·σ(−growth in GPUs); NormalizeScore stretches the feasible
+// nodes' scores over 0..100. The plugin only scores: it never filters, and never fails a pod (a node
+// where dralloc finds no allocation scores 0).
+//
+// Imports: dralloc's allocator and allocator/headroom and allocator/pods (the FGD cost's input),
+// k8s.io/kube-scheduler's framework and k8s.io/kubernetes's framework runtime (args decoding).
+package fragscore

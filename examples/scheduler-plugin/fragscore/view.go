@@ -1,0 +1,156 @@
+package fragscore
+
+import (
+	"fmt"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/dralloc/dralloc/allocator"
+	"github.com/dralloc/dralloc/allocator/headroom"
+)
+
+// view is dralloc's picture of the scheduler's DRA state: a Snapshot holding the ResourceSlices (device
+// taint rules applied), the DeviceClasses and the allocated ResourceClaims exactly as the scheduler's
+// SharedDRAManager lists them at PreScore, and the fragmentation measure's Inventory of the slices'
+// devices. It is brought up to date incrementally: an object is handed to the snapshot again only when
+// the manager lists another object for its name (informers and the assume cache replace an object on
+// every change, never modify it), and the Inventory is built again only when a slice changed.
+type view struct {
+	snap *allocator.Snapshot
+	inv  *headroom.Inventory
+
+	slices  map[string]*resourceapi.ResourceSlice
+	classes map[string]*resourceapi.DeviceClass
+	// claims are the allocated claims in the snapshot; pending[key] the allocation they were
+	// given from GetPendingAllocation, nil where the claim's own status holds it.
+	claims  map[types.NamespacedName]*resourceapi.ResourceClaim
+	pending map[types.NamespacedName]*resourceapi.AllocationResult
+}
+
+func newView() *view {
+	return &view{
+		snap:    allocator.NewSnapshot(allocator.Options{}),
+		slices:  map[string]*resourceapi.ResourceSlice{},
+		classes: map[string]*resourceapi.DeviceClass{},
+		claims:  map[types.NamespacedName]*resourceapi.ResourceClaim{},
+		pending: map[types.NamespacedName]*resourceapi.AllocationResult{},
+	}
+}
+
+// sync brings the view up to date with the manager. It reports whether the Inventory was built anew
+// (the devices changed). The manager's objects are not modified: the snapshot keeps its own copies,
+// and a claim with a pending allocation is copied before the allocation is set.
+func (v *view) sync(m fwk.SharedDRAManager) (bool, error) {
+	slices, err := m.ResourceSlices().ListWithDeviceTaintRules()
+	if err != nil {
+		return false, fmt.Errorf("list ResourceSlices: %w", err)
+	}
+	changed := len(slices) != len(v.slices)
+	seen := make(map[string]bool, len(slices))
+	for _, s := range slices {
+		seen[s.Name] = true
+		if v.slices[s.Name] == s {
+			continue
+		}
+		if err := v.snap.AddOrUpdateSlice(s); err != nil {
+			return false, fmt.Errorf("ResourceSlice %s: %w", s.Name, err)
+		}
+		v.slices[s.Name] = s
+		changed = true
+	}
+	for name := range v.slices {
+		if !seen[name] {
+			if err := v.snap.DeleteSlice(name); err != nil {
+				return false, fmt.Errorf("ResourceSlice %s: %w", name, err)
+			}
+			delete(v.slices, name)
+		}
+	}
+
+	classes, err := m.DeviceClasses().List()
+	if err != nil {
+		return false, fmt.Errorf("list DeviceClasses: %w", err)
+	}
+	seen = make(map[string]bool, len(classes))
+	for _, c := range classes {
+		seen[c.Name] = true
+		if v.classes[c.Name] == c {
+			continue
+		}
+		if err := v.snap.AddOrUpdateClass(c); err != nil {
+			return false, fmt.Errorf("DeviceClass %s: %w", c.Name, err)
+		}
+		v.classes[c.Name] = c
+	}
+	for name := range v.classes {
+		if !seen[name] {
+			if err := v.snap.DeleteClass(name); err != nil {
+				return false, fmt.Errorf("DeviceClass %s: %w", name, err)
+			}
+			delete(v.classes, name)
+		}
+	}
+
+	if err := v.syncClaims(m.ResourceClaims()); err != nil {
+		return false, err
+	}
+
+	if changed || v.inv == nil {
+		inv, err := headroom.NewInventory(slices)
+		if err != nil {
+			return false, err
+		}
+		v.inv = inv
+		return true, nil
+	}
+	return false, nil
+}
+
+// syncClaims puts the allocated claims into the snapshot. The tracker's List is its assume cache: claims
+// as the informer has them and as the DRA plugin assumed them after writing their status
+// (AssumeClaimAfterAPICall). An allocation the DRA plugin has reserved but not yet written
+// (SignalClaimPendingAllocation, between Reserve and PreBind) is not in that list in v1.37.2
+// (pkg/scheduler/framework/plugins/dynamicresources/dra_manager.go, claimTracker.List reads the assume
+// cache only), so it is read with GetPendingAllocation and set on a copy of the claim: the devices a
+// pod in its binding cycle takes count as taken.
+func (v *view) syncClaims(t fwk.ResourceClaimTracker) error {
+	claims, err := t.List()
+	if err != nil {
+		return fmt.Errorf("list ResourceClaims: %w", err)
+	}
+	seen := make(map[types.NamespacedName]bool, len(claims))
+	for _, c := range claims {
+		key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+		var pending *resourceapi.AllocationResult
+		if c.Status.Allocation == nil {
+			if pending = t.GetPendingAllocation(c.UID); pending == nil {
+				continue
+			}
+		}
+		seen[key] = true
+		if v.claims[key] == c && v.pending[key] == pending {
+			continue
+		}
+		obj := c
+		if pending != nil {
+			obj = c.DeepCopy()
+			obj.Status.Allocation = pending.DeepCopy()
+		}
+		if err := v.snap.AddOrUpdateClaim(obj); err != nil {
+			return fmt.Errorf("ResourceClaim %s: %w", key, err)
+		}
+		v.claims[key], v.pending[key] = c, pending
+	}
+	for key := range v.claims {
+		if !seen[key] {
+			if err := v.snap.DeleteClaim(key.Namespace, key.Name); err != nil {
+				return fmt.Errorf("ResourceClaim %s: %w", key, err)
+			}
+			delete(v.claims, key)
+			delete(v.pending, key)
+		}
+	}
+	return nil
+}
