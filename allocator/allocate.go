@@ -332,7 +332,7 @@ func (a *allocation) prepareClaim(ci int) error {
 			if m == nil {
 				m = new(matchAttribute)
 			}
-			*m = matchAttribute{constraintBase: base, name: *c.MatchAttribute, sets: m.sets}
+			*m = matchAttribute{constraintBase: base, name: *c.MatchAttribute, sets: m.sets, counts: m.counts[:0]}
 			cs.constraints[i] = m
 		case c.DistinctAttribute != nil && a.f.Implementation() != implStable:
 			// The stable implementation does not know distinctAttribute and rejects it below.

@@ -166,6 +166,10 @@ type matchAttribute struct {
 	first *resourceapi.DeviceAttribute
 	sets  []valueSet
 	n     int
+	// count, countReq and counts are the candidates per value of the call's request (see matchAttribute.enough).
+	count    byte
+	countReq *request
+	counts   []valueCount
 }
 
 func (m *matchAttribute) add(r *request, d *deviceEntry) (bool, error) {
@@ -179,6 +183,9 @@ func (m *matchAttribute) add(r *request, d *deviceEntry) (bool, error) {
 	list := m.a.f.DRAListTypeAttributes
 	if !list {
 		if m.n == 0 {
+			if ok, err := m.enough(r, d, attr); err != nil || !ok {
+				return false, err
+			}
 			m.first = attr
 		} else if !sameScalar(m.first, attr) {
 			return false, nil

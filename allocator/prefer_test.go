@@ -134,15 +134,22 @@ func TestPropPreferringFitsWithinBudget(t *testing.T) {
 	})
 }
 
-// deadEndSlice publishes on node-a gpu-0 .. gpu-2 of model H100, then odd-0 .. odd-(n-1), each of a
-// model of its own: for a claim whose devices must all have one model, every odd device is a dead end.
+// deadEndSlice publishes on node-a gpu-0 .. gpu-2 of model H100 in slots 0, 1 and 2, then odd-0 ..
+// odd-(n-1), three of each model M0, M1, ..., all in slot 0, every device with an index of its own: for
+// a claim of three devices that must all have one model and distinct slots, every odd device is a dead
+// end. (Odd devices each of a model of its own would be no dead end:
+// the search does not take a first device whose model too few devices have, see matchAttribute.enough.)
 func deadEndSlice(n int) *resourceapi.ResourceSlice {
 	s := gpuSlice("node-a", "H100", 3)
+	for i := range s.Spec.Devices {
+		s.Spec.Devices[i].Attributes["slot"] = resourceapi.DeviceAttribute{IntValue: ptr(int64(i))}
+		s.Spec.Devices[i].Attributes["index"] = resourceapi.DeviceAttribute{IntValue: ptr(int64(i))}
+	}
 	for i := range n {
-		m := fmt.Sprintf("M%d", i)
 		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{
-			Name:       fmt.Sprintf("odd-%d", i),
-			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"model": {StringValue: &m}},
+			Name: fmt.Sprintf("odd-%d", i),
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+				"model": {StringValue: ptr(fmt.Sprintf("M%d", i/3))}, "slot": {IntValue: ptr(int64(0))}, "index": {IntValue: ptr(int64(3 + i))}},
 		})
 	}
 	return s
@@ -155,12 +162,19 @@ func TestAllocatePreferringDeadEnds(t *testing.T) {
 	id := func(name string) allocator.DeviceID {
 		return allocator.DeviceID{Driver: "gpu.example.com", Pool: "node-a", Device: name}
 	}
-	// Three devices of one model. AllocateWith takes gpu-0, gpu-1 and gpu-2 in 6 steps (one per device
-	// position, one past the last device, one past the request, one past the claim). Preferring the 20 odd
-	// devices, the search takes each in turn and finds no second device of its model (one step each, no
-	// device taken): 26 steps in all, past the budget of 10.
+	// Three devices of one model in distinct slots. AllocateWith takes gpu-0, gpu-1 and gpu-2 in 6 steps
+	// (one per device position, one past the last device, one past the request, one past the claim).
+	// Preferring the 20 odd devices, the search takes each in turn and finds no second device of its model
+	// in a third slot: past the budget of 10. The selector reads every device's index, so that no two
+	// odd devices are interchangeable (the search would try one of them only).
 	claim := gpuClaim("train", 3)
-	claim.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: ptr(resourceapi.FullyQualifiedName("gpu.example.com/model"))}}
+	claim.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+		Expression: `device.attributes["gpu.example.com"].index >= 0`,
+	}}}
+	claim.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{
+		{MatchAttribute: ptr(resourceapi.FullyQualifiedName("gpu.example.com/model"))},
+		{DistinctAttribute: ptr(resourceapi.FullyQualifiedName("gpu.example.com/slot"))},
+	}
 	var deadEnds []allocator.DeviceID
 	for i := range 20 {
 		deadEnds = append(deadEnds, id(fmt.Sprintf("odd-%d", i)))

@@ -80,6 +80,11 @@ type Options struct {
 	// returns stops reading; it is reported with the slice's source, wrapping ErrInvalid, as one
 	// of Validate is.
 	TakeSlice func(slice *resourceapi.ResourceSlice, src Source) error
+	// Compact drops from every Pod and Node its managedFields, which no decision reads, and makes the
+	// strings that repeat across them (labels, annotations, owners, images, the API server's defaults,
+	// condition reasons and messages, node info) share one copy: for callers that decide, and do not
+	// write the objects back, so that a large dump holds each such string once.
+	Compact bool
 	// Stdin is read for the path "-"; os.Stdin when nil.
 	Stdin io.Reader
 	// MaxPods bounds the pods that the workloads of the input (Deployments, ReplicaSets,
@@ -340,6 +345,8 @@ type decoder struct {
 	expandedBytes int64
 	// namer draws the names of pods with generateName.
 	namer *namer
+	// interned is Options.Compact's copy of each string.
+	interned interner
 	// wholeLists decodes every List as one corev1.List, as before streamList: the tests' reference.
 	wholeLists bool
 }
@@ -632,6 +639,18 @@ func (d *decoder) add(obj runtime.Object, src Source, owned bool) (runtime.Objec
 			return nil, &Error{Source: src, Object: objectName(obj, nil), Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 		}
 		return obj, nil
+	}
+	// Only an object of the decoder's own is compacted: one shared with the caller is left as it is.
+	if d.opts.Compact && (owned || !d.opts.NoDefaults) {
+		if d.interned == nil {
+			d.interned = interner{}
+		}
+		switch o := obj.(type) {
+		case *corev1.Pod:
+			d.interned.pod(o)
+		case *corev1.Node:
+			d.interned.node(o)
+		}
 	}
 	if !d.objs.add(obj, src) {
 		// Not reached: readable admits only kinds that convert or expand to the ones add files.

@@ -23,10 +23,18 @@ package main
 
 import (
 	"os"
+	"runtime/debug"
 
 	"github.com/dralloc/dralloc/examples/dractl/internal/cli"
 )
 
 func main() {
+	// A dump of thousands of objects is decoded, then decided, in one go, and most of what is decoded
+	// is garbage by the time it is decided: with the collector running at half Go's default heap growth
+	// dractl place on 5,000 nodes and 10,000 pods as kube-apiserver lists them (scaledump -full) peaks
+	// at about 257 MB instead of 337, for about a tenth more CPU. GOGC, when set, is the user's choice.
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(50)
+	}
 	os.Exit(cli.Run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

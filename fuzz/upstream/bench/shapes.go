@@ -129,6 +129,48 @@ func NUMAFleet(nodes, gpus, perNUMA int) Cluster {
 	return c
 }
 
+// AttributeKind is the type of the attribute NUMAFleetKind groups GPUs by.
+type AttributeKind string
+
+// The attribute kinds of the NUMA family: the standard resource.kubernetes.io/numaNode (an int) and a
+// driver's own attribute gpu.example.com/numa as an int, a string or a version.
+const (
+	NUMAStandard AttributeKind = "numaNode"
+	NUMAInt      AttributeKind = "int"
+	NUMAString   AttributeKind = "string"
+	NUMAVersion  AttributeKind = "version"
+)
+
+// Attribute is the fully qualified name NUMAFleetKind publishes for the kind.
+func (k AttributeKind) Attribute() resourceapi.FullyQualifiedName {
+	if k == NUMAStandard {
+		return "resource.kubernetes.io/numaNode"
+	}
+	return "gpu.example.com/numa"
+}
+
+// NUMAFleetKind returns nodes of gpus GPUs each (NodeSlice's GPUs), perNUMA of them sharing one value of
+// kind's attribute: group i has the int i, the string "numa-i" or the version "i.0.0".
+func NUMAFleetKind(nodes, gpus, perNUMA int, kind AttributeKind) Cluster {
+	c := Fleet(nodes, gpus)
+	for _, s := range c.Slices {
+		for i := range s.Spec.Devices {
+			group := i / perNUMA
+			var value resourceapi.DeviceAttribute
+			switch kind {
+			case NUMAString:
+				value.StringValue = ptr.To(fmt.Sprintf("numa-%d", group))
+			case NUMAVersion:
+				value.VersionValue = ptr.To(fmt.Sprintf("%d.0.0", group))
+			default:
+				value.IntValue = ptr.To(int64(group))
+			}
+			s.Spec.Devices[i].Attributes[resourceapi.QualifiedName(kind.Attribute())] = value
+		}
+	}
+	return c
+}
+
 // AlignedClaim asks for count GPUs that share one value of the attribute (matchAttribute).
 func AlignedClaim(count int64, attribute resourceapi.FullyQualifiedName) *resourceapi.ResourceClaim {
 	claim := GPUClaim(fmt.Sprintf("aligned-%d", count), count)

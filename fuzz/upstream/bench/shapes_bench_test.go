@@ -76,6 +76,38 @@ func BenchmarkNUMAHalf(b *testing.B) {
 	}
 }
 
+// BenchmarkNUMAFamily is the constraint shape of issue 40: 100 nodes of 16 GPUs, k GPUs asked that share
+// one value of a NUMA attribute (matchAttribute), perNUMA GPUs on each value, the attribute the standard
+// numaNode or a driver's own as an int, a string or a version. Every node fits: on a free node in the
+// first group; with used=u, gpu-0..u-1 in use, the first group is short of k and the claim fits in the
+// next one.
+func BenchmarkNUMAFamily(b *testing.B) {
+	for _, kind := range []AttributeKind{NUMAStandard, NUMAInt, NUMAString, NUMAVersion} {
+		for _, perNUMA := range []int{4, 8} {
+			free := NUMAFleetKind(100, 16, perNUMA, kind)
+			for _, k := range []int64{1, 2, 4, 8} {
+				if k > int64(perNUMA) {
+					continue
+				}
+				used := perNUMA - int(k) + 1
+				for _, tc := range []struct {
+					name    string
+					cluster Cluster
+				}{
+					{"free", free},
+					{fmt.Sprintf("used=%d", used), usedGPUs(free, used)},
+				} {
+					for _, impl := range Impls {
+						b.Run(fmt.Sprintf("%s/per=%d/k=%d/%s/%s", kind, perNUMA, k, tc.name, impl.Name), func(b *testing.B) {
+							filterLoop(b, impl, tc.cluster, AlignedClaim(k, kind.Attribute()), Fits)
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkNUMA is scenario 7: nodes of 16 and 32 GPUs, eight on each NUMA node and two on each PCIe root,
 // asked for GPUs that share a NUMA node or a PCIe root (matchAttribute), as many as one has (fits) and
 // one more (fits nowhere).

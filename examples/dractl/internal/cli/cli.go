@@ -310,7 +310,7 @@ func (o Options) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (
 			return exitBadInput
 		}
 	}
-	mopts := manifest.Options{SkipUnknown: true, Stdin: stdin, Validate: validate, MaxBytes: *maxBytes, MaxPods: *maxPods}
+	mopts := manifest.Options{SkipUnknown: true, Stdin: stdin, Validate: validate, MaxBytes: *maxBytes, MaxPods: *maxPods, Compact: true}
 	trust := len(files) == 0 && o.TrustAPIServer
 	if trust {
 		mopts.NoValidate, mopts.Validate = true, nil

@@ -8,6 +8,12 @@
 //	go run ./examples/dractl/internal/cli/testdata/scaledump -nodes 5000 -pods 10000 > dump.json
 //	go run ./examples/dractl/internal/cli/testdata/scaledump -o yaml > dump.yaml
 //	/usr/bin/time -v go run ./examples/dractl place -f dump.json -o text
+//
+// With -full the nodes and pods carry what kube-apiserver returns for them (as kubectl get -o json
+// writes them): UIDs, creation times, resource versions, labels, owner references, managed fields, the
+// fields the API server defaults (restart and DNS policy, scheduler, service account and its projected
+// token volume, the default tolerations), container resource requests, the pods' Pending status with
+// its PodScheduled condition, and the nodes' addresses, conditions, node info and images.
 package main
 
 import (
@@ -31,6 +37,7 @@ func main() {
 	nodes := flag.Int("nodes", 5000, "nodes, 8 GPUs each")
 	pods := flag.Int("pods", 10000, "pending pods, half through the template, half through the extended resource")
 	format := flag.String("o", "json", "json or yaml")
+	full := flag.Bool("full", false, "objects as kube-apiserver returns them (metadata, defaults, status)")
 	flag.Parse()
 	if *format != "json" && *format != "yaml" {
 		fmt.Fprintln(os.Stderr, "scaledump: -o must be json or yaml")
@@ -106,11 +113,15 @@ func main() {
 	memory := resource.MustParse("80Gi")
 	for i := range *nodes {
 		name := fmt.Sprintf("node-%05d", i)
-		item(&corev1.Node{
+		n := &corev1.Node{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
 			Status:     corev1.NodeStatus{Capacity: allocatable, Allocatable: allocatable},
-		})
+		}
+		if *full {
+			fullNode(n, i)
+		}
+		item(n)
 		s := &resourceapi.ResourceSlice{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "ResourceSlice"},
 			ObjectMeta: metav1.ObjectMeta{Name: name + "-gpus"},
@@ -148,6 +159,9 @@ func main() {
 				Limits:   corev1.ResourceList{"example.com/gpu": two},
 				Requests: corev1.ResourceList{"example.com/gpu": two},
 			}
+		}
+		if *full {
+			fullPod(p, i)
 		}
 		item(p)
 	}
