@@ -32,6 +32,10 @@ type Options struct {
 	// DisableAdmission names kube-apiserver admission plugins to turn off (the scheduler tests turn off
 	// TaintNodesByCondition: no kubelet ever lifts the not-ready taint it puts on every new Node).
 	DisableAdmission []string
+	// AuthorizationMode replaces kube-apiserver's --authorization-mode AlwaysAllow ("Node,RBAC" for the
+	// tests that check what a user or ServiceAccount may do); the plane's kubeconfig stays in
+	// system:masters, which RBAC allows everything, impersonation included.
+	AuthorizationMode string
 	// DirPrefix names the directory made for the plane's kubeconfig, logs and process ids; "" means
 	// "dralloc-controlplane-".
 	DirPrefix string
@@ -77,6 +81,9 @@ func Start(opts Options) (*Plane, error) {
 	var env []string
 	if len(opts.DisableAdmission) > 0 {
 		env = append(env, "DRALLOC_APISERVER_DISABLE_ADMISSION="+strings.Join(opts.DisableAdmission, ","))
+	}
+	if opts.AuthorizationMode != "" {
+		env = append(env, "DRALLOC_APISERVER_AUTHORIZATION_MODE="+opts.AuthorizationMode)
 	}
 	timeout := opts.StartTimeout
 	if timeout <= 0 {

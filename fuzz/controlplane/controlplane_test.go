@@ -118,6 +118,17 @@ func TestDisableAdmissionReachesTheScript(t *testing.T) {
 	}
 }
 
+func TestAuthorizationModeReachesTheScript(t *testing.T) {
+	fakeScript(t, `[ "$1" = start ] && [ "$DRALLOC_APISERVER_AUTHORIZATION_MODE" != "Node,RBAC" ] && { echo "got '$DRALLOC_APISERVER_AUTHORIZATION_MODE'"; exit 1; }; exit 0`)
+	p, err := controlplane.Start(controlplane.Options{AuthorizationMode: "Node,RBAC"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A port that another process takes between the script's check and the bind (tests start planes side by side)
 // is retried on fresh ports: the first port each step hands out here is one this test listens on, so without
 // the retry both start and start-scheduler fail.

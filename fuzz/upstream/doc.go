@@ -8,5 +8,8 @@
 // oracle for what Kubernetes accepts) and scheduler (kube-scheduler and kube-controller-manager, the oracle for
 // what Kubernetes decides about pods, compared pod by pod with allocator/pods).
 //
+// internal/modproxy (with cmd/moduleproxy, its command) serves the repository's modules from a folder laid out as a
+// module proxy, for the tests that run `go install …@version` as a user would (TestGoInstallByVersion).
+//
 // Imports: nothing in a build; deps.go (build tag tools) names the upstream packages the subpackages test against.
 package upstream

@@ -2,10 +2,8 @@ module github.com/dralloc/dralloc/fuzz/upstream
 
 go 1.26.0
 
-replace github.com/dralloc/dralloc => ../..
-
 require (
-	github.com/dralloc/dralloc v0.0.0-00010101000000-000000000000
+	github.com/dralloc/dralloc v0.0.0-20261207104505-071cc21c4b85
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/apiserver v0.37.2
@@ -62,6 +60,7 @@ require (
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f // indirect
+	golang.org/x/mod v0.41.0
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect

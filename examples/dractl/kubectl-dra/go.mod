@@ -2,10 +2,8 @@ module github.com/dralloc/dralloc/examples/dractl/kubectl-dra
 
 go 1.26.0
 
-replace github.com/dralloc/dralloc => ../../..
-
 require (
-	github.com/dralloc/dralloc v0.0.0-00010101000000-000000000000
+	github.com/dralloc/dralloc v0.0.0-20261207104505-071cc21c4b85
 	github.com/spf13/pflag v1.0.10
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2

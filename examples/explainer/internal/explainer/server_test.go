@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	server.stop()
 	schedServer.stop()
+	rbacServer.stop()
 	os.Exit(code)
 }
 
