@@ -30,7 +30,16 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+	args, do := os.Args[1:], run
+	if len(args) > 0 {
+		switch args[0] {
+		case "units":
+			args, do = args[1:], runUnits
+		case "merge":
+			args, do = args[1:], runMerge
+		}
+	}
+	if err := do(context.Background(), args, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "packing:", err)
 		os.Exit(1)
 	}
