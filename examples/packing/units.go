@@ -128,6 +128,9 @@ type result struct {
 	// CPUSeconds and WallSeconds are what the replay cost (CPU: this process, user and system).
 	CPUSeconds  float64 `json:"cpu_seconds"`
 	WallSeconds float64 `json:"wall_seconds"`
+	// Models is, on lists whose tasks name GPU models, how the end of the replay left each model's
+	// GPUs (models.go).
+	Models []modelUse `json:"models,omitempty"`
 }
 
 // fileName is the unit's result file in a results directory.
@@ -274,6 +277,7 @@ func runUnit(ctx context.Context, data, measure string, u unit) (result, error) 
 	r.CPUSeconds, r.WallSeconds = cpuSeconds()-cpu0, time.Since(wall0).Seconds()
 	end := curve.Points[len(curve.Points)-1]
 	r.Failed = end.Failed
+	r.Models = modelUses(tr, curve.Arrivals)
 	switch measure {
 	case measureSimulator:
 		v, n, ok := simWindow(tr.Tasks, objs.GPUs, curve.Arrivals)

@@ -294,3 +294,26 @@ func TestJobManifest(t *testing.T) {
 		t.Errorf("completions %d, the args give %d units", *job.Spec.Completions, n)
 	}
 }
+
+// TestModelUses: per model, the GPUs held, those held by tasks that accept other models too, and the
+// GPUs of failed tasks that accept that model alone.
+func TestModelUses(t *testing.T) {
+	tr := &trace.Trace{
+		Nodes: []trace.Node{{Name: "t4", GPUs: 2, Model: "T4"}, {Name: "g2", GPUs: 4, Model: "G2"}, {Name: "cpu"}},
+		Tasks: []trace.Task{
+			{Name: "any", GPUs: 1, GPUMilli: 1000},
+			{Name: "t4-only", GPUs: 1, GPUMilli: 500, Models: []string{"T4", "T4"}},
+			{Name: "either", GPUs: 2, GPUMilli: 1000, Models: []string{"G2", "T4"}},
+			{Name: "no-gpu", CPUMilli: 1},
+		},
+	}
+	got := modelUses(tr, []trace.Arrival{{Task: 0, Node: "t4"}, {Task: 1, Node: "t4"}, {Task: 1}, {Task: 2, Node: "g2"}, {Task: 3, Node: "cpu"}, {Task: 2}})
+	want := []modelUse{{Model: "G2", GPUs: 4, Held: 2, HeldByFlexible: 2}, {Model: "T4", GPUs: 2, Held: 1.5, HeldByFlexible: 1, FailedOnly: 0.5}}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	tr.Tasks[1].Models, tr.Tasks[2].Models = nil, nil
+	if got := modelUses(tr, nil); got != nil {
+		t.Errorf("no task names models: %+v", got)
+	}
+}
