@@ -219,6 +219,8 @@ type table struct {
 	strategies []string
 	seeds      []int64
 	rows       []tableRow
+	// cpu and wall are, per strategy of the table, the stat of a replay's CPU and wall seconds.
+	cpu, wall []stat
 }
 
 type tableRow struct {
@@ -278,6 +280,15 @@ func makeTable(rs []result, pub map[string]stat) (*table, error) {
 	slices.SortFunc(keys, func(a, b unit) int {
 		return cmp.Or(cmp.Compare(listRank(a.List), listRank(b.List)), cmp.Compare(a.List, b.List), cmp.Compare(a.Strategy, b.Strategy), cmp.Compare(a.Seed, b.Seed))
 	})
+	for _, st := range t.strategies {
+		var cpu, wall []float64
+		for _, u := range keys {
+			if u.Strategy == st {
+				cpu, wall = append(cpu, byUnit[u].CPUSeconds), append(wall, byUnit[u].WallSeconds)
+			}
+		}
+		t.cpu, t.wall = append(t.cpu, statOf(cpu)), append(t.wall, statOf(wall))
+	}
 	for i := 0; i < len(keys); {
 		row := tableRow{list: keys[i].List, cells: make([]stat, len(t.strategies)), sim: pub[keys[i].List]}
 		for i < len(keys) && keys[i].List == row.list {
@@ -365,5 +376,14 @@ func (t *table) markdown() string {
 	}
 	fmt.Fprintf(&b, "\nSeeds: %s. FGD leaves at most as many GPUs unallocated as the simulator's FGD on %d of the %d lists it publishes, and at most as many as FirstFit on %d of %d lists.\n",
 		seedsString(t.seeds), fgdLESim, withSim, fgdLEFF, withFF)
+	b.WriteString("\nCost of one replay (CPU seconds of the process, then wall seconds; mean ± sd over the replays):")
+	for i, s := range t.strategies {
+		sep := ";"
+		if i == len(t.strategies)-1 {
+			sep = "."
+		}
+		fmt.Fprintf(&b, " %s %s CPU, %s wall (%d replays)%s", s, t.cpu[i], t.wall[i], t.cpu[i].N, sep)
+	}
+	b.WriteString("\n")
 	return b.String()
 }
