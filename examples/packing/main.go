@@ -8,6 +8,13 @@
 //
 //	go run . -order shuffled -seed 1 -repetitions 1 -o ../../docs/packing.png
 //
+// The table over every pod list of the trace, next to the numbers the FGD paper's simulator publishes,
+// is cut into units of one replay each that run anywhere and merge (units.go, merge.go; k8s/job.yaml
+// runs them as an Indexed Job):
+//
+//	go run . units -data <simulator>/data/csv -out results -shard 0/2   # and -shard 1/2 beside it
+//	go run . merge -published <simulator>/experiments/analysis/expected_results/analysis_allo_discrete.csv results
+//
 // It is a module of its own so that the library's go.mod does not require the plotting library.
 //
 // Imports: of dralloc only allocator/headroom/trace (and through it the library), and gonum/plot.
@@ -30,7 +37,16 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+	args, do := os.Args[1:], run
+	if len(args) > 0 {
+		switch args[0] {
+		case "units":
+			args, do = args[1:], runUnits
+		case "merge":
+			args, do = args[1:], runMerge
+		}
+	}
+	if err := do(context.Background(), args, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "packing:", err)
 		os.Exit(1)
 	}

@@ -20,6 +20,11 @@ type ReplayOptions struct {
 	// start again each time the trace is used up.
 	Shuffle bool
 	Seed    uint64
+	// Order, when set, is the arrival order itself: indexes into the trace's tasks, each arriving when
+	// its turn comes (an index may repeat: a task arriving again is a copy of it). The replay stops at
+	// its end or at Until, whichever comes first; Shuffle must be false. It lets a caller reproduce
+	// another simulator's order, as examples/packing does for the FGD paper's.
+	Order []int
 	// Until is the arrived GPU workload, as a share of the cluster's GPUs, at which the replay stops
 	// (the paper's experiment: 1 and above). 0 means: with Shuffle 1, else when every task has arrived
 	// once. At most MaxUntil.
@@ -138,10 +143,33 @@ func Replay(ctx context.Context, o *Objects, opts ReplayOptions) (*Curve, error)
 	if demand == 0 {
 		return nil, errors.New("trace: no task asks for GPUs")
 	}
+	if opts.Order != nil {
+		if opts.Shuffle {
+			return nil, errors.New("trace: ReplayOptions.Order and Shuffle are both set")
+		}
+		if len(opts.Order) == 0 {
+			return nil, errors.New("trace: ReplayOptions.Order is empty")
+		}
+		for k, i := range opts.Order {
+			if i < 0 || i >= len(tasks) {
+				return nil, fmt.Errorf("trace: ReplayOptions.Order[%d]: %d is not a task index (the trace has %d tasks)", k, i, len(tasks))
+			}
+		}
+	}
 	// end is the arrived GPUs at which the replay stops; once is a replay of every task, in order.
 	once := until == 0 && !opts.Shuffle
 	end := demand
-	if !once {
+	if opts.Order != nil && until == 0 {
+		// The curve spans what the order asks for; the replay ends with the order.
+		end = 0
+		for _, i := range opts.Order {
+			end += tasks[i].GPU()
+		}
+		if end == 0 {
+			return nil, errors.New("trace: ReplayOptions.Order: no task of it asks for GPUs")
+		}
+		once = false
+	} else if !once {
 		if until == 0 {
 			until = 1
 		}
@@ -183,6 +211,9 @@ func Replay(ctx context.Context, o *Objects, opts ReplayOptions) (*Curve, error)
 		if once && len(r.curve.Arrivals) == len(tasks) {
 			break
 		}
+		if opts.Order != nil && len(r.curve.Arrivals) == len(opts.Order) {
+			break
+		}
 		if !once && r.point.ArrivedGPUs >= end-1e-9 {
 			break
 		}
@@ -190,7 +221,9 @@ func Replay(ctx context.Context, o *Objects, opts ReplayOptions) (*Curve, error)
 			r.curve.Truncated = true
 			break
 		}
-		if pos == len(order) {
+		if opts.Order != nil {
+			order, pos = opts.Order, len(r.curve.Arrivals)
+		} else if pos == len(order) {
 			if opts.Shuffle {
 				rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 			}

@@ -191,6 +191,49 @@ func TestReplayShuffled(t *testing.T) {
 	}
 }
 
+// TestReplayOrder: with Order the tasks arrive exactly in that order, repeats included, and the replay
+// ends with the order (or at Until, whichever comes first).
+func TestReplayOrder(t *testing.T) {
+	o := objects(t, "testdata/nodes_slice.csv", "testdata/pods_default_slice.csv")
+	n := len(o.Trace.Tasks)
+	order := []int{n - 1, 3, 3, 0}
+	for i := n - 1; i >= 0; i -= 2 {
+		order = append(order, i)
+	}
+	c, err := trace.Replay(context.Background(), o, trace.ReplayOptions{Order: order, Samples: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCurve(t, o, c)
+	got := make([]int, len(c.Arrivals))
+	for i, a := range c.Arrivals {
+		got[i] = a.Task
+	}
+	if !reflect.DeepEqual(got, order) {
+		t.Errorf("arrivals %v, want the order %v", got, order)
+	}
+	c, err = trace.Replay(context.Background(), o, trace.ReplayOptions{Order: order, Until: 0.1, Samples: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCurve(t, o, c)
+	if end := c.Points[len(c.Points)-1]; len(c.Arrivals) >= len(order) || end.Arrived < 0.1 || end.Arrived-o.Trace.Tasks[c.Arrivals[len(c.Arrivals)-1].Task].GPU()/float64(o.GPUs) >= 0.1 {
+		t.Errorf("Until 0.1: %d of %d arrivals, %v arrived", len(c.Arrivals), len(order), end.Arrived)
+	}
+	for _, tc := range []struct {
+		opts trace.ReplayOptions
+		want string
+	}{
+		{trace.ReplayOptions{Order: []int{}}, "trace: ReplayOptions.Order is empty"},
+		{trace.ReplayOptions{Order: []int{0}, Shuffle: true}, "trace: ReplayOptions.Order and Shuffle are both set"},
+		{trace.ReplayOptions{Order: []int{0, n}}, fmt.Sprintf("trace: ReplayOptions.Order[1]: %d is not a task index (the trace has %d tasks)", n, n)},
+	} {
+		if _, err := trace.Replay(context.Background(), o, tc.opts); err == nil || err.Error() != tc.want {
+			t.Errorf("%+v: got %v, want %q", tc.opts.Order, err, tc.want)
+		}
+	}
+}
+
 // TestReplayResources: CPU and memory count, and gpu_spec keeps a task to the models it names.
 func TestReplayResources(t *testing.T) {
 	nodes := nodeHeader + "a,4000,8192,1,T4\nb,64000,262144,1,V100M32\n"
