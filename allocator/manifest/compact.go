@@ -135,8 +135,9 @@ func (in interner) node(n *corev1.Node) {
 		in.at(&c.Message)
 	}
 	ni := &st.NodeInfo
+	// KubeProxyVersion is deprecated and no longer set by kubelets; it is kept as decoded.
 	for _, s := range []*string{&ni.KernelVersion, &ni.OSImage, &ni.ContainerRuntimeVersion, &ni.KubeletVersion,
-		&ni.KubeProxyVersion, &ni.OperatingSystem, &ni.Architecture} {
+		&ni.OperatingSystem, &ni.Architecture} {
 		in.at(s)
 	}
 	for i := range st.Images {
