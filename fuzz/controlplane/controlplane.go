@@ -36,6 +36,10 @@ type Options struct {
 	// tests that check what a user or ServiceAccount may do); the plane's kubeconfig stays in
 	// system:masters, which RBAC allows everything, impersonation included.
 	AuthorizationMode string
+	// Audit makes kube-apiserver write an audit log, [Plane.AuditLog]: every request at level Metadata
+	// (user, impersonated user, verb, resource, response code), one JSON event per line, for the tests
+	// that check that nothing was denied.
+	Audit bool
 	// DirPrefix names the directory made for the plane's kubeconfig, logs and process ids; "" means
 	// "dralloc-controlplane-".
 	DirPrefix string
@@ -47,7 +51,10 @@ type Plane struct {
 	Dir string
 	// Kubeconfig is the path of the kubeconfig for the kube-apiserver.
 	Kubeconfig string
-	script     string
+	// AuditLog is the path of kube-apiserver's audit log (audit.k8s.io/v1 Events as JSON lines), "" unless
+	// Options.Audit asked for one. Stop removes it with Dir.
+	AuditLog string
+	script   string
 }
 
 // Start starts a control plane as opts say. Its error wraps ErrUnavailable where no control plane can
@@ -84,6 +91,10 @@ func Start(opts Options) (*Plane, error) {
 	}
 	if opts.AuthorizationMode != "" {
 		env = append(env, "DRALLOC_APISERVER_AUTHORIZATION_MODE="+opts.AuthorizationMode)
+	}
+	if opts.Audit {
+		env = append(env, "DRALLOC_APISERVER_AUDIT=1")
+		p.AuditLog = filepath.Join(dir, "audit.log")
 	}
 	timeout := opts.StartTimeout
 	if timeout <= 0 {

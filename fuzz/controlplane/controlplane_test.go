@@ -129,6 +129,21 @@ func TestAuthorizationModeReachesTheScript(t *testing.T) {
 	}
 }
 
+func TestAuditReachesTheScript(t *testing.T) {
+	fakeScript(t, `[ "$1" = start ] && { [ "$DRALLOC_APISERVER_AUDIT" = 1 ] || { echo "got '$DRALLOC_APISERVER_AUDIT'"; exit 1; }; echo '{}' >"$2/audit.log"; }; exit 0`)
+	p, err := controlplane.Start(controlplane.Options{Audit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	if want := filepath.Join(p.Dir, "audit.log"); p.AuditLog != want {
+		t.Errorf("AuditLog %q, want %q", p.AuditLog, want)
+	}
+	if _, err := os.Stat(p.AuditLog); err != nil {
+		t.Errorf("the script's audit log: %v", err)
+	}
+}
+
 // A port that another process takes between the script's check and the bind (tests start planes side by side)
 // is retried on fresh ports: the first port each step hands out here is one this test listens on, so without
 // the retry both start and start-scheduler fail.

@@ -11,5 +11,10 @@
 // internal/modproxy (with cmd/moduleproxy, its command) serves the repository's modules from a folder laid out as a
 // module proxy, for the tests that run `go install …@version` as a user would (TestGoInstallByVersion).
 //
+// operator holds TestOperatorWalkThrough, a platform operator's walk-through on the real control plane with
+// RBAC enforced: kubectl-dra and the explainer installed by version, every kubectl-dra command run as a
+// read-only user, the explainer applied as `kubectl apply -k` does and run under its ServiceAccount, its
+// Warning on an unschedulable pod, nothing denied in the audit log, every documented metric scraped.
+//
 // Imports: nothing in a build; deps.go (build tag tools) names the upstream packages the subpackages test against.
 package upstream

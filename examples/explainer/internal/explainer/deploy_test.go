@@ -1,6 +1,8 @@
 package explainer
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -316,5 +318,138 @@ func TestAPICallsListed(t *testing.T) {
 	}
 	if len(seen) == 0 {
 		t.Fatal("the fake clientset recorded no request")
+	}
+}
+
+// serviceMonitor is what overlays/servicemonitor's ServiceMonitor (monitoring.coreos.com/v1, the
+// Prometheus Operator's) sets; decoded strictly, so that a misspelt field is an error.
+type serviceMonitor struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       struct {
+		Selector          metav1.LabelSelector `json:"selector"`
+		NamespaceSelector struct {
+			Any        bool     `json:"any"`
+			MatchNames []string `json:"matchNames"`
+		} `json:"namespaceSelector"`
+		Endpoints []struct {
+			Port     string `json:"port"`
+			Path     string `json:"path"`
+			Interval string `json:"interval"`
+		} `json:"endpoints"`
+	} `json:"spec"`
+}
+
+// overlays/servicemonitor renders base's objects unchanged and one ServiceMonitor that selects base's
+// metrics Service, and no other, in its namespace, and scrapes /metrics on the Service's port whose
+// target is the container port the explainer listens on (--listen).
+func TestServiceMonitorOverlay(t *testing.T) {
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), deployDir+"/overlays/servicemonitor")
+	if err != nil {
+		t.Fatalf("kustomize build overlays/servicemonitor: %v", err)
+	}
+	var monitors []serviceMonitor
+	var rest []string
+	for _, r := range res.Resources() {
+		j, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.GetKind() != "ServiceMonitor" {
+			rest = append(rest, string(j))
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(j))
+		dec.DisallowUnknownFields()
+		var sm serviceMonitor
+		if err := dec.Decode(&sm); err != nil {
+			t.Fatalf("ServiceMonitor %s: %v", r.GetName(), err)
+		}
+		monitors = append(monitors, sm)
+	}
+	base, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), deployDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, r := range base.Resources() {
+		j, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, string(j))
+	}
+	if !slices.Equal(rest, want) {
+		t.Errorf("the overlay changes base's objects:\n%s\nwant\n%s", strings.Join(rest, "\n"), strings.Join(want, "\n"))
+	}
+	if len(monitors) != 1 {
+		t.Fatalf("the overlay renders %d ServiceMonitors, want 1", len(monitors))
+	}
+	sm := monitors[0]
+	if sm.APIVersion != "monitoring.coreos.com/v1" {
+		t.Errorf("ServiceMonitor apiVersion %q, want monitoring.coreos.com/v1", sm.APIVersion)
+	}
+
+	var services []*v1.Service
+	var dep *appsv1.Deployment
+	for _, o := range kustomize(t, deployDir, krusty.ReorderOptionNone) {
+		switch o := o.(type) {
+		case *v1.Service:
+			services = append(services, o)
+		case *appsv1.Deployment:
+			dep = o
+		}
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
+	if err != nil || sel.Empty() {
+		t.Fatalf("ServiceMonitor selector %v: %v; want one that names the Service's labels", sm.Spec.Selector, err)
+	}
+	var svc *v1.Service
+	for _, s := range services {
+		inNS := sm.Spec.NamespaceSelector.Any || slices.Contains(sm.Spec.NamespaceSelector.MatchNames, s.Namespace) ||
+			(len(sm.Spec.NamespaceSelector.MatchNames) == 0 && s.Namespace == sm.Metadata.Namespace)
+		if inNS && sel.Matches(labels.Set(s.Labels)) {
+			if svc != nil {
+				t.Errorf("ServiceMonitor selects Services %s and %s, want one", svc.Name, s.Name)
+			}
+			svc = s
+		}
+	}
+	if svc == nil {
+		t.Fatalf("ServiceMonitor selects no Service of base (selector %v, namespaces %+v)", sel, sm.Spec.NamespaceSelector)
+	}
+	if sm.Metadata.Namespace != svc.Namespace || sm.Spec.NamespaceSelector.Any {
+		t.Errorf("ServiceMonitor in %q looks at namespaces %+v; want the Service's, %s, only", sm.Metadata.Namespace, sm.Spec.NamespaceSelector, svc.Namespace)
+	}
+	listen := ""
+	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+		if v, ok := strings.CutPrefix(a, "--listen="); ok {
+			listen = v
+		}
+	}
+	_, listenPort, _ := strings.Cut(listen, ":")
+	if len(sm.Spec.Endpoints) == 0 {
+		t.Fatal("ServiceMonitor has no endpoints")
+	}
+	for _, e := range sm.Spec.Endpoints {
+		i := slices.IndexFunc(svc.Spec.Ports, func(p v1.ServicePort) bool { return p.Name == e.Port })
+		if i < 0 {
+			t.Errorf("ServiceMonitor endpoint port %q: Service %s has no port of that name", e.Port, svc.Name)
+			continue
+		}
+		target := svc.Spec.Ports[i].TargetPort
+		var containerPort int32
+		for _, p := range dep.Spec.Template.Spec.Containers[0].Ports {
+			if p.Name == target.String() || p.ContainerPort == target.IntVal {
+				containerPort = p.ContainerPort
+			}
+		}
+		if fmt.Sprint(containerPort) != listenPort {
+			t.Errorf("ServiceMonitor port %q → Service target %s → container port %d; the explainer listens on %q", e.Port, target.String(), containerPort, listen)
+		}
+		if e.Path != "/metrics" {
+			t.Errorf("ServiceMonitor endpoint path %q, want /metrics", e.Path)
+		}
 	}
 }

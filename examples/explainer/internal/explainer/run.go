@@ -84,6 +84,8 @@ func Run(ctx context.Context, logger klog.Logger, opts RunOptions) error {
 	}
 	if opts.Listener != nil {
 		srv := &http.Server{Handler: Handler(reg, checks, watchdog), ReadHeaderTimeout: 10 * time.Second}
+		// The address as bound: with --listen 127.0.0.1:0 the log is where the port chosen is read.
+		logger.Info("Serving metrics and health", "address", opts.Listener.Addr().String())
 		go func() {
 			if err := srv.Serve(opts.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				logger.Error(err, "Serving metrics and health failed")
