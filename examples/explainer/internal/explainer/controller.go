@@ -47,6 +47,12 @@ type Config struct {
 	// Pods configures the Cluster the pods are explained on (its predicates, the suffix of generated
 	// claim names); the zero value is the default.
 	Pods pods.Options
+	// WaitGrace is how long a pod may wait for an object its explanation needs (a ResourceClaim, a
+	// ResourceClaimTemplate, a PodGroup) before the wait is recorded; 0 means 10 seconds. Informers
+	// deliver each kind on its own, so a pod is often seen before the claim created just before it; as
+	// kube-scheduler holds such a pod back from scheduling without an Event (the DRA plugin's
+	// PreEnqueue), the explainer records the wait only once it lasts.
+	WaitGrace time.Duration
 	// Observe, when set, is called after each pod is processed (for logs and tests).
 	Observe func(pod *v1.Pod, res Result, out Outcome, err error)
 }
@@ -70,9 +76,10 @@ type Controller struct {
 	changed             atomic.Bool
 	queue               workqueue.TypedRateLimitingInterface[string]
 
-	mu   sync.Mutex
-	uids map[string]types.UID // the UID of the pods the recorder or the metrics hold, by key
-	left map[string]types.UID // pods that left the informer with the condition True, by key
+	mu      sync.Mutex
+	waiting map[string]time.Time // since when a pod's explanation is ReasonWaitingForObject, by key
+	uids    map[string]types.UID // the UID of the pods the recorder or the metrics hold, by key
+	left    map[string]types.UID // pods that left the informer with the condition True, by key
 }
 
 // NewController wires the informers of every kind a Feed reads into a new Cluster, and an informer
@@ -91,6 +98,9 @@ func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
 	if cfg.Requeue <= 0 {
 		cfg.Requeue = 5 * time.Second
 	}
+	if cfg.WaitGrace <= 0 {
+		cfg.WaitGrace = 10 * time.Second
+	}
 	// An informer fed snapshot: the API server validated every object already.
 	snap := allocator.NewSnapshot(allocator.Options{TrustAPIServer: true})
 	registerClientMetrics()
@@ -106,8 +116,9 @@ func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
 		})),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "dralloc-explainer", MetricsProvider: queueMetrics}),
-		uids: map[string]types.UID{},
-		left: map[string]types.UID{},
+		waiting: map[string]time.Time{},
+		uids:    map[string]types.UID{},
+		left:    map[string]types.UID{},
 	}
 	c.feed = feed.New(c.cluster, feed.Options{OnError: func(err error) { logger.Error(err, "Feed refused an object") }})
 	c.recorder = NewRecorder(cfg.Client, cfg.Recorder)
@@ -370,6 +381,11 @@ func (c *Controller) sync(ctx context.Context, key string) (retry time.Duration,
 		return 0, err
 	}
 	c.metrics.SetPending(key, res.Reason)
+	if left := c.waitLeft(key, res); left > 0 {
+		c.metrics.Records.WithLabelValues(Deferred.String()).Inc()
+		c.observe(pod, res, Deferred, nil)
+		return left, nil
+	}
 	if res.Fits {
 		c.metrics.Records.WithLabelValues("fits").Inc()
 		c.logger.V(4).Info("Pod fits by dralloc's answer; nothing recorded", "pod", key, "explanation", res.Message)
@@ -397,11 +413,37 @@ func explainOrWait(ctx context.Context, cluster *pods.Cluster, pod *v1.Pod) (Res
 	res, err := Explain(ctx, cluster, pod)
 	switch {
 	case errors.Is(err, pods.ErrClaimNotFound), errors.Is(err, pods.ErrTemplateNotFound), errors.Is(err, pods.ErrPodGroupNotFound):
-		return Result{Message: err.Error(), Reason: "WaitingForObject"}, nil
+		return Result{Message: err.Error(), Reason: ReasonWaitingForObject}, nil
 	case errors.Is(err, pods.ErrClaimNotUsable):
-		return Result{Message: err.Error(), Reason: "ClaimNotUsable"}, nil
+		return Result{Message: err.Error(), Reason: ReasonClaimNotUsable}, nil
 	}
 	return res, err
+}
+
+// waitLeft is how much longer a pod waiting for an object is left unrecorded (Config.WaitGrace from
+// the first explanation that found it waiting); 0 once the grace is over or the pod waits no more.
+func (c *Controller) waitLeft(key string, res Result) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if res.Reason != ReasonWaitingForObject {
+		delete(c.waiting, key)
+		return 0
+	}
+	now := c.now()
+	since, ok := c.waiting[key]
+	if !ok {
+		since = now
+		c.waiting[key] = now
+	}
+	return max(c.cfg.WaitGrace-now.Sub(since), 0)
+}
+
+// now is the recorder's clock, which tests may set.
+func (c *Controller) now() time.Time {
+	if c.cfg.Recorder.Clock != nil {
+		return c.cfg.Recorder.Clock.Now()
+	}
+	return time.Now()
 }
 
 func (c *Controller) observe(pod *v1.Pod, res Result, out Outcome, err error) {
@@ -414,6 +456,7 @@ func (c *Controller) forget(key string) {
 	c.mu.Lock()
 	uid, ok := c.uids[key]
 	delete(c.uids, key)
+	delete(c.waiting, key)
 	c.mu.Unlock()
 	if ok {
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)

@@ -30,6 +30,12 @@ const (
 	// ReasonTooFewDevices is a request that needs more devices than a node has matching it, in use or
 	// not; as the dominant reason of a pod, than any node has ([pods.Explanation.TooFew]).
 	ReasonTooFewDevices = "TooFewMatchingDevices"
+	// ReasonWaitingForObject is a pod whose ResourceClaim, ResourceClaimTemplate or PodGroup is not
+	// in the informers' caches: not created yet, or not delivered yet (see [Config].WaitGrace).
+	ReasonWaitingForObject = "WaitingForObject"
+	// ReasonClaimNotUsable is a pod whose ResourceClaim cannot serve it (another pod's claim from a
+	// template of the same name, or a claim being deleted).
+	ReasonClaimNotUsable = "ClaimNotUsable"
 )
 
 // Result is what the controller records for one pod.
