@@ -100,10 +100,12 @@ type request struct {
 	capKey                   string // capacityKey's answer, made on first use; "" before
 	derived                  map[resourceapi.FullyQualifiedName]string
 	numDevices               int
-	limits                   []int              // the quota limits that apply (indices into Quota.Limits); nil for none
 	allDevices               []candidate        // for allocationMode All
 	classSel, reqSel         []*celenv.Selector // the class's are shared and read-only; reqSel is compiled on first use
 	classErr                 []error            // why a class selector did not compile
+	// limits are the quota limits that apply (indices into Quota.Limits); nil for none. Last, so that
+	// the fields the search reads without quota keep the places they had before quota.
+	limits []int
 }
 
 // name is the claim's kind and name, as errors name it.

@@ -352,17 +352,19 @@ func (a *allocation) sharesInUse(id DeviceID) bool {
 
 // undo records what allocateDevice changed, so rollback can restore it.
 type undo struct {
-	pos           position
-	c             candidate
-	req           *request
-	counters      bool
-	constraints   int
-	taken         bool
-	share         bool
+	pos         position
+	c           candidate
+	req         *request
+	counters    bool
+	constraints int
+	taken       bool
+	share       bool
+	// quota: charged to the owner's quota. Beside the other flags, in their word's padding: undo is
+	// returned by value for every device tried, and one more word is a cost without quota too.
+	quota         bool
 	consumed      map[resourceapi.QualifiedName]resource.Quantity
 	resultAdded   bool
 	resultsBefore int
-	quota         bool // charged to the owner's quota
 }
 
 // allocateDevice tries to add one device for a request: checks that need the search state (in use, node

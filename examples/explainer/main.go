@@ -39,6 +39,9 @@ func main() {
 	condition := flag.Bool("pod-condition", false, "also write the pod condition "+string(explainer.ConditionType))
 	workers := flag.Int("workers", 2, "pods explained at once")
 	qps := flag.Float64("kube-api-qps", 20, "client QPS against the API server")
+	// Off by default, as kube-scheduler: it allocates a pending pod's claims, which quota admission let
+	// in when they were created, whatever the quota says now (README.md, "Quota").
+	enforceQuota := flag.Bool("enforce-quota", false, "explain within the devices' quota the namespaces' ResourceQuotas declare (needs list and watch on resourcequotas)")
 	flag.Parse()
 	logger := klog.Background()
 
@@ -47,7 +50,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	if err := run(logger, *kubeconfig, *listen, *leaderElect, *leaseNS, *leaseName, lease, *interval, *condition, *workers, float32(*qps)); err != nil {
+	if err := run(logger, *kubeconfig, *listen, *leaderElect, *leaseNS, *leaseName, lease, *interval, *condition, *enforceQuota, *workers, float32(*qps)); err != nil {
 		logger.Error(err, "Explainer stopped")
 		klog.Flush()
 		os.Exit(1)
@@ -72,7 +75,7 @@ func (l leaseTimings) validate() error {
 	return nil
 }
 
-func run(logger klog.Logger, kubeconfig, listen string, leaderElect bool, leaseNS, leaseName string, lease leaseTimings, interval time.Duration, condition bool, workers int, qps float32) error {
+func run(logger klog.Logger, kubeconfig, listen string, leaderElect bool, leaseNS, leaseName string, lease leaseTimings, interval time.Duration, condition, enforceQuota bool, workers int, qps float32) error {
 	var cfg *rest.Config
 	var err error
 	if kubeconfig != "" {
@@ -108,9 +111,10 @@ func run(logger klog.Logger, kubeconfig, listen string, leaderElect bool, leaseN
 	defer stop()
 	return explainer.Run(ctx, logger, explainer.RunOptions{
 		Controller: explainer.Config{
-			Client:   client,
-			Workers:  workers,
-			Recorder: explainer.RecorderOptions{MinInterval: interval, Condition: condition, Instance: identity},
+			Client:       client,
+			Workers:      workers,
+			Recorder:     explainer.RecorderOptions{MinInterval: interval, Condition: condition, Instance: identity},
+			EnforceQuota: enforceQuota,
 		},
 		Listener:       lis,
 		LeaderElection: leaderElect,

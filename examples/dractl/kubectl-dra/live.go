@@ -41,6 +41,8 @@ type kind struct {
 	everywhere bool
 	// optional: when no version is served, none are read (the feature is off in the cluster).
 	optional bool
+	// quota: listed only for a command given --enforce-quota, which applies them.
+	quota bool
 }
 
 // kinds are what dractl reads, in the order `kubectl get pods,nodes,...` lists them. Namespaces are
@@ -60,6 +62,10 @@ var kinds = []kind{
 	{group: "resource.k8s.io", versions: []string{"v1", "v1beta2", "v1alpha3"}, resource: "devicetaintrules", optional: true},
 	// PodGroups are served only with the GenericWorkload feature.
 	{group: "scheduling.k8s.io", versions: []string{"v1beta1", "v1alpha3"}, resource: "podgroups", namespaced: true, optional: true},
+	// ResourceQuotas limit the devices of the pods of their namespace, so they are read where the
+	// pods are. Not optional: a user who asks for the quota and may not read it is told so, rather
+	// than answered as if there were none.
+	{versions: []string{"v1"}, resource: "resourcequotas", namespaced: true, quota: true},
 }
 
 // maxPages bounds the pages of one list, so that a server that keeps answering with a continue
@@ -80,12 +86,14 @@ type live struct {
 
 	client dynamic.Interface
 	ns     string // -n, or the namespace of the context
+	// flags are the command's own flags, parsed: whether it was given --enforce-quota.
+	flags *flag.FlagSet
 }
 
 const liveUsage = `Without -f, the objects are read from the cluster of the kubeconfig (--kubeconfig, --context),
 in the namespace of -n or of the context, or in all with -A (kubectl's flags, --as and --token
-included, mean what they mean to kubectl): pods, ResourceClaimTemplates and
-PodGroups in that namespace; nodes, ResourceSlices, DeviceClasses, DeviceTaintRules and the
+included, mean what they mean to kubectl): pods, ResourceClaimTemplates,
+PodGroups and, with --enforce-quota, ResourceQuotas in that namespace; nodes, ResourceSlices, DeviceClasses, DeviceTaintRules and the
 ResourceClaims of every namespace (a device a claim holds is in use, whichever namespace the claim
 is in). Only list, in pages; lists that are forbidden exit with 3, every permission missing named
 in one message (PodGroups and DeviceTaintRules forbidden are read as not served, with a warning);
@@ -120,6 +128,7 @@ func (l *live) parser(fs *flag.FlagSet) cli.FlagParser {
 	l.config = genericclioptions.NewConfigFlags(true)
 	l.config.AddFlags(pfs)
 	pfs.BoolVarP(&l.allNamespaces, "all-namespaces", "A", false, "read pods, claim templates and PodGroups of every namespace")
+	l.flags = fs
 	fs.VisitAll(func(f *flag.Flag) {
 		switch f.Name {
 		case "l":
@@ -217,6 +226,9 @@ func (l *live) load(ctx context.Context, opts manifest.Options, warn func(string
 	// missing, not one per run.
 	var denied []*forbidden
 	for _, k := range kinds {
+		if k.quota && !l.enforceQuota() {
+			continue
+		}
 		items, err := l.list(ctx, k)
 		var f *forbidden
 		if errors.As(err, &f) {
@@ -253,6 +265,15 @@ func (l *live) load(ctx context.Context, opts manifest.Options, warn func(string
 		return nil, missing(denied)
 	}
 	return objs, nil
+}
+
+// enforceQuota says whether the command was given --enforce-quota (explain, place and capacity have it).
+func (l *live) enforceQuota() bool {
+	if l.flags == nil {
+		return false
+	}
+	f := l.flags.Lookup("enforce-quota")
+	return f != nil && f.Value.String() == "true"
 }
 
 // decode reads items as one List, as kubectl writes several objects.

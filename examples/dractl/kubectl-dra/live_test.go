@@ -49,7 +49,7 @@ func kindOf(resource string) string {
 	return map[string]string{
 		"pods": "Pod", "nodes": "Node", "resourceslices": "ResourceSlice", "deviceclasses": "DeviceClass",
 		"resourceclaims": "ResourceClaim", "resourceclaimtemplates": "ResourceClaimTemplate",
-		"devicetaintrules": "DeviceTaintRule", "podgroups": "PodGroup",
+		"devicetaintrules": "DeviceTaintRule", "podgroups": "PodGroup", "resourcequotas": "ResourceQuota",
 	}[resource]
 }
 
@@ -81,6 +81,9 @@ func cluster(t *testing.T, objs *manifest.Objects) (*dynamicfake.FakeDynamicClie
 		typed = append(typed, o)
 	}
 	for _, o := range objs.PodGroups {
+		typed = append(typed, o)
+	}
+	for _, o := range objs.ResourceQuotas {
 		typed = append(typed, o)
 	}
 	gv := map[string]string{}
@@ -626,5 +629,110 @@ func TestVersionBuilt(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), want) {
 			t.Errorf("version: %v, no %q in\n%s", err, want, out)
 		}
+	}
+}
+
+// quotaObjects are two ResourceQuotas of namespace team-a (two GPUs of class gpu.example.com, and a
+// looser ten) and three pending pods there asking for one GPU each, for the demo cluster's node of
+// eight GPUs.
+const quotaObjects = `apiVersion: v1
+kind: ResourceQuota
+metadata: {name: gpus, namespace: team-a}
+spec:
+  hard:
+    gpu.example.com.deviceclass.resource.k8s.io/devices: "2"
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: loose, namespace: team-a}
+spec:
+  hard:
+    gpu.example.com.deviceclass.resource.k8s.io/devices: "10"
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu, namespace: team-a}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.example.com}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: job-0, namespace: team-a}
+spec:
+  containers: [{name: main, image: job}]
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: job-1, namespace: team-a}
+spec:
+  containers: [{name: main, image: job}]
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: job-2, namespace: team-a}
+spec:
+  containers: [{name: main, image: job}]
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+`
+
+// TestEnforceQuotaLive: with --enforce-quota the ResourceQuotas of the pods' namespace are listed (in
+// pages, as the other kinds) and applied: the output is the one dractl gives for the same objects
+// from a file, the third pod of team-a refused for its quota; without the flag they are not listed at
+// all. A user who may not list them is refused as for a required kind, with the permission named.
+func TestEnforceQuotaLive(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "quota.yaml"), []byte(quotaObjects), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := manifest.Load([]string{filepath.Join(testdata, "demo"), dir}, manifest.Options{SkipUnknown: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs.ResourceQuotas) != 2 {
+		t.Fatalf("%d ResourceQuotas loaded, want 2", len(objs.ResourceQuotas))
+	}
+	client, file := cluster(t, objs)
+	path := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(path, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"place", "--enforce-quota"}, {"explain", "--enforce-quota"}, {"capacity", "--enforce-quota"}, {"place"}} {
+		args := append(slices.Clone(cmd), "-o", "text", "--color", "never")
+		wantCode, want, wantErr := dractl(append(slices.Clone(args), "-f", path)...)
+		if wantCode == cli.ExitBadInput || wantCode == cli.ExitInternal {
+			t.Fatalf("%v -f: status %d: %s", args, wantCode, wantErr)
+		}
+		enforce := slices.Contains(cmd, "--enforce-quota")
+		if refused := strings.Contains(want, "quota owner team-a, DeviceClass gpu.example.com, devices ≤ 2: holds 2, asks for 1 more"); cmd[0] == "place" && refused != enforce {
+			t.Fatalf("%v -f: the quota refuses job-2: %v, want %v:\n%s", args, refused, enforce, want)
+		}
+		p := &pager{Interface: client, requests: map[string][]metav1.ListOptions{}}
+		code, got, errOut := kubectlDRA(p, 1, append(slices.Clone(args), "-A")...)
+		if code != wantCode || got != want {
+			t.Errorf("%v: live status %d, from the file %d; stderr %s\nlive:\n%s\nfile:\n%s", args, code, wantCode, errOut, got, want)
+		}
+		reqs := p.requests["resourcequotas"]
+		switch {
+		case !enforce && len(reqs) != 0:
+			t.Errorf("%v: %d lists of resourcequotas without --enforce-quota, want none", args, len(reqs))
+		case enforce && (len(reqs) != 2 || reqs[0].Limit != 1 || reqs[1].Continue != "1"): // pages of one, two quotas
+			t.Errorf("%v: lists of resourcequotas %v, want two pages of 1", args, reqs)
+		}
+	}
+
+	forbid(client, "resourcequotas")
+	if code, _, errOut := kubectlDRA(client, 0, "place", "-n", "team-a"); code == cli.ExitBadInput {
+		t.Errorf("place without --enforce-quota, resourcequotas forbidden: status %d, stderr %s", code, errOut)
+	}
+	const want = "kubectl dra place: forbidden: 1 list refused; the user needs:\n  list resourcequotas in namespace team-a\n" +
+		"(the ClusterRole of examples/dractl/kubectl-dra/deploy/clusterrole.yaml grants every one, and nothing more)\n"
+	if code, out, errOut := kubectlDRA(client, 0, "place", "-n", "team-a", "--enforce-quota"); code != cli.ExitBadInput || out != "" || errOut != want {
+		t.Errorf("place --enforce-quota, resourcequotas forbidden: status %d, stdout %q, stderr\n%s\nwant 3 and\n%s", code, out, errOut, want)
 	}
 }

@@ -66,9 +66,10 @@ func readClusterRole(t *testing.T) *rbacv1.ClusterRole {
 }
 
 // TestRealAPIServerRBAC: against a real kube-apiserver enforcing RBAC, a user bound to the shipped
-// ClusterRole runs every command with nothing denied and the output the cluster's admin gets; a
-// user holding only a Role in one namespace (pods, ResourceClaimTemplates, PodGroups there) is told
-// in one message every cluster-wide read missing, and warned of the DeviceTaintRules.
+// ClusterRole runs every command (and place --enforce-quota) with nothing denied and the output the
+// cluster's admin gets; a user holding only a Role in one namespace (pods, ResourceClaimTemplates,
+// PodGroups there) is told in one message every cluster-wide read missing, and warned of the
+// DeviceTaintRules.
 func TestRealAPIServerRBAC(t *testing.T) {
 	script := apiserverScript(t)
 	file := filepath.Join(testdata, "top", "cluster.yaml")
@@ -138,7 +139,8 @@ func TestRealAPIServerRBAC(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	for _, cmd := range commands {
+	// With --enforce-quota the ResourceQuotas are listed too, which the ClusterRole grants.
+	for _, cmd := range append(slices.Clone(commands), []string{"place", "--enforce-quota"}) {
 		for _, scope := range [][]string{{"-A"}, {"-n", "default"}, {"-nteam-b"}} {
 			args := append(append(slices.Clone(cmd), "-o", "json"), scope...)
 			wantCode, want, wantErr := run(args...)

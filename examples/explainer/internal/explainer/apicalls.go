@@ -20,6 +20,9 @@ const (
 	withCondition
 	// inLeaseNamespace: leader election, on the Lease in its own namespace (a Role).
 	inLeaseNamespace
+	// withQuota: only with Config.EnforceQuota (--enforce-quota), granted by the overlay that
+	// enables it.
+	withQuota
 )
 
 // apiCalls lists every request the explainer's code makes, by the code that makes it.
@@ -33,6 +36,7 @@ var apiCalls = []apiCall{
 	{"scheduling.k8s.io", "podgroups", "list", always}, {"scheduling.k8s.io", "podgroups", "watch", always},
 	{"", "nodes", "list", always}, {"", "nodes", "watch", always},
 	{"", "pods", "list", always}, {"", "pods", "watch", always},
+	{"", "resourcequotas", "list", withQuota}, {"", "resourcequotas", "watch", withQuota},
 	// Recorder.writeEvent creates; Recorder.lastEvent lists a pod's events (a new leader).
 	{"", "events", "create", always}, {"", "events", "list", always},
 	// Recorder.writeCondition patches; Recorder.Resolve reads the pod, then patches.

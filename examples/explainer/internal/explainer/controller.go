@@ -55,6 +55,15 @@ type Config struct {
 	WaitGrace time.Duration
 	// Observe, when set, is called after each pod is processed (for logs and tests).
 	Observe func(pod *v1.Pod, res Result, out Outcome, err error)
+	// EnforceQuota makes the explanations apply the devices' quota the cluster's ResourceQuotas
+	// declare (an informer on them feeds [feed.Options.EnforceQuota]): a pod whose claims fit a node
+	// but not their namespace's quota is explained by the limit, what the namespace holds and what the
+	// claims ask for (reason [ReasonQuotaExceeded]), and pods are explained again when a ResourceQuota
+	// changes. Off, quota is not looked at, as kube-scheduler v1.37.2 does not: ResourceQuota is
+	// charged when a claim is created (admission), and the DRA plugin allocates the claims of a pending
+	// pod, which were admitted, whatever the quota says now. It is for clusters whose placement also
+	// applies quota (dralloc's pods layer under a quota); it needs list and watch on resourcequotas.
+	EnforceQuota bool
 }
 
 // Controller explains unschedulable DRA pods. Create it with [NewController]; [Controller.Start]
@@ -84,7 +93,7 @@ type Controller struct {
 
 // NewController wires the informers of every kind a Feed reads into a new Cluster, and an informer
 // of the pods not bound to a node. PodGroups (scheduling.k8s.io/v1beta1) are read when the API server
-// serves them.
+// serves them, ResourceQuotas with Config.EnforceQuota.
 func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("explainer config: client is required")
@@ -120,7 +129,8 @@ func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
 		uids:    map[string]types.UID{},
 		left:    map[string]types.UID{},
 	}
-	c.feed = feed.New(c.cluster, feed.Options{OnError: func(err error) { logger.Error(err, "Feed refused an object") }})
+	c.feed = feed.New(c.cluster, feed.Options{OnError: func(err error) { logger.Error(err, "Feed refused an object") },
+		EnforceQuota: cfg.EnforceQuota})
 	c.recorder = NewRecorder(cfg.Client, cfg.Recorder)
 	res := c.factory.Resource().V1()
 	c.metrics = NewMetrics(listerSource{res.ResourceSlices().Lister(), res.DeviceClasses().Lister(), res.ResourceClaims().Lister(), res.DeviceTaintRules().Lister()})
@@ -131,6 +141,11 @@ func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
 	}
 	if served(cfg.Client, "scheduling.k8s.io/v1beta1", "podgroups") {
 		infs = append(infs, c.factory.Scheduling().V1beta1().PodGroups().Informer())
+	}
+	if cfg.EnforceQuota {
+		// Through the Feed like the DRA kinds, and marked as changed like them: a ResourceQuota raised
+		// or lowered changes the explanation of the pods of its namespace.
+		infs = append(infs, c.factory.Core().V1().ResourceQuotas().Informer())
 	}
 	mark := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.changed.Store(true) },

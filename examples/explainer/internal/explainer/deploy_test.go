@@ -263,24 +263,32 @@ func rolesOf(t *testing.T, objs []runtime.Object) (cluster, namespaced map[grant
 }
 
 // Least privilege: the base grants exactly the calls every replica makes, the Lease's Role exactly
-// leader election's, and only the overlay that enables --pod-condition grants what the condition needs.
+// leader election's, and only the overlay that enables --pod-condition grants what the condition needs,
+// only the one that enables --enforce-quota what the quota needs.
 func TestRolesGrantWhatTheCodeCalls(t *testing.T) {
 	for _, tc := range []struct {
-		dir       string
-		condition bool
+		dir              string
+		condition, quota bool
 	}{
-		{deployDir, false},
-		{deployDir + "/overlays/pod-condition", true},
+		{deployDir, false, false},
+		{deployDir + "/overlays/pod-condition", true, false},
+		{deployDir + "/overlays/enforce-quota", false, true},
 	} {
 		cluster, namespaced, args := rolesOf(t, kustomize(t, tc.dir, krusty.ReorderOptionNone))
-		want := callsIn(always)
+		scopes := []callScope{always}
 		if tc.condition {
-			want = callsIn(always, withCondition)
+			scopes = append(scopes, withCondition)
 		}
-		compareGrants(t, tc.dir+": the ClusterRoles", cluster, want)
+		if tc.quota {
+			scopes = append(scopes, withQuota)
+		}
+		compareGrants(t, tc.dir+": the ClusterRoles", cluster, callsIn(scopes...))
 		compareGrants(t, tc.dir+": the Roles", namespaced, callsIn(inLeaseNamespace))
 		if got := slices.Contains(args, "--pod-condition=true"); got != tc.condition {
 			t.Errorf("%s: the Deployment's args %v enable the pod condition: %v, want %v", tc.dir, args, got, tc.condition)
+		}
+		if got := slices.Contains(args, "--enforce-quota=true"); got != tc.quota {
+			t.Errorf("%s: the Deployment's args %v enforce quota: %v, want %v", tc.dir, args, got, tc.quota)
 		}
 	}
 }
@@ -298,7 +306,7 @@ func TestAPICallsListed(t *testing.T) {
 		return err == nil, w, err
 	})
 	testControllerRecordsEventsWith(t, setup, c, markUnschedulable)
-	listed := callsIn(always, withCondition, inLeaseNamespace)
+	listed := callsIn(always, withCondition, inLeaseNamespace, withQuota)
 	seen := map[grant]bool{}
 	for _, a := range c.Actions() {
 		res := a.GetResource()

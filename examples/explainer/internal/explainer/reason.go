@@ -36,6 +36,10 @@ const (
 	// ReasonClaimNotUsable is a pod whose ResourceClaim cannot serve it (another pod's claim from a
 	// template of the same name, or a claim being deleted).
 	ReasonClaimNotUsable = "ClaimNotUsable"
+	// ReasonQuotaExceeded is a pod whose claims fit a node but not their namespace's quota (with
+	// Config.EnforceQuota): the message names the limit, what the namespace holds and what the claims
+	// ask for ([allocator.QuotaExceeded]).
+	ReasonQuotaExceeded = "QuotaExceeded"
 )
 
 // Result is what the controller records for one pod.
@@ -91,6 +95,11 @@ func blockers(e *pods.Explanation) string {
 		if ce == nil {
 			continue
 		}
+		// A quota's limit blocks like an object: its name and Max (what the namespace holds and asks
+		// for are in the message).
+		for _, q := range ce.Quota {
+			set[ReasonQuotaExceeded+"\x00ResourceQuota\x00"+q.Limit.String()] = struct{}{}
+		}
 		for _, c := range ce.Claims {
 			for _, r := range c.Requests {
 				for _, f := range r.Filters {
@@ -112,10 +121,14 @@ func blockers(e *pods.Explanation) string {
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-// dominant is what the pod would need, when known: a request no node has enough matching devices for,
-// or claims to release their devices; otherwise the reason of the largest group of nodes, read from its
-// first node.
+// dominant is what the pod would need, when known: more quota when the largest group of nodes is
+// refused for it (claims releasing their devices may then be named too: they free quota), a request no
+// node has enough matching devices for, or claims to release their devices; otherwise the reason of the
+// largest group of nodes, read from its first node.
 func dominant(e *pods.Explanation) string {
+	if n := firstOfLargest(e); n != nil && n.Claims != nil && len(n.Claims.Quota) > 0 {
+		return ReasonQuotaExceeded
+	}
 	for _, s := range e.TooFew {
 		if s.Most > 0 {
 			return ReasonTooFewDevices
@@ -127,21 +140,30 @@ func dominant(e *pods.Explanation) string {
 	if len(e.Groups) == 0 || len(e.Groups[0].Examples) == 0 {
 		return ReasonNoNodes
 	}
+	n := firstOfLargest(e)
+	switch {
+	case n == nil:
+		return ReasonClaims
+	case n.Claims != nil:
+		return claimsReason(n.Claims)
+	case strings.Contains(n.Reason, "extended resource"):
+		return ReasonExtendedResourceClass
+	}
+	return ReasonNodePredicate
+}
+
+// firstOfLargest is the first node of the largest group; nil when there is none.
+func firstOfLargest(e *pods.Explanation) *pods.NodeExplanation {
+	if len(e.Groups) == 0 || len(e.Groups[0].Examples) == 0 {
+		return nil
+	}
 	name := e.Groups[0].Examples[0]
 	for i := range e.Nodes {
-		n := &e.Nodes[i]
-		if n.Node != name {
-			continue
+		if e.Nodes[i].Node == name {
+			return &e.Nodes[i]
 		}
-		if n.Claims == nil {
-			if strings.Contains(n.Reason, "extended resource") {
-				return ReasonExtendedResourceClass
-			}
-			return ReasonNodePredicate
-		}
-		return claimsReason(n.Claims)
 	}
-	return ReasonClaims
+	return nil
 }
 
 // claimsReason reads the main reason of the first short request as dralloc's explanation words it
@@ -149,8 +171,12 @@ func dominant(e *pods.Explanation) string {
 // request selectors, CEL errors, node locality) leave no device, the one that removed the most; when
 // they leave fewer devices than the request needs, too few devices; else the filter that removed the
 // most of the matching devices (in use, tainted, short of capacity or counters). Without a short
-// request, the first obstacle between the requests.
+// request, the first obstacle between the requests. Claims that fit the node but not their quota have
+// their own reason, whatever the counts (those of the search without quota) say.
 func claimsReason(e *allocator.Explanation) string {
+	if len(e.Quota) > 0 {
+		return ReasonQuotaExceeded
+	}
 	for _, c := range e.Claims {
 		for i := range c.Requests {
 			r := &c.Requests[i]
