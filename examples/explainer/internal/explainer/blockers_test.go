@@ -56,7 +56,7 @@ func testBlockersChange(t *testing.T, c kubernetes.Interface, schedule scheduleS
 		hold(h, fmt.Sprintf("d%d", i))
 	}
 
-	obs := &observed{last: map[string]observation{}}
+	obs := newObserved(ns)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	must("listen", err)
 	runCtx, stop := context.WithCancel(ctx)

@@ -19,10 +19,16 @@ import (
 )
 
 // observed keeps the last result the controller reached per pod name.
+// observed keeps the last observation of each pod of one namespace, by the pod's name. The live tests
+// share one API server, and a controller explains the pending pods of every namespace, those that
+// earlier tests left included: a pod of another namespace with the same name must not count.
 type observed struct {
+	ns   string
 	mu   sync.Mutex
 	last map[string]observation
 }
+
+func newObserved(ns string) *observed { return &observed{ns: ns, last: map[string]observation{}} }
 
 type observation struct {
 	res Result
@@ -32,6 +38,9 @@ type observation struct {
 }
 
 func (o *observed) observe(p *v1.Pod, res Result, out Outcome, err error) {
+	if p.Namespace != o.ns {
+		return
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	prev := o.last[p.Name]
@@ -110,7 +119,7 @@ func testControllerRecordsEventsWith(t *testing.T, c, ctrl kubernetes.Interface,
 		{pod: "fits", class: n("l4"), count: 1},
 	}
 
-	obs := &observed{last: map[string]observation{}}
+	obs := newObserved(ns)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	must("listen", err)
 	runCtx, stop := context.WithCancel(ctx)
@@ -330,4 +339,9 @@ func get(url string, body *string) error {
 		*body = string(b)
 	}
 	return nil
+}
+
+// String prints the error's text, which %+v of the struct would print as a pointer.
+func (o observation) String() string {
+	return fmt.Sprintf("{res:%+v out:%v err:%v n:%d}", o.res, o.out, o.err, o.n)
 }

@@ -64,7 +64,7 @@ func testFailover(t *testing.T, c kubernetes.Interface, schedule scheduleStep) {
 	replicas := map[string]*replica{}
 	for _, id := range []string{"replica-a", "replica-b"} {
 		rctx, stop := context.WithCancel(ctx)
-		r := &replica{obs: &observed{last: map[string]observation{}}, stop: stop, done: make(chan error, 1)}
+		r := &replica{obs: newObserved(ns), stop: stop, done: make(chan error, 1)}
 		replicas[id] = r
 		go func() {
 			r.done <- Run(rctx, ktesting.NewLogger(t, ktesting.NewConfig()), RunOptions{

@@ -95,7 +95,7 @@ func testQuota(t *testing.T, c kubernetes.Interface, schedule scheduleStep) {
 	schedule(ctx, t, c, pd)
 
 	// Without EnforceQuota the claim fits the free device: nothing is recorded.
-	plain := &observed{last: map[string]observation{}}
+	plain := newObserved(ns)
 	_, stopPlain := run(false, plain)
 	eventually(t, 30*time.Second, "the pod fits without quota", func() error {
 		if got := plain.get("wait"); got.n == 0 || !got.res.Fits {
@@ -108,7 +108,7 @@ func testQuota(t *testing.T, c kubernetes.Interface, schedule scheduleStep) {
 		t.Fatalf("events %v (%v) without quota, want none", evs, err)
 	}
 
-	obs := &observed{last: map[string]observation{}}
+	obs := newObserved(ns)
 	addr, stop := run(true, obs)
 	defer stop()
 	// Releasing the claim held frees quota too: the explanation says so first.
@@ -121,8 +121,8 @@ func testQuota(t *testing.T, c kubernetes.Interface, schedule scheduleStep) {
 		}
 		return nil
 	})
-	if got := obs.get("wait").res; got.Reason != ReasonQuotaExceeded || got.Blockers == "" {
-		t.Errorf("result %+v, want reason %s and blockers", got, ReasonQuotaExceeded)
+	if got := obs.get("wait"); got.res.Reason != ReasonQuotaExceeded || got.res.Blockers == "" {
+		t.Errorf("last result %v, want reason %s and blockers", got, ReasonQuotaExceeded)
 	}
 	eventually(t, 30*time.Second, "the pending gauge", func() error {
 		var body string

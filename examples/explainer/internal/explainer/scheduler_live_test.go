@@ -140,7 +140,7 @@ func TestLiveWithScheduler(t *testing.T) {
 		{pod: "fits", class: n("l4"), count: 1},
 	}
 
-	obs := &observed{last: map[string]observation{}}
+	obs := newObserved(ns)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	must("listen", err)
 	runCtx, stop := context.WithCancel(ctx)
