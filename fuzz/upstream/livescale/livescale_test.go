@@ -138,18 +138,31 @@ func measureSize(t *testing.T, s shape, explainerBin, kubectlDRA string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logf("explainer: every pending pod explained %v after start, %v CPU, %.0f API requests, %v per explanation; RSS %s (peak %s)",
-		er.allExplained.Round(time.Second), er.explainedCPU, er.initialCalls, er.explainMean.Round(time.Microsecond), mib(er.rss), mib(er.peak))
+	if er.partial {
+		logf("explainer: %.0f of %d pending pods explained %v after start (stopped there), %v CPU, %v per explanation; RSS %s (peak %s)",
+			er.explained, s.pending, er.allExplained.Round(time.Second), er.explainedCPU, er.explainMean.Round(time.Microsecond), mib(er.rss), mib(er.peak))
+	} else {
+		logf("explainer: every pending pod explained %v after start, %v CPU, %.0f API requests, %v per explanation; RSS %s (peak %s)",
+			er.allExplained.Round(time.Second), er.explainedCPU, er.initialCalls, er.explainMean.Round(time.Microsecond), mib(er.rss), mib(er.peak))
+	}
 	logf("explainer: idle over %v: %v CPU and %.1f API requests per minute", er.idleWindow, er.idleCPUPerMin.Round(time.Millisecond), er.callsPerMin)
 	for _, cr := range er.changes {
-		logf("explainer: %s: %.0f pods explained again, %v CPU (idle subtracted) until quiet %v later",
-			cr.name, cr.records, cr.cpu.Round(time.Millisecond), cr.window.Round(time.Second))
+		quiet := "until quiet"
+		if cr.cut {
+			quiet = "still working, stopped"
+		}
+		logf("explainer: %s: %.0f pods explained again, %v CPU (idle subtracted) %s %v later",
+			cr.name, cr.records, cr.cpu.Round(time.Millisecond), quiet, cr.window.Round(time.Second))
 	}
 
 	for _, args := range [][]string{{"explain", "-A"}, {"top"}} {
 		r, err := runCLI(ctx, kubectlDRA, plane, args...)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if r.killed {
+			logf("kubectl-dra %s: stopped after %v (the phase's budget), max RSS %s, %d bytes of output by then", strings.Join(args, " "), r.wall.Round(time.Millisecond), mib(r.maxRSS), r.outBytes)
+			continue
 		}
 		logf("kubectl-dra %s: %v wall, max RSS %s, %d bytes of output, exit %d", strings.Join(args, " "), r.wall.Round(time.Millisecond), mib(r.maxRSS), r.outBytes, r.code)
 	}

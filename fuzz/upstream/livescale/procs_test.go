@@ -163,10 +163,16 @@ type explainerResult struct {
 	idleCPUPerMin time.Duration // CPU per minute with nothing changing
 	callsPerMin   float64       // API requests per minute with nothing changing
 	changes       []changeResult
+	partial       bool          // not every pod was explained within phaseBudget
+	explained     float64       // pending pods explained
 	initialCalls  float64       // API requests to get every pod explained
 	explainMean   time.Duration // the mean time of one explanation
 	idleWindow    time.Duration
 }
+
+// phaseBudget bounds the explainer's first pass and each kubectl-dra command: on the busy 2-core
+// machine a large size would otherwise run for hours; what was done by then is reported.
+const phaseBudget = 4 * time.Minute
 
 // change is one change of the cluster made while the explainer is quiet.
 type change struct {
@@ -180,6 +186,7 @@ type changeResult struct {
 	records float64       // pods explained again
 	cpu     time.Duration // CPU of the reconciliation, idle CPU subtracted
 	window  time.Duration // from the change to the queue quiet again
+	cut     bool          // the queue was not quiet within phaseBudget
 }
 
 // measureExplainer runs the explainer on the plane until every pending pod is explained, then
@@ -230,7 +237,19 @@ func measureExplainer(ctx context.Context, bin string, plane *controlplane.Plane
 		if int(m["dralloc_explainer_pending_pods"]) >= s.pending {
 			break
 		}
+		if time.Since(start) > phaseBudget {
+			// What it did in the time: the rate says how long the rest would take.
+			r.partial, r.explained = true, m["dralloc_explainer_pending_pods"]
+			r.allExplained = time.Since(start)
+			r.explainedCPU, _ = procCPU(pid)
+			r.rss, r.peak, _ = procMemory(pid)
+			if n := m["dralloc_explainer_explain_seconds_count"]; n > 0 {
+				r.explainMean = time.Duration(m["dralloc_explainer_explain_seconds_sum"] / n * float64(time.Second))
+			}
+			return r, nil
+		}
 	}
+	r.explained = m["dralloc_explainer_pending_pods"]
 	r.allExplained = time.Since(start)
 	r.initialCalls = m["rest_client_requests_total"]
 	if n := m["dralloc_explainer_explain_seconds_count"]; n > 0 {
@@ -245,8 +264,11 @@ func measureExplainer(ctx context.Context, bin string, plane *controlplane.Plane
 	logf("explainer: every pending pod explained after %v", r.allExplained)
 
 	// Quiet: the queue drains (the Requeue pass after the last informer events included).
+	// Past phaseBudget it returns the metrics then, with cut set.
+	cut := false
 	quiet := func() (map[string]float64, error) {
 		var last float64 = -1
+		begun := time.Now()
 		for ctx.Err() == nil {
 			time.Sleep(6 * time.Second)
 			m, err := scrape(ctx, addr, explainerMetrics)
@@ -254,6 +276,10 @@ func measureExplainer(ctx context.Context, bin string, plane *controlplane.Plane
 				return nil, err
 			}
 			if m["workqueue_depth"] == 0 && m["dralloc_explainer_records_total"] == last {
+				return m, nil
+			}
+			if time.Since(begun) > phaseBudget {
+				cut = true
 				return m, nil
 			}
 			last = m["dralloc_explainer_records_total"]
@@ -285,6 +311,7 @@ func measureExplainer(ctx context.Context, bin string, plane *controlplane.Plane
 		}
 		cpuBefore, _ := procCPU(pid)
 		t0 := time.Now()
+		cut = false
 		if err := ch.make(ctx); err != nil {
 			return fail(fmt.Errorf("%s: %w", ch.name, err))
 		}
@@ -293,7 +320,7 @@ func measureExplainer(ctx context.Context, bin string, plane *controlplane.Plane
 			return fail(err)
 		}
 		cpuAfter, _ := procCPU(pid)
-		cr := changeResult{name: ch.name, window: time.Since(t0)}
+		cr := changeResult{name: ch.name, window: time.Since(t0), cut: cut}
 		cr.records = after["dralloc_explainer_records_total"] - before["dralloc_explainer_records_total"]
 		cr.cpu = max(0, cpuAfter-cpuBefore-time.Duration(float64(r.idleCPUPerMin)*cr.window.Minutes()))
 		r.changes = append(r.changes, cr)
@@ -307,11 +334,14 @@ type cliResult struct {
 	maxRSS   uint64
 	outBytes int64
 	code     int
+	killed   bool // it ran past phaseBudget
 }
 
 // runCLI runs kubectl-dra with args against the plane; exit 0 and 1 (fits, does not fit) are answers.
 func runCLI(ctx context.Context, bin string, plane *controlplane.Plane, args ...string) (cliResult, error) {
 	var r cliResult
+	ctx, cancel := context.WithTimeout(ctx, phaseBudget)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append(args, "--kubeconfig", plane.Kubeconfig)...)
 	var out countWriter
 	var errOut bytes.Buffer
@@ -327,6 +357,10 @@ func runCLI(ctx context.Context, bin string, plane *controlplane.Plane, args ...
 		}
 	}
 	var exit *exec.ExitError
+	if ctx.Err() != nil {
+		r.killed = true
+		return r, nil
+	}
 	if err != nil && !(errors.As(err, &exit) && r.code == 1) {
 		return r, fmt.Errorf("kubectl-dra %s: %v\n%s", strings.Join(args, " "), err, controlplane.Tail(errOut.Bytes(), 10))
 	}
