@@ -9,6 +9,10 @@
 //
 //	cd fuzz/upstream && DRALLOC_LIVE_SCALE=1000,2500 go test ./livescale -run TestLiveScale -v -timeout 2h
 //
+// DRALLOC_LIVE_SCALE_ONLY=feed stops each size after the feed's measurements. The explainer's passes
+// and each kubectl-dra command are stopped after four minutes (phaseBudget), with what was done by then
+// logged: on a busy 2-core machine a large size would otherwise run for hours.
+//
 // Each size starts a control plane of its own (fuzz/controlplane; the binaries must have been built
 // by `scripts/kube-apiserver build`) and logs one line per measurement, prefixed "livescale", which
 // bench/PERFORMANCE.md tabulates. The test asserts what the pieces must do at any size (every

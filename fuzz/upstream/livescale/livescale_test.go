@@ -18,8 +18,12 @@ import (
 	"github.com/dralloc/dralloc/fuzz/controlplane"
 )
 
-// sizesEnv names the node counts to measure; the test is skipped without it.
-const sizesEnv = "DRALLOC_LIVE_SCALE"
+// sizesEnv names the node counts to measure; the test is skipped without it. onlyEnv=feed stops
+// each size after the feed's measurements.
+const (
+	sizesEnv = "DRALLOC_LIVE_SCALE"
+	onlyEnv  = "DRALLOC_LIVE_SCALE_ONLY"
+)
 
 // TestLiveScale generates a cluster of each size in DRALLOC_LIVE_SCALE on a fresh kube-apiserver and
 // measures the feed, the explainer and kubectl-dra on it (see the package documentation). It fails
@@ -94,6 +98,9 @@ func measureSize(t *testing.T, s shape, explainerBin, kubectlDRA string) {
 		fr.listTime.Round(time.Millisecond), mib(fr.informerHeap), fr.objects, fr.replayTime.Round(time.Millisecond), fr.perListedObject, mib(fr.feedHeap))
 	logf("feed: stream of claim updates: %d written (%d failed), %d applied, %.0f/s, %v of feed time each; lag from write to applied p50 %v p99 %v max %v",
 		fr.written, fr.failed, fr.applied, fr.streamRate, fr.perEvent, fr.lagP50.Round(time.Millisecond), fr.lagP99.Round(time.Millisecond), fr.lagMax.Round(time.Millisecond))
+	if os.Getenv(onlyEnv) == "feed" {
+		return
+	}
 	// The Cluster is ready: it explains a pending pod of each kind.
 	for i := range 4 {
 		p, err := c.CoreV1().Pods(namespace).Get(ctx, fmt.Sprintf("pending-%05d", i), metav1.GetOptions{})
@@ -145,14 +152,18 @@ func measureSize(t *testing.T, s shape, explainerBin, kubectlDRA string) {
 		logf("explainer: every pending pod explained %v after start, %v CPU, %.0f API requests, %v per explanation; RSS %s (peak %s)",
 			er.allExplained.Round(time.Second), er.explainedCPU, er.initialCalls, er.explainMean.Round(time.Microsecond), mib(er.rss), mib(er.peak))
 	}
-	logf("explainer: idle over %v: %v CPU and %.1f API requests per minute", er.idleWindow, er.idleCPUPerMin.Round(time.Millisecond), er.callsPerMin)
-	for _, cr := range er.changes {
-		quiet := "until quiet"
-		if cr.cut {
-			quiet = "still working, stopped"
+	if er.partial {
+		logf("explainer: not measured idle nor after a change: the first pass did not end")
+	} else {
+		logf("explainer: idle over %v: %v CPU and %.1f API requests per minute", er.idleWindow, er.idleCPUPerMin.Round(time.Millisecond), er.callsPerMin)
+		for _, cr := range er.changes {
+			quiet := "until quiet"
+			if cr.cut {
+				quiet = "still working, stopped"
+			}
+			logf("explainer: %s: %.0f pods explained again, %v CPU (idle subtracted) %s %v later",
+				cr.name, cr.records, cr.cpu.Round(time.Millisecond), quiet, cr.window.Round(time.Second))
 		}
-		logf("explainer: %s: %.0f pods explained again, %v CPU (idle subtracted) %s %v later",
-			cr.name, cr.records, cr.cpu.Round(time.Millisecond), quiet, cr.window.Round(time.Second))
 	}
 
 	for _, args := range [][]string{{"explain", "-A"}, {"top"}} {
