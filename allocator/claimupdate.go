@@ -93,7 +93,7 @@ func (s *Snapshot) UpdateClaims(updates []ClaimUpdate) error {
 			old := s.st.claims[key]
 			olds[i] = old
 			if old != nil {
-				s.st.applyUsage(old.usage, -1)
+				s.st.applyUsage(key, old.usage, -1)
 				s.st.unindexClaim(old.obj)
 				delete(s.st.claims, key)
 			}
@@ -103,7 +103,7 @@ func (s *Snapshot) UpdateClaims(updates []ClaimUpdate) error {
 			e := &claimEntry{obj: owned[i], usage: usageOf(owned[i], s.f)}
 			s.st.indexClaim(e.obj)
 			s.st.claims[key] = e
-			s.st.applyUsage(e.usage, 1)
+			s.st.applyUsage(key, e.usage, 1)
 			var held, heldAdmin []deviceUsage
 			if old != nil {
 				held, heldAdmin = old.usage, adminSharesOf(old.obj, s.f)
@@ -118,14 +118,14 @@ func (s *Snapshot) UpdateClaims(updates []ClaimUpdate) error {
 			for i := len(updates) - 1; i >= 0; i-- {
 				key := updates[i].key()
 				if e := s.st.claims[key]; e != nil && owned[i] != nil {
-					s.st.applyUsage(e.usage, -1)
+					s.st.applyUsage(key, e.usage, -1)
 					s.st.unindexClaim(e.obj)
 					delete(s.st.claims, key)
 				}
 				if old := olds[i]; old != nil {
 					s.st.claims[key] = old
 					s.st.indexClaim(old.obj)
-					s.st.applyUsage(old.usage, 1)
+					s.st.applyUsage(key, old.usage, 1)
 				}
 			}
 			return err

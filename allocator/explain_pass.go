@@ -8,7 +8,6 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dralloc/dralloc/capacity"
 	"github.com/dralloc/dralloc/celenv"
@@ -132,10 +131,9 @@ func (a *allocation) reprepare() error {
 
 // explainer is the state of one explanation pass.
 type explainer struct {
-	a       *allocation
-	pools   []PoolError
-	holders map[DeviceID]string // the first claim, by namespace and name, holding a device exclusively
-	reqs    []explained
+	a     *allocation
+	pools []PoolError
+	reqs  []explained
 }
 
 // explained is a request with its explanation and its candidates.
@@ -344,24 +342,13 @@ func (a *allocation) selectorField(r *request, i int, class bool) (string, strin
 }
 
 // holder is the claim (namespace/name) holding a device exclusively, the first by name when several
-// do. The index is built on first use: only devices in use need it.
+// do, from the state's index: an explanation on one node costs the same whatever the number of claims
+// elsewhere.
 func (x *explainer) holder(id DeviceID) string {
-	if x.holders == nil {
-		x.holders = map[DeviceID]string{}
-		keys := make([]types.NamespacedName, 0, len(x.a.st.claims))
-		for k := range x.a.st.claims {
-			keys = append(keys, k)
-		}
-		slices.SortFunc(keys, compareKeys)
-		for _, k := range keys {
-			for _, u := range x.a.st.claims[k].usage {
-				if _, seen := x.holders[u.id]; !seen && !u.shared {
-					x.holders[u.id] = k.Namespace + "/" + k.Name
-				}
-			}
-		}
+	if l := x.a.st.holders[id]; len(l) > 0 {
+		return l[0].Namespace + "/" + l[0].Name
 	}
-	return x.holders[id]
+	return ""
 }
 
 // capacity checks the request's capacity against the device as capacityFits does and names the capacity

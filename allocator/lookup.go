@@ -113,7 +113,7 @@ func (st *state) unindexClaim(claim *resourceapi.ResourceClaim) {
 
 // addKey adds key to the sorted list of uid, once; the list is replaced, never edited, so that clones
 // of the state may share it.
-func addKey(index map[types.UID][]types.NamespacedName, uid types.UID, key types.NamespacedName) {
+func addKey[K comparable](index map[K][]types.NamespacedName, uid K, key types.NamespacedName) {
 	list := index[uid]
 	i, found := slices.BinarySearchFunc(list, key, compareKeys)
 	if found {
@@ -123,7 +123,7 @@ func addKey(index map[types.UID][]types.NamespacedName, uid types.UID, key types
 }
 
 // removeKey removes key from the sorted list of uid, as addKey adds it.
-func removeKey(index map[types.UID][]types.NamespacedName, uid types.UID, key types.NamespacedName) {
+func removeKey[K comparable](index map[K][]types.NamespacedName, uid K, key types.NamespacedName) {
 	list := index[uid]
 	i, found := slices.BinarySearchFunc(list, key, compareKeys)
 	if !found {

@@ -262,13 +262,13 @@ func (s *Snapshot) AddOrUpdateClaim(claim *resourceapi.ResourceClaim) error {
 		key := types.NamespacedName{Namespace: claim.Namespace, Name: claim.Name}
 		s.touchClaim(key)
 		if old, ok := s.st.claims[key]; ok {
-			s.st.applyUsage(old.usage, -1)
+			s.st.applyUsage(key, old.usage, -1)
 			s.st.unindexClaim(old.obj)
 		}
 		s.st.indexClaim(claim)
 		e := &claimEntry{obj: claim, usage: usageOf(claim, s.f)}
 		s.st.claims[key] = e
-		s.st.applyUsage(e.usage, 1)
+		s.st.applyUsage(key, e.usage, 1)
 		return nil
 	})
 }
@@ -279,7 +279,7 @@ func (s *Snapshot) DeleteClaim(namespace, name string) error {
 		key := types.NamespacedName{Namespace: namespace, Name: name}
 		s.touchClaim(key)
 		if old, ok := s.st.claims[key]; ok {
-			s.st.applyUsage(old.usage, -1)
+			s.st.applyUsage(key, old.usage, -1)
 			s.st.unindexClaim(old.obj)
 			delete(s.st.claims, key)
 		}

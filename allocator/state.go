@@ -38,7 +38,10 @@ type state struct {
 	nodes   map[string]*v1.Node
 
 	// The allocated state, derived from claims with status.allocation.
-	inUse    map[DeviceID]int                                             // exclusive allocations
+	inUse map[DeviceID]int // exclusive allocations
+	// holders are the claims holding each device exclusively, sorted by namespace and name: an
+	// explanation names the first, and must not scan every claim of the cluster to find it.
+	holders  map[DeviceID][]types.NamespacedName
 	shares   map[DeviceID]int                                             // allocated shares
 	consumed map[DeviceID]map[resourceapi.QualifiedName]resource.Quantity // summed consumed capacity of shares
 	// shareIDs counts the share IDs of allocated shares per device; inner maps are replaced, never
@@ -73,6 +76,7 @@ func newState() *state {
 		rules:      map[string]*resourceapi.DeviceTaintRule{},
 		nodes:      map[string]*v1.Node{},
 		inUse:      map[DeviceID]int{},
+		holders:    map[DeviceID][]types.NamespacedName{},
 		shares:     map[DeviceID]int{},
 		consumed:   map[DeviceID]map[resourceapi.QualifiedName]resource.Quantity{},
 		shareIDs:   map[DeviceID]map[types.UID]int{},
@@ -95,6 +99,7 @@ func (st *state) clone() *state {
 	c.rules = maps.Clone(st.rules)
 	c.nodes = maps.Clone(st.nodes)
 	c.inUse = maps.Clone(st.inUse)
+	c.holders = maps.Clone(st.holders)
 	c.shares = maps.Clone(st.shares)
 	c.consumed = maps.Clone(st.consumed)
 	c.shareIDs = maps.Clone(st.shareIDs)
@@ -224,8 +229,8 @@ func markIn(st *state, pool PoolID) useMark {
 	return useMark{stateID: st.id, rev: st.rev, stamp: st.poolUse[pool]}
 }
 
-// applyUsage adds (sign 1) or removes (sign -1) a claim's usage.
-func (st *state) applyUsage(usage []deviceUsage, sign int) {
+// applyUsage adds (sign 1) or removes (sign -1) the usage of the claim key.
+func (st *state) applyUsage(key types.NamespacedName, usage []deviceUsage, sign int) {
 	if len(usage) > 0 {
 		stamp := stateIDs.Add(1)
 		for _, u := range usage {
@@ -235,6 +240,11 @@ func (st *state) applyUsage(usage []deviceUsage, sign int) {
 	for _, u := range usage {
 		if !u.shared {
 			addCount(st.inUse, u.id, sign)
+			if sign > 0 {
+				addKey(st.holders, u.id, key)
+			} else {
+				removeKey(st.holders, u.id, key)
+			}
 			continue
 		}
 		addCount(st.shares, u.id, sign)

@@ -83,7 +83,9 @@ type Controller struct {
 	watched             []*listWatch
 	ready               atomic.Bool
 	changed             atomic.Bool
-	queue               workqueue.TypedRateLimitingInterface[string]
+	// draEvents has the pending pods that an event of a DRA object concerns explained again.
+	draEvents cache.ResourceEventHandler
+	queue     workqueue.TypedRateLimitingInterface[string]
 
 	mu      sync.Mutex
 	waiting map[string]time.Time // since when a pod's explanation is ReasonWaitingForObject, by key
@@ -147,9 +149,9 @@ func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
 		// or lowered changes the explanation of the pods of its namespace.
 		infs = append(infs, c.factory.Core().V1().ResourceQuotas().Informer())
 	}
-	mark := cache.ResourceEventHandlerFuncs{
+	c.draEvents = cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.changed.Store(true) },
-		UpdateFunc: func(any, any) { c.changed.Store(true) },
+		UpdateFunc: c.updated,
 		DeleteFunc: func(any) { c.changed.Store(true) },
 	}
 	podInf := c.podFactory.Core().V1().Pods()
@@ -165,7 +167,7 @@ func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, err := inf.AddEventHandler(mark); err != nil {
+		if _, err := inf.AddEventHandler(c.draEvents); err != nil {
 			return nil, err
 		}
 		c.synced = append(c.synced, reg.HasSynced)
@@ -251,8 +253,8 @@ func (c *Controller) Run(ctx context.Context) {
 			}
 		})
 	}
-	// Every change of a DRA object may change every pending pod's explanation; they are looked at
-	// again at most once per Requeue.
+	// A change of a DRA object that may change every pending pod's explanation (see updated) has
+	// them looked at again at most once per Requeue.
 	wg.Go(func() {
 		wait.Until(func() {
 			if c.changed.Swap(false) {
