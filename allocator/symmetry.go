@@ -22,7 +22,7 @@ package allocator
 // for all devices nothing is skipped (see failuresAt). A device whose selectors
 // cannot be evaluated is interchangeable with none (the error stays for the search to report).
 func (a *allocation) interchangeable(x, y *deviceEntry) bool {
-	if !a.sameUse(x, y) {
+	if !a.sameUse(x, y) || a.found && !a.sameTopology(x, y) {
 		return false
 	}
 	if twinsOf(x, y) {
