@@ -265,3 +265,61 @@ func TestPropTopologyFindsClosestPlacement(t *testing.T) {
 
 // equalClusters compares two clusters by their objects' printed form.
 func equalClusters(x, y *fuzz.Cluster) bool { return x.String() == y.String() }
+
+// A placement found while improving draws its share IDs only once it is returned: with shareable NICs,
+// the NIC of the closest placement (not the first one's) gets the deterministic source's second ID, the
+// first having gone to the first placement's NIC, and the result passes allocator/verify.
+func TestTopologyDrawsShareIDsOfTheReturnedPlacement(t *testing.T) {
+	c := topologyCase(t, []string{"gpu-0", "gpu-1", "gpu-2", "nic-2", "nic-3"}, podClaim("pod", gpuNIC{"gpu", 1}, gpuNIC{"nic", 1}))
+	for _, s := range c.Slices {
+		if s.Spec.Driver == fuzz.NICDriver {
+			for i := range s.Spec.Devices {
+				s.Spec.Devices[i].AllowMultipleAllocations = ptr(true)
+			}
+		}
+	}
+	res, err := allocateTopology(context.Background(), c, &allocator.Topology{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := deviceNames(res), "gpu-4 nic-4"; got != want {
+		t.Fatalf("devices %q, want %q", got, want)
+	}
+	nic := res[0].Devices.Results[1]
+	if nic.ShareID == nil || *nic.ShareID != "00000000-0000-4000-8000-000000000002" {
+		t.Errorf("share ID %v, want the source's second", nic.ShareID)
+	}
+	verifyAll(t, c, res)
+}
+
+// Where the improvement's budget runs out before it finds a closer placement, the call answers with
+// the placement found without the preference when that one is closer: a budget of one step, on the case
+// where the preference's order alone puts the NIC on the NUMA node without a free GPU.
+func TestTopologyBudgetSpentFallsBackToCloserPlain(t *testing.T) {
+	c := topologyCase(t, []string{"gpu-4", "gpu-5", "gpu-6", "gpu-7", "nic-5", "nic-6", "nic-7"}, podClaim("pod", gpuNIC{"nic", 1}, gpuNIC{"gpu", 1}))
+	for _, steps := range []int{1, 0} {
+		res, err := allocateTopology(context.Background(), c, &allocator.Topology{Steps: steps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := deviceNames(res), "nic-0 gpu-0"; got != want {
+			t.Errorf("steps %d: devices %q, want %q", steps, got, want)
+		}
+	}
+}
+
+// Topology.Steps is a budget: a negative one is refused, naming the field, and the snapshot keeps its
+// own copy.
+func TestTopologyStepsOption(t *testing.T) {
+	n := node("node-a", nil)
+	_, err := allocator.NewSnapshot(allocator.Options{Topology: &allocator.Topology{Steps: -1}}).Allocate(context.Background(), n, nil)
+	if !errors.Is(err, allocator.ErrInvalidInput) || !strings.Contains(err.Error(), "Options.Topology.Steps") {
+		t.Errorf("error %v, want ErrInvalidInput naming Options.Topology.Steps", err)
+	}
+	topo := &allocator.Topology{Steps: 5}
+	snap := allocator.NewSnapshot(allocator.Options{Topology: topo})
+	topo.Steps = -1
+	if _, err := snap.Allocate(context.Background(), n, nil); err != nil {
+		t.Errorf("the snapshot read the caller's changed option: %v", err)
+	}
+}
