@@ -78,6 +78,11 @@ func (a *allocation) allocateStep(pos position, allocSub bool, start location) (
 	if !allocSub && slot.hasSubs {
 		allExceeded := true
 		for si := range slot.alts {
+			// Improving a found placement keeps its alternatives: closeness never trades a
+			// subrequest the claim prefers for a later one.
+			if a.found && si != a.topoBest.alt(pos.claim, pos.req) {
+				continue
+			}
 			p := pos
 			p.sub = si
 			// Set before searching on: a placement found further down (see topoLeaf) records it.

@@ -48,6 +48,7 @@ type topoBest struct {
 	best     []int
 	saved    []savedResult
 	selected []int // per claim, per request slot: the alternative of the best placement
+	slot0    []int // per claim: its first slot's index in selected
 }
 
 // topoKey interns a domain of one attribute; dev is set only for a device without the attribute, whose
@@ -71,7 +72,7 @@ func (t *topoBest) reset() {
 	clear(t.intern)
 	clear(t.saved)
 	t.saved, t.doms, t.none, t.count = t.saved[:0], t.doms[:0], t.none[:0], t.count[:0]
-	t.distinct, t.best, t.selected = t.distinct[:0], t.best[:0], t.selected[:0]
+	t.distinct, t.best, t.selected, t.slot0 = t.distinct[:0], t.best[:0], t.selected[:0], t.slot0[:0]
 	t.attrs, t.on, t.cut, t.holding = nil, false, false, false
 }
 
@@ -168,9 +169,10 @@ func (t *topoBest) atBound() bool {
 func (t *topoBest) save(a *allocation) {
 	t.best = append(t.best[:0], t.distinct...)
 	clear(t.saved)
-	t.saved, t.selected = t.saved[:0], t.selected[:0]
+	t.saved, t.selected, t.slot0 = t.saved[:0], t.selected[:0], t.slot0[:0]
 	for ci := range a.claims {
 		cs := &a.perClaim[ci]
+		t.slot0 = append(t.slot0, len(t.selected))
 		for _, dr := range cs.results {
 			t.saved = append(t.saved, savedResult{claim: ci, req: dr.req.reqIdx, sub: dr.req.subIdx, res: dr})
 		}
@@ -178,6 +180,23 @@ func (t *topoBest) save(a *allocation) {
 			t.selected = append(t.selected, cs.slots[si].selected)
 		}
 	}
+}
+
+// alt is the alternative the best placement (and so every placement the improvement tries) takes for
+// request slot ri of claim ci.
+func (t *topoBest) alt(ci, ri int) int { return t.selected[t.slot0[ci]+ri] }
+
+// sameAlternatives: the claims hold now the alternatives of the best placement.
+func (t *topoBest) sameAlternatives(a *allocation) bool {
+	for ci := range a.claims {
+		cs := &a.perClaim[ci]
+		for si := range cs.slots {
+			if cs.slots[si].hasSubs && cs.slots[si].selected != t.alt(ci, si) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // restore puts the best placement back into the claims' results.
@@ -292,7 +311,8 @@ func (a *allocation) finishTopology() error {
 }
 
 // compareUnpreferred searches the claims again in the strategy's order without the preference (as Fits
-// does), with Options.StepBudget, and keeps that placement where it is closer than the best found.
+// does), with Options.StepBudget, and keeps that placement where it takes the same alternatives and is
+// closer than the best found.
 // Where that search fails (its budget, an error at a device) the best found stands.
 func (a *allocation) compareUnpreferred() error {
 	t := &a.topoBest
@@ -306,7 +326,7 @@ func (a *allocation) compareUnpreferred() error {
 	if err != nil && a.ctx.Err() != nil {
 		return err
 	}
-	if err == nil && fits {
+	if err == nil && fits && t.sameAlternatives(a) {
 		t.countAll(a)
 		if closer(t.distinct, t.best) {
 			return nil

@@ -38,12 +38,15 @@ const (
 // search goes on from it as a branch and bound: a branch whose devices already span as many domains as
 // the best placement is cut (devices are only added along a branch), a placement that measures less
 // replaces the best, and the search ends when one domain of every attribute is reached, when no
-// placement is left, or when Steps more steps are spent. Devices that the search treats as
+// placement is left, or when Steps more steps are spent. The improvement keeps the alternatives of
+// firstAvailable requests that the first placement takes: closeness never trades a subrequest a claim
+// prefers for a later one, and placements are compared among those taking the same alternatives. Devices that the search treats as
 // interchangeable (the package's Cost section) are so only if they also lie in the same domains. A placement of equal
 // measure never replaces the first, so the preference answers as it orders where its order already finds
 // a closest placement. When the budget runs out first, the placement the call finds without the
 // preference (the strategy's order, as Fits searches) is computed as well and returned where it is
-// closer: the preference never does worse than no preference on its measure. Within the budget the
+// closer and takes the same alternatives: the preference never does worse than no preference on its
+// measure. Within the budget the
 // result is the closest placement there is; past it, the closest of those found.
 //
 // The preference rules no device out. Claims fit with it exactly when they fit without it (as with
