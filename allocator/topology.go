@@ -20,10 +20,11 @@ const (
 // whole placement of one call's claims on the node — every device of every request of every claim, as
 // allocator/pods allocates a pod's claims in one call —, by this measure:
 //
-//	for each attribute of Attributes, outermost first: the number of distinct domains (values of the
-//	attribute) among the devices of the placement, a device without the attribute counting as a
-//	domain of its own (its place is unknown); placements compare lexicographically, the first
-//	attribute that differs deciding.
+//	for each attribute of Attributes, outermost first: the number of distinct domains among the
+//	devices of the placement, a domain being a value of the attribute (the same value published by
+//	two drivers is one domain: a GPU and a NIC on PCIe root pci0000:03 share it) and a device
+//	without the attribute counting as a domain of its own (its place is unknown); placements
+//	compare lexicographically, the first attribute that differs deciding.
 //
 // With the default attributes, a placement on one NUMA node beats any placement on two, and among those
 // on one NUMA node, one on fewer PCIe roots wins: a GPU and a NIC on one root measure (1, 1), on two
@@ -38,27 +39,28 @@ const (
 // search goes on from it as a branch and bound: a branch whose devices already span as many domains as
 // the best placement is cut (devices are only added along a branch), a placement that measures less
 // replaces the best, and the search ends when one domain of every attribute is reached, when no
-// placement is left, or when Steps more steps are spent. The improvement keeps the alternatives of
-// firstAvailable requests that the first placement takes: closeness never trades a subrequest a claim
-// prefers for a later one, and placements are compared among those taking the same alternatives. Devices that the search treats as
-// interchangeable (the package's Cost section) are so only if they also lie in the same domains. A placement of equal
-// measure never replaces the first, so the preference answers as it orders where its order already finds
-// a closest placement. When the budget runs out first, the placement the call finds without the
-// preference (the strategy's order, as Fits searches) is computed as well and returned where it is
-// closer and takes the same alternatives: the preference never does worse than no preference on its
-// measure. Within the budget the
-// result is the closest placement there is; past it, the closest of those found.
+// placement is left, or when Steps more steps are spent. Devices the search treats as interchangeable
+// (see the package's Cost section) are so only if they also lie in the same domains. The improvement
+// keeps the alternatives of firstAvailable requests that the first placement takes: closeness never
+// trades a subrequest a claim prefers for a later one, and placements are compared among those taking
+// the same alternatives. A placement of equal measure never replaces the first, so the preference
+// answers as it orders where its order already finds a closest placement.
+//
+// Within the budget the result is the closest placement there is (among those taking the first's
+// alternatives); past it, the closest of those found. When the budget runs out first, the placement the
+// call finds without the preference (the strategy's order, as Fits searches) is computed as well and
+// returned where it takes the same alternatives and is closer, so the preference never does worse than
+// no preference on its measure.
 //
 // The preference rules no device out. Claims fit with it exactly when they fit without it (as with
 // BestFit, an error met at one device, [InputError] with NodeDependent, may come under one order and not
 // another), and every placement it considers passes every check of the search (constraints, counters,
 // capacity, taints, quota). The improvement never turns a fit into an error: an error met at a device
-// while improving (a selector of an alternative the first placement did not need) ends the improvement
-// with the best placement found; only the end of the context fails the call. Like the strategies other
-// than FirstFit, it evaluates the selectors of every candidate of a request before taking any. A call
-// whose placement improves on the first draws the share IDs of the placement it returns after those of
-// the first (Options.ShareIDs is called for both). Fits does not apply the preference and pays nothing
-// for it.
+// while improving (a selector of an alternative the first placement did not need) ends it as a spent
+// budget does; only the end of the context fails the call. Like the strategies other than FirstFit, it
+// evaluates the selectors of every candidate of a request before taking any. A call whose placement
+// improves on the first draws the share IDs of the placement it returns after those of the first
+// (Options.ShareIDs is called for both). Fits does not apply the preference and pays nothing for it.
 type Topology struct {
 	// Attributes name the topology domains, outermost first; nil or empty means
 	// [DefaultTopologyAttributes]. A device's attribute is looked up as matchAttribute looks it up (the
