@@ -56,8 +56,8 @@ const (
 // BestFit, an error met at one device, [InputError] with NodeDependent, may come under one order and not
 // another), and every placement it considers passes every check of the search (constraints, counters,
 // capacity, taints, quota). The improvement never turns a fit into an error: an error met at a device
-// while improving (a selector of an alternative the first placement did not need) ends it as a spent
-// budget does; only the end of the context fails the call. Like the strategies other than FirstFit, it
+// while improving (a capacity check that fails on a device the first placement's search never tried)
+// ends it as a spent budget does; only the end of the context fails the call. Like the strategies other than FirstFit, it
 // evaluates the selectors of every candidate of a request before taking any. A call whose placement
 // improves on the first draws the share IDs of the placement it returns after those of the first
 // (Options.ShareIDs is called for both). Fits does not apply the preference and pays nothing for it.
