@@ -48,6 +48,11 @@ type topoBest struct {
 	count    []int32
 	distinct []int
 	best     []int
+	// lb is, per attribute, the fewest domains any placement the improvement may find can span (see
+	// bound); size and widest are bound's scratch.
+	lb       []int
+	size     []int32
+	widest   []int32
 	saved    []savedResult
 	selected []int // per claim, per request slot: the alternative of the best placement
 	slot0    []int // per claim: its first slot's index in selected
@@ -75,6 +80,7 @@ func (t *topoBest) reset() {
 	clear(t.saved)
 	t.saved, t.doms, t.none, t.count = t.saved[:0], t.doms[:0], t.none[:0], t.count[:0]
 	t.distinct, t.best, t.selected, t.slot0 = t.distinct[:0], t.best[:0], t.selected[:0], t.slot0[:0]
+	t.lb, t.size, t.widest = t.lb[:0], t.size[:0], t.widest[:0]
 	t.attrs, t.on, t.cut, t.holding = nil, false, false, false
 }
 
@@ -156,15 +162,63 @@ func closer(x, y []int) bool {
 	return false
 }
 
-// atBound: the best placement spans one domain of every attribute (none when it holds no device), so
-// no placement is closer.
+// atBound: the best placement spans as few domains of every attribute as any placement can (see
+// bound; one, or none when it holds no device), so no placement is closer.
 func (t *topoBest) atBound() bool {
-	for _, n := range t.best {
-		if n > 1 {
+	for k, n := range t.best {
+		if n > 1 && (k >= len(t.lb) || n > t.lb[k]) {
 			return false
 		}
 	}
 	return true
+}
+
+// bound sets lb after the first placement, of n devices: every placement the improvement may find takes
+// the same alternatives, so n devices again, all distinct where no device takes shares and no request
+// has admin access (then a device is taken once per call), and a domain holds at most the devices the
+// node publishes in it; so a placement spans at least ceil(n / widest) domains of an attribute whose
+// widest domain has that many devices. Four GPUs on a node of two GPUs per PCIe root span two roots:
+// a placement there is known closest without searching on. Where a device may count twice, lb stays
+// empty (one domain).
+func (t *topoBest) bound(a *allocation) {
+	t.lb = t.lb[:0]
+	n := len(t.saved)
+	if n == 0 {
+		return
+	}
+	for ci := range a.claims {
+		for _, slot := range a.perClaim[ci].slots {
+			for _, r := range slot.alts {
+				if r.adminAccess {
+					return
+				}
+			}
+		}
+	}
+	t.widest = grow(t.widest, len(t.attrs))
+	clear(t.widest)
+	for _, p := range a.pools {
+		if p.incomplete || p.invalid {
+			continue
+		}
+		for _, e := range p.slices {
+			for _, d := range e.devices() {
+				if a.f.DRAConsumableCapacity && d.multi {
+					return
+				}
+				for k, id := range t.row(d) {
+					for int(id) >= len(t.size) {
+						t.size = append(t.size, 0)
+					}
+					t.size[id]++
+					t.widest[k] = max(t.widest[k], t.size[id])
+				}
+			}
+		}
+	}
+	for _, w := range t.widest {
+		t.lb = append(t.lb, (n+int(w)-1)/max(int(w), 1))
+	}
 }
 
 // save records the placement the claims hold now as the best.
@@ -250,6 +304,10 @@ func (a *allocation) topoLeaf() bool {
 		t.from = a.steps
 		t.countAll(a)
 		t.save(a)
+		if t.atBound() {
+			return true
+		}
+		t.bound(a)
 		return t.atBound()
 	}
 	// topoStep let only closer placements through.
