@@ -101,9 +101,13 @@ func (t *Topology) validate() error {
 	return nil
 }
 
+// defaultAttributes is DefaultTopologyAttributes, shared read-only by the calls, which keep the list
+// for the call (topoBest) and so would allocate a fresh one each.
+var defaultAttributes = DefaultTopologyAttributes()
+
 func (t *Topology) attributes() []resourceapi.FullyQualifiedName {
 	if len(t.Attributes) == 0 {
-		return DefaultTopologyAttributes()
+		return defaultAttributes
 	}
 	return t.Attributes
 }
