@@ -38,8 +38,10 @@ const (
 // in order, ties keep the strategy's order. The first placement found in this order is kept, and the
 // search goes on from it as a branch and bound: a branch whose devices already span as many domains as
 // the best placement is cut (devices are only added along a branch), a placement that measures less
-// replaces the best, and the search ends when one domain of every attribute is reached, when no
-// placement is left, or when Steps more steps are spent. Devices the search treats as interchangeable
+// replaces the best, and the search ends when the best spans one domain of every attribute, or as few
+// as the node allows (n devices need at least n divided by the devices of its widest domain, where no
+// device takes shares and no request has admin access), when no placement is left, or when Steps more
+// steps are spent. Devices the search treats as interchangeable
 // (see the package's Cost section) are so only if they also lie in the same domains. The improvement
 // keeps the alternatives of firstAvailable requests that the first placement takes: closeness never
 // trades a subrequest a claim prefers for a later one, and placements are compared among those taking
