@@ -150,6 +150,7 @@ func (s *Snapshot) namedNode(ctx context.Context, nodeName string) (*v1.Node, er
 
 // run validates the claims, searches, and builds the results.
 func (a *allocation) run() ([]resourceapi.AllocationResult, error) {
+	a.startTopology()
 	fits, err := a.search()
 	switch {
 	case err != nil:
@@ -158,6 +159,11 @@ func (a *allocation) run() ([]resourceapi.AllocationResult, error) {
 		return nil, a.quotaRefusal()
 	case !fits:
 		return nil, a.unsatisfiable()
+	}
+	if a.found {
+		if err := a.finishTopology(); err != nil {
+			return nil, err
+		}
 	}
 	return a.results()
 }
@@ -197,6 +203,9 @@ func (a *allocation) search() (bool, error) {
 		return false, nil
 	}
 	done, err := a.allocateOne(position{}, false, location{})
+	if a.found {
+		return a.topoEnded(done, err)
+	}
 	switch {
 	case errors.Is(err, errResultsExceeded), errors.Is(err, errDoomed):
 		return false, nil

@@ -42,6 +42,9 @@ type allocation struct {
 	// fitsOnly: the call is Fits, which answers whether claims fit and so applies no topology
 	// preference (it never changes that answer).
 	fitsOnly bool
+	// found: the search with a Topology preference found a placement of every claim and now looks for
+	// a closer one (see topoBest).
+	found bool
 	// prefer ranks the devices AllocatePreferring's caller prefers (see preferDevices); nil for none.
 	prefer map[DeviceID]int
 

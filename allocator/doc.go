@@ -43,9 +43,12 @@
 // and a request for all devices that breaks a constraint fails the call, as in Kubernetes, after
 // whichever devices the order took before it.) [Options].Strategy is the snapshot's;
 // [Snapshot.AllocateWith] uses another for one call, as allocator/pods' BestFit does on every node.
-// [Options].Topology adds, under any strategy, a preference for devices close together (the NUMA node
-// and PCIe root by default, and the PCIe root of a NIC the same claim takes): it orders the search as
-// the strategies do and rules nothing out, so claims fit with it exactly when they fit without it;
+// [Options].Topology adds, under any strategy, a preference for placements whose devices sit close
+// together (fewest NUMA nodes, then PCIe roots, by default), judged over every device of every claim of
+// the call (a pod's GPU claim and NIC claim together): the search tries close devices first, then
+// improves on its first placement by branch and bound within a step budget, and returns the closest
+// placement found, never one farther than the call finds without the preference; it rules nothing out,
+// so claims fit with it exactly when they fit without it;
 // [Snapshot.AllocatePreferring] does the same for devices a caller names (allocator/headroom's FGD), and
 // where its order runs out of the step budget or meets an error at a device it answers as AllocateWith.
 // [Options].Quota (or [Snapshot.SetQuota]) is the one thing that rules devices out beyond Kubernetes: a
@@ -144,7 +147,8 @@
 //   - One call's search: allocate.go (Allocate and Fits), call.go (the call's working state: claims,
 //     requests, candidates), scratch.go (that state's buffers, pooled across calls), pools.go (the pools a node sees), filter.go and verdicts.go (which
 //     devices a request may take; selector verdicts kept per device; consumedmemo.go: what a request consumes of a device's capacities, remembered by content), strategy.go (the order each
-//     [Strategy] tries candidates in), topology.go (the optional [Topology] preference within that order; prefer.go: a caller's
+//     [Strategy] tries candidates in), topology.go (the optional [Topology] preference within that order; topobest.go: its measure and
+//     the search for the closest placement; prefer.go: a caller's
 //     preferred devices first, [Snapshot.AllocatePreferring]), search.go (the backtracking search), constraints.go (matchAttribute
 //     and distinctAttribute), tally.go and counterbase.go (shared counters in dense form;
 //     counterblocks.go: compiled blocks shared by pools), shareids.go,

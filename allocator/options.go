@@ -71,7 +71,10 @@ type Options struct {
 	// StepBudget bounds the search of one Allocate call to this many search steps (one step tries one
 	// request position); when it runs out Allocate returns an error wrapping ErrSearchBudget. 0 means no
 	// bound beyond the context. [Snapshot.AllocatePreferring] may search twice, each search with this
-	// budget, so that a preference never makes claims give up where AllocateWith fits (see there).
+	// budget, so that a preference never makes claims give up where AllocateWith fits (see there). With
+	// a Topology preference, the search for a closer placement after the first counts against
+	// Topology.Steps instead, and the search without the preference that may follow it (see [Topology])
+	// has this budget of its own.
 	StepBudget int
 	// Logger receives one line per Allocate call at V(5), as the Kubernetes allocator logs; the zero value
 	// discards.
@@ -89,9 +92,10 @@ type Options struct {
 	// validation is skipped, which saves its cost (mostly compiling selectors once more and checking names);
 	// the allocator still refuses, as input errors, what would make it return a wrong answer.
 	TrustAPIServer bool
-	// Topology, when set, prefers devices that sit close together (the same NUMA node, PCIe root, or
-	// the PCIe root of a NIC the claim takes) among those the strategy would try; see [Topology]. It
-	// changes which devices a call returns, never whether claims fit, so [Snapshot.Fits] does not apply it.
+	// Topology, when set, prefers placements of a call's claims whose devices sit close together (on
+	// fewest NUMA nodes, then PCIe roots, by default): the search tries such devices first and then
+	// improves on its first placement within a step budget; see [Topology] for the measure. It changes
+	// which devices a call returns, never whether claims fit, so [Snapshot.Fits] does not apply it.
 	Topology *Topology
 	// Quota, when set, limits what the owners of claims may hold per DeviceClass, and the search chooses
 	// devices within it (see [Quota]); claims that fit the node but not the quota get an

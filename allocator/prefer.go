@@ -14,10 +14,14 @@ import (
 // strategy's order (and the snapshot's Topology preference). It is for a caller that rated the devices
 // of a node itself (allocator/headroom's FGD puts a share where the node's fragmentation grows least).
 //
-// As with Topology, the preference orders the search and never rules a device out, and the search still
+// The preference orders the search and never rules a device out, and the search
 // takes the first combination it finds, so a preferred device that the request's selectors, capacity or
 // constraints refuse, or that would leave a later request without a fit, is passed over. A device listed
 // twice keeps its first place; devices of other nodes are ignored.
+//
+// With the snapshot's Topology preference the call then improves on the placement this order finds, as
+// [Topology] says: a closer placement replaces it, and the caller's order decides among placements of
+// equal measure.
 //
 // The preference never changes whether the claims fit: they fit exactly when they fit under AllocateWith
 // with the same budget. The preferred order may meet dead ends that AllocateWith's order never visits, so

@@ -27,6 +27,7 @@ type scratch struct {
 	spans    []classSpan
 	rankBuf  []ranked // rankCandidates' list
 	topo     topoScratch
+	topoBest topoBest
 	recent   recentSelectors
 	names    recentNames
 	limit    limitText
@@ -151,6 +152,8 @@ func putAllocation(a *allocation) {
 	a.ctx, a.s, a.st, a.node, a.claims = nil, nil, nil, nil, nil
 	a.spent = 0
 	a.clearSearch()
+	a.topoBest.reset()
+	a.found = false
 	allocations.Put(a)
 }
 
@@ -159,6 +162,9 @@ func putAllocation(a *allocation) {
 func (a *allocation) clearSearch() {
 	a.pools = nil
 	a.steps, a.twinsOnly, a.lastAll, a.prefer = 0, false, position{}, nil
+	// A search again (AllocatePreferring's, quotaExceeded's, compareUnpreferred's) does not improve
+	// unless startTopology says so; the best placement found stays in topoBest.
+	a.found, a.topoBest.on = false, false
 	a.quota, a.noQuota = nil, false
 	a.short = shortfall{}
 	a.indep = a.indep[:0]

@@ -36,7 +36,9 @@ func (a *allocation) allocateOne(pos position, allocSub bool, start location) (b
 	done, err := a.allocateStep(pos, allocSub, start)
 	// A request slot (all its alternatives) failed: when nothing before it can change that, no other
 	// choice before it is worth trying.
-	if err == nil && !done && pos.device == 0 && !allocSub && pos.claim < len(a.claims) &&
+	// Once a placement is found (see topoBest), a branch fails for being no closer, not for not fitting,
+	// and the choices before it matter.
+	if err == nil && !done && !a.found && pos.device == 0 && !allocSub && pos.claim < len(a.claims) &&
 		pos.req < len(a.perClaim[pos.claim].slots) && a.independent(pos.claim, pos.req) {
 		return false, errDoomed
 	}
@@ -46,13 +48,21 @@ func (a *allocation) allocateOne(pos position, allocSub bool, start location) (b
 // allocateStep is one step of allocateOne.
 func (a *allocation) allocateStep(pos position, allocSub bool, start location) (bool, error) {
 	a.steps++
-	if budget := a.s.opts.StepBudget; budget > 0 && a.steps > budget {
+	if a.found {
+		// Improving a found placement: its own budget, and the bound (see topoStep).
+		if ok, err := a.topoStep(); !ok || err != nil {
+			return false, err
+		}
+	} else if budget := a.s.opts.StepBudget; budget > 0 && a.steps > budget {
 		return false, fmt.Errorf("%w after %d steps", ErrSearchBudget, budget)
 	}
 	if a.ctx.Err() != nil {
 		return false, aborted(a.ctx)
 	}
 	if pos.claim >= len(a.claims) {
+		if a.improving() {
+			return a.topoLeaf(), nil
+		}
 		return true, nil
 	}
 	cs := &a.perClaim[pos.claim]
@@ -68,8 +78,15 @@ func (a *allocation) allocateStep(pos position, allocSub bool, start location) (
 	if !allocSub && slot.hasSubs {
 		allExceeded := true
 		for si := range slot.alts {
+			// Improving a found placement keeps its alternatives: closeness never trades a
+			// subrequest the claim prefers for a later one.
+			if a.found && si != a.topoBest.alt(pos.claim, pos.req) {
+				continue
+			}
 			p := pos
 			p.sub = si
+			// Set before searching on: a placement found further down (see topoLeaf) records it.
+			slot.selected = si
 			ok, err := a.allocateOne(p, true, location{})
 			if errors.Is(err, errResultsExceeded) {
 				continue
@@ -79,7 +96,6 @@ func (a *allocation) allocateStep(pos position, allocSub bool, start location) (
 				return false, err
 			}
 			if ok {
-				slot.selected = si
 				return true, nil
 			}
 		}
@@ -437,10 +453,15 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 			return false, u, nil
 		}
 		if multi {
-			id, err := a.newShareID(d)
-			if err != nil {
-				a.rollback(u)
-				return false, u, err
+			// While improving a found placement (see topoBest), the ID is drawn only for the one returned.
+			shareID := &pendingShareID
+			if !a.found {
+				id, err := a.newShareID(d)
+				if err != nil {
+					a.rollback(u)
+					return false, u, err
+				}
+				shareID = &id
 			}
 			a.ownLedger(d).Add(consumed)
 			if a.shares == nil {
@@ -449,7 +470,7 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 			a.shares[d.id]++
 			u.share = true
 			u.consumed = consumed
-			res.shareID = &id
+			res.shareID = shareID
 			if len(consumed) > 0 {
 				res.consumed = consumed
 			}
@@ -466,6 +487,9 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 	}
 	cs.results = append(cs.results, res)
 	u.resultAdded = true
+	if a.found {
+		a.topoBest.add(d)
+	}
 	return true, u, nil
 }
 
@@ -475,6 +499,9 @@ func (a *allocation) rollback(u undo) {
 	d := u.c.dev
 	if u.resultAdded {
 		cs.results = cs.results[:u.resultsBefore]
+		if a.found {
+			a.topoBest.remove(d)
+		}
 	}
 	if u.quota {
 		a.chargeQuota(u.req, d, u.share, u.consumed, -1)

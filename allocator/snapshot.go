@@ -90,7 +90,7 @@ func (s *Snapshot) init(opts Options) {
 	}
 	if opts.Topology != nil {
 		// A private copy: the caller's Options may change after the snapshot is built.
-		t := Topology{Attributes: slices.Clone(opts.Topology.Attributes)}
+		t := Topology{Attributes: slices.Clone(opts.Topology.Attributes), Steps: opts.Topology.Steps}
 		s.opts.Topology = &t
 		if err := t.validate(); err != nil {
 			s.envErr = err

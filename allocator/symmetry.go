@@ -18,11 +18,14 @@ package allocator
 // the shares' ledger: sameUse), skipNodeOperations, shared counters and taints (plainDevice),
 // constraints (attributes), allowMultipleAllocations (sameShareState).
 //
+// Once a search with a Topology preference found a placement and looks for a closer one, the two must
+// also lie in the same topology domains (sameTopology): the measure tells such devices apart.
+//
 // Calls with derived attributes or requests for all devices keep to twins, and before the last request
 // for all devices nothing is skipped (see failuresAt). A device whose selectors
 // cannot be evaluated is interchangeable with none (the error stays for the search to report).
 func (a *allocation) interchangeable(x, y *deviceEntry) bool {
-	if !a.sameUse(x, y) {
+	if !a.sameUse(x, y) || a.found && !a.sameTopology(x, y) {
 		return false
 	}
 	if twinsOf(x, y) {

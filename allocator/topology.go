@@ -16,26 +16,63 @@ const (
 	AttributePCIeRoot resourceapi.FullyQualifiedName = "resource.kubernetes.io/pcieRoot"
 )
 
-// Topology is a preference among valid allocations for devices that sit close together: among the
-// devices a request may take, the search tries first those that share a topology domain (a value of one
-// of Attributes) with the devices the claim's earlier requests took — a GPU on the PCIe root of the NIC
-// the same claim asks for —, then those of a domain with enough devices free for the whole request (the
-// smallest such domain, so that larger ones stay whole), then those of the largest domains; devices
-// without the attribute come last. Attributes are applied in order: devices are grouped by the first
-// attribute's domain, and within it by the second's. Ties keep the strategy's order.
+// Topology is a preference among valid allocations for devices that sit close together. It judges the
+// whole placement of one call's claims on the node — every device of every request of every claim, as
+// allocator/pods allocates a pod's claims in one call —, by this measure:
 //
-// The preference orders the search; it never rules a device out. Claims fit with it exactly when they
-// fit without it (as with BestFit, an error met at one device, [InputError] with NodeDependent, may come
-// under one order and not another), and the search still takes the first combination it finds, so it is
-// a preference, not an optimum: a request whose first choice of domain leaves a later request with no
-// fit steps back as usual. Like the strategies other than FirstFit, it evaluates the selectors of every
-// candidate of a request before taking any.
+//	for each attribute of Attributes, outermost first: the number of distinct domains among the
+//	devices of the placement, a domain being a value of the attribute (the same value published by
+//	two drivers is one domain: a GPU and a NIC on PCIe root pci0000:03 share it) and a device
+//	without the attribute counting as a domain of its own (its place is unknown); placements
+//	compare lexicographically, the first attribute that differs deciding.
+//
+// With the default attributes, a placement on one NUMA node beats any placement on two, and among those
+// on one NUMA node, one on fewer PCIe roots wins: a GPU and a NIC on one root measure (1, 1), on two
+// roots of one NUMA node (1, 2), on two NUMA nodes (2, 2). A device with several shares in the call
+// counts once.
+//
+// The search first orders each request's candidates: devices that share a domain with devices the call
+// took before (for any of its claims: a NIC claim follows the pod's GPU claim), then those of a domain
+// with enough devices free for the whole request (the smallest such domain, so that larger ones stay
+// whole), then those of the largest domains, devices without the attribute last; attributes are applied
+// in order, ties keep the strategy's order. The first placement found in this order is kept, and the
+// search goes on from it as a branch and bound: a branch whose devices already span as many domains as
+// the best placement is cut (devices are only added along a branch), a placement that measures less
+// replaces the best, and the search ends when the best spans one domain of every attribute, or as few
+// as the node allows (n devices need at least n divided by the devices of its widest domain, where no
+// device takes shares and no request has admin access), when no placement is left, or when Steps more
+// steps are spent. Devices the search treats as interchangeable
+// (see the package's Cost section) are so only if they also lie in the same domains. The improvement
+// keeps the alternatives of firstAvailable requests that the first placement takes: closeness never
+// trades a subrequest a claim prefers for a later one, and placements are compared among those taking
+// the same alternatives. A placement of equal measure never replaces the first, so the preference
+// answers as it orders where its order already finds a closest placement.
+//
+// Within the budget the result is the closest placement there is (among those taking the first's
+// alternatives); past it, the closest of those found. When the budget runs out first, the placement the
+// call finds without the preference (the strategy's order, as Fits searches) is computed as well and
+// returned where it takes the same alternatives and is closer, so the preference never does worse than
+// no preference on its measure.
+//
+// The preference rules no device out. Claims fit with it exactly when they fit without it (as with
+// BestFit, an error met at one device, [InputError] with NodeDependent, may come under one order and not
+// another), and every placement it considers passes every check of the search (constraints, counters,
+// capacity, taints, quota). The improvement never turns a fit into an error: an error met at a device
+// while improving (a capacity check that fails on a device the first placement's search never tried)
+// ends it as a spent budget does; only the end of the context fails the call. Like the strategies other than FirstFit, it
+// evaluates the selectors of every candidate of a request before taking any. A call whose placement
+// improves on the first draws the share IDs of the placement it returns after those of the first
+// (Options.ShareIDs is called for both). Fits does not apply the preference and pays nothing for it.
 type Topology struct {
 	// Attributes name the topology domains, outermost first; nil or empty means
 	// [DefaultTopologyAttributes]. A device's attribute is looked up as matchAttribute looks it up (the
 	// fully qualified name, or the short name in the driver's own domain); a one-element list is its
 	// element, longer lists are not domains.
 	Attributes []resourceapi.FullyQualifiedName
+	// Steps bound the search for a closer placement once the first is found: at most this many more
+	// search steps (as Options.StepBudget counts them) per call. 0 means [DefaultTopologySteps];
+	// a negative value is invalid.
+	Steps int
 }
 
 // DefaultTopologyAttributes are the domains [Topology] uses when it names none: the NUMA node, then the
@@ -51,6 +88,9 @@ const MaxTopologyAttributes = 8
 // validate checks that every attribute is a fully qualified name (domain/name), as matchAttribute's
 // are: a name without a domain would silently match no device.
 func (t *Topology) validate() error {
+	if t.Steps < 0 {
+		return fmt.Errorf("%w: Options.Topology.Steps: %d, must not be negative", ErrInvalidInput, t.Steps)
+	}
 	if len(t.Attributes) > MaxTopologyAttributes {
 		return fmt.Errorf("%w: Options.Topology.Attributes: %d names, more than the %d levels a preference may have", ErrInvalidInput, len(t.Attributes), MaxTopologyAttributes)
 	}
@@ -63,9 +103,13 @@ func (t *Topology) validate() error {
 	return nil
 }
 
+// defaultAttributes is DefaultTopologyAttributes, shared read-only by the calls, which keep the list
+// for the call (topoBest) and so would allocate a fresh one each.
+var defaultAttributes = DefaultTopologyAttributes()
+
 func (t *Topology) attributes() []resourceapi.FullyQualifiedName {
 	if len(t.Attributes) == 0 {
-		return DefaultTopologyAttributes()
+		return defaultAttributes
 	}
 	return t.Attributes
 }
@@ -129,7 +173,7 @@ func domainOfValue(v *resourceapi.DeviceAttribute) domain {
 // topoLevel is a candidate's sort key for one attribute: its tier, then size (ascending), then the
 // position of its domain's first candidate, which keeps a domain's devices together.
 type topoLevel struct {
-	tier  int8 // 0 the claim already holds the domain, 1 the domain can take the whole request, 2 smaller, 3 none
+	tier  int8 // 0 the call already holds the domain, 1 the domain can take the whole request, 2 smaller, 3 none
 	size  int
 	first int
 }
@@ -150,7 +194,6 @@ func (a *allocation) preferTopology(r *request, list []ranked) {
 		at := list[i].at
 		ts.devs = append(ts.devs, a.pools[at.pool].slices[at.slice].devices()[at.device])
 	}
-	held := a.perClaim[r.claimIdx].results
 	ts.keys = slices.Grow(ts.keys[:0], len(list)*len(attrs))[:len(list)*len(attrs)]
 	ts.doms = slices.Grow(ts.doms[:0], len(list))[:len(list)]
 	if ts.groups == nil {
@@ -180,9 +223,13 @@ func (a *allocation) preferTopology(r *request, list []ranked) {
 				ts.free[g]++
 			}
 		}
-		for _, res := range held {
-			if dom := domainOf(res.dev, name, nil); dom.kind != 0 {
-				ts.held[dom] = true
+		// The devices the call took before this request, for this claim and the pod's other claims
+		// (a GPU claim and a NIC claim of one pod are placed together).
+		for ci := range a.claims {
+			for _, res := range a.perClaim[ci].results {
+				if dom := domainOf(res.dev, name, nil); dom.kind != 0 {
+					ts.held[dom] = true
+				}
 			}
 		}
 		for i := range ts.devs {

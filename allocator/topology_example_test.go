@@ -42,7 +42,10 @@ func topologyNode() []*resourceapi.ResourceSlice {
 // ExampleTopology asks for an RDMA NIC and two GPUs in one claim, once in upstream order and once with
 // the topology preference: FirstFit takes the first two GPUs, on NUMA node 0, far from the NIC; with
 // Topology the GPUs share the NIC's PCIe root. Then, with gpu-0 in use, a claim for four GPUs spans both
-// NUMA nodes in upstream order, and the preference takes the four GPUs of NUMA node 1.
+// NUMA nodes in upstream order, and the preference takes the four GPUs of NUMA node 1. Last, a pod with
+// a GPU claim and a NIC claim, allocated together in one call, the GPU first: the preference judges the
+// whole placement, so the GPU goes to the root of the node's only NIC (a GPU placed first on its own
+// would take gpu-1, the last free GPU of the smallest free domain, on the other NUMA node).
 func ExampleTopology() {
 	classes := []*resourceapi.DeviceClass{
 		{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "gpu.example.com"`}}}}},
@@ -65,6 +68,7 @@ func ExampleTopology() {
 	running.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
 		Results: []resourceapi.DeviceRequestAllocationResult{{Request: "gpus", Driver: "gpu.example.com", Pool: "node-a", Device: "gpu-0"}},
 	}}
+	podGPU, podNIC := claim("pod-gpu", request("gpu", "gpu", 1)), claim("pod-nic", request("nic", "nic", 1))
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
 	for _, opts := range []allocator.Options{{}, {Topology: &allocator.Topology{}}} {
 		snap := allocator.NewSnapshot(opts)
@@ -82,26 +86,30 @@ func ExampleTopology() {
 		if opts.Topology != nil {
 			name = "topology"
 		}
-		for _, c := range []*resourceapi.ResourceClaim{rdma, four} {
-			if c == four {
+		for _, pod := range [][]*resourceapi.ResourceClaim{{rdma}, {four}, {podGPU, podNIC}} {
+			if pod[0] == four {
 				if err := snap.AddOrUpdateClaim(running); err != nil {
 					panic(err)
 				}
 			}
-			res, err := snap.Allocate(context.Background(), node, []*resourceapi.ResourceClaim{c})
+			res, err := snap.Allocate(context.Background(), node, pod)
 			if err != nil {
 				panic(err)
 			}
 			var devices []string
-			for _, r := range res[0].Devices.Results {
-				devices = append(devices, r.Device)
+			for _, claim := range res {
+				for _, r := range claim.Devices.Results {
+					devices = append(devices, r.Device)
+				}
 			}
-			fmt.Printf("%s, %s: %s\n", name, c.Name, strings.Join(devices, " "))
+			fmt.Printf("%s, %s: %s\n", name, pod[0].Name, strings.Join(devices, " "))
 		}
 	}
 	// Output:
 	// upstream order, rdma: nic-0 gpu-0 gpu-1
 	// upstream order, four: gpu-1 gpu-2 gpu-3 gpu-4
+	// upstream order, pod-gpu: gpu-1 nic-0
 	// topology, rdma: nic-0 gpu-6 gpu-7
 	// topology, four: gpu-4 gpu-5 gpu-6 gpu-7
+	// topology, pod-gpu: gpu-6 nic-0
 }

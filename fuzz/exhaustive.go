@@ -46,6 +46,41 @@ type option struct {
 // allocation; its results record devices, admin access, share IDs and consumed capacity, not configuration or
 // node selectors.
 func Exhaustive(ctx context.Context, c *Cluster, budget int) (Verdict, []resourceapi.AllocationResult) {
+	var found []resourceapi.AllocationResult
+	v := exhaustive(ctx, c, budget, func(results []resourceapi.AllocationResult) bool {
+		found = results
+		return true
+	})
+	if v != Fits {
+		return v, nil
+	}
+	return v, found
+}
+
+// ExhaustiveEach is Exhaustive that goes on past the first valid choice: it calls visit with every valid
+// choice (the results are reused between calls: copy what you keep) and returns Fits when there was one,
+// DoesNotFit when there was none, Undecided when the budget ran out first (visit may have been called).
+// It is the oracle for "the best choice" by a measure the caller computes, as allocator's Topology tests
+// use it.
+func ExhaustiveEach(ctx context.Context, c *Cluster, budget int, visit func([]resourceapi.AllocationResult)) Verdict {
+	valid := false
+	v := exhaustive(ctx, c, budget, func(results []resourceapi.AllocationResult) bool {
+		valid = true
+		visit(results)
+		return false
+	})
+	if v == Undecided {
+		return v
+	}
+	if valid {
+		return Fits
+	}
+	return DoesNotFit
+}
+
+// exhaustive walks the choices of Exhaustive, calling accept with each valid one until it returns true
+// (then the answer is Fits, with results left as accepted).
+func exhaustive(ctx context.Context, c *Cluster, budget int, accept func([]resourceapi.AllocationResult) bool) Verdict {
 	devices := c.Devices()
 	// Per request alternative: the devices that pass the per-device rules on their own.
 	type slot struct{ alternatives []option }
@@ -85,7 +120,7 @@ func Exhaustive(ctx context.Context, c *Cluster, budget int) (Verdict, []resourc
 		slots = append(slots, claimSlots)
 	}
 	if tooMany {
-		return Undecided, nil
+		return Undecided
 	}
 	// A request without a single choice fails its claim whatever the others choose; found here, it
 	// spares enumerating every choice of the requests before it.
@@ -96,7 +131,7 @@ func Exhaustive(ctx context.Context, c *Cluster, budget int) (Verdict, []resourc
 				choices += len(alt.devices)
 			}
 			if choices == 0 {
-				return DoesNotFit, nil
+				return DoesNotFit
 			}
 		}
 	}
@@ -110,7 +145,7 @@ func Exhaustive(ctx context.Context, c *Cluster, budget int) (Verdict, []resourc
 			if checked > budget {
 				return Undecided
 			}
-			if acceptable(ctx, c, results) {
+			if acceptable(ctx, c, results) && accept(results) {
 				return Fits
 			}
 			return DoesNotFit
@@ -139,11 +174,7 @@ func Exhaustive(ctx context.Context, c *Cluster, budget int) (Verdict, []resourc
 		}
 		return DoesNotFit
 	}
-	v := try(0, 0)
-	if v != Fits {
-		return v, nil
-	}
-	return v, results
+	return try(0, 0)
 }
 
 // probeClaim is the claim reduced to one request (or one subrequest) with count 1, without constraints and
