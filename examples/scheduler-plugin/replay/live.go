@@ -36,9 +36,8 @@ type Profile struct {
 	Plugin bool
 	Weight int32
 	// Packing sets NodeResourcesFit's scoring strategy to MostAllocated (cpu and memory, weight 1
-	// each) and switches NodeResourcesBalancedAllocation's score off, as config/profile.yaml does: the
-	// default plugins that rate GPU nodes differently then pack among the nodes the plugin rates
-	// alike, where LeastAllocated would spread.
+	// each), as config/profile.yaml does: among the nodes the plugin rates alike the most used then
+	// takes the pod, where LeastAllocated would spread.
 	Packing bool
 	// Args are the plugin's args (a mix, a mode); nil means the defaults.
 	Args *fragscore.Args
@@ -377,12 +376,6 @@ func (c *Cluster) config(p Profile) ([]byte, error) {
 		}
 	}
 	if p.Packing {
-		plugins, _ := prof["plugins"].(map[string]any)
-		if plugins == nil {
-			plugins = map[string]any{}
-			prof["plugins"] = plugins
-		}
-		plugins["score"] = map[string]any{"disabled": []any{map[string]any{"name": "NodeResourcesBalancedAllocation"}}}
 		pc, _ := prof["pluginConfig"].([]any)
 		prof["pluginConfig"] = append(pc, map[string]any{"name": "NodeResourcesFit", "args": map[string]any{
 			"scoringStrategy": map[string]any{"type": "MostAllocated", "resources": []any{
