@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 
 	"github.com/dralloc/dralloc/examples/scheduler-plugin/fragscore"
@@ -30,11 +31,15 @@ func TestProfileEnablesThePlugin(t *testing.T) {
 			weight = pl.Weight
 		}
 	}
-	if weight != 10 {
-		t.Errorf("%s enabled with weight %d, want 10", fragscore.Name, weight)
+	if weight != 100 {
+		t.Errorf("%s enabled with weight %d, want 100", fragscore.Name, weight)
 	}
-	var found bool
+	// The packing tie-break the README's replay measured: NodeResourcesFit's MostAllocated.
+	var found, mostAllocated bool
 	for _, pc := range p.PluginConfig {
+		if fit, ok := pc.Args.(*config.NodeResourcesFitArgs); ok && pc.Name == "NodeResourcesFit" {
+			mostAllocated = fit.ScoringStrategy != nil && fit.ScoringStrategy.Type == config.MostAllocated
+		}
 		if pc.Name != fragscore.Name {
 			continue
 		}
@@ -42,6 +47,9 @@ func TestProfileEnablesThePlugin(t *testing.T) {
 		if _, err := fragscore.DecodeArgs(pc.Args); err != nil {
 			t.Errorf("args: %v", err)
 		}
+	}
+	if !mostAllocated {
+		t.Errorf("NodeResourcesFit does not score MostAllocated")
 	}
 	if !found {
 		t.Errorf("no pluginConfig for %s", fragscore.Name)

@@ -308,3 +308,30 @@ func TestTopologyMode(t *testing.T) {
 		t.Errorf("scores %v, want node-a 100 (both GPUs on one NUMA node), node-b 0 (two NUMA nodes)", got)
 	}
 }
+
+// A claim the tracker no longer lists (deleted, or deallocated) frees its devices in the plugin's view
+// at the next pod: node-a's half-used GPU is whole again, so both nodes rate alike.
+func TestViewForgetsClaimsNoLongerListed(t *testing.T) {
+	a, sa := gpuNode("node-a")
+	b, sb := gpuNode("node-b")
+	used := shareClaim("used", 500)
+	used.Status.Allocation = halfOn("node-a")
+	dra := &fakeDRA{slices: []*resourceapi.ResourceSlice{sa, sb}, classes: []*resourceapi.DeviceClass{gpuClass()}}
+	dra.claims = []*resourceapi.ResourceClaim{used, shareClaim("new", 500)}
+	pl, err := New(context.Background(), nil, fakeHandle{dra: dra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pl.(*Plugin)
+	p.args.Mix, p.mix = MixOf(wholeGPUMix), wholeGPUMix
+	if got := scores(t, p, podWith("new"), a, b); got["node-a"] != 100 || got["node-b"] != 0 {
+		t.Fatalf("with the half-used GPU: scores %v, want node-a 100, node-b 0", got)
+	}
+	dra.claims = dra.claims[1:]
+	if got := scores(t, p, podWith("new"), a, b); got["node-a"] != got["node-b"] {
+		t.Errorf("after the claim was deleted: scores %v, want both alike", got)
+	}
+	if _, ok := p.view.snap.Claim("default", "used"); ok {
+		t.Error("the deleted claim is still in the view's snapshot")
+	}
+}

@@ -23,10 +23,18 @@ type view struct {
 
 	slices  map[string]*resourceapi.ResourceSlice
 	classes map[string]*resourceapi.DeviceClass
-	// claims are the allocated claims in the snapshot; pending[key] the allocation they were
-	// given from GetPendingAllocation, nil where the claim's own status holds it.
-	claims  map[types.NamespacedName]*resourceapi.ResourceClaim
-	pending map[types.NamespacedName]*resourceapi.AllocationResult
+	// claims are the allocated claims in the snapshot, by namespace and name (the snapshot's key).
+	claims map[types.NamespacedName]*claimEntry
+	// gen counts the syncs of the claims; an entry not marked with the current one was not listed.
+	gen uint64
+}
+
+// claimEntry is a claim in the view: the tracker's object, the allocation it was given from
+// GetPendingAllocation (nil where the claim's own status holds it), and the last sync that listed it.
+type claimEntry struct {
+	claim   *resourceapi.ResourceClaim
+	pending *resourceapi.AllocationResult
+	gen     uint64
 }
 
 func newView() *view {
@@ -34,8 +42,7 @@ func newView() *view {
 		snap:    allocator.NewSnapshot(allocator.Options{}),
 		slices:  map[string]*resourceapi.ResourceSlice{},
 		classes: map[string]*resourceapi.DeviceClass{},
-		claims:  map[types.NamespacedName]*resourceapi.ResourceClaim{},
-		pending: map[types.NamespacedName]*resourceapi.AllocationResult{},
+		claims:  map[types.NamespacedName]*claimEntry{},
 	}
 }
 
@@ -120,17 +127,22 @@ func (v *view) syncClaims(t fwk.ResourceClaimTracker) error {
 	if err != nil {
 		return fmt.Errorf("list ResourceClaims: %w", err)
 	}
-	seen := make(map[types.NamespacedName]bool, len(claims))
+	// This runs for every pod over every claim of the cluster: one map lookup per claim listed and no
+	// allocation where nothing changed (a set of the names seen, built per pod, cost more than the rest).
+	v.gen++
+	listed := 0
 	for _, c := range claims {
-		key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
 		var pending *resourceapi.AllocationResult
 		if c.Status.Allocation == nil {
 			if pending = t.GetPendingAllocation(c.UID); pending == nil {
 				continue
 			}
 		}
-		seen[key] = true
-		if v.claims[key] == c && v.pending[key] == pending {
+		listed++
+		key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+		e := v.claims[key]
+		if e != nil && e.claim == c && e.pending == pending {
+			e.gen = v.gen
 			continue
 		}
 		obj := c
@@ -141,15 +153,21 @@ func (v *view) syncClaims(t fwk.ResourceClaimTracker) error {
 		if err := v.snap.AddOrUpdateClaim(obj); err != nil {
 			return fmt.Errorf("ResourceClaim %s: %w", key, err)
 		}
-		v.claims[key], v.pending[key] = c, pending
+		if e == nil {
+			v.claims[key] = &claimEntry{claim: c, pending: pending, gen: v.gen}
+		} else {
+			e.claim, e.pending, e.gen = c, pending, v.gen
+		}
 	}
-	for key := range v.claims {
-		if !seen[key] {
+	if listed == len(v.claims) {
+		return nil
+	}
+	for key, e := range v.claims {
+		if e.gen != v.gen {
 			if err := v.snap.DeleteClaim(key.Namespace, key.Name); err != nil {
 				return fmt.Errorf("ResourceClaim %s: %w", key, err)
 			}
 			delete(v.claims, key)
-			delete(v.pending, key)
 		}
 	}
 	return nil

@@ -35,6 +35,10 @@ type Profile struct {
 	// default profile.
 	Plugin bool
 	Weight int32
+	// Packing sets NodeResourcesFit's scoring strategy to MostAllocated (cpu and memory, weight 1
+	// each), as config/profile.yaml does: among the nodes the plugin rates alike the most used then
+	// takes the pod, where LeastAllocated would spread.
+	Packing bool
 	// Args are the plugin's args (a mix, a mode); nil means the defaults.
 	Args *fragscore.Args
 	// PercentageOfNodesToScore is the configuration's field of that name; 0 leaves kube-scheduler's
@@ -370,6 +374,12 @@ func (c *Cluster) config(p Profile) ([]byte, error) {
 		if p.Args != nil {
 			prof["pluginConfig"] = []any{map[string]any{"name": fragscore.Name, "args": p.Args}}
 		}
+	}
+	if p.Packing {
+		pc, _ := prof["pluginConfig"].([]any)
+		prof["pluginConfig"] = append(pc, map[string]any{"name": "NodeResourcesFit", "args": map[string]any{
+			"scoringStrategy": map[string]any{"type": "MostAllocated", "resources": []any{
+				map[string]any{"name": "cpu", "weight": 1}, map[string]any{"name": "memory", "weight": 1}}}}})
 	}
 	cfg := map[string]any{
 		"apiVersion":       "kubescheduler.config.k8s.io/v1",

@@ -84,7 +84,7 @@ func TestLiveFragscoreLeavesFewerGPUsUnallocated(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		plug, err := c.Run(ctx, replay.Profile{Name: "fragscore", Plugin: true, Weight: 10, Args: &fragscore.Args{Mix: fragscore.MixOf(s.Objects.Mix)}}, s)
+		plug, err := c.Run(ctx, replay.Profile{Name: "fragscore", Plugin: true, Weight: 100, Packing: true, Args: &fragscore.Args{Mix: fragscore.MixOf(s.Objects.Mix)}}, s)
 		if err != nil {
 			t.Fatal(err)
 		}

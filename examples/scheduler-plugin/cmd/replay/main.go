@@ -32,15 +32,19 @@ func main() {
 	nodes := flag.Int("nodes", 200, "GPU nodes in the slice")
 	seeds := flag.String("seeds", "1,2,3", "seeds of the task sequences, comma separated")
 	until := flag.Float64("until", 1, "tasks arrive until they ask for this share of the slice's GPUs")
-	weight := flag.Int("weight", 10, "the plugin's weight in its profile")
+	weight := flag.Int("weight", 100, "the plugin's weight in its profile (config/profile.yaml's)")
+	flag.BoolVar(&noPacking, "no-packing", false, "keep NodeResourcesFit's LeastAllocated and NodeResourcesBalancedAllocation in the plugin's profile (config/profile.yaml changes them)")
 	scheduler := flag.String("scheduler", "", "this module's kube-scheduler binary (go build -o FILE ..)")
 	offline := flag.Bool("offline-only", false, "only the offline replays (no control plane)")
 	flag.IntVar(&percentage, "percentage", 0, "percentageOfNodesToScore of both profiles (0: kube-scheduler's default)")
 	flag.StringVar(&only, "only", "", "run only this live profile (default or fragscore)")
 	burst := flag.Bool("burst", false, "throughput: create every task at once and time until the scheduler decided each, with each profile")
+	ties := flag.Bool("offline-ties", false, "only offline FGD with kube-scheduler's ways of deciding among equally rated nodes (no control plane)")
 	flag.Parse()
 	var err error
-	if *burst {
+	if *ties {
+		err = offlineTies(*nodesFile, *podsFile, *step, *nodes, *seeds, *until)
+	} else if *burst {
 		err = throughput(*nodesFile, *podsFile, *step, *nodes, *seeds, *until, int32(*weight), *scheduler)
 	} else {
 		err = run(*nodesFile, *podsFile, *step, *nodes, *seeds, *until, int32(*weight), *scheduler, *offline)
@@ -122,6 +126,7 @@ func run(nodesFile, podsFile string, step, nodes int, seedList string, until flo
 var (
 	percentage int
 	only       string
+	noPacking  bool
 )
 
 // profiles are the live profiles the flags ask for.
@@ -129,7 +134,7 @@ func profiles(s *replay.Slice, weight int32) []replay.Profile {
 	var out []replay.Profile
 	for _, p := range []replay.Profile{
 		{Name: "default"},
-		{Name: "fragscore", Plugin: true, Weight: weight, Args: &fragscore.Args{Mix: fragscore.MixOf(s.Objects.Mix)}},
+		{Name: "fragscore", Plugin: true, Weight: weight, Packing: !noPacking, Args: &fragscore.Args{Mix: fragscore.MixOf(s.Objects.Mix)}},
 	} {
 		if only == "" || only == p.Name {
 			p.PercentageOfNodesToScore = int32(percentage)
