@@ -43,7 +43,8 @@ type TypicalOptions struct {
 //
 // [Objects.Mix] is instead every shape with memory. On the cpu lists of Alibaba's openb trace, whose
 // tasks without GPUs are many and large, FGD with Objects.Mix leaves more GPUs unallocated than the
-// simulator's FGD; see allocator/headroom's doc for what the mix changes.
+// simulator's FGD, and most of the difference goes with the memory: TypicalOptions{Popularity: 1}
+// (every shape, no memory) leaves fewer than the simulator's cut does; see allocator/headroom's doc.
 func (t *Trace) TypicalMix(opts TypicalOptions) ([]headroom.Shape, error) {
 	pop := opts.Popularity
 	if pop == 0 {
