@@ -105,8 +105,9 @@
 // 380.8; simulator 324.3, 312.5, 339.2, seeds 42–44), cpu250 441.1, 419.3 and 451.0 (500.1,
 // 492.6, 475.8; 416.8, 383.9, 444.8), multigpu50 170.2 and 173.3 (167.1, 166.5; 180.1, 182.0,
 // seeds 42, 43), and default 305.0, 306.3 and 305.0 (trace's Mix 296.9, 306.9, 293.2;
-// simulator 301.9, 306.9, 292.6): the control gets worse, so the trace's Mix stays the default. The score of a task without GPUs, the other score plugins and the tie-break are as in the
-// simulator (above); the rest of the gap on the cpu lists is not worked out.
+// simulator 301.9, 306.9, 292.6): the control gets worse, so the trace's Mix stays the default. The
+// score of a task without GPUs, the other score plugins and the tie-break are as in the simulator
+// (above); how memory steers FGD there, and the rest of the gap, are not worked out.
 //
 // Imports: allocator, allocator/pods, k8s.io/api, k8s.io/apimachinery and k8s.io/component-helpers
 // (the scheduler's sum of a pod's requests). allocator/verify is used by
