@@ -18,7 +18,8 @@
 // capacity. At sample points it records the arrived workload, the GPUs left unallocated, the
 // fragmentation measure of allocator/headroom ([headroom.Inventory.Fragmentation]) and the tasks that
 // fit nowhere: a [Curve]. [Trace.Strategies] are the strategies to compare: FirstFit, BestFit, Spread and
-// FGD ([headroom.Inventory.FGD] with the trace's own workload mix).
+// FGD ([headroom.Inventory.FGD] with the trace's own workload mix, [Objects.Mix]; [Trace.TypicalMix] is
+// the mix as the paper's simulator builds it, to set in its place).
 //
 // Imports: allocator, allocator/pods, allocator/headroom, k8s.io/api and k8s.io/apimachinery; no
 // client-go and no plotting (examples/packing draws the curves).

@@ -123,3 +123,48 @@ func ExampleOpen() {
 	// 61 nodes, 314 GPUs, 500 tasks
 	// open testdata/missing.csv: no such file or directory
 }
+
+// The workload mix as the FGD paper's simulator builds it: the most popular shapes of CPU and GPU
+// request that make up 95 % of the tasks, without memory, weights renormalised; FGD then uses it in
+// place of the trace's own Mix.
+func ExampleTrace_TypicalMix() {
+	tr, err := trace.Open("testdata/nodes_slice.csv", "testdata/pods_default_slice.csv", trace.ReadOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	mix, err := tr.TypicalMix(trace.TypicalOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	objs, err := tr.Objects()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%d shapes of %d in the trace's Mix\n", len(mix), len(objs.Mix))
+	for _, s := range mix[:3] {
+		fmt.Printf("%-20s %.3f\n", s.Name, s.Weight)
+	}
+	objs.Mix = mix // Strategies' FGD measures this mix
+	strategies, err := objs.Strategies()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fgd := strategies[len(strategies)-1]
+	curve, err := trace.Replay(context.Background(), objs, trace.ReplayOptions{Strategy: fgd, Samples: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	end := curve.Points[len(curve.Points)-1]
+	fmt.Printf("%s: %.2f GPUs unallocated, %d tasks failed\n", fgd.Name, end.Unallocated, end.Failed)
+	// Output:
+	// 26 shapes of 61 in the trace's Mix
+	// gpu-1/cpu-3152       0.276
+	// gpu-1/cpu-12000      0.072
+	// gpu-1/cpu-16000      0.065
+	// FGD: 6.10 GPUs unallocated, 98 tasks failed
+}
