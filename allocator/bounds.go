@@ -154,24 +154,16 @@ const (
 	boundFailed                      // evaluating a candidate failed
 )
 
-// valueKeys appends the values of a device's attribute that a constraint compares (see attrKeys); present
-// is false when the device has no such attribute.
+// valueKeys appends the values of a device's attribute that a constraint compares: the set under
+// DRAListTypeAttributes, else the single scalar value. ok is false for an attribute with several scalar
+// values.
 func (a *allocation) valueKeys(d *deviceEntry, name resourceapi.FullyQualifiedName, keys []valueKey) (_ []valueKey, present, ok bool) {
 	attr, found := staticAttribute(d, name)
 	if !found {
 		return keys, false, true
 	}
-	return a.attrKeys(&attr, keys)
-}
-
-// attrKeys appends the values of an attribute that a constraint compares: the set under
-// DRAListTypeAttributes, else the single scalar value. A list value with the gate off appends nothing (it
-// never equals a scalar one, see sameScalar); present is false for an attribute without a value under the gate,
-// and ok is false for an attribute with several scalar values, whose comparison depends on the order
-// devices are added.
-func (a *allocation) attrKeys(attr *resourceapi.DeviceAttribute, keys []valueKey) (_ []valueKey, present, ok bool) {
 	if a.f.DRAListTypeAttributes {
-		s, ok := setOf(attr)
+		s, ok := setOf(&attr)
 		if !ok {
 			return keys, false, true
 		}

@@ -131,20 +131,8 @@ func (a *allocation) countCandidates(r *request, limit int) (int, bool) {
 
 // visitCandidates calls fn for every device that could serve r, as countCandidates counts them, with the
 // device's index among the devices of the call's pools, until fn returns false; it returns false when
-// evaluating a device failed. What the call has taken so far counts (shared counters it consumed): the
-// answer holds until the search gives devices back.
+// evaluating a device failed.
 func (a *allocation) visitCandidates(r *request, fn func(int, *deviceEntry) bool) bool {
-	return a.visitDevices(r, true, fn)
-}
-
-// visitCallCandidates is visitCandidates without what the call has taken: every device that could serve r
-// however the search backtracks, so that a count of them holds for the whole call.
-func (a *allocation) visitCallCandidates(r *request, fn func(int, *deviceEntry) bool) bool {
-	return a.visitDevices(r, false, fn)
-}
-
-// visitDevices is visitCandidates, with the shared counters the call consumed counted when callState.
-func (a *allocation) visitDevices(r *request, callState bool, fn func(int, *deviceEntry) bool) bool {
 	idx := -1
 	for _, p := range a.pools {
 		if p.incomplete || p.invalid {
@@ -172,7 +160,7 @@ func (a *allocation) visitDevices(r *request, callState bool, fn func(int, *devi
 				if ok && a.f.DRADeviceTaints && blocked(d.taints, r.tolerations) {
 					ok = false
 				}
-				if ok && callState && d.counters && !a.countersAdmitAt(p, j, d) {
+				if ok && d.counters && !a.countersAdmitAt(p, j, d) {
 					ok = false
 				}
 				if ok && !a.nodeOpsAllowed(d) {

@@ -23,6 +23,24 @@ import (
 // own (not derived), no multi-allocatable device among the candidates. It is not used in the greedy
 // descent, which stops at the first disagreement anyway, so calls the descent decides pay nothing.
 
+// scalarKey is the key (bounds.go's valueKey) of a scalar attribute; false for none or a list value, which never equals a
+// scalar one (see sameScalar).
+func scalarKey(attr *resourceapi.DeviceAttribute) (valueKey, bool) {
+	switch {
+	case attr == nil:
+		return valueKey{}, false
+	case attr.IntValue != nil:
+		return valueKey{kind: 'i', i: *attr.IntValue}, true
+	case attr.BoolValue != nil:
+		return valueKey{kind: 'b', b: *attr.BoolValue}, true
+	case attr.StringValue != nil:
+		return valueKey{kind: 's', s: *attr.StringValue}, true
+	case attr.VersionValue != nil:
+		return valueKey{kind: 'v', s: *attr.VersionValue}, true
+	}
+	return valueKey{}, false
+}
+
 // The states of matchAttribute.count for one call.
 const (
 	countUnknown  byte = iota // not computed yet
@@ -48,13 +66,12 @@ func (m *matchAttribute) enough(r *request, d *deviceEntry, attr *resourceapi.De
 	if m.countReq != r {
 		return true, nil
 	}
-	var kbuf [1]valueKey
-	keys, _, ok := a.attrKeys(attr, kbuf[:0])
-	if !ok || len(keys) != 1 {
-		return true, nil // a list value, which no scalar one equals: the search refuses it itself
+	key, ok := scalarKey(attr)
+	if !ok {
+		return true, nil
 	}
 	for _, c := range m.counts {
-		if c.k == keys[0] {
+		if c.k == key {
 			return c.n >= r.numDevices, nil
 		}
 	}
@@ -96,23 +113,37 @@ func (m *matchAttribute) countValues(r *request) error {
 		}
 	}
 	m.counts = m.counts[:0]
-	// The candidates are those of the whole call (visitCallCandidates): the count is kept until the call
-	// ends, through every backtrack.
-	var kbuf [1]valueKey
-	off := false
-	visited := a.visitCallCandidates(r, func(_ int, d *deviceEntry) bool {
-		keys, _, ok := a.valueKeys(d, m.name, kbuf[:0])
-		off = a.f.DRAConsumableCapacity && d.multi || !ok
-		for _, k := range keys {
-			off = off || !m.countValue(k)
+	for _, p := range a.pools {
+		if p.incomplete || p.invalid {
+			continue
 		}
-		return !off
-	})
-	switch {
-	case !visited && a.ctx.Err() != nil:
-		return aborted(a.ctx)
-	case !visited || off:
-		return nil
+		for _, e := range p.slices {
+			for _, d := range e.devices() {
+				if a.f.DRAConsumableCapacity && d.multi {
+					return nil
+				}
+				if a.inClusterUse(d) || !a.nodeOpsAllowed(d) || !a.f.DRAPartitionableDevices && d.counters {
+					continue
+				}
+				ok, err := a.selectable(r, d)
+				if err != nil {
+					if a.ctx.Err() != nil {
+						return aborted(a.ctx)
+					}
+					return nil
+				}
+				if !ok || a.f.DRADeviceTaints && blocked(d.taints, r.tolerations) {
+					continue
+				}
+				attr, err := m.attr(r, d, m.name)
+				if err != nil {
+					return nil
+				}
+				if key, ok := scalarKey(attr); ok && !m.countValue(key) {
+					return nil
+				}
+			}
+		}
 	}
 	m.count, m.countReq = countComputed, r
 	return nil
