@@ -165,6 +165,9 @@ func (a *allocation) run() ([]resourceapi.AllocationResult, error) {
 			return nil, err
 		}
 	}
+	if err := a.drawShareIDs(); err != nil {
+		return nil, err
+	}
 	return a.results()
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -30,12 +31,12 @@ func withCapacity(r resourceapi.DeviceRequest, memory string) resourceapi.Device
 // sequentialSharePrefix starts the share IDs of sequentialShareIDs.
 const sequentialSharePrefix = "00000000-0000-4000-8000-"
 
-// sequentialShareIDs returns share IDs in the UUID form the API server demands, numbered 1, 2, ...
+// sequentialShareIDs returns share IDs in the UUID form the API server demands, numbered 1, 2, ...;
+// concurrent calls may use it.
 func sequentialShareIDs() func() types.UID {
-	n := 0
+	var n atomic.Int64
 	return func() types.UID {
-		n++
-		return types.UID(fmt.Sprintf("%s%012d", sequentialSharePrefix, n))
+		return types.UID(fmt.Sprintf("%s%012d", sequentialSharePrefix, n.Add(1)))
 	}
 }
 

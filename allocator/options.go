@@ -64,9 +64,12 @@ type Options struct {
 	Features *Features
 	// ShareIDs returns the share ID of each new allocation of a device with allowMultipleAllocations.
 	// nil means a random (version 4) UUID, as Kubernetes does; tests inject a deterministic source.
-	// It is called from concurrent Allocate calls and must be safe for that. An ID already used on the
-	// same device (by an allocated claim or earlier in the call) is drawn again, up to 16 times; a source
-	// that keeps repeating fails the call with an error wrapping ErrInvalidInput naming Options.ShareIDs.
+	// It is called once per share of the placement a call returns (never for placements the search tries
+	// and drops, nor by Fits), in the order of the claims and their results, so a counting source gives
+	// the same IDs for the same answer. It is called from concurrent Allocate calls and must be safe for
+	// that. An ID already used on the same device (by an allocated claim or earlier in the call) is
+	// drawn again, up to 16 times; a source that keeps repeating, or returns an ID the API server would
+	// refuse, fails the call with an error wrapping ErrInvalidInput naming Options.ShareIDs.
 	ShareIDs func() types.UID
 	// StepBudget bounds the search of one Allocate call to this many search steps (one step tries one
 	// request position); when it runs out Allocate returns an error wrapping ErrSearchBudget. 0 means no

@@ -15,14 +15,25 @@ import (
 	"github.com/dralloc/dralloc/fuzz"
 )
 
-// outcome is what an Allocate call answered, comparable across snapshots.
+// outcome is what an Allocate call answered, comparable across snapshots: share IDs, which each
+// snapshot draws from a source of its own, are compared by presence only.
 type outcome struct {
 	results []resourceapi.AllocationResult
 	err     string
 }
 
+// drawnShare stands for every share ID in an outcome.
+const drawnShare = "drawn"
+
 func allocateOn(s *allocator.Snapshot, c *fuzz.Cluster) outcome {
 	r, err := s.Allocate(context.Background(), c.Node, c.Claims)
+	for i := range r {
+		for j := range r[i].Devices.Results {
+			if d := &r[i].Devices.Results[j]; d.ShareID != nil {
+				d.ShareID = ptr(types.UID(drawnShare))
+			}
+		}
+	}
 	o := outcome{results: r}
 	if err != nil {
 		o.err = err.Error()
@@ -78,7 +89,7 @@ const propStepBudget = 200000
 
 func options(c *fuzz.Cluster) allocator.Options {
 	f := c.Gates()
-	return allocator.Options{Features: &f, ShareIDs: func() types.UID { return "share" }, StepBudget: propStepBudget}
+	return allocator.Options{Features: &f, ShareIDs: sequentialShareIDs(), StepBudget: propStepBudget}
 }
 
 // budgetHits counts the cases of a property and those in which a search ran out of its step budget.

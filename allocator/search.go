@@ -453,16 +453,7 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 			return false, u, nil
 		}
 		if multi {
-			// While improving a found placement (see topoBest), the ID is drawn only for the one returned.
-			shareID := &pendingShareID
-			if !a.found {
-				id, err := a.newShareID(d)
-				if err != nil {
-					a.rollback(u)
-					return false, u, err
-				}
-				shareID = &id
-			}
+			// The share's ID is drawn once the placement is final (see drawShareIDs).
 			a.ownLedger(d).Add(consumed)
 			if a.shares == nil {
 				a.shares = map[DeviceID]int{}
@@ -470,7 +461,7 @@ func (a *allocation) allocateDevice(pos position, r *request, c candidate, must 
 			a.shares[d.id]++
 			u.share = true
 			u.consumed = consumed
-			res.shareID = shareID
+			res.shareID = &pendingShareID
 			if len(consumed) > 0 {
 				res.consumed = consumed
 			}

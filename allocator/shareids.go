@@ -11,6 +11,27 @@ import (
 // second draw in practice; a source that repeats itself this often is broken.
 const maxShareIDDraws = 16
 
+// drawShareIDs draws the share IDs of the placement the call returns, in the order of its claims and
+// results. Drawing them only here (the search marks each share with pendingShareID) calls
+// Options.ShareIDs once per share returned: a source that counts gives the same IDs for the same answer
+// however the search reached it, and a broken source fails exactly the calls whose answer holds a share.
+func (a *allocation) drawShareIDs() error {
+	for ci := range a.claims {
+		results := a.perClaim[ci].results
+		for i := range results {
+			if results[i].shareID != &pendingShareID {
+				continue
+			}
+			id, err := a.newShareID(results[i].dev)
+			if err != nil {
+				return err
+			}
+			results[i].shareID = &id
+		}
+	}
+	return nil
+}
+
 // newShareID draws the share ID of a new share of device d: from Options.ShareIDs, or a random UUID as
 // Kubernetes does. Share IDs tell apart the allocations of one device, so a drawn ID that an allocated
 // claim or an earlier result of this call already holds on d is drawn again, up to maxShareIDDraws times;

@@ -52,6 +52,22 @@ func TestAllocateShareIDsAreUniquePerDevice(t *testing.T) {
 		claims:  []*resourceapi.ResourceClaim{claim("c", withCapacity(exact("req", "any", 1), "4Gi"))},
 		wantErr: allocator.ErrInvalidInput, wantErrText: "Options.ShareIDs",
 	}, {
+		name:   "a source returning an ID the API server would refuse fails no call whose answer holds no share",
+		slices: attrSlice(device("plain", nil), shareable("shared-1", "10Gi", nil)), classes: classes, shareIDs: func() types.UID { return "share-1" },
+		claims: []*resourceapi.ResourceClaim{claim("c", exact("req", "any", 1))},
+		check: func(t *testing.T, r []resourceapi.AllocationResult) {
+			if d := r[0].Devices.Results[0]; d.Device != "plain" || d.ShareID != nil {
+				t.Errorf("got %s with share ID %v, want plain without one", d.Device, d.ShareID)
+			}
+		},
+	}, {
+		// c1 fits shared-1 first, which then leaves too little for c2 on either device: the search
+		// gives shared-1 back and moves c1 to shared-2. The share it gave back drew no ID.
+		name:   "a share the search tries and gives back draws no ID",
+		slices: attrSlice(shareable("shared-1", "10Gi", nil), shareable("shared-2", "8Gi", nil)), classes: classes, shareIDs: sequentialShareIDs(),
+		claims: []*resourceapi.ResourceClaim{claim("c1", withCapacity(exact("req", "any", 1), "6Gi")), claim("c2", withCapacity(exact("req", "any", 1), "9Gi"))},
+		check:  wantShares("shared-2 share-1 6Gi", "shared-1 share-2 9Gi"),
+	}, {
 		name:   "the same ID on different devices is allowed",
 		slices: two, classes: classes, shareIDs: shareIDsFrom("same"),
 		claims: []*resourceapi.ResourceClaim{claim("c1", withCapacity(exact("req", "any", 1), "10Gi")), claim("c2", withCapacity(exact("req", "any", 1), "10Gi"))},

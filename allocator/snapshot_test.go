@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dralloc/dralloc/allocator"
 )
@@ -246,7 +245,7 @@ func TestAllocateNamelessNode(t *testing.T) {
 }
 
 func TestAllocateConcurrentReaders(t *testing.T) {
-	s := allocator.NewSnapshot(allocator.Options{ShareIDs: func() types.UID { return "share" }})
+	s := allocator.NewSnapshot(allocator.Options{ShareIDs: sequentialShareIDs()})
 	must(t, s.AddOrUpdateClass(anyClass))
 	for i := range 8 {
 		must(t, s.AddOrUpdateSlice(nodeSlice(fmt.Sprintf("s%d", i), fmt.Sprintf("node-%d", i), driverA, fmt.Sprintf("pool-%d", i), manyDevices(4)...)))

@@ -16,9 +16,9 @@ const DefaultTopologySteps = 2000
 // errTopoBudget ends the search for a closer placement when Topology.Steps are spent.
 var errTopoBudget = errors.New("topology improvement budget spent")
 
-// pendingShareID marks the share of a placement found while improving: its share ID is drawn only if
-// the placement is the one returned (see finishTopology), so that the placements the improvement tries
-// and drops draw no IDs from Options.ShareIDs.
+// pendingShareID marks a share of a placement the search holds: its share ID is drawn only once the
+// placement is the one returned (see drawShareIDs), so that the placements a search tries and drops draw
+// no IDs from Options.ShareIDs, and the IDs a call draws do not depend on the path its search took.
 var pendingShareID string
 
 // topoBest is the search for the closest placement (see Topology): the measure of the placement the
@@ -342,8 +342,7 @@ func (a *allocation) topoEnded(done bool, err error) (bool, error) {
 
 // finishTopology makes the best placement the one the claims hold: after a search that ended without
 // holding it, the saved one; when the improvement was cut short, the placement the call finds without
-// the preference if that one is closer (so that the preference never does worse than none); and it
-// draws the share IDs of a placement found while improving.
+// the preference if that one is closer (so that the preference never does worse than none).
 func (a *allocation) finishTopology() error {
 	t := &a.topoBest
 	if !t.holding {
@@ -352,19 +351,6 @@ func (a *allocation) finishTopology() error {
 	if t.cut {
 		if err := a.compareUnpreferred(); err != nil {
 			return err
-		}
-	}
-	for ci := range a.claims {
-		results := a.perClaim[ci].results
-		for i := range results {
-			if results[i].shareID != &pendingShareID {
-				continue
-			}
-			id, err := a.newShareID(results[i].dev)
-			if err != nil {
-				return err
-			}
-			results[i].shareID = &id
 		}
 	}
 	return nil

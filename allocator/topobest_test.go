@@ -293,9 +293,9 @@ func TestPropTopologyFindsClosestPlacement(t *testing.T) {
 // equalClusters compares two clusters by their objects' printed form.
 func equalClusters(x, y *fuzz.Cluster) bool { return x.String() == y.String() }
 
-// A placement found while improving draws its share IDs only once it is returned: with shareable NICs,
-// the NIC of the closest placement (not the first one's) gets the deterministic source's second ID, the
-// first having gone to the first placement's NIC, and the result passes allocator/verify.
+// A placement draws its share IDs only once it is returned: with shareable NICs, the NIC of the closest
+// placement gets the deterministic source's first ID (the first placement, which the improvement drops,
+// drew none), and the result passes allocator/verify.
 func TestTopologyDrawsShareIDsOfTheReturnedPlacement(t *testing.T) {
 	c := topologyCase(t, []string{"gpu-0", "gpu-1", "gpu-2", "nic-2", "nic-3"}, podClaim("pod", gpuNIC{"gpu", 1}, gpuNIC{"nic", 1}))
 	for _, s := range c.Slices {
@@ -313,8 +313,8 @@ func TestTopologyDrawsShareIDsOfTheReturnedPlacement(t *testing.T) {
 		t.Fatalf("devices %q, want %q", got, want)
 	}
 	nic := res[0].Devices.Results[1]
-	if nic.ShareID == nil || *nic.ShareID != "00000000-0000-4000-8000-000000000002" {
-		t.Errorf("share ID %v, want the source's second", nic.ShareID)
+	if nic.ShareID == nil || *nic.ShareID != "00000000-0000-4000-8000-000000000001" {
+		t.Errorf("share ID %v, want the source's first", nic.ShareID)
 	}
 	verifyAll(t, c, res)
 }
