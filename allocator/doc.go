@@ -64,7 +64,9 @@
 //
 // A [Requeue] answers the scheduler's other question: after a cluster event (a slice added or changed, a
 // claim deallocated, a taint removed, a class changed), which pending claims may fit now. It indexes the
-// pending claims by DeviceClass, so an event costs what it touches, not the number of pending claims.
+// pending claims by DeviceClass, so an event costs what it touches, not the number of pending claims. A
+// claim refused for its owner's quota ([Requeue.AddPendingOverQuota]) is woken when the quota may have
+// room (the owner deallocates, a limit is raised) and not by devices it could not take within it.
 //
 // A Snapshot is safe for concurrent use: many goroutines may call Allocate at the same time (a scheduler
 // filters nodes in parallel) while updates wait for them. Inputs are never mutated: objects handed to a
@@ -165,7 +167,8 @@
 //     fleetcache.go (each node's class key, remembered across calls), classrename.go (one node's
 //     allocation as another node of its class gets it: [NodeClasses.Rename]).
 //   - Requeue: requeue.go ([Requeue] and its index of pending claims by class), requeue_events.go (one
-//     method per cluster event).
+//     method per cluster event), requeue_quota.go (claims refused for quota: [Requeue.AddPendingOverQuota],
+//     [Requeue.SetQuota]).
 //
 // Imports: allocator/gates (the feature gates; [Features] is gates.Features), celenv (CEL selectors), capacity (consumable capacity and shared counters), taints (device
 // taints and tolerations), allocator/validation (API validation of added objects), k8s.io/api, k8s.io/apimachinery and k8s.io/component-helpers (node selector

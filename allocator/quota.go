@@ -122,20 +122,15 @@ type quotaHeld struct {
 
 // newQuotaIndex validates q and prepares it; errors name the field of Options.Quota.
 func newQuotaIndex(q *Quota) (*quotaIndex, error) {
+	return newQuotaIndexOf("Options", q)
+}
+
+// newQuotaIndexOf is newQuotaIndex for the quota of object (the options struct that holds it).
+func newQuotaIndexOf(object string, q *Quota) (*quotaIndex, error) {
 	x := &quotaIndex{owner: q.Owner, byClass: map[ownerClass][]int{}, owners: map[string]bool{}}
 	for i, l := range q.Limits {
-		path := fmt.Sprintf("Quota.Limits[%d]", i)
-		switch {
-		case l.Class == "":
-			return nil, inputError("Options", path+".Class", errors.New("must not be empty"))
-		case l.Kind < QuotaDevices || l.Kind > QuotaCapacity:
-			return nil, inputError("Options", path+".Kind", fmt.Errorf("unsupported kind %s", l.Kind))
-		case l.Kind == QuotaDevices && l.Name != "":
-			return nil, inputError("Options", path+".Name", errors.New("must be empty for a limit on devices"))
-		case l.Kind != QuotaDevices && l.Name == "":
-			return nil, inputError("Options", path+".Name", fmt.Errorf("must name the %s", l.Kind))
-		case l.Max.Sign() < 0:
-			return nil, inputError("Options", path+".Max", fmt.Errorf("must not be negative, got %s", l.Max.String()))
+		if err := validateQuotaLimit(object, fmt.Sprintf("Quota.Limits[%d]", i), &l); err != nil {
+			return nil, err
 		}
 		l.Max = l.Max.DeepCopy()
 		x.limits = append(x.limits, l)
@@ -144,6 +139,23 @@ func newQuotaIndex(q *Quota) (*quotaIndex, error) {
 		x.owners[l.Owner] = true
 	}
 	return x, nil
+}
+
+// validateQuotaLimit checks one limit; errors name object and the limit's path.
+func validateQuotaLimit(object, path string, l *QuotaLimit) error {
+	switch {
+	case l.Class == "":
+		return inputError(object, path+".Class", errors.New("must not be empty"))
+	case l.Kind < QuotaDevices || l.Kind > QuotaCapacity:
+		return inputError(object, path+".Kind", fmt.Errorf("unsupported kind %s", l.Kind))
+	case l.Kind == QuotaDevices && l.Name != "":
+		return inputError(object, path+".Name", errors.New("must be empty for a limit on devices"))
+	case l.Kind != QuotaDevices && l.Name == "":
+		return inputError(object, path+".Name", fmt.Errorf("must name the %s", l.Kind))
+	case l.Max.Sign() < 0:
+		return inputError(object, path+".Max", fmt.Errorf("must not be negative, got %s", l.Max.String()))
+	}
+	return nil
 }
 
 // ownerOf is the owner key of a claim.

@@ -28,6 +28,11 @@ type RequeueOptions struct {
 	// devices are kept and prepared once. A slice the Snapshot holds in another version is copied, as
 	// without a Snapshot; the answers are the same either way.
 	Snapshot *Snapshot
+	// Quota is the quota the scheduler's allocations apply (the Snapshot's Options.Quota), for the
+	// claims refused for it ([Requeue.AddPendingOverQuota]): its Owner keys claims (nil: their
+	// namespace), and its limits tell which quota changes may let them fit ([Requeue.SetQuota]). The
+	// Requeue keeps a copy. nil is a Requeue that knows no limit.
+	Quota *Quota
 }
 
 // Requeue tells a scheduler which pending claims may fit after a cluster event, as the queueing hints of
@@ -57,6 +62,10 @@ type RequeueOptions struct {
 // own copy, or the Snapshot's (see RequeueOptions.Snapshot).
 // Node events are not covered: a node whose labels change can make slices with a node selector usable.
 //
+// A claim registered with [Requeue.AddPendingOverQuota] was refused for its owner's quota; it is woken
+// as well when its owner's quota may have room again, and not by devices it could not take within the
+// quota (see there).
+//
 // A Requeue is safe for concurrent use; events are applied one at a time. Inputs are never mutated.
 type Requeue struct {
 	mu   sync.Mutex
@@ -71,6 +80,13 @@ type Requeue struct {
 	rules   map[string]resourceapi.DeviceTaintRuleSpec
 	pending map[types.NamespacedName]*rqClaim
 	byClass map[string][]*rqEntry
+
+	// quota is RequeueOptions.Quota as SetQuota last replaced it, nil when none; overQuota lists the
+	// claims refused for quota under each owner and class of their requests that charge, quotaGone
+	// those refused for a limit on a capacity or a counter under what the limit counts.
+	quota     *quotaIndex
+	overQuota map[ownerClass]map[*rqClaim]struct{}
+	quotaGone map[quotaResource]map[*rqClaim]struct{}
 
 	// epoch marks the claims already woken by the event in progress; woken collects them.
 	epoch uint64
@@ -115,6 +131,8 @@ type rqClaim struct {
 	// whole claim, so such a claim is never woken until its last missing class appears.
 	missing int
 	entries []*rqEntry
+	// quota is set while the claim waits for its owner's quota (AddPendingOverQuota).
+	quota *rqQuota
 }
 
 // rqEntry is one request or subrequest of a pending claim, listed under its class.
@@ -125,10 +143,25 @@ type rqEntry struct {
 	selectors []*celenv.Selector
 	all       bool
 	admin     bool
+	// req is the index of the request in the claim; count the devices an exact count asks for (0 for
+	// all devices).
+	req   int
+	count int64
+	// overQuota: no allocation that uses the entry fits the owner's quota on devices (see
+	// AddPendingOverQuota), so a device it could take does not wake it.
+	overQuota bool
 }
 
-// NewRequeue returns an empty Requeue. It fails only when a new CEL environment cannot be built.
+// NewRequeue returns an empty Requeue. It fails when a new CEL environment cannot be built, and with an
+// [InputError] naming the field when opts.Quota is invalid.
 func NewRequeue(opts RequeueOptions) (*Requeue, error) {
+	var quota *quotaIndex
+	if opts.Quota != nil {
+		var err error
+		if quota, err = newQuotaIndexOf("RequeueOptions", opts.Quota); err != nil {
+			return nil, err
+		}
+	}
 	f := DefaultFeatures()
 	if opts.Features != nil {
 		f = *opts.Features
@@ -154,6 +187,10 @@ func NewRequeue(opts RequeueOptions) (*Requeue, error) {
 		rules:   map[string]resourceapi.DeviceTaintRuleSpec{},
 		pending: map[types.NamespacedName]*rqClaim{},
 		byClass: map[string][]*rqEntry{},
+
+		quota:     quota,
+		overQuota: map[ownerClass]map[*rqClaim]struct{}{},
+		quotaGone: map[quotaResource]map[*rqClaim]struct{}{},
 	}, nil
 }
 
@@ -169,15 +206,27 @@ func (r *Requeue) Len() int {
 // claim with an allocation or a request without a class is an error naming the claim and the field, and
 // leaves the Requeue unchanged.
 func (r *Requeue) AddPending(claim *resourceapi.ResourceClaim) error {
+	c, err := r.newPending(claim)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.addPending(c)
+	return nil
+}
+
+// newPending prepares a pending claim's entries; errors name the claim and the field.
+func (r *Requeue) newPending(claim *resourceapi.ResourceClaim) (*rqClaim, error) {
 	if claim == nil {
-		return rqInputError("ResourceClaim", "", errors.New("claim is nil"))
+		return nil, rqInputError("ResourceClaim", "", errors.New("claim is nil"))
 	}
 	obj := "ResourceClaim " + claim.Namespace + "/" + claim.Name
 	if claim.Name == "" {
-		return rqInputError(obj, "metadata.name", errors.New("name is required"))
+		return nil, rqInputError(obj, "metadata.name", errors.New("name is required"))
 	}
 	if claim.Status.Allocation != nil {
-		return rqInputError(obj, "status.allocation", errors.New("an allocated claim is not pending"))
+		return nil, rqInputError(obj, "status.allocation", errors.New("an allocated claim is not pending"))
 	}
 	c := &rqClaim{key: types.NamespacedName{Namespace: claim.Namespace, Name: claim.Name}}
 	for i := range claim.Spec.Devices.Requests {
@@ -189,9 +238,12 @@ func (r *Requeue) AddPending(claim *resourceapi.ResourceClaim) error {
 				req.Exactly.AllocationMode == resourceapi.DeviceAllocationModeAll,
 				req.Exactly.AdminAccess != nil && *req.Exactly.AdminAccess)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			e.claim = c
+			e.claim, e.req = c, i
+			if !e.all {
+				e.count = req.Exactly.Count
+			}
 			c.entries = append(c.entries, e)
 		case len(req.FirstAvailable) > 0:
 			for j := range req.FirstAvailable {
@@ -199,17 +251,23 @@ func (r *Requeue) AddPending(claim *resourceapi.ResourceClaim) error {
 				e, err := r.rqNewEntry(obj, fmt.Sprintf("%s.firstAvailable[%d]", path, j), sub.DeviceClassName, sub.Selectors,
 					sub.AllocationMode == resourceapi.DeviceAllocationModeAll, false)
 				if err != nil {
-					return err
+					return nil, err
 				}
-				e.claim = c
+				e.claim, e.req = c, i
+				if !e.all {
+					e.count = sub.Count
+				}
 				c.entries = append(c.entries, e)
 			}
 		default:
-			return rqInputError(obj, path, errors.New("exactly or firstAvailable is required"))
+			return nil, rqInputError(obj, path, errors.New("exactly or firstAvailable is required"))
 		}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	return c, nil
+}
+
+// addPending registers a prepared claim, replacing the one with the same key. The caller holds mu.
+func (r *Requeue) addPending(c *rqClaim) {
 	r.removePending(c.key)
 	r.pending[c.key] = c
 	for _, e := range c.entries {
@@ -220,7 +278,6 @@ func (r *Requeue) AddPending(claim *resourceapi.ResourceClaim) error {
 			c.missing++
 		}
 	}
-	return nil
 }
 
 func (r *Requeue) rqNewEntry(obj, path, class string, sels []resourceapi.DeviceSelector, all, admin bool) (*rqEntry, error) {
@@ -263,6 +320,7 @@ func (r *Requeue) removePending(key types.NamespacedName) {
 		return
 	}
 	delete(r.pending, key)
+	r.forgetQuota(c)
 	for _, e := range c.entries {
 		list := r.byClass[e.class]
 		last := list[len(list)-1]

@@ -254,7 +254,12 @@ func (r *Requeue) DeleteSlice(ctx context.Context, name string) []types.Namespac
 // devices of its allocation (results with adminAccess held nothing and free nothing) and the devices that
 // draw on the same shared counters. Requests with adminAccess may use devices in use, so freeing a device
 // wakes them only when counters or shared capacity are freed with it. A claim without an allocation frees
-// nothing.
+// nothing. Call it too for an allocated claim that is deleted.
+//
+// The claim's owner (under the Requeue's quota) then holds less: the claims of the same owner refused
+// for quota ([Requeue.AddPendingOverQuota]) that ask for a class the claim's results were allocated
+// for are woken too, when the owner has a limit on that class: in the Requeue's quota, or among the
+// limits the pending claim was refused for (any class, when the Requeue has no quota).
 func (r *Requeue) ClaimDeallocated(ctx context.Context, claim *resourceapi.ResourceClaim) ([]types.NamespacedName, error) {
 	if claim == nil {
 		return nil, rqInputError("ResourceClaim", "", errors.New("claim is nil"))
@@ -265,10 +270,20 @@ func (r *Requeue) ClaimDeallocated(ctx context.Context, claim *resourceapi.Resou
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.begin()
+	var owner string
+	if len(r.overQuota) > 0 {
+		owner = r.ownerOf(claim)
+	}
 	for i := range claim.Status.Allocation.Devices.Results {
 		res := &claim.Status.Allocation.Devices.Results[i]
 		if res.AdminAccess != nil && *res.AdminAccess {
 			continue
+		}
+		// As the quota's held amounts (quotaIndex.heldIn): a result is charged to its request's class.
+		if len(r.overQuota) > 0 {
+			if class, ok := requestClass(claim, res.Request); ok {
+				r.wakeForQuota(owner, class, true)
+			}
 		}
 		id := DeviceID{Driver: res.Driver, Pool: res.Pool, Device: res.Device}
 		for _, d := range r.devices[id] {
@@ -417,7 +432,9 @@ func (r *Requeue) unindexSlice(s *rqSlice) {
 
 // wakeBy wakes the pending requests for one class that a device serves. gone means the device (in this
 // version) is going away: only requests for all devices and requests whose selectors fail on it care.
-// skipAdmin leaves out requests with adminAccess, which may use the device while it is in use.
+// skipAdmin leaves out requests with adminAccess, which may use the device
+// while it is in use. A request that cannot fit its owner's quota on devices (rqEntry.overQuota) is
+// woken only by a failing selector.
 func (r *Requeue) wakeBy(ctx context.Context, d *rqDevice, v rqVerdict, gone, skipAdmin bool) {
 	for _, e := range r.byClass[v.class] {
 		if e.claim.mark == r.epoch || (skipAdmin && e.admin) {
@@ -428,7 +445,7 @@ func (r *Requeue) wakeBy(ctx context.Context, d *rqDevice, v rqVerdict, gone, sk
 			continue
 		}
 		selected, failed := selectorsVerdict(ctx, e.selectors, d.view)
-		if failed || (selected && (!gone || e.all)) {
+		if failed || (selected && !e.overQuota && (!gone || e.all)) {
 			r.wake(e.claim)
 		}
 	}
@@ -443,6 +460,9 @@ func (r *Requeue) wakeAvailable(ctx context.Context, d *rqDevice, skipAdmin bool
 func (r *Requeue) wakeGone(ctx context.Context, d *rqDevice) {
 	for _, v := range d.classes {
 		r.wakeBy(ctx, d, v, true, false)
+	}
+	if len(r.quotaGone) > 0 {
+		r.wakeQuotaGone(d)
 	}
 }
 

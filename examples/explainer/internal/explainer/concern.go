@@ -21,21 +21,32 @@ const (
 	// concern only the pods that use the claim (a full reservedFor refuses further pods; the devices
 	// it holds are held as before).
 	concernsUsers
+	// concernsNamespace: a ResourceQuota's limits changed, which concern only the pods of its
+	// namespace (the namespace is the owner its limits apply to, allocator.QuotaFromResourceQuotas).
+	// They are explained again at most once per Config.Requeue, not at once: the Feed applies the
+	// new quota through its own handler, which may run after this one.
+	concernsNamespace
 	// concernsAll: devices, allocations, classes or nodes changed; any pending pod may fit or fail
 	// otherwise.
 	concernsAll
 )
 
 // updated handles an informer's update of a DRA object: the pods it can concern are explained again,
-// all of them at most once per Config.Requeue, the users of a claim at once. In a large cluster most
-// updates are of the first two kinds (kubelets renew Node status, drivers write claims' device
-// status, kube-scheduler reserves claims), and explaining every pending pod again on each of them
-// would cost in proportion to the cluster instead of the change.
+// all of them or the pods of a ResourceQuota's namespace at most once per Config.Requeue, the users of
+// a claim at once. In a large cluster most updates are of the first kinds (kubelets renew Node
+// status, drivers write claims' device status, kube-scheduler reserves claims, kube-controller-manager
+// rewrites a ResourceQuota's status.used whenever a claim of its namespace comes or goes), and
+// explaining every pending pod again on each of them would cost in proportion to the cluster instead
+// of the change.
 func (c *Controller) updated(oldObj, newObj any) {
 	switch concerns(oldObj, newObj) {
 	case concernsNone:
 	case concernsUsers:
 		c.enqueueUsers(oldObj.(*resourceapi.ResourceClaim), newObj.(*resourceapi.ResourceClaim))
+	case concernsNamespace:
+		c.mu.Lock()
+		c.quotaChanged[newObj.(*v1.ResourceQuota).Namespace] = struct{}{}
+		c.mu.Unlock()
 	default:
 		c.changed.Store(true)
 	}
@@ -57,6 +68,19 @@ func concerns(oldObj, newObj any) concern {
 			return concernsAll
 		}
 		return concernsUsers
+	case *v1.ResourceQuota:
+		o, ok := oldObj.(*v1.ResourceQuota)
+		if !ok || o == nil || n == nil || o.Namespace != n.Namespace {
+			return concernsAll
+		}
+		// The quota the explanations apply is read from spec alone (allocator.QuotaFromResourceQuotas:
+		// spec.hard, and spec.scopes and spec.scopeSelector, which exclude the object), with the
+		// namespace as owner; what the namespace holds comes from the claims' allocations, not from
+		// status.used, which the quota controller rewrites on every claim of the namespace.
+		if equality.Semantic.DeepEqual(o.Spec, n.Spec) {
+			return concernsNone
+		}
+		return concernsNamespace
 	case *v1.Node:
 		o, ok := oldObj.(*v1.Node)
 		if !ok || o == nil || n == nil {
@@ -149,6 +173,20 @@ func (c *Controller) enqueueUsers(oldClaim, newClaim *resourceapi.ResourceClaim)
 	}
 	for _, p := range list {
 		if Unschedulable(p) && (uids[p.UID] || names(p, newClaim.Name)) {
+			c.queue.Add(podKey(p))
+		}
+	}
+}
+
+// enqueueNamespace queues the pending pods of a namespace.
+func (c *Controller) enqueueNamespace(namespace string) {
+	list, err := c.podLister.Pods(namespace).List(labels.Everything())
+	if err != nil {
+		c.changed.Store(true)
+		return
+	}
+	for _, p := range list {
+		if Unschedulable(p) {
 			c.queue.Add(podKey(p))
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -17,8 +18,10 @@ import (
 
 // TestUpdateConcernsOnlyWhatItCan: an update of a DRA object has explained again only the pending
 // pods it can concern. A resync and a kubelet's heartbeat concern none; a claim's reservations or
-// device status concern only the pods that use the claim, queued at once; a change of an allocation,
-// of a slice or of a node's labels concerns every pending pod, explained again at the next Requeue.
+// device status concern only the pods that use the claim, queued at once; a ResourceQuota's status
+// (what kube-controller-manager counts as used) concerns none, its limits only the pods of its
+// namespace, queued at the next Requeue; a change of an allocation, of a slice or of a node's labels concerns every
+// pending pod, explained again at the next Requeue.
 func TestUpdateConcernsOnlyWhatItCan(t *testing.T) {
 	const ns = "team"
 	user := pod(ns, "user", "shared", "", "")
@@ -26,8 +29,9 @@ func TestUpdateConcernsOnlyWhatItCan(t *testing.T) {
 	generated.UID = "uid-generated"
 	generated.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To("generated-gpu-abc")}}
 	other := pod(ns, "other", "unrelated", "", "")
+	elsewhere := pod("elsewhere", "user", "shared", "", "")
 	var objs []runtime.Object
-	for _, p := range []*v1.Pod{user, generated, other} {
+	for _, p := range []*v1.Pod{user, generated, other, elsewhere} {
 		unschedulable(p)
 		objs = append(objs, p)
 	}
@@ -61,12 +65,23 @@ func TestUpdateConcernsOnlyWhatItCan(t *testing.T) {
 	heartbeat.ResourceVersion = "5"
 	heartbeat.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, LastHeartbeatTime: metav1.Unix(100, 0)}}
 	s := slice("node-a-gpu", "node-a", 1, dev{"gpu-0", "a", 0})
+	devices := v1.ResourceName("gpu.deviceclass.resource.k8s.io/devices")
+	quota := &v1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gpus", ResourceVersion: "20"},
+		Spec:   v1.ResourceQuotaSpec{Hard: v1.ResourceList{devices: resource.MustParse("2")}},
+		Status: v1.ResourceQuotaStatus{Hard: v1.ResourceList{devices: resource.MustParse("2")}, Used: v1.ResourceList{devices: resource.MustParse("1")}}}
+	changeQuota := func(edit func(q *v1.ResourceQuota)) *v1.ResourceQuota {
+		q := quota.DeepCopy()
+		q.ResourceVersion = "21"
+		edit(q)
+		return q
+	}
 
 	for _, tc := range []struct {
 		name     string
 		old, new any
 		queued   []string // pods queued at once
 		all      bool     // every pending pod at the next Requeue
+		next     []string // else the pods queued at the next Requeue
 	}{
 		{name: "a resync delivers the claim held", old: held, new: held},
 		{name: "a kubelet renews the node's Ready condition", old: heartbeat, new: func() *v1.Node {
@@ -100,30 +115,50 @@ func TestUpdateConcernsOnlyWhatItCan(t *testing.T) {
 			n.Labels["zone"] = "b"
 			return n
 		}(), all: true},
+		{name: "the quota controller counts one more device used", old: quota, new: changeQuota(func(q *v1.ResourceQuota) {
+			q.Status.Used[devices] = resource.MustParse("2")
+		})},
+		{name: "a ResourceQuota's spec.hard written again in another form", old: quota, new: changeQuota(func(q *v1.ResourceQuota) {
+			q.Spec.Hard[devices] = resource.MustParse("2000m")
+		})},
+		{name: "a ResourceQuota's limit raised", old: quota, new: changeQuota(func(q *v1.ResourceQuota) {
+			q.Spec.Hard[devices] = resource.MustParse("3")
+		}), next: []string{"team/generated", "team/other", "team/user"}},
+		{name: "a ResourceQuota scoped", old: quota, new: changeQuota(func(q *v1.ResourceQuota) {
+			q.Spec.Scopes = []v1.ResourceQuotaScope{v1.ResourceQuotaScopeBestEffort}
+		}), next: []string{"team/generated", "team/other", "team/user"}},
 		{name: "a slice resynced", old: s, new: s},
 		{name: "a slice's devices change", old: s, new: slice("node-a-gpu", "node-a", 2, dev{"gpu-0", "b", 0}), all: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for ctrl.queue.Len() > 0 { // the pods listed at the start, and the last case's
-				key, _ := ctrl.queue.Get()
-				ctrl.queue.Done(key)
-				ctrl.queue.Forget(key)
+			drain := func() []string {
+				var queued []string
+				for ctrl.queue.Len() > 0 {
+					key, _ := ctrl.queue.Get()
+					queued = append(queued, key)
+					ctrl.queue.Done(key)
+					ctrl.queue.Forget(key)
+				}
+				slices.Sort(queued)
+				return queued
 			}
+			// The pods listed at the start, and what the last case left for the next Requeue.
 			ctrl.changed.Store(false)
+			ctrl.requeueChanged()
+			drain()
 			ctrl.draEvents.OnUpdate(tc.old, tc.new)
-			var queued []string
-			for ctrl.queue.Len() > 0 {
-				key, _ := ctrl.queue.Get()
-				queued = append(queued, key)
-				ctrl.queue.Done(key)
-				ctrl.queue.Forget(key)
-			}
-			slices.Sort(queued)
-			if !slices.Equal(queued, tc.queued) {
+			if queued := drain(); !slices.Equal(queued, tc.queued) {
 				t.Errorf("queued %v at once, want %v", queued, tc.queued)
 			}
 			if got := ctrl.changed.Load(); got != tc.all {
 				t.Errorf("every pending pod to explain again: %v, want %v", got, tc.all)
+			}
+			if tc.all {
+				return
+			}
+			ctrl.requeueChanged()
+			if next := drain(); !slices.Equal(next, tc.next) {
+				t.Errorf("queued %v at the next Requeue, want %v", next, tc.next)
 			}
 		})
 	}

@@ -91,6 +91,8 @@ type Controller struct {
 	waiting map[string]time.Time // since when a pod's explanation is ReasonWaitingForObject, by key
 	uids    map[string]types.UID // the UID of the pods the recorder or the metrics hold, by key
 	left    map[string]types.UID // pods that left the informer with the condition True, by key
+	// quotaChanged are the namespaces whose ResourceQuotas' limits changed since the last Requeue.
+	quotaChanged map[string]struct{}
 }
 
 // NewController wires the informers of every kind a Feed reads into a new Cluster, and an informer
@@ -130,6 +132,8 @@ func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
 		waiting: map[string]time.Time{},
 		uids:    map[string]types.UID{},
 		left:    map[string]types.UID{},
+
+		quotaChanged: map[string]struct{}{},
 	}
 	c.feed = feed.New(c.cluster, feed.Options{OnError: func(err error) { logger.Error(err, "Feed refused an object") },
 		EnforceQuota: cfg.EnforceQuota})
@@ -145,8 +149,9 @@ func NewController(logger klog.Logger, cfg Config) (*Controller, error) {
 		infs = append(infs, c.factory.Scheduling().V1beta1().PodGroups().Informer())
 	}
 	if cfg.EnforceQuota {
-		// Through the Feed like the DRA kinds, and marked as changed like them: a ResourceQuota raised
-		// or lowered changes the explanation of the pods of its namespace.
+		// Through the Feed like the DRA kinds: a ResourceQuota added or deleted is marked as changed
+		// like them; an update whose spec changed (raised or lowered) marks its namespace, one whose
+		// status alone changed nothing (see concerns).
 		infs = append(infs, c.factory.Core().V1().ResourceQuotas().Informer())
 	}
 	c.draEvents = cache.ResourceEventHandlerFuncs{
@@ -254,14 +259,9 @@ func (c *Controller) Run(ctx context.Context) {
 		})
 	}
 	// A change of a DRA object that may change every pending pod's explanation (see updated) has
-	// them looked at again at most once per Requeue.
-	wg.Go(func() {
-		wait.Until(func() {
-			if c.changed.Swap(false) {
-				c.enqueueAll()
-			}
-		}, c.cfg.Requeue, ctx.Done())
-	})
+	// them looked at again at most once per Requeue, and so has a change of a namespace's quota the
+	// pods of the namespace.
+	wg.Go(func() { wait.Until(c.requeueChanged, c.cfg.Requeue, ctx.Done()) })
 	c.enqueueAll()
 	<-ctx.Done()
 	c.queue.ShutDown()
@@ -327,6 +327,22 @@ func hasCondition(pod *v1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// requeueChanged queues the pending pods that the changes since its last call may concern: every one
+// after a change marked as concerning all, else those of the namespaces whose quota changed.
+func (c *Controller) requeueChanged() {
+	c.mu.Lock()
+	namespaces := c.quotaChanged
+	c.quotaChanged = map[string]struct{}{}
+	c.mu.Unlock()
+	if c.changed.Swap(false) {
+		c.enqueueAll()
+		return
+	}
+	for ns := range namespaces {
+		c.enqueueNamespace(ns)
+	}
 }
 
 func (c *Controller) enqueueAll() {
