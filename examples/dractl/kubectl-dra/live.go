@@ -19,7 +19,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -249,8 +248,8 @@ func (l *live) load(ctx context.Context, opts manifest.Options, warn func(string
 		}
 		// The API server lists in the order of its storage keys, by namespace and name; sorting
 		// keeps that order whatever serves the list, so the same cluster gives the same output.
-		slices.SortStableFunc(items, func(a, b unstructured.Unstructured) int {
-			return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+		slices.SortStableFunc(items, func(a, b listed) int {
+			return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.name, b.name))
 		})
 		// Decoded a page at a time, so that --max-bytes bounds a page, not the whole cluster.
 		for chunk := range slices.Chunk(items, int(l.pageSize)) {
@@ -276,22 +275,30 @@ func (l *live) enforceQuota() bool {
 	return f != nil && f.Value.String() == "true"
 }
 
+// listed is one object as listed: its JSON, and its namespace and name to sort by. A kind is held
+// as JSON until it is decoded, not as the client's unstructured maps, which take about five times
+// the memory (6,000 pods of the live-scale cluster: 14 MB of JSON, about 80 MB of maps).
+type listed struct {
+	namespace, name string
+	json            []byte
+}
+
 // decode reads items as one List, as kubectl writes several objects.
-func decode(items []unstructured.Unstructured, name string, opts manifest.Options) (*manifest.Objects, error) {
-	list := struct {
-		APIVersion string                      `json:"apiVersion"`
-		Kind       string                      `json:"kind"`
-		Items      []unstructured.Unstructured `json:"items"`
-	}{"v1", "List", items}
-	data, err := json.Marshal(list)
-	if err != nil {
-		return nil, err
+func decode(items []listed, name string, opts manifest.Options) (*manifest.Objects, error) {
+	var list bytes.Buffer
+	list.WriteString(`{"apiVersion":"v1","kind":"List","items":[`)
+	for i, it := range items {
+		if i > 0 {
+			list.WriteByte(',')
+		}
+		list.Write(it.json)
 	}
-	return manifest.Decode(bytes.NewReader(data), name, opts)
+	list.WriteString("]}")
+	return manifest.Decode(&list, name, opts)
 }
 
 // list lists every object of k in pages of l.pageSize, in the first version the server serves.
-func (l *live) list(ctx context.Context, k kind) ([]unstructured.Unstructured, error) {
+func (l *live) list(ctx context.Context, k kind) ([]listed, error) {
 	ns := ""
 	if k.namespaced && !k.everywhere && !l.allNamespaces {
 		ns = l.ns
@@ -313,8 +320,9 @@ func (l *live) list(ctx context.Context, k kind) ([]unstructured.Unstructured, e
 	return nil, fmt.Errorf("cannot list %s: %s %s is not served by the cluster (resource.k8s.io/v1 needs Kubernetes 1.34 or later)", k.resource, cmp.Or(k.group, "core"), k.versions[0])
 }
 
-func (l *live) listVersion(ctx context.Context, gvr schema.GroupVersionResource, ns string) ([]unstructured.Unstructured, error) {
-	var items []unstructured.Unstructured
+// listVersion lists every object of gvr in ns, a page at a time, each page kept as JSON.
+func (l *live) listVersion(ctx context.Context, gvr schema.GroupVersionResource, ns string) ([]listed, error) {
+	var items []listed
 	opts := metav1.ListOptions{Limit: l.pageSize}
 	for page := 0; ; page++ {
 		if page == maxPages {
@@ -324,7 +332,13 @@ func (l *live) listVersion(ctx context.Context, gvr schema.GroupVersionResource,
 		if err != nil {
 			return nil, err
 		}
-		items = append(items, list.Items...)
+		for i := range list.Items {
+			data, err := json.Marshal(list.Items[i].Object)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", gvr.Resource, list.Items[i].GetName(), err)
+			}
+			items = append(items, listed{namespace: list.Items[i].GetNamespace(), name: list.Items[i].GetName(), json: data})
+		}
 		next := list.GetContinue()
 		if next == "" {
 			return items, nil

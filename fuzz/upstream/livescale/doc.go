@@ -9,9 +9,13 @@
 //
 //	cd fuzz/upstream && DRALLOC_LIVE_SCALE=1000,2500 go test ./livescale -run TestLiveScale -v -timeout 2h
 //
-// DRALLOC_LIVE_SCALE_ONLY=feed stops each size after the feed's measurements. The explainer's passes
-// and each kubectl-dra command are stopped after four minutes (phaseBudget), with what was done by then
-// logged: on a busy 2-core machine a large size would otherwise run for hours.
+// DRALLOC_LIVE_SCALE_ONLY=feed stops each size after the feed's measurements;
+// DRALLOC_LIVE_SCALE_ONLY=kubectl-dra measures only kubectl-dra's commands, once the cluster is
+// created; DRALLOC_LIVE_SCALE_KUBECTL_DRA=BIN,BIN measures those kubectl-dra binaries, one after the
+// other on the same cluster, in place of the work tree's build (a before and after). The explainer's
+// passes and each kubectl-dra command are stopped after four minutes (phaseBudget;
+// DRALLOC_LIVE_SCALE_BUDGET=10m sets another), with what was done by then logged: on a busy 2-core
+// machine a large size would otherwise run for hours.
 //
 // Each size starts a control plane of its own (fuzz/controlplane; the binaries must have been built
 // by `scripts/kube-apiserver build`) and logs one line per measurement, prefixed "livescale", which

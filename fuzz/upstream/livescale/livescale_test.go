@@ -19,10 +19,15 @@ import (
 )
 
 // sizesEnv names the node counts to measure; the test is skipped without it. onlyEnv=feed stops
-// each size after the feed's measurements.
+// each size after the feed's measurements; onlyEnv=kubectl-dra measures only kubectl-dra's commands.
+// budgetEnv, a Go duration, replaces phaseBudget; kubectlDRAEnv names kubectl-dra binaries
+// (comma-separated) measured one after the other on the same cluster in place of the work tree's
+// build, as the builds of two commits for a before and after.
 const (
-	sizesEnv = "DRALLOC_LIVE_SCALE"
-	onlyEnv  = "DRALLOC_LIVE_SCALE_ONLY"
+	sizesEnv      = "DRALLOC_LIVE_SCALE"
+	onlyEnv       = "DRALLOC_LIVE_SCALE_ONLY"
+	budgetEnv     = "DRALLOC_LIVE_SCALE_BUDGET"
+	kubectlDRAEnv = "DRALLOC_LIVE_SCALE_KUBECTL_DRA"
 )
 
 // TestLiveScale generates a cluster of each size in DRALLOC_LIVE_SCALE on a fresh kube-apiserver and
@@ -41,16 +46,27 @@ func TestLiveScale(t *testing.T) {
 		}
 		sizes = append(sizes, n)
 	}
-	explainer, kubectlDRA, err := buildCommands(t.TempDir())
+	if b := os.Getenv(budgetEnv); b != "" {
+		d, err := time.ParseDuration(b)
+		if err != nil || d <= 0 {
+			t.Fatalf("%s=%q: not a positive duration", budgetEnv, b)
+		}
+		phaseBudget = d
+	}
+	explainer, built, err := buildCommands(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
+	}
+	kubectlDRA := []string{built}
+	if bins := os.Getenv(kubectlDRAEnv); bins != "" {
+		kubectlDRA = strings.Split(bins, ",")
 	}
 	for _, n := range sizes {
 		t.Run(fmt.Sprintf("nodes=%d", n), func(t *testing.T) { measureSize(t, newShape(n), explainer, kubectlDRA) })
 	}
 }
 
-func measureSize(t *testing.T, s shape, explainerBin, kubectlDRA string) {
+func measureSize(t *testing.T, s shape, explainerBin string, kubectlDRA []string) {
 	plane, err := controlplane.Start(controlplane.Options{DirPrefix: "dralloc-livescale-",
 		// No kubelet lifts the not-ready taint this admission plugin puts on every new Node.
 		DisableAdmission: []string{"TaintNodesByCondition"}})
@@ -90,6 +106,10 @@ func measureSize(t *testing.T, s shape, explainerBin, kubectlDRA string) {
 	logf("created %d nodes, %d slices, %d pending pods, %d bound pods with allocated claims in %v",
 		s.nodes, s.nodes, s.pending, s.bound, time.Since(start).Round(time.Second))
 
+	if os.Getenv(onlyEnv) == "kubectl-dra" {
+		measureCLI(ctx, t, kubectlDRA, plane, logf)
+		return
+	}
 	fr, cluster, err := measureFeed(ctx, c, s, 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -166,16 +186,28 @@ func measureSize(t *testing.T, s shape, explainerBin, kubectlDRA string) {
 		}
 	}
 
-	for _, args := range [][]string{{"explain", "-A"}, {"top"}} {
-		r, err := runCLI(ctx, kubectlDRA, plane, args...)
-		if err != nil {
-			t.Fatal(err)
+	measureCLI(ctx, t, kubectlDRA, plane, logf)
+}
+
+// measureCLI runs kubectl-dra's commands that read the whole cluster, each on its own, with each
+// binary, and logs their wall time, max RSS and output.
+func measureCLI(ctx context.Context, t *testing.T, bins []string, plane *controlplane.Plane, logf func(string, ...any)) {
+	for _, bin := range bins {
+		name := "kubectl-dra"
+		if len(bins) > 1 {
+			name = bin
 		}
-		if r.killed {
-			logf("kubectl-dra %s: stopped after %v (the phase's budget), max RSS %s, %d bytes of output by then", strings.Join(args, " "), r.wall.Round(time.Millisecond), mib(r.maxRSS), r.outBytes)
-			continue
+		for _, args := range [][]string{{"explain", "-A"}, {"top"}} {
+			r, err := runCLI(ctx, bin, plane, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.killed {
+				logf("%s %s: stopped after %v (the phase's budget), max RSS %s, %d bytes of output by then", name, strings.Join(args, " "), r.wall.Round(time.Millisecond), mib(r.maxRSS), r.outBytes)
+				continue
+			}
+			logf("%s %s: %v wall, max RSS %s, %d bytes of output, exit %d", name, strings.Join(args, " "), r.wall.Round(time.Millisecond), mib(r.maxRSS), r.outBytes, r.code)
 		}
-		logf("kubectl-dra %s: %v wall, max RSS %s, %d bytes of output, exit %d", strings.Join(args, " "), r.wall.Round(time.Millisecond), mib(r.maxRSS), r.outBytes, r.code)
 	}
 }
 

@@ -172,7 +172,8 @@ type explainerResult struct {
 
 // phaseBudget bounds the explainer's first pass and each kubectl-dra command: on the busy 2-core
 // machine a large size would otherwise run for hours; what was done by then is reported.
-const phaseBudget = 4 * time.Minute
+// DRALLOC_LIVE_SCALE_BUDGET (budgetEnv) sets another.
+var phaseBudget = 4 * time.Minute
 
 // change is one change of the cluster made while the explainer is quiet.
 type change struct {

@@ -171,36 +171,48 @@ func runExplain(e *env, o any) (int, error) {
 	} else {
 		list = e.cluster.pending
 	}
-	verdicts := make([]podVerdict, 0, len(list))
+	return explainPods(ctx, e, list)
+}
+
+// explainPods explains the pods in order and writes each answer as soon as it is made, so that what
+// is kept is one pod's answer, not every pod's until the end: on a cluster of 1,000 nodes and 2,000
+// pending pods the answers of every pod on every node are gigabytes. An error stops the output
+// there (and leaves a YAML or JSON document unfinished).
+func explainPods(ctx context.Context, e *env, list []*corev1.Pod) (int, error) {
 	code := exitOK
-	for _, pod := range list {
+	var enc *listEncoder
+	if e.output != "text" {
+		enc = e.list("pods")
+	} else if len(list) == 0 {
+		fmt.Fprintln(e.stdout, e.noPending())
+	}
+	fits := 0
+	for i, pod := range list {
 		v, err := e.cluster.explainPod(ctx, pod)
 		if err != nil {
 			return exitBadInput, err
 		}
-		if !v.Fits {
+		if v.Fits {
+			fits++
+		} else {
 			code = exitNotFit
 		}
-		verdicts = append(verdicts, v)
-	}
-	if e.output != "text" {
-		return code, e.encode(map[string]any{"pods": verdicts})
-	}
-	if len(verdicts) == 0 {
-		fmt.Fprintln(e.stdout, e.noPending())
-	}
-	fits := 0
-	for i, v := range verdicts {
+		if enc != nil {
+			if err := enc.add(v); err != nil {
+				return exitBadInput, err
+			}
+			continue
+		}
 		if i > 0 {
 			fmt.Fprintln(e.stdout)
 		}
 		e.printPodVerdict(v)
-		if v.Fits {
-			fits++
-		}
 	}
-	if len(verdicts) > 1 {
-		fmt.Fprintf(e.stdout, "\n%d of %s fit, %d cannot be scheduled\n", fits, plural(len(verdicts), "pending pod"), len(verdicts)-fits)
+	if enc != nil {
+		return code, enc.end()
+	}
+	if len(list) > 1 {
+		fmt.Fprintf(e.stdout, "\n%d of %s fit, %d cannot be scheduled\n", fits, plural(len(list), "pending pod"), len(list)-fits)
 	}
 	return code, nil
 }
