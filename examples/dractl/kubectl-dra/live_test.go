@@ -635,7 +635,7 @@ func TestVersionBuilt(t *testing.T) {
 // quotaObjects are two ResourceQuotas of namespace team-a (two GPUs of class gpu.example.com, and a
 // looser ten) and three pending pods there asking for one GPU each, for the demo cluster's node of
 // eight GPUs.
-const quotaObjects = `apiVersion: v1
+var quotaObjects = `apiVersion: v1
 kind: ResourceQuota
 metadata: {name: gpus, namespace: team-a}
 spec:
@@ -658,28 +658,24 @@ spec:
       requests:
       - name: gpu
         exactly: {deviceClassName: gpu.example.com}
----
+` + jobPods(3)
+
+// jobPods are n pending pods job-0, job-1, ... of namespace team-a, each asking for one GPU through the
+// template one-gpu.
+func jobPods(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `---
 apiVersion: v1
 kind: Pod
-metadata: {name: job-0, namespace: team-a}
+metadata: {name: job-%d, namespace: team-a}
 spec:
   containers: [{name: main, image: job}]
   resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: job-1, namespace: team-a}
-spec:
-  containers: [{name: main, image: job}]
-  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: job-2, namespace: team-a}
-spec:
-  containers: [{name: main, image: job}]
-  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
-`
+`, i)
+	}
+	return b.String()
+}
 
 // TestEnforceQuotaLive: with --enforce-quota the ResourceQuotas of the pods' namespace are listed (in
 // pages, as the other kinds) and applied: the output is the one dractl gives for the same objects
