@@ -11,9 +11,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/util/feature"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/dralloc/dralloc/allocator"
@@ -55,10 +58,24 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err != nil {
 		return nil, err
 	}
-	if h.SharedDRAManager() == nil {
+	m := h.SharedDRAManager()
+	if m == nil {
 		return nil, fmt.Errorf("%s: the scheduler has no DRA manager (the DynamicResourceAllocation feature is off)", Name)
 	}
-	return &Plugin{handle: h, args: args, view: newView(), mix: args.shapes(), learned: map[string]*headroom.Shape{}}, nil
+	v := newView()
+	// The scheduler's own DRA manager reads the informers of its informer factory (and its assume
+	// cache and in-flight allocations, which the view reads through the manager): their events say
+	// what changed. Another manager (a simulation's) announces nothing, so its view lists.
+	if _, own := m.(*dynamicresources.DefaultDRAManager); own && h.SharedInformerFactory() != nil {
+		// As kube-scheduler v1.37.2 starts its ResourceSlice tracker (pkg/scheduler/scheduler.go):
+		// DeviceTaintRules apply where the DRADeviceTaintRules feature is on.
+		taintRules := feature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules)
+		v = newFeedView(informerFeed(h.SharedInformerFactory(), m.ResourceClaims(), taintRules))
+		if err := v.watchInformers(h.SharedInformerFactory(), taintRules); err != nil {
+			return nil, fmt.Errorf("%s: %w", Name, err)
+		}
+	}
+	return &Plugin{handle: h, args: args, view: v, mix: args.shapes(), learned: map[string]*headroom.Shape{}}, nil
 }
 
 // DecodeArgs decodes the plugin's args as kube-scheduler hands them over (a *runtime.Unknown of JSON or
