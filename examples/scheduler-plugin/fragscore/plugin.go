@@ -230,15 +230,22 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, n
 	if d.mode == Topology {
 		return topologyScore(d.snap, results, d.topo), nil
 	}
+	// What the node's pods request, in a map of the pool: Score runs for many nodes at once, and FGD
+	// reads the map without keeping it.
 	req := nodeInfo.GetRequested()
-	requested := map[v1.ResourceName]int64{v1.ResourceCPU: req.GetMilliCPU(), v1.ResourceMemory: req.GetMemory()}
+	requested := requestedMaps.Get().(map[v1.ResourceName]int64)
+	requested[v1.ResourceCPU], requested[v1.ResourceMemory] = req.GetMilliCPU(), req.GetMemory()
 	cost, err := d.cost(pods.CostInput{Snapshot: d.snap, Pod: pod, Node: node, Results: results, Requested: requested, PodRequests: d.requests})
+	requestedMaps.Put(requested)
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
 	// FGD's cost is minus the simulator's integer score, 0..100.
 	return int64(math.Max(0, math.Min(100, -cost))), nil
 }
+
+// requestedMaps are Score's maps of what a node's pods request (cpu and memory, always both set).
+var requestedMaps = sync.Pool{New: func() any { return make(map[v1.ResourceName]int64, 2) }}
 
 // ScoreExtensions returns the plugin: it normalizes its scores.
 func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return p }
