@@ -1,6 +1,7 @@
 package fragscore
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -58,9 +59,18 @@ func notFoundNil[T any](obj *T, err error) (*T, error) {
 	return obj, err
 }
 
-// watchInformers registers the view's event handlers on the scheduler's informers.
+// watchInformers registers the view's event handlers on the scheduler's informers. kube-scheduler
+// waits for its own handlers to have the informers' initial objects before it schedules, not for a
+// plugin's; the view is not synced (errNotSynced) until these have them too.
 func (v *view) watchInformers(f informers.SharedInformerFactory, taintRules bool) error {
 	r := f.Resource().V1()
+	add := func(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
+		reg, err := inf.AddEventHandler(h)
+		if err == nil {
+			v.registrations = append(v.registrations, reg)
+		}
+		return err
+	}
 	named := func(mark func(string)) cache.ResourceEventHandler {
 		name := func(obj any) {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -72,14 +82,14 @@ func (v *view) watchInformers(f informers.SharedInformerFactory, taintRules bool
 		}
 		return cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) { name(obj) }, UpdateFunc: func(_, obj any) { name(obj) }, DeleteFunc: name}
 	}
-	if _, err := r.ResourceSlices().Informer().AddEventHandler(named(v.sliceChanged)); err != nil {
+	if err := add(r.ResourceSlices().Informer(), named(v.sliceChanged)); err != nil {
 		return fmt.Errorf("ResourceSlice event handler: %w", err)
 	}
-	if _, err := r.DeviceClasses().Informer().AddEventHandler(named(v.classChanged)); err != nil {
+	if err := add(r.DeviceClasses().Informer(), named(v.classChanged)); err != nil {
 		return fmt.Errorf("DeviceClass event handler: %w", err)
 	}
 	if taintRules {
-		if _, err := r.DeviceTaintRules().Informer().AddEventHandler(named(v.ruleChanged)); err != nil {
+		if err := add(r.DeviceTaintRules().Informer(), named(v.ruleChanged)); err != nil {
 			return fmt.Errorf("DeviceTaintRule event handler: %w", err)
 		}
 	}
@@ -91,7 +101,7 @@ func (v *view) watchInformers(f informers.SharedInformerFactory, taintRules bool
 			v.claimChanged(c, deleted)
 		}
 	}
-	_, err := r.ResourceClaims().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	err := add(r.ResourceClaims().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { claimEvent(obj, false) },
 		UpdateFunc: func(_, obj any) { claimEvent(obj, false) },
 		DeleteFunc: func(obj any) { claimEvent(obj, true) },
@@ -101,6 +111,10 @@ func (v *view) watchInformers(f informers.SharedInformerFactory, taintRules bool
 	}
 	return nil
 }
+
+// errNotSynced is a sync's answer while the view's event handlers have not had every object the
+// informers held when they were registered.
+var errNotSynced = errors.New("the informers' initial objects are not all handed to the view yet")
 
 // changes are what the informers reported since the view's last sync: names of the objects that
 // changed and, for claims, the informer's latest object (or that it was deleted).
@@ -176,6 +190,14 @@ func (v *view) giveBack(old changes) {
 // watched claims (the claims not allocated: those of pods waiting to be scheduled), not of the cluster.
 // It reports whether the Inventory was built anew (the devices changed).
 func (v *view) syncFeed() (bool, error) {
+	if !v.handlersSynced {
+		for _, reg := range v.registrations {
+			if !reg.HasSynced() {
+				return false, errNotSynced
+			}
+		}
+		v.handlersSynced = true
+	}
 	ch := v.take()
 	rebuilt, err := v.apply(ch)
 	if err != nil {

@@ -124,6 +124,12 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	rebuilt, err := p.view.sync(m)
+	if errors.Is(err, errNotSynced) {
+		// Just after the scheduler started: the pod is not rated rather than rated on a part of the
+		// cluster.
+		klog.FromContext(ctx).V(4).Info("pod not scored: the plugin's view is not synced yet", "pod", klog.KObj(pod))
+		return fwk.NewStatus(fwk.Skip)
+	}
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("%s: %w", Name, err))
 	}

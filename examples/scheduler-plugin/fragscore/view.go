@@ -6,6 +6,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/dralloc/dralloc/allocator"
@@ -47,6 +48,10 @@ type view struct {
 	// sync ([view.refreshClaim]).
 	informed map[types.NamespacedName]claimEvent
 	watched  map[types.NamespacedName]struct{}
+	// registrations are the event handlers' on the informers (none where a test feeds the view), and
+	// handlersSynced says they have had the informers' initial objects.
+	registrations  []cache.ResourceEventHandlerRegistration
+	handlersSynced bool
 }
 
 // claimEntry is a claim in the view: the tracker's object, the allocation it was given from
