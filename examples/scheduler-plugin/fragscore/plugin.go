@@ -11,9 +11,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/util/feature"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/dralloc/dralloc/allocator"
@@ -55,10 +58,24 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err != nil {
 		return nil, err
 	}
-	if h.SharedDRAManager() == nil {
+	m := h.SharedDRAManager()
+	if m == nil {
 		return nil, fmt.Errorf("%s: the scheduler has no DRA manager (the DynamicResourceAllocation feature is off)", Name)
 	}
-	return &Plugin{handle: h, args: args, view: newView(), mix: args.shapes(), learned: map[string]*headroom.Shape{}}, nil
+	v := newView()
+	// The scheduler's own DRA manager reads the informers of its informer factory (and its assume
+	// cache and in-flight allocations, which the view reads through the manager): their events say
+	// what changed. Another manager (a simulation's) announces nothing, so its view lists.
+	if _, own := m.(*dynamicresources.DefaultDRAManager); own && h.SharedInformerFactory() != nil {
+		// As kube-scheduler v1.37.2 starts its ResourceSlice tracker (pkg/scheduler/scheduler.go):
+		// DeviceTaintRules apply where the DRADeviceTaintRules feature is on.
+		taintRules := feature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules)
+		v = newFeedView(informerFeed(h.SharedInformerFactory(), m.ResourceClaims(), taintRules))
+		if err := v.watchInformers(h.SharedInformerFactory(), taintRules); err != nil {
+			return nil, fmt.Errorf("%s: %w", Name, err)
+		}
+	}
+	return &Plugin{handle: h, args: args, view: v, mix: args.shapes(), learned: map[string]*headroom.Shape{}}, nil
 }
 
 // DecodeArgs decodes the plugin's args as kube-scheduler hands them over (a *runtime.Unknown of JSON or
@@ -107,6 +124,12 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	rebuilt, err := p.view.sync(m)
+	if errors.Is(err, errNotSynced) {
+		// Just after the scheduler started: the pod is not rated rather than rated on a part of the
+		// cluster.
+		klog.FromContext(ctx).V(4).Info("pod not scored: the plugin's view is not synced yet", "pod", klog.KObj(pod))
+		return fwk.NewStatus(fwk.Skip)
+	}
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("%s: %w", Name, err))
 	}
@@ -213,15 +236,22 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, n
 	if d.mode == Topology {
 		return topologyScore(d.snap, results, d.topo), nil
 	}
+	// What the node's pods request, in a map of the pool: Score runs for many nodes at once, and FGD
+	// reads the map without keeping it.
 	req := nodeInfo.GetRequested()
-	requested := map[v1.ResourceName]int64{v1.ResourceCPU: req.GetMilliCPU(), v1.ResourceMemory: req.GetMemory()}
+	requested := requestedMaps.Get().(map[v1.ResourceName]int64)
+	requested[v1.ResourceCPU], requested[v1.ResourceMemory] = req.GetMilliCPU(), req.GetMemory()
 	cost, err := d.cost(pods.CostInput{Snapshot: d.snap, Pod: pod, Node: node, Results: results, Requested: requested, PodRequests: d.requests})
+	requestedMaps.Put(requested)
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
 	// FGD's cost is minus the simulator's integer score, 0..100.
 	return int64(math.Max(0, math.Min(100, -cost))), nil
 }
+
+// requestedMaps are Score's maps of what a node's pods request (cpu and memory, always both set).
+var requestedMaps = sync.Pool{New: func() any { return make(map[v1.ResourceName]int64, 2) }}
 
 // ScoreExtensions returns the plugin: it normalizes its scores.
 func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return p }

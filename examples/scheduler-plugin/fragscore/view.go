@@ -2,21 +2,31 @@ package fragscore
 
 import (
 	"fmt"
+	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/dralloc/dralloc/allocator"
 	"github.com/dralloc/dralloc/allocator/headroom"
 )
 
-// view is dralloc's picture of the scheduler's DRA state: a Snapshot holding the ResourceSlices (device
-// taint rules applied), the DeviceClasses and the allocated ResourceClaims exactly as the scheduler's
-// SharedDRAManager lists them at PreScore, and the fragmentation measure's Inventory of the slices'
-// devices. It is brought up to date incrementally: an object is handed to the snapshot again only when
-// the manager lists another object for its name (informers and the assume cache replace an object on
-// every change, never modify it), and the Inventory is built again only when a slice changed.
+// view is dralloc's picture of the scheduler's DRA state: a Snapshot holding the ResourceSlices, the
+// DeviceClasses, the DeviceTaintRules and the allocated ResourceClaims as the scheduler has them at
+// PreScore, and the fragmentation measure's Inventory of the slices' devices. An object is handed to
+// the snapshot again only when the scheduler holds another object for its name (informers and the
+// assume cache replace an object on every change, never modify it), and the Inventory is built again
+// only when a slice changed.
+//
+// It is kept up to date in one of two ways. With a feed (the scheduler's own DRA manager and informer
+// factory, see [feed]), incrementally: the informers' events say which objects changed, and a sync
+// reads only those and the claims not allocated yet (syncFeed), so that a pod's PreScore costs what
+// changed since the last pod, not what the cluster holds. Without one (a DRA manager of another kind,
+// such as a simulation's, whose changes no informer announces), by listing: every sync lists the
+// manager's ResourceSlices (DeviceTaintRules applied), DeviceClasses and ResourceClaims and compares
+// each with the view's (syncList).
 type view struct {
 	snap *allocator.Snapshot
 	inv  *headroom.Inventory
@@ -25,18 +35,35 @@ type view struct {
 	classes map[string]*resourceapi.DeviceClass
 	// claims are the allocated claims in the snapshot, by namespace and name (the snapshot's key).
 	claims map[types.NamespacedName]*claimEntry
-	// gen counts the syncs of the claims; an entry not marked with the current one was not listed.
+	// gen counts the listing syncs of the claims; an entry not marked with the current one was not
+	// listed.
 	gen uint64
+
+	// The incremental view's state; feed is nil for a listing view.
+	feed      *feed
+	pendingMu sync.Mutex
+	pending   changes
+	rules     map[string]*resourceapi.DeviceTaintRule
+	// informed is the informers' latest word on each claim, watched the claims read again at every
+	// sync ([view.refreshClaim]).
+	informed map[types.NamespacedName]claimEvent
+	watched  map[types.NamespacedName]struct{}
+	// registrations are the event handlers' on the informers (none where a test feeds the view), and
+	// handlersSynced says they have had the informers' initial objects.
+	registrations  []cache.ResourceEventHandlerRegistration
+	handlersSynced bool
 }
 
 // claimEntry is a claim in the view: the tracker's object, the allocation it was given from
-// GetPendingAllocation (nil where the claim's own status holds it), and the last sync that listed it.
+// GetPendingAllocation (nil where the claim's own status holds it), and the last listing sync that
+// listed it.
 type claimEntry struct {
 	claim   *resourceapi.ResourceClaim
 	pending *resourceapi.AllocationResult
 	gen     uint64
 }
 
+// newView returns a listing view.
 func newView() *view {
 	return &view{
 		snap:    allocator.NewSnapshot(allocator.Options{}),
@@ -46,10 +73,31 @@ func newView() *view {
 	}
 }
 
-// sync brings the view up to date with the manager. It reports whether the Inventory was built anew
-// (the devices changed). The manager's objects are not modified: the snapshot keeps its own copies,
-// and a claim with a pending allocation is copied before the allocation is set.
+// newFeedView returns an incremental view reading the feed; it is empty until events are marked and a
+// sync reads them.
+func newFeedView(f feed) *view {
+	v := newView()
+	v.feed = &f
+	v.pending = newChanges()
+	v.rules = map[string]*resourceapi.DeviceTaintRule{}
+	v.informed = map[types.NamespacedName]claimEvent{}
+	v.watched = map[types.NamespacedName]struct{}{}
+	return v
+}
+
+// sync brings the view up to date: from the feed's events where it has a feed, else by listing the
+// manager. It reports whether the Inventory was built anew (the devices changed). The scheduler's
+// objects are not modified: the snapshot keeps its own copies, and a claim with a pending allocation
+// is copied before the allocation is set.
 func (v *view) sync(m fwk.SharedDRAManager) (bool, error) {
+	if v.feed != nil {
+		return v.syncFeed()
+	}
+	return v.syncList(m)
+}
+
+// syncList brings a listing view up to date with the manager.
+func (v *view) syncList(m fwk.SharedDRAManager) (bool, error) {
 	slices, err := m.ResourceSlices().ListWithDeviceTaintRules()
 	if err != nil {
 		return false, fmt.Errorf("list ResourceSlices: %w", err)
