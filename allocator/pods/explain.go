@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dralloc/dralloc/allocator"
@@ -111,7 +110,7 @@ func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error
 	nodes := snap.Nodes()
 	out := &Explanation{Pod: pod.Namespace + "/" + pod.Name, Nodes: make([]NodeExplanation, len(nodes))}
 	errs := make([]error, len(nodes))
-	claims := make([][]*resourceapi.ResourceClaim, len(nodes))
+	claims := make([]*nodeClaims, len(nodes))
 	var wg sync.WaitGroup
 	work := make(chan int)
 	for range min(c.opts.Workers, len(nodes)) {
@@ -171,7 +170,7 @@ func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error
 	if len(out.FitsOn) == 0 {
 		out.TooFew = tooFew(out.Nodes)
 		if len(out.TooFew) == 0 {
-			if err := c.fitsOnceFreed(ctx, snap, nodes, claims, out); err != nil {
+			if err := c.fitsOnceFreed(ctx, snap, r, nodes, claims, out); err != nil {
 				return nil, err
 			}
 		}
@@ -179,9 +178,9 @@ func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error
 	return out, nil
 }
 
-// explainNode explains the pod on one node; claims are the claims to allocate there, when its
-// predicates let the pod on.
-func (c *Cluster) explainNode(ctx context.Context, snap *allocator.Snapshot, r *request, node *v1.Node, extName string) (NodeExplanation, []*resourceapi.ResourceClaim, error) {
+// explainNode explains the pod on one node; the node's claims are those to allocate there, when its
+// predicates let the pod on and it has claims to allocate.
+func (c *Cluster) explainNode(ctx context.Context, snap *allocator.Snapshot, r *request, node *v1.Node, extName string) (NodeExplanation, *nodeClaims, error) {
 	ne := NodeExplanation{Node: node.Name}
 	nc, reason, err := c.check(r, node, extName)
 	switch {
@@ -199,7 +198,7 @@ func (c *Cluster) explainNode(ctx context.Context, snap *allocator.Snapshot, r *
 		return ne, nil, err
 	}
 	ne.Claims, ne.Fits, ne.Reason = e, e.Fits, e.Headline()
-	return ne, nc.claims, nil
+	return ne, nc, nil
 }
 
 // String is the groups in one line, most nodes first: `712 nodes: claim default/train, request "gpus":

@@ -87,3 +87,60 @@ func extendedPod(name string, n int64) *v1.Pod {
 	}
 	return p
 }
+
+// heldFleet is n alike nodes of 8 GPUs: every node's GPUs held by two claims of 4 (a fleet busy with
+// bound pods), but for every 50th node, where one claim holds 4 and the others are free.
+func heldFleet(b *testing.B, n int) *pods.Cluster {
+	b.Helper()
+	snap := allocator.NewSnapshot(allocator.Options{})
+	must(b, snap.AddOrUpdateClass(gpuClass("gpu", "")))
+	for i := range n {
+		name := fmt.Sprintf("node-%04d", i)
+		must(b, snap.AddOrUpdateNode(node(name, map[string]string{"example.com/rack": "a"})))
+		must(b, snap.AddOrUpdateSlice(gpus(name, 8)))
+		holders := 2
+		if i%50 == 0 {
+			holders = 1
+		}
+		for h := range holders {
+			c := claim(fmt.Sprintf("bound-%04d-%d", i, h), 4)
+			c.Status.Allocation = &resourceapi.AllocationResult{}
+			for d := range 4 {
+				c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results, resourceapi.DeviceRequestAllocationResult{
+					Request: "gpu", Driver: driver, Pool: name, Device: fmt.Sprintf("gpu-%d", 4*h+d)})
+			}
+			must(b, snap.AddOrUpdateClaim(c))
+		}
+	}
+	c := pods.New(snap, pods.Options{NameSuffix: fixedSuffixes()})
+	must(b, c.AddOrUpdateTemplate(template("four", 4)))
+	must(b, c.AddOrUpdateTemplate(template("eight", 8)))
+	return c
+}
+
+// BenchmarkExplainHeldFleet explains pending pods of one workload, one after another as `kubectl dra
+// explain -A` does, on 200 and 1,000 alike nodes of 8 GPUs, most held whole by bound claims: a pod
+// asking 4 GPUs fits on the few half-used nodes; one asking 8 fits nowhere, and would fit on every node
+// once its holders release their GPUs (the fits-once-freed pass).
+func BenchmarkExplainHeldFleet(b *testing.B) {
+	for _, n := range []int{200, 1000} {
+		for _, gpus := range []string{"four", "eight"} {
+			b.Run(fmt.Sprintf("nodes=%d/%s", n, gpus), func(b *testing.B) {
+				c := heldFleet(b, n)
+				ctx := context.Background()
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					i++
+					e, err := c.Explain(ctx, pod(fmt.Sprintf("train-%d", i), "gpus=template:"+gpus))
+					if err != nil {
+						b.Fatal(err)
+					}
+					if gpus == "four" && len(e.FitsOn) != (n+49)/50 || gpus == "eight" && len(e.FitsOnceFreed) != n {
+						b.Fatalf("explanation: fits on %d, once freed on %d", len(e.FitsOn), len(e.FitsOnceFreed))
+					}
+				}
+			})
+		}
+	}
+}

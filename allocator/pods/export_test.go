@@ -27,3 +27,11 @@ func NodeIndexLive(c *Cluster) bool {
 	defer c.fullIdx.mu.Unlock()
 	return c.fullIdx.ok
 }
+
+// WithFreedPerNode makes c's Explain fork the snapshot afresh for every pod and ask the fork where the
+// pod fits once holders release their devices node by node, without node classes or a kept fork: the
+// reference the property compares with.
+func WithFreedPerNode(c *Cluster) *Cluster {
+	c.freedPerNode = true
+	return c
+}
