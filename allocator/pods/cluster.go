@@ -165,9 +165,9 @@ type Cluster struct {
 	// freed is the fork Explain last asked where pods fit once claims release their devices
 	// (explain_freed.go).
 	freed atomic.Pointer[freedFork]
-	// freedPerNode makes Explain fork afresh for every pod and ask the fork node by node: the reference
-	// the tests compare the shared fork and its node classes with.
-	freedPerNode bool
+	// perNode makes Explain explain every node on its own, fork afresh for every pod and ask the fork
+	// node by node: the reference the tests compare node classes and the kept fork with.
+	perNode bool
 }
 
 // New returns a Cluster that places pods on the nodes of snap.

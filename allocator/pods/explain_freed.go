@@ -143,7 +143,7 @@ func (c *Cluster) fitsOnceFreed(ctx context.Context, snap *allocator.Snapshot, r
 		return err
 	}
 	var classes *allocator.NodeClasses
-	if len(r.pending) > 0 && len(candidates) > 1 && !c.freedPerNode {
+	if len(r.pending) > 0 && len(candidates) > 1 && !c.perNode {
 		if classes, err = fork.NodeClasses(ctx, r.pending); err != nil {
 			return err
 		}
@@ -188,7 +188,7 @@ type freedFork struct {
 // snapshot's indexes.
 func (c *Cluster) freedFork(snap *allocator.Snapshot, freed []string) (*allocator.Snapshot, error) {
 	rev := snap.Revision()
-	if c.freedPerNode {
+	if c.perNode {
 		fork := snap.Fork()
 		for _, name := range freed {
 			ns, n, _ := strings.Cut(name, "/")

@@ -28,10 +28,10 @@ func NodeIndexLive(c *Cluster) bool {
 	return c.fullIdx.ok
 }
 
-// WithFreedPerNode makes c's Explain fork the snapshot afresh for every pod and ask the fork where the
-// pod fits once holders release their devices node by node, without node classes or a kept fork: the
-// reference the property compares with.
-func WithFreedPerNode(c *Cluster) *Cluster {
-	c.freedPerNode = true
+// WithExplainPerNode makes c's Explain explain every node on its own, without node classes, fork the
+// snapshot afresh for every pod and ask the fork where the pod fits once holders release their devices
+// node by node: the reference the property compares with.
+func WithExplainPerNode(c *Cluster) *Cluster {
+	c.perNode = true
 	return c
 }

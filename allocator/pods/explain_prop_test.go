@@ -13,14 +13,16 @@ import (
 	"github.com/dralloc/dralloc/allocator/pods"
 )
 
-// freedFleet is a generated fleet for the fits-once-freed property: nodes alike (4 GPUs) and some
-// different (2 to 6), each with some of its GPUs held by one or two claims of its own.
+// freedFleet is a generated fleet for the Explain property: nodes alike (4 GPUs, rack a) and some
+// different (2 to 6 GPUs, rack a or b), about half with some of their GPUs held by one or two claims of
+// their own.
 type freedFleet struct {
 	nodes []freedNode
 }
 
 type freedNode struct {
 	name string
+	rack string
 	gpus int
 	held [][]int // per holder, the GPUs it holds
 }
@@ -30,11 +32,15 @@ func drawFreedFleet(t *rapid.T) freedFleet {
 	alike := rapid.IntRange(2, 12).Draw(t, "alike")
 	different := rapid.IntRange(0, 4).Draw(t, "different")
 	for i := range alike + different {
-		n := freedNode{name: fmt.Sprintf("node-%02d", i), gpus: 4}
+		n := freedNode{name: fmt.Sprintf("node-%02d", i), rack: "a", gpus: 4}
 		if i >= alike {
 			n.gpus = rapid.IntRange(2, 6).Draw(t, "gpus")
+			n.rack = rapid.SampledFrom([]string{"a", "b"}).Draw(t, "rack")
 		}
-		held := rapid.IntRange(0, n.gpus).Draw(t, "held")
+		held := 0
+		if rapid.Bool().Draw(t, "in use") {
+			held = rapid.IntRange(1, n.gpus).Draw(t, "held")
+		}
 		split := held
 		if held > 1 && rapid.Bool().Draw(t, "two holders") {
 			split = rapid.IntRange(1, held-1).Draw(t, "split")
@@ -73,7 +79,7 @@ func (f freedFleet) cluster(t *rapid.T) *pods.Cluster {
 	snap := allocator.NewSnapshot(allocator.Options{})
 	rmust(t, snap.AddOrUpdateClass(gpuClass("gpu", "example.com/gpu")))
 	for _, n := range f.nodes {
-		rmust(t, snap.AddOrUpdateNode(node(n.name, map[string]string{"example.com/rack": "a"})))
+		rmust(t, snap.AddOrUpdateNode(node(n.name, map[string]string{"example.com/rack": n.rack})))
 		rmust(t, snap.AddOrUpdateSlice(gpus(n.name, n.gpus)))
 		for k, devs := range n.held {
 			rmust(t, snap.AddOrUpdateClaim(holder(n.name, k, devs)))
@@ -89,19 +95,20 @@ func (f freedFleet) cluster(t *rapid.T) *pods.Cluster {
 	return c
 }
 
-// TestPropExplainFreedAgreesPerNode: where the pod fits once holders release their devices, and which
-// holders, is the same whether Explain asks one fork, kept from pod to pod while the snapshot does not
-// change, once per class of alike nodes, or forks afresh for every pod and asks it node by node; on
-// fleets of many alike nodes and a few different ones, for claims, templates and extended resources,
-// before and after a holder releases its devices, a node's devices are taken or a node loses its free
-// devices (which changes no holder).
-func TestPropExplainFreedAgreesPerNode(t *testing.T) {
+// TestPropExplainAgreesPerNode: Explain's answer is the same whether it explains the nodes of a class
+// of alike nodes once (where the explanation names nothing of its node) and asks where the pod fits
+// once holders release their devices on one fork, kept from pod to pod while the snapshot does not
+// change, once per class, or explains every node on its own and forks afresh for every pod and asks it
+// node by node; on fleets of many alike nodes and a few different ones, for claims, templates and
+// extended resources, with or without a node selector, before and after a holder releases its devices,
+// a node's devices are taken or a node loses its free devices (which changes no holder).
+func TestPropExplainAgreesPerNode(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		ctx := context.Background()
 		f := drawFreedFleet(t)
-		shared, ref := f.cluster(t), pods.WithFreedPerNode(f.cluster(t))
+		shared, ref := f.cluster(t), pods.WithExplainPerNode(f.cluster(t))
 		var want int64
-		kind := 0
+		kind, rack := 0, false
 		for step := range rapid.IntRange(1, 6).Draw(t, "steps") {
 			if step > 0 && rapid.Bool().Draw(t, "change") {
 				// The same change on both snapshots: the kept fork must not outlive it.
@@ -126,8 +133,12 @@ func TestPropExplainFreedAgreesPerNode(t *testing.T) {
 			} else {
 				want = rapid.Int64Range(1, 6).Draw(t, "want")
 				kind = rapid.IntRange(0, 2).Draw(t, "kind")
+				rack = rapid.Bool().Draw(t, "rack a")
 			}
 			p := pod(fmt.Sprintf("p-%d", step))
+			if rack {
+				p.Spec.NodeSelector = map[string]string{"example.com/rack": "a"}
+			}
 			switch kind {
 			case 0:
 				p = pod(p.Name, fmt.Sprintf("gpu=claim:want-%d", want))
