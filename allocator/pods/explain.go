@@ -110,9 +110,14 @@ func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error
 	nodes := snap.Nodes()
 	// Nodes the claims cannot tell apart are explained once, where the explanation names nothing of
 	// the node (see classExplanations).
-	var classes *allocator.NodeClasses
+	var classes []int // by node; nil: none
 	if len(r.pending) > 0 && len(nodes) > 1 && !c.perNode {
-		if classes, err = snap.NodeClasses(ctx, r.pending); err != nil {
+		nc, err := snap.NodeClasses(ctx, r.pending)
+		if err == nil {
+			// All at once: the snapshot finds what it remembers of each node at its position.
+			classes, err = nc.AppendClasses(make([]int, 0, len(nodes)), nodes)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", podName(pod), err)
 		}
 	}
@@ -127,7 +132,11 @@ func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				out.Nodes[i], claims[i], errs[i] = c.explainNode(ctx, snap, classes, &shared, r, nodes[i], extName)
+				class := -1
+				if classes != nil {
+					class = classes[i]
+				}
+				out.Nodes[i], claims[i], errs[i] = c.explainNode(ctx, snap, class, &shared, r, nodes[i], extName)
 			}
 		}()
 	}
@@ -189,7 +198,7 @@ func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error
 
 // explainNode explains the pod on one node; the node's claims are those to allocate there, when its
 // predicates let the pod on and it has claims to allocate.
-func (c *Cluster) explainNode(ctx context.Context, snap *allocator.Snapshot, classes *allocator.NodeClasses, shared *classExplanations, r *request, node *v1.Node, extName string) (NodeExplanation, *nodeClaims, error) {
+func (c *Cluster) explainNode(ctx context.Context, snap *allocator.Snapshot, class int, shared *classExplanations, r *request, node *v1.Node, extName string) (NodeExplanation, *nodeClaims, error) {
 	ne := NodeExplanation{Node: node.Name}
 	nc, reason, err := c.check(r, node, extName)
 	switch {
@@ -202,7 +211,7 @@ func (c *Cluster) explainNode(ctx context.Context, snap *allocator.Snapshot, cla
 		ne.Fits = true
 		return ne, nil, nil
 	}
-	e, err := shared.explain(ctx, snap, classes, node, nc)
+	e, err := shared.explain(ctx, snap, class, node, nc)
 	if err != nil {
 		return ne, nil, err
 	}
@@ -230,14 +239,10 @@ type classExplanation struct {
 
 // explain is the node's [allocator.Snapshot.Explain] of its claims: a copy of its class's when that
 // names nothing of the node it was asked on, the node's own otherwise (or when the node's claims are
-// its own, with an extended-resource claim, or the claims are not classified).
-func (v *classExplanations) explain(ctx context.Context, snap *allocator.Snapshot, classes *allocator.NodeClasses, node *v1.Node, nc *nodeClaims) (*allocator.Explanation, error) {
-	if classes == nil || nc.ext != nil {
+// its own, with an extended-resource claim, or the claims are not classified: class -1).
+func (v *classExplanations) explain(ctx context.Context, snap *allocator.Snapshot, class int, node *v1.Node, nc *nodeClaims) (*allocator.Explanation, error) {
+	if class < 0 || nc.ext != nil {
 		return snap.Explain(ctx, node, nc.claims)
-	}
-	class, err := classes.Class(node)
-	if err != nil {
-		return nil, err
 	}
 	v.mu.Lock()
 	if v.m == nil {
