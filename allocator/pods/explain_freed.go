@@ -2,6 +2,7 @@ package pods
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -145,7 +146,7 @@ func (c *Cluster) fitsOnceFreed(ctx context.Context, snap *allocator.Snapshot, r
 	var classes *allocator.NodeClasses
 	if len(r.pending) > 0 && len(candidates) > 1 && !c.perNode {
 		if classes, err = fork.NodeClasses(ctx, r.pending); err != nil {
-			return err
+			return fmt.Errorf("%s: %w", podName(r.pod), err)
 		}
 	}
 	var shared classVerdicts
