@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -161,6 +162,12 @@ type Cluster struct {
 	// it off (tests compare placements with and without).
 	fullIdx nodeIndex
 	noIndex bool
+	// freed is the fork Explain last asked where pods fit once claims release their devices
+	// (explain_freed.go).
+	freed atomic.Pointer[freedFork]
+	// perNode makes Explain explain every node on its own, fork afresh for every pod and ask the fork
+	// node by node: the reference the tests compare node classes and the kept fork with.
+	perNode bool
 }
 
 // New returns a Cluster that places pods on the nodes of snap.

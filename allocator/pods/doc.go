@@ -34,7 +34,10 @@
 //     node only, at a cost that does not grow with the cluster (capacity planning fills nodes with it),
 //     and [Cluster.NodeKinds] sorts nodes into kinds on which a pod fares alike (kinds.go).
 //   - [Cluster.Explain] says why a pod fits on which nodes and not on the others, node by node, and
-//     groups the nodes by their main reason in a line short enough for a pod condition.
+//     groups the nodes by their main reason in a line short enough for a pod condition. Nodes alike
+//     ([allocator.Snapshot.NodeClasses]) are explained once where the answer names nothing of the node,
+//     and the fork that asks where the pod fits once holders release their devices is kept for the
+//     next pod that frees the same claims on the same revision (explain.go, explain_freed.go).
 //   - [Cluster.PlaceGroup] places a PodGroup as kube-scheduler does: one pass over its pods in the
 //     queue's order, each placed as Place places it, without going back; a gang whose pass falls
 //     short of minCount stays pending, with the GangScheduling plugin's reason

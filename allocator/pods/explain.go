@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dralloc/dralloc/allocator"
@@ -109,9 +108,23 @@ func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error
 		extName = pod.Name + "-extended-resources"
 	}
 	nodes := snap.Nodes()
+	// Nodes the claims cannot tell apart are explained once, where the explanation names nothing of
+	// the node (see classExplanations).
+	var classes []int // by node; nil: none
+	if len(r.pending) > 0 && len(nodes) > 1 && !c.perNode {
+		nc, err := snap.NodeClasses(ctx, r.pending)
+		if err == nil {
+			// All at once: the snapshot finds what it remembers of each node at its position.
+			classes, err = nc.AppendClasses(make([]int, 0, len(nodes)), nodes)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", podName(pod), err)
+		}
+	}
+	var shared classExplanations
 	out := &Explanation{Pod: pod.Namespace + "/" + pod.Name, Nodes: make([]NodeExplanation, len(nodes))}
 	errs := make([]error, len(nodes))
-	claims := make([][]*resourceapi.ResourceClaim, len(nodes))
+	claims := make([]*nodeClaims, len(nodes))
 	var wg sync.WaitGroup
 	work := make(chan int)
 	for range min(c.opts.Workers, len(nodes)) {
@@ -119,7 +132,11 @@ func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				out.Nodes[i], claims[i], errs[i] = c.explainNode(ctx, snap, r, nodes[i], extName)
+				class := -1
+				if classes != nil {
+					class = classes[i]
+				}
+				out.Nodes[i], claims[i], errs[i] = c.explainNode(ctx, snap, class, &shared, r, nodes[i], extName)
 			}
 		}()
 	}
@@ -171,7 +188,7 @@ func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error
 	if len(out.FitsOn) == 0 {
 		out.TooFew = tooFew(out.Nodes)
 		if len(out.TooFew) == 0 {
-			if err := c.fitsOnceFreed(ctx, snap, nodes, claims, out); err != nil {
+			if err := c.fitsOnceFreed(ctx, snap, r, nodes, claims, out); err != nil {
 				return nil, err
 			}
 		}
@@ -179,9 +196,9 @@ func (c *Cluster) Explain(ctx context.Context, pod *v1.Pod) (*Explanation, error
 	return out, nil
 }
 
-// explainNode explains the pod on one node; claims are the claims to allocate there, when its
-// predicates let the pod on.
-func (c *Cluster) explainNode(ctx context.Context, snap *allocator.Snapshot, r *request, node *v1.Node, extName string) (NodeExplanation, []*resourceapi.ResourceClaim, error) {
+// explainNode explains the pod on one node; the node's claims are those to allocate there, when its
+// predicates let the pod on and it has claims to allocate.
+func (c *Cluster) explainNode(ctx context.Context, snap *allocator.Snapshot, class int, shared *classExplanations, r *request, node *v1.Node, extName string) (NodeExplanation, *nodeClaims, error) {
 	ne := NodeExplanation{Node: node.Name}
 	nc, reason, err := c.check(r, node, extName)
 	switch {
@@ -194,12 +211,90 @@ func (c *Cluster) explainNode(ctx context.Context, snap *allocator.Snapshot, r *
 		ne.Fits = true
 		return ne, nil, nil
 	}
-	e, err := snap.Explain(ctx, node, nc.claims)
+	e, err := shared.explain(ctx, snap, class, node, nc)
 	if err != nil {
 		return ne, nil, err
 	}
 	ne.Claims, ne.Fits, ne.Reason = e, e.Fits, e.Headline()
-	return ne, nc.claims, nil
+	return ne, nc, nil
+}
+
+// classExplanations are the claims' explanations per class of nodes (allocator.NodeClasses) in one
+// Explain. Nodes of a class meet the same thing at every step of the search but for names: the same
+// counts, filters, obstacles and steps. What differs is the names an explanation may hold: the devices,
+// slices and pools of causes and pool errors, and the claims holding the node's devices (which a class
+// does not compare: it compares which devices are in use, not by whom). So the explanation of the first
+// node of a class asked serves the others, under their own name, only when it holds no name of its own:
+// no pool error, no filter (each names the devices it removed, and their objects), no obstacle, no quota.
+// That is where most nodes of a fleet end up when a pod fits: every device a candidate.
+type classExplanations struct {
+	mu sync.Mutex
+	m  map[int]*classExplanation
+}
+
+type classExplanation struct {
+	once sync.Once
+	e    *allocator.Explanation // nil: each node is explained on its own
+}
+
+// explain is the node's [allocator.Snapshot.Explain] of its claims: a copy of its class's when that
+// names nothing of the node it was asked on, the node's own otherwise (or when the node's claims are
+// its own, with an extended-resource claim, or the claims are not classified: class -1).
+func (v *classExplanations) explain(ctx context.Context, snap *allocator.Snapshot, class int, node *v1.Node, nc *nodeClaims) (*allocator.Explanation, error) {
+	if class < 0 || nc.ext != nil {
+		return snap.Explain(ctx, node, nc.claims)
+	}
+	v.mu.Lock()
+	if v.m == nil {
+		v.m = map[int]*classExplanation{}
+	}
+	ce := v.m[class]
+	if ce == nil {
+		ce = &classExplanation{}
+		v.m[class] = ce
+	}
+	v.mu.Unlock()
+	var own *allocator.Explanation
+	ce.once.Do(func() {
+		e, err := snap.Explain(ctx, node, nc.claims)
+		if err == nil && nameless(e) {
+			ce.e = e
+		}
+		own = e // nil on an error: asked again below, so that the error is the node's own
+	})
+	switch {
+	case own != nil:
+		return own, nil
+	case ce.e != nil:
+		return renamed(ce.e, node.Name), nil
+	}
+	return snap.Explain(ctx, node, nc.claims)
+}
+
+// nameless reports whether the explanation names nothing of its node but the node itself.
+func nameless(e *allocator.Explanation) bool {
+	if len(e.Pools) > 0 || len(e.Obstacles) > 0 || len(e.Quota) > 0 {
+		return false
+	}
+	for _, c := range e.Claims {
+		for _, r := range c.Requests {
+			if len(r.Filters) > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// renamed is a copy of a nameless explanation for another node of its class.
+func renamed(e *allocator.Explanation, node string) *allocator.Explanation {
+	cp := *e
+	cp.Node = node
+	cp.Claims = slices.Clone(e.Claims)
+	for i := range cp.Claims {
+		cp.Claims[i].Requests = slices.Clone(cp.Claims[i].Requests)
+	}
+	return &cp
 }
 
 // String is the groups in one line, most nodes first: `712 nodes: claim default/train, request "gpus":

@@ -87,3 +87,80 @@ func extendedPod(name string, n int64) *v1.Pod {
 	}
 	return p
 }
+
+// heldFleet is n alike nodes of 8 GPUs. busy: every node's GPUs held by two claims of 4 (a fleet full of
+// bound pods), but every 50th node's, where one claim holds 4 and the others are free. Otherwise only
+// every 50th node has 4 GPUs held, and the others are free.
+func heldFleet(b *testing.B, n int, busy bool) *pods.Cluster {
+	b.Helper()
+	snap := allocator.NewSnapshot(allocator.Options{})
+	must(b, snap.AddOrUpdateClass(gpuClass("gpu", "")))
+	for i := range n {
+		name := fmt.Sprintf("node-%04d", i)
+		must(b, snap.AddOrUpdateNode(node(name, map[string]string{"example.com/rack": "a"})))
+		must(b, snap.AddOrUpdateSlice(gpus(name, 8)))
+		holders := 0
+		switch {
+		case i%50 == 0:
+			holders = 1
+		case busy:
+			holders = 2
+		}
+		for h := range holders {
+			c := claim(fmt.Sprintf("bound-%04d-%d", i, h), 4)
+			c.Status.Allocation = &resourceapi.AllocationResult{}
+			for d := range 4 {
+				c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results, resourceapi.DeviceRequestAllocationResult{
+					Request: "gpu", Driver: driver, Pool: name, Device: fmt.Sprintf("gpu-%d", 4*h+d)})
+			}
+			must(b, snap.AddOrUpdateClaim(c))
+		}
+	}
+	c := pods.New(snap, pods.Options{NameSuffix: fixedSuffixes()})
+	must(b, c.AddOrUpdateTemplate(template("four", 4)))
+	must(b, c.AddOrUpdateTemplate(template("eight", 8)))
+	return c
+}
+
+// BenchmarkExplainHeldFleet explains pending pods of one workload, one after another as `kubectl dra
+// explain -A` does, on 200 and 1,000 alike nodes of 8 GPUs. On the idle fleet (every 50th node half
+// used) a pod asking 4 or 8 GPUs fits on the free nodes. On the busy one (every node held whole by bound
+// claims but every 50th, half used) a pod asking 4 fits on the half-used nodes; one asking 8 fits
+// nowhere, and would fit on every node once its holders release their GPUs (the fits-once-freed pass).
+func BenchmarkExplainHeldFleet(b *testing.B) {
+	for _, n := range []int{200, 1000} {
+		for _, busy := range []bool{false, true} {
+			for _, gpus := range []string{"four", "eight"} {
+				fleet := "idle"
+				if busy {
+					fleet = "busy"
+				}
+				b.Run(fmt.Sprintf("nodes=%d/%s/%s", n, fleet, gpus), func(b *testing.B) {
+					c := heldFleet(b, n, busy)
+					ctx := context.Background()
+					b.ReportAllocs()
+					i := 0
+					for b.Loop() {
+						i++
+						e, err := c.Explain(ctx, pod(fmt.Sprintf("train-%d", i), "gpus=template:"+gpus))
+						if err != nil {
+							b.Fatal(err)
+						}
+						fits, freed := n, 0
+						switch {
+						case busy && gpus == "four":
+							fits = n / 50
+						case busy:
+							fits, freed = 0, n
+						case gpus == "eight":
+							fits = n - n/50
+						}
+						if len(e.FitsOn) != fits || len(e.FitsOnceFreed) != freed {
+							b.Fatalf("explanation: fits on %d, once freed on %d; want %d and %d", len(e.FitsOn), len(e.FitsOnceFreed), fits, freed)
+						}
+					}
+				})
+			}
+		}
+	}
+}

@@ -2,12 +2,13 @@ package pods
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/dralloc/dralloc/allocator"
 )
@@ -88,11 +89,20 @@ func tooFew(nodes []NodeExplanation) []RequestShortfall {
 // fitsOnceFreed finds the nodes where only devices in use keep the pod off: on a fork of the snapshot
 // without the claims holding devices on those nodes, the pod's claims fit there. The fork makes the
 // answer exact where counting would not be (constraints, shared counters and capacity still apply once
-// the devices are free).
-func (c *Cluster) fitsOnceFreed(ctx context.Context, snap *allocator.Snapshot, nodes []*v1.Node, claims [][]*resourceapi.ResourceClaim, out *Explanation) error {
+// the devices are free). claims are each node's claims, nil where none were explained.
+//
+// Two costs are paid once rather than per pod and per node. The fork, which copies the snapshot's
+// indexes, is kept (see freedFork) and serves the next pod that frees the same claims on the same
+// revision of the snapshot: pods of one workload, pending on a full fleet, see the same holders. And
+// the fork is asked once per class of nodes its claims cannot tell apart, as Place asks the snapshot
+// (allocator.NodeClasses: Fits answers alike on every node of a class).
+func (c *Cluster) fitsOnceFreed(ctx context.Context, snap *allocator.Snapshot, r *request, nodes []*v1.Node, claims []*nodeClaims, out *Explanation) error {
 	own := map[string]bool{}
-	for i := range claims {
-		for _, cl := range claims[i] {
+	for _, nc := range claims {
+		if nc == nil {
+			continue
+		}
+		for _, cl := range nc.claims {
 			own[cl.Namespace+"/"+cl.Name] = true
 		}
 	}
@@ -128,17 +138,21 @@ func (c *Cluster) fitsOnceFreed(ctx context.Context, snap *allocator.Snapshot, n
 	if len(candidates) == 0 {
 		return nil
 	}
-	fork := snap.Fork()
-	defer func() { _ = fork.Discard() }()
-	for name := range all {
-		ns, n, _ := strings.Cut(name, "/")
-		if err := fork.DeleteClaim(ns, n); err != nil {
-			return err
+	freed := slices.Sorted(maps.Keys(all))
+	fork, err := c.freedFork(snap, freed)
+	if err != nil {
+		return err
+	}
+	var classes *allocator.NodeClasses
+	if len(r.pending) > 0 && len(candidates) > 1 && !c.perNode {
+		if classes, err = fork.NodeClasses(ctx, r.pending); err != nil {
+			return fmt.Errorf("%s: %w", podName(r.pod), err)
 		}
 	}
+	var shared classVerdicts
 	holders := map[string]bool{}
 	for _, i := range candidates {
-		ok, err := fork.Fits(ctx, nodes[i], claims[i])
+		ok, err := shared.fits(ctx, fork, classes, nodes[i], claims[i])
 		if err != nil {
 			if ctx.Err() != nil {
 				return err
@@ -157,6 +171,51 @@ func (c *Cluster) fitsOnceFreed(ctx context.Context, snap *allocator.Snapshot, n
 	}
 	slices.Sort(out.Holders)
 	return nil
+}
+
+// freedFork is a fork of the snapshot at one revision without some claims ("namespace/name", sorted):
+// only read (Fits, NodeClasses), never changed once made nor discarded, so that concurrent Explain
+// calls may share it and one replacing it leaves it intact for the others.
+type freedFork struct {
+	rev   allocator.Revision
+	snap  *allocator.Snapshot // the snapshot forked
+	freed []string
+	fork  *allocator.Snapshot
+}
+
+// freedFork returns a fork of snap without the claims freed, the one kept from an earlier Explain when
+// it was made from snap at its current revision without the same claims. The Cluster keeps the latest
+// fork only: the pending pods of one workload free the same claims, and a fork holds a copy of the
+// snapshot's indexes.
+func (c *Cluster) freedFork(snap *allocator.Snapshot, freed []string) (*allocator.Snapshot, error) {
+	rev := snap.Revision()
+	if c.perNode {
+		fork := snap.Fork()
+		for _, name := range freed {
+			ns, n, _ := strings.Cut(name, "/")
+			if err := fork.DeleteClaim(ns, n); err != nil {
+				return nil, err
+			}
+		}
+		return fork, nil
+	}
+	if f := c.freed.Load(); f != nil && f.snap == snap && f.rev == rev && slices.Equal(f.freed, freed) {
+		return f.fork, nil
+	}
+	fork := snap.Fork()
+	for _, name := range freed {
+		ns, n, _ := strings.Cut(name, "/")
+		if err := fork.DeleteClaim(ns, n); err != nil {
+			_ = fork.Discard()
+			return nil, err
+		}
+	}
+	// A change between the two reads of the revision may or may not be in the fork: keep it only when
+	// there was none.
+	if snap.Revision() == rev {
+		c.freed.Store(&freedFork{rev: rev, snap: snap, freed: freed, fork: fork})
+	}
+	return fork, nil
 }
 
 // String is the shortfall as a sentence: `claim default/big, request "gpu" needs 8 devices, no node has

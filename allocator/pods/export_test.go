@@ -27,3 +27,11 @@ func NodeIndexLive(c *Cluster) bool {
 	defer c.fullIdx.mu.Unlock()
 	return c.fullIdx.ok
 }
+
+// WithExplainPerNode makes c's Explain explain every node on its own, without node classes, fork the
+// snapshot afresh for every pod and ask the fork where the pod fits once holders release their devices
+// node by node: the reference the property compares with.
+func WithExplainPerNode(c *Cluster) *Cluster {
+	c.perNode = true
+	return c
+}
