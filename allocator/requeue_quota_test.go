@@ -340,13 +340,7 @@ func TestRequeueQuotaRejectsInvalidInput(t *testing.T) {
 			r, err := allocator.NewRequeue(allocator.RequeueOptions{})
 			must(t, err)
 			err = tc.call(r)
-			var ie *allocator.InputError
-			if !errors.As(err, &ie) || !errors.Is(err, allocator.ErrInvalidInput) {
-				t.Fatalf("error %v, want an *InputError wrapping ErrInvalidInput", err)
-			}
-			if ie.Object != tc.object || ie.Field != tc.field {
-				t.Errorf("error names %q field %q, want %q field %q", ie.Object, ie.Field, tc.object, tc.field)
-			}
+			wantInputError(t, err, tc.object, tc.field)
 			if r.Len() != 0 {
 				t.Errorf("%d pending claims after a rejected call, want 0", r.Len())
 			}

@@ -375,13 +375,7 @@ func TestRequeueRejectsInvalidInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = tc.call(r)
-			var ie *allocator.InputError
-			if !errors.As(err, &ie) || !errors.Is(err, allocator.ErrInvalidInput) {
-				t.Fatalf("error %v, want an *InputError wrapping ErrInvalidInput", err)
-			}
-			if ie.Object != tc.object || ie.Field != tc.field {
-				t.Errorf("error names %q field %q, want %q field %q", ie.Object, ie.Field, tc.object, tc.field)
-			}
+			wantInputError(t, err, tc.object, tc.field)
 			if r.Len() != 0 {
 				t.Errorf("%d pending claims after a rejected claim, want 0", r.Len())
 			}
@@ -518,4 +512,17 @@ func TestRequeueClassEventsHonourTheContext(t *testing.T) {
 			t.Errorf("with the class deleted a model-a GPU wakes %v", got)
 		}
 	})
+}
+
+// wantInputError fails the test unless err is an *InputError wrapping ErrInvalidInput that names this
+// object and field.
+func wantInputError(t *testing.T, err error, object, field string) {
+	t.Helper()
+	var ie *allocator.InputError
+	if !errors.As(err, &ie) || !errors.Is(err, allocator.ErrInvalidInput) {
+		t.Fatalf("error %v, want an *InputError wrapping ErrInvalidInput", err)
+	}
+	if ie.Object != object || ie.Field != field {
+		t.Errorf("error names %q field %q, want %q field %q", ie.Object, ie.Field, object, field)
+	}
 }
