@@ -67,7 +67,7 @@ func classFleet(t *rapid.T) (*fakeDRA, []fwk.NodeInfo) {
 		for g := range gpus {
 			s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", g), AllowMultipleAllocations: &yes,
 				Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
-					resourceapi.QualifiedName(allocator.AttributeNUMANode):  {IntValue: &numaOf[g]},
+					resourceapi.QualifiedName(allocator.AttributeNUMANode): {IntValue: &numaOf[g]},
 					resourceapi.QualifiedName(allocator.AttributePCIeRoot): {StringValue: &root},
 					"model": {StringValue: &model},
 				},
