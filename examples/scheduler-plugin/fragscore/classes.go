@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/dralloc/dralloc/allocator"
 )
 
 // scoreKey is what a node's score is a function of, for one pod in one cycle: its node class under
@@ -23,12 +25,12 @@ type scoreKey struct {
 	allocCPU, allocMem, reqCPU, reqMem int64
 }
 
-// nodeSignatures numbers the nodes by their node-local devices as the scores read them: nodes of one
-// number have one node-local slice each, of a pool of one slice, whose driver and devices (attributes
-// and capacities, in order) are equal. A node with several node-local slices gets a number of its own,
-// since the order in which the slices' devices correspond from node to node is the allocator's, not
-// the plugin's; a node without node-local slices gets 0.
-func nodeSignatures(all map[string]*resourceapi.ResourceSlice) map[string]int {
+// nodeSignatures numbers the nodes by their node-local devices as the scores read them (see
+// [signer]): nodes of one number have one node-local slice each, of a pool of one slice, whose devices
+// the scores cannot tell apart position by position. A node with several node-local slices gets a
+// number of its own, since the order in which the slices' devices correspond from node to node is the
+// allocator's, not the plugin's; a node without node-local slices gets 0.
+func nodeSignatures(all map[string]*resourceapi.ResourceSlice, sg signer) map[string]int {
 	byNode := map[string][]*resourceapi.ResourceSlice{}
 	for _, s := range all {
 		if s.Spec.NodeName != nil && *s.Spec.NodeName != "" {
@@ -42,7 +44,7 @@ func nodeSignatures(all map[string]*resourceapi.ResourceSlice) map[string]int {
 			out[node] = -1 // replaced below by a number of its own
 			continue
 		}
-		sig := sliceSignature(ss[0])
+		sig := sg.slice(ss[0])
 		id, ok := ids[sig]
 		if !ok {
 			id = len(ids) + 1
@@ -60,34 +62,52 @@ func nodeSignatures(all map[string]*resourceapi.ResourceSlice) map[string]int {
 	return out
 }
 
-// sliceSignature is the slice's driver and its devices' attributes and capacities, in order; names
-// (of the slice, pool, node and devices) are left out.
-func sliceSignature(s *resourceapi.ResourceSlice) string {
+// signer writes what the plugin's score reads of a slice's devices, beyond what the node class pins,
+// leaving out what it does not read (names, and attributes such as a uuid that neither the score nor
+// any selector reads), so that nodes whose devices differ only there share a signature:
+//   - Topology mode compares the topology attributes of the devices allocated (topologyScore): their
+//     values, looked up as topologyScore looks them up, for each device.
+//   - FGD (allocator/headroom) reads the devices' capacities and whether they are shared, which
+//     devices of the node are alike (same string attributes: which, not their values), and the values
+//     of the attributes the mix's shapes ask for.
+//
+// Both also write the driver, each device's capacities and allowMultipleAllocations.
+type signer struct {
+	mode Mode
+	topo []resourceapi.FullyQualifiedName
+	// mixAttrs are the attribute names the mix's shapes ask for, sorted.
+	mixAttrs []resourceapi.QualifiedName
+}
+
+func newSigner(args Args) signer {
+	sg := signer{mode: args.Mode, topo: args.TopologyAttributes}
+	if len(sg.topo) == 0 {
+		sg.topo = allocator.DefaultTopologyAttributes()
+	}
+	for _, sh := range args.Mix {
+		for _, r := range sh.Requests {
+			for k := range r.Attributes {
+				if !slices.Contains(sg.mixAttrs, k) {
+					sg.mixAttrs = append(sg.mixAttrs, k)
+				}
+			}
+		}
+	}
+	slices.Sort(sg.mixAttrs)
+	return sg
+}
+
+// slice is the slice's signature.
+func (sg signer) slice(s *resourceapi.ResourceSlice) string {
 	var b strings.Builder
 	b.WriteString(strconv.Quote(s.Spec.Driver))
-	for _, d := range s.Spec.Devices {
+	alike := map[string]int{} // a device's string attributes → the index of the first device with them
+	for i, d := range s.Spec.Devices {
 		b.WriteString("|")
-		names := make([]string, 0, len(d.Attributes))
-		for k := range d.Attributes {
-			names = append(names, string(k))
+		if d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations {
+			b.WriteString("m")
 		}
-		slices.Sort(names)
-		for _, k := range names {
-			a := d.Attributes[resourceapi.QualifiedName(k)]
-			b.WriteString(strconv.Quote(k) + "=")
-			switch {
-			case a.StringValue != nil:
-				b.WriteString("s" + strconv.Quote(*a.StringValue))
-			case a.IntValue != nil:
-				b.WriteString("i" + strconv.FormatInt(*a.IntValue, 10))
-			case a.BoolValue != nil:
-				b.WriteString("b" + strconv.FormatBool(*a.BoolValue))
-			case a.VersionValue != nil:
-				b.WriteString("v" + strconv.Quote(*a.VersionValue))
-			}
-			b.WriteString(",")
-		}
-		names = names[:0]
+		names := make([]string, 0, len(d.Capacity))
 		for k := range d.Capacity {
 			names = append(names, string(k))
 		}
@@ -96,8 +116,50 @@ func sliceSignature(s *resourceapi.ResourceSlice) string {
 			q := d.Capacity[resourceapi.QualifiedName(k)].Value
 			b.WriteString(";" + strconv.Quote(k) + "=" + q.String())
 		}
+		if sg.mode == Topology {
+			for _, name := range sg.topo {
+				b.WriteString(";")
+				if v, ok := attribute(&s.Spec.Devices[i], s.Spec.Driver, name); ok {
+					writeAttribute(&b, v)
+				}
+			}
+			continue
+		}
+		strs := make([]string, 0, len(d.Attributes))
+		for k, a := range d.Attributes {
+			if a.StringValue != nil {
+				strs = append(strs, strconv.Quote(string(k))+"="+strconv.Quote(*a.StringValue))
+			}
+		}
+		slices.Sort(strs)
+		key := strings.Join(strs, ",")
+		first, ok := alike[key]
+		if !ok {
+			first = i
+			alike[key] = i
+		}
+		b.WriteString(";alike " + strconv.Itoa(first))
+		for _, k := range sg.mixAttrs {
+			b.WriteString(";")
+			if v, ok := d.Attributes[k]; ok {
+				writeAttribute(&b, v)
+			}
+		}
 	}
 	return b.String()
+}
+
+func writeAttribute(b *strings.Builder, a resourceapi.DeviceAttribute) {
+	switch {
+	case a.StringValue != nil:
+		b.WriteString("s" + strconv.Quote(*a.StringValue))
+	case a.IntValue != nil:
+		b.WriteString("i" + strconv.FormatInt(*a.IntValue, 10))
+	case a.BoolValue != nil:
+		b.WriteString("b" + strconv.FormatBool(*a.BoolValue))
+	case a.VersionValue != nil:
+		b.WriteString("v" + strconv.Quote(*a.VersionValue))
+	}
 }
 
 // nodeScores are the pod's scores by node name, computed in PreScore once per scoreKey of the

@@ -48,6 +48,9 @@ func classFleet(t *rapid.T) (*fakeDRA, []fwk.NodeInfo) {
 		name := fmt.Sprintf("node-%02d", i)
 		odd := rapid.IntRange(0, 3).Draw(t, "odd") == 0 // most nodes are the common kind
 		gpus, numaOf, model, cpu := 2, []int64{0, 0}, "a", "8"
+		// Most nodes' GPUs have a uuid, which nothing reads but makes them unlike one another for FGD;
+		// on the others they have none, and are alike.
+		uuids := rapid.IntRange(0, 2).Draw(t, "uuids") > 0
 		if odd {
 			gpus = rapid.IntRange(1, 3).Draw(t, "gpus")
 			numaOf = rapid.SliceOfN(rapid.Int64Range(0, 1), gpus, gpus).Draw(t, "numa")
@@ -72,6 +75,12 @@ func classFleet(t *rapid.T) (*fakeDRA, []fwk.NodeInfo) {
 					"model": {StringValue: &model},
 				},
 				Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"shares": {Value: resource.MustParse("1000")}}})
+		}
+		if uuids {
+			for g := range s.Spec.Devices {
+				uuid := fmt.Sprintf("GPU-%s-%d", name, g)
+				s.Spec.Devices[g].Attributes["uuid"] = resourceapi.DeviceAttribute{StringValue: &uuid}
+			}
 		}
 		dra.slices = append(dra.slices, s)
 		// Devices in use: none, or a share (or all) of some GPUs.

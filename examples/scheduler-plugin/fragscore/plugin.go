@@ -165,7 +165,7 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		d.cost = p.cost
 	}
 	if rebuilt || p.sigs == nil {
-		p.sigs = nodeSignatures(p.view.slices)
+		p.sigs = nodeSignatures(p.view.slices, newSigner(p.args))
 	}
 	if !p.perNode {
 		scores, err := p.scoreByKey(ctx, pod, d, nodes)
