@@ -44,6 +44,11 @@ type Plugin struct {
 	// learned counts the shapes of the pods seen, by name, while no mix is configured.
 	learned     map[string]*headroom.Shape
 	learnedSeen int
+	// sigs numbers the nodes by their node-local devices (nodeSignatures), built again when the
+	// Inventory is.
+	sigs map[string]int
+	// perNode turns off scoring once per scoreKey (the tests compare the two).
+	perNode bool
 }
 
 var (
@@ -104,6 +109,9 @@ type demand struct {
 	cost     pods.Cost
 	mode     Mode
 	topo     []resourceapi.FullyQualifiedName
+	// scores are the feasible nodes' scores, computed in PreScore once per scoreKey; nil where
+	// Score scores each node on its own.
+	scores nodeScores
 }
 
 // Clone returns the demand itself: it is not changed after PreScore.
@@ -155,6 +163,16 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 			p.cost = cost
 		}
 		d.cost = p.cost
+	}
+	if rebuilt || p.sigs == nil {
+		p.sigs = nodeSignatures(p.view.slices, newSigner(p.args))
+	}
+	if !p.perNode {
+		scores, err := p.scoreByKey(ctx, pod, d, nodes)
+		if err != nil {
+			return fwk.AsStatus(fmt.Errorf("%s: %w", Name, err))
+		}
+		d.scores = scores
 	}
 	state.Write(stateKey, d)
 	return nil
@@ -216,11 +234,24 @@ const maxLearnedShapes = 256
 // first fit, in the upstream allocator's order (dralloc's FirstFit takes the devices the scheduler
 // takes). Topology mode rates the same allocation by how few topology domains it spans. A node where
 // dralloc finds no allocation (its view lags the DRA plugin's) scores 0; Score never fails a pod.
+// PreScore has scored the feasible nodes once per situation (scoreKey: nodes that the pod's claims,
+// the scores and their devices cannot tell apart score alike), so Score looks the node up; a node
+// PreScore was not given is scored here.
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	d, err := readDemand(state)
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
+	if n := nodeInfo.Node(); n != nil && d.scores != nil {
+		if s, ok := d.scores[n.Name]; ok {
+			return s, nil
+		}
+	}
+	return p.scoreNode(ctx, d, pod, nodeInfo)
+}
+
+// scoreNode scores the node on its own: Score's rating, allocating the pod's claims there.
+func (p *Plugin) scoreNode(ctx context.Context, d *demand, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	node := nodeInfo.Node()
 	if node == nil {
 		return 0, nil
