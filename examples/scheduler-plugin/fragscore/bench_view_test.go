@@ -217,3 +217,47 @@ func BenchmarkViewModes(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWaitingClaims measures PreScore with the incremental view on scheduler_perf's half-used
+// cluster of 500 nodes while 0, 500 or 2,500 other pods wait with a claim not allocated yet (as in
+// the burst workload 5000pods_500nodes, where 2,500 pods are created at once): what a sync does per
+// claim waiting. One claim changes between two pods, as in BenchmarkViewModes.
+func BenchmarkWaitingClaims(b *testing.B) {
+	ctx := context.Background()
+	mix := []headroom.Shape{{Name: "one", Weight: 1, Requests: []headroom.Request{{Count: 1}}}}
+	for _, waiting := range []int{0, 500, 2500} {
+		f, infos, pod := perfCluster(500)
+		for i := range waiting {
+			c := perfClaim(fmt.Sprintf("waiting-%d", i))
+			f.claims[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = c
+		}
+		args := Args{Mode: Fragmentation, Mix: MixOf(mix)}
+		v := newFeedView(f.feed())
+		for name := range f.slices {
+			v.sliceChanged(name)
+		}
+		v.classChanged("gpu")
+		for _, c := range f.claims {
+			v.claimChanged(c, false)
+		}
+		p := &Plugin{handle: perfHandle{dra: f}, args: args, view: v, mix: args.shapes()}
+		churnKey := types.NamespacedName{Namespace: "default", Name: "churn"}
+		churns := 0
+		b.Run(fmt.Sprintf("waiting=%d", waiting), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				churns++
+				c := perfClaim("churn")
+				c.ResourceVersion = strconv.Itoa(churns + 1)
+				if churns%2 == 1 {
+					c.Status.Allocation = deviceOn("node-0", 9)
+				}
+				f.claims[churnKey] = c
+				v.claimChanged(c, false)
+				if s := p.PreScore(ctx, framework.NewCycleState(), pod, infos); !s.IsSuccess() {
+					b.Fatalf("PreScore: %v", s)
+				}
+			}
+		})
+	}
+}

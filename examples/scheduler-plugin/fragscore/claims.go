@@ -13,37 +13,53 @@ import (
 )
 
 // podClaims are the pod's claims that the DRA plugin will allocate: those of spec.resourceClaims not
-// allocated yet, read from the tracker (assumed claims included). The names are resolved as the DRA
-// plugin resolves them (k8s.io/dynamic-resource-allocation/resourceclaim.Name): resourceClaimName, or
-// for a template the name in status.resourceClaimStatuses, where a nil name means no claim is needed.
-// Claims of PodGroups and of DRA extended resources are not read.
+// allocated yet, read from the tracker (assumed claims included). The names are those of
+// [podClaimNames]. Claims of PodGroups and of DRA extended resources are not read.
 func podClaims(t fwk.ResourceClaimTracker, pod *v1.Pod) ([]*resourceapi.ResourceClaim, error) {
+	names, err := podClaimNames(pod)
+	if err != nil {
+		return nil, err
+	}
 	var out []*resourceapi.ResourceClaim
-	for i, pc := range pod.Spec.ResourceClaims {
-		var name string
-		switch {
-		case pc.ResourceClaimName != nil:
-			name = *pc.ResourceClaimName
-		case pc.ResourceClaimTemplateName != nil:
-			j := slices.IndexFunc(pod.Status.ResourceClaimStatuses, func(s v1.PodResourceClaimStatus) bool { return s.Name == pc.Name })
-			if j < 0 {
-				return nil, fmt.Errorf("pod %s/%s: spec.resourceClaims[%d]: the claim of template %s is not created yet", pod.Namespace, pod.Name, i, *pc.ResourceClaimTemplateName)
-			}
-			if pod.Status.ResourceClaimStatuses[j].ResourceClaimName == nil {
-				continue
-			}
-			name = *pod.Status.ResourceClaimStatuses[j].ResourceClaimName
-		default:
-			return nil, fmt.Errorf("pod %s/%s: spec.resourceClaims[%d]: neither resourceClaimName nor resourceClaimTemplateName is set", pod.Namespace, pod.Name, i)
-		}
-		c, err := t.Get(pod.Namespace, name)
+	for _, n := range names {
+		c, err := t.Get(pod.Namespace, n.name)
 		if err != nil {
-			return nil, fmt.Errorf("pod %s/%s: spec.resourceClaims[%d]: ResourceClaim %s: %w", pod.Namespace, pod.Name, i, name, err)
+			return nil, fmt.Errorf("pod %s/%s: spec.resourceClaims[%d]: ResourceClaim %s: %w", pod.Namespace, pod.Name, n.index, n.name, err)
 		}
 		if c.Status.Allocation != nil || t.GetPendingAllocation(c.UID) != nil {
 			continue // allocated before: its devices are taken wherever the pod goes
 		}
 		out = append(out, c)
+	}
+	return out, nil
+}
+
+// podClaimName is the name of the claim of the pod's spec.resourceClaims[index].
+type podClaimName struct {
+	index int
+	name  string
+}
+
+// podClaimNames resolves the names of the pod's claims as the DRA plugin resolves them
+// (k8s.io/dynamic-resource-allocation/resourceclaim.Name): resourceClaimName, or for a template the
+// name in status.resourceClaimStatuses, where a nil name means no claim is needed.
+func podClaimNames(pod *v1.Pod) ([]podClaimName, error) {
+	out := make([]podClaimName, 0, len(pod.Spec.ResourceClaims))
+	for i, pc := range pod.Spec.ResourceClaims {
+		switch {
+		case pc.ResourceClaimName != nil:
+			out = append(out, podClaimName{i, *pc.ResourceClaimName})
+		case pc.ResourceClaimTemplateName != nil:
+			j := slices.IndexFunc(pod.Status.ResourceClaimStatuses, func(s v1.PodResourceClaimStatus) bool { return s.Name == pc.Name })
+			if j < 0 {
+				return nil, fmt.Errorf("pod %s/%s: spec.resourceClaims[%d]: the claim of template %s is not created yet", pod.Namespace, pod.Name, i, *pc.ResourceClaimTemplateName)
+			}
+			if n := pod.Status.ResourceClaimStatuses[j].ResourceClaimName; n != nil {
+				out = append(out, podClaimName{i, *n})
+			}
+		default:
+			return nil, fmt.Errorf("pod %s/%s: spec.resourceClaims[%d]: neither resourceClaimName nor resourceClaimTemplateName is set", pod.Namespace, pod.Name, i)
+		}
 	}
 	return out, nil
 }

@@ -123,6 +123,9 @@ type changes struct {
 	classes map[string]struct{}
 	rules   map[string]struct{}
 	claims  map[types.NamespacedName]claimEvent
+	// reserved are claims of pods that the plugin's Reserve or Unreserve saw: the DRA plugin may
+	// have signalled, assumed or restored their allocations, which no informer event announces.
+	reserved map[types.NamespacedName]struct{}
 }
 
 // claimEvent is the informer's latest word on a claim: its object, and whether it was deleted.
@@ -138,6 +141,16 @@ func (v *view) ruleChanged(name string)  { v.mark(func(c *changes) { c.rules[nam
 func (v *view) claimChanged(obj *resourceapi.ResourceClaim, deleted bool) {
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	v.mark(func(c *changes) { c.claims[key] = claimEvent{obj: obj, deleted: deleted} })
+}
+
+// claimsReserved records that the DRA plugin may have changed the claims' state in the tracker (a
+// pod's Reserve or Unreserve): the next sync reads them again.
+func (v *view) claimsReserved(keys []types.NamespacedName) {
+	v.mark(func(c *changes) {
+		for _, k := range keys {
+			c.reserved[k] = struct{}{}
+		}
+	})
 }
 
 // mark records a change. Event handlers run on the informers' goroutines, the sync on the
@@ -159,7 +172,7 @@ func (v *view) take() changes {
 
 func newChanges() changes {
 	return changes{slices: map[string]struct{}{}, classes: map[string]struct{}{}, rules: map[string]struct{}{},
-		claims: map[types.NamespacedName]claimEvent{}}
+		claims: map[types.NamespacedName]claimEvent{}, reserved: map[types.NamespacedName]struct{}{}}
 }
 
 // giveBack returns changes a failed sync did not apply, under the ones that came since (which are
@@ -182,12 +195,16 @@ func (v *view) giveBack(old changes) {
 			c.claims[k] = e
 		}
 	}
+	for k := range old.reserved {
+		c.reserved[k] = struct{}{}
+	}
 }
 
 // syncFeed brings the incremental view up to date: it reads the objects the informers reported as
 // changed since the last sync, and the claims whose state in the tracker can change without an
-// informer event (watched, see [view.refreshClaim]). The per-pod cost is that of the changes and of the
-// watched claims (the claims not allocated: those of pods waiting to be scheduled), not of the cluster.
+// informer event (watched or quiet, see [view.refreshClaim]). The per-pod cost is that of the changes,
+// of the watched claims (those in binding cycles) and of one lookup per quiet claim (the claims not
+// allocated: those of pods waiting to be scheduled), not of the cluster.
 // It reports whether the Inventory was built anew (the devices changed).
 func (v *view) syncFeed() (bool, error) {
 	if !v.handlersSynced {
@@ -286,8 +303,29 @@ func (v *view) apply(ch changes) (bool, error) {
 			return false, err
 		}
 	}
+	for key := range ch.reserved {
+		if _, done := ch.claims[key]; done {
+			continue
+		}
+		if err := v.refreshClaim(key); err != nil {
+			return false, err
+		}
+	}
 	for key := range v.watched {
 		if _, done := ch.claims[key]; done {
+			continue
+		}
+		if _, done := ch.reserved[key]; done {
+			continue
+		}
+		if err := v.refreshClaim(key); err != nil {
+			return false, err
+		}
+	}
+	// A quiet claim changes in the tracker without an informer event only when the DRA plugin reserves
+	// an allocation for it: one lookup by UID, not a read of the assume cache.
+	for key, uid := range v.quiet {
+		if v.feed.claims.GetPendingAllocation(uid) == nil {
 			continue
 		}
 		if err := v.refreshClaim(key); err != nil {
@@ -325,12 +363,22 @@ func (v *view) apply(ch changes) (bool, error) {
 // the assumed object's), while this view counts the written allocation, as the API has it.
 //
 // A claim whose state in the tracker can change with no informer event stays watched, read again at
-// every sync: one without an allocation (a pending allocation may come and go, and the scheduler
-// assumes the allocation it wrote before the informer's event arrives), one whose tracker object is
-// newer than the informer's (assumed: AssumedClaimRestore may take it back), and one the informer and
-// the tracker do not agree on yet. Once the claim is allocated and the informer has caught up, only
-// the informer's events change what the view counts (a deallocation is an API write), so the watched
-// claims are those of pods waiting for or in their scheduling and binding cycles, not the cluster's.
+// every sync: one with a pending allocation (it may go, and the scheduler assumes the allocation it
+// wrote before the informer's event arrives), one whose tracker object is newer than the informer's
+// (assumed: AssumedClaimRestore may take it back), and one the informer and the tracker do not agree
+// on yet. A claim without an allocation or a pending one, on whose object the two agree, is quiet:
+// only the DRA plugin's Reserve can change it without an event, by signalling a pending allocation
+// (SignalClaimPendingAllocation; PreBind assumes only what was signalled), so a sync looks up its
+// pending allocation by UID, and the plugin's own Reserve and Unreserve mark the pod's claims to be
+// read again (they may have been reserved, written, assumed and released between two syncs). Once
+// the claim is allocated and the informer has caught up, only the informer's events change what the
+// view counts (a deallocation is an API write). So a sync reads again only the claims of pods in
+// their binding cycles and of those reserved since the last sync, and looks up one UID per claim
+// waiting, not the cluster's claims.
+//
+// One gap is left, for pods of another profile of the same scheduler (whose Reserve does not call
+// this plugin's): a claim reserved, written, assumed and released entirely between two syncs is
+// counted from the informer's event of the write, not from the assumption, a few milliseconds later.
 func (v *view) refreshClaim(key types.NamespacedName) error {
 	cur, err := v.feed.claims.Get(key.Namespace, key.Name)
 	if err != nil {
@@ -350,16 +398,21 @@ func (v *view) refreshClaim(key types.NamespacedName) error {
 	if cur == nil {
 		delete(v.informed, key)
 		delete(v.watched, key)
+		delete(v.quiet, key)
 		return v.dropClaim(key)
 	}
 	var pending *resourceapi.AllocationResult
 	if cur.Status.Allocation == nil {
 		pending = v.feed.claims.GetPendingAllocation(cur.UID)
 	}
-	if cur.Status.Allocation == nil || !heard || inf.deleted || newerVersion(cur, inf.obj) {
+	agreed := heard && !inf.deleted && !newerVersion(cur, inf.obj)
+	delete(v.watched, key)
+	delete(v.quiet, key)
+	switch {
+	case cur.Status.Allocation == nil && pending == nil && agreed:
+		v.quiet[key] = cur.UID
+	case cur.Status.Allocation == nil || !agreed:
 		v.watched[key] = struct{}{}
-	} else {
-		delete(v.watched, key)
 	}
 	if cur.Status.Allocation == nil && pending == nil {
 		return v.dropClaim(key)

@@ -245,9 +245,13 @@ func TestPropIncrementalViewEqualsFresh(t *testing.T) {
 				if _, ok := w.claims[key]; ok {
 					w.write(key, nil)
 				}
-			case 7: // Reserve: an allocation reserved for a claim the tracker has without one
+			case 7: // Reserve: an allocation reserved for a claim the tracker has without one, by a pod
+				// of the plugin's profile (whose Reserve marks the claim) or of another profile
 				if cur != nil && cur.Status.Allocation == nil && w.inFlight[cur.UID] == nil {
 					w.inFlight[cur.UID] = deviceOn(node, rapid.IntRange(0, 2).Draw(rt, "device"))
+					if rapid.Bool().Draw(rt, "plugin's profile") {
+						w.view.claimsReserved([]types.NamespacedName{key})
+					}
 				}
 			case 8: // PreBind succeeded: the reservation dropped, the assumed object kept
 				if cur != nil {
@@ -268,6 +272,9 @@ func TestPropIncrementalViewEqualsFresh(t *testing.T) {
 					delete(w.inFlight, cur.UID)
 					if api, ok := w.api[key]; ok {
 						w.latest[key] = api
+					}
+					if rapid.Bool().Draw(rt, "plugin's profile") {
+						w.view.claimsReserved([]types.NamespacedName{key})
 					}
 				}
 			case 11:

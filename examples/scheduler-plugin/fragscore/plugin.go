@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/util/feature"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
@@ -55,6 +56,7 @@ var (
 	_ fwk.PreScorePlugin  = (*Plugin)(nil)
 	_ fwk.ScorePlugin     = (*Plugin)(nil)
 	_ fwk.ScoreExtensions = (*Plugin)(nil)
+	_ fwk.ReservePlugin   = (*Plugin)(nil)
 )
 
 // New is the plugin's factory: it decodes the args ([Args]) and checks them.
@@ -307,6 +309,38 @@ func (p *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod, 
 		scores[i].Score = (scores[i].Score - lo) * fwk.MaxScore / (hi - lo)
 	}
 	return nil
+}
+
+// Reserve never fails the pod: it tells the view that the pod's claims may change in the DRA
+// plugin's tracker without an informer event (the DRA plugin reserves their allocations now, and
+// writes and assumes them in the binding cycle), so that the next sync reads them again.
+func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
+	p.claimsReserved(pod)
+	return nil
+}
+
+// Unreserve tells the view, as Reserve does, that the DRA plugin may have taken back what it reserved
+// or assumed for the pod's claims.
+func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+	p.claimsReserved(pod)
+}
+
+// claimsReserved marks the pod's claims to be read again by the incremental view (a listing view
+// reads every claim anyway). A pod whose claim names cannot be resolved has nothing the DRA plugin
+// can reserve.
+func (p *Plugin) claimsReserved(pod *v1.Pod) {
+	if p.view.feed == nil || len(pod.Spec.ResourceClaims) == 0 {
+		return
+	}
+	names, err := podClaimNames(pod)
+	if err != nil || len(names) == 0 {
+		return
+	}
+	keys := make([]types.NamespacedName, len(names))
+	for i, n := range names {
+		keys[i] = types.NamespacedName{Namespace: pod.Namespace, Name: n.name}
+	}
+	p.view.claimsReserved(keys)
 }
 
 func readDemand(state fwk.CycleState) (*demand, error) {

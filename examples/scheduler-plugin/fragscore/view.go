@@ -45,9 +45,11 @@ type view struct {
 	pending   changes
 	rules     map[string]*resourceapi.DeviceTaintRule
 	// informed is the informers' latest word on each claim, watched the claims read again at every
-	// sync ([view.refreshClaim]).
+	// sync, and quiet the claims not allocated whose only possible change without an informer event is
+	// a pending allocation, looked up by UID at every sync ([view.refreshClaim]).
 	informed map[types.NamespacedName]claimEvent
 	watched  map[types.NamespacedName]struct{}
+	quiet    map[types.NamespacedName]types.UID
 	// registrations are the event handlers' on the informers (none where a test feeds the view), and
 	// handlersSynced says they have had the informers' initial objects.
 	registrations  []cache.ResourceEventHandlerRegistration
@@ -82,6 +84,7 @@ func newFeedView(f feed) *view {
 	v.rules = map[string]*resourceapi.DeviceTaintRule{}
 	v.informed = map[types.NamespacedName]claimEvent{}
 	v.watched = map[types.NamespacedName]struct{}{}
+	v.quiet = map[types.NamespacedName]types.UID{}
 	return v
 }
 
