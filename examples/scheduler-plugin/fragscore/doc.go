@@ -7,8 +7,9 @@
 // and a headroom.Inventory) up to date with the scheduler's own: the objects its informers report as
 // changed (ResourceSlices, DeviceClasses, DeviceTaintRules), and ResourceClaims as the DRA plugin tracks
 // them (the framework handle's SharedDRAManager: claims it assumed or reserved but has not written yet
-// included), reading per pod what changed and the claims not yet allocated, not the whole cluster
-// (view.go, feed.go). It is fed by the scheduler's own informers and tracker, not by a second
+// included), reading per pod what changed and the claims in binding cycles, and looking up one UID per
+// claim waiting, not the whole cluster (view.go, feed.go); its Reserve and Unreserve, which never fail,
+// mark the pod's claims to be read again. It is fed by the scheduler's own informers and tracker, not by a second
 // informer cache, and is behind the scheduler by no more than an informer's event handler. Score allocates the pod's claims
 // on each feasible node as the DRA plugin does (dralloc's FirstFit takes the devices upstream takes)
 // and rates the node with FGD's score, 100·σ(−growth in GPUs); NormalizeScore stretches the feasible
