@@ -168,7 +168,10 @@ type nodeScores map[string]int64
 
 // scoreByKey computes the score of every node once per scoreKey: the first node of a key is scored as
 // Score scores it on its own ([Plugin.scoreNode]), and the others of its key get its score. Nodes the
-// classes or signatures cannot tell about are scored on their own.
+// classes or signatures cannot tell about are scored on their own. It returns nil, leaving every node to
+// Score, where more than half the nodes have keys of their own (minNodesForGroups nodes or more): the
+// grouping then saves less than half the allocations, and PreScore scores one node after another where
+// the framework runs Score for many nodes at once.
 func (p *Plugin) scoreByKey(ctx context.Context, pod *v1.Pod, d *demand, nodes []fwk.NodeInfo) (nodeScores, error) {
 	classes, err := d.snap.NodeClasses(ctx, d.claims)
 	if err != nil {
@@ -185,8 +188,8 @@ func (p *Plugin) scoreByKey(ctx context.Context, pod *v1.Pod, d *demand, nodes [
 	if err != nil {
 		return nil, err
 	}
-	out := make(nodeScores, len(vs))
-	seen := make(map[scoreKey]int64, 8)
+	keys := make([]scoreKey, len(vs))
+	distinct := make(map[scoreKey]struct{}, 8)
 	for i, n := range vs {
 		sig, ok := p.sigs[n.Name]
 		if !ok {
@@ -198,7 +201,16 @@ func (p *Plugin) scoreByKey(ctx context.Context, pod *v1.Pod, d *demand, nodes [
 			req := infos[i].GetRequested()
 			k.allocCPU, k.allocMem, k.reqCPU, k.reqMem = c.MilliValue(), m.Value(), req.GetMilliCPU(), req.GetMemory()
 		}
-		if s, ok := seen[k]; ok {
+		keys[i] = k
+		distinct[k] = struct{}{}
+	}
+	if len(vs) >= minNodesForGroups && 2*len(distinct) > len(vs) {
+		return nil, nil
+	}
+	out := make(nodeScores, len(vs))
+	seen := make(map[scoreKey]int64, len(distinct))
+	for i, n := range vs {
+		if s, ok := seen[keys[i]]; ok {
 			out[n.Name] = s
 			continue
 		}
@@ -206,8 +218,12 @@ func (p *Plugin) scoreByKey(ctx context.Context, pod *v1.Pod, d *demand, nodes [
 		if !st.IsSuccess() {
 			return nil, st.AsError()
 		}
-		seen[k] = s
+		seen[keys[i]] = s
 		out[n.Name] = s
 	}
 	return out, nil
 }
+
+// minNodesForGroups is the number of feasible nodes from which scoreByKey leaves a fleet of mostly
+// distinct nodes to Score: below it, scoring in PreScore costs a few allocations either way.
+const minNodesForGroups = 16

@@ -3,6 +3,7 @@ package fragscore
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -148,4 +149,62 @@ func TestScoresPerKeyEqualScoresPerNode(t *testing.T) {
 			}
 		}
 	})
+}
+
+// On a fleet where more than half the feasible nodes have keys of their own, PreScore leaves every node
+// to Score (which the framework runs for many nodes at once) instead of scoring them one by one, and
+// the scores are the same either way; on a fleet of alike nodes it scores once per key.
+func TestPreScoreLeavesMostlyDistinctFleetsToScore(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		distinct bool
+	}{{"alike", false}, {"distinct", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dra := &fakeDRA{classes: []*resourceapi.DeviceClass{gpuClass()}, claims: []*resourceapi.ResourceClaim{shareClaim("want", 500)}}
+			var infos []fwk.NodeInfo
+			for i := range minNodesForGroups + 4 {
+				n, s := gpuNode(fmt.Sprintf("node-%02d", i))
+				if tc.distinct {
+					// FGD's key holds the node's allocatable CPU: every node its own key.
+					n.Status.Allocatable[v1.ResourceCPU] = *resource.NewQuantity(int64(8+i), resource.DecimalSI)
+				}
+				dra.slices = append(dra.slices, s)
+				ni := framework.NewNodeInfo()
+				ni.SetNode(n)
+				infos = append(infos, ni)
+			}
+			perNode := map[bool]map[string]int64{}
+			for _, pn := range []bool{false, true} {
+				pl, err := New(context.Background(), nil, fakeHandle{dra: dra})
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := pl.(*Plugin)
+				p.perNode = pn
+				state := framework.NewCycleState()
+				pod := podWith("want")
+				if s := p.PreScore(context.Background(), state, pod, infos); !s.IsSuccess() {
+					t.Fatalf("PreScore: %v", s)
+				}
+				d, err := readDemand(state)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !pn && (d.scores == nil) != tc.distinct {
+					t.Errorf("PreScore scored %d nodes by key (nil: left to Score), want left to Score: %v", len(d.scores), tc.distinct)
+				}
+				perNode[pn] = map[string]int64{}
+				for _, ni := range infos {
+					v, s := p.Score(context.Background(), state, pod, ni)
+					if !s.IsSuccess() {
+						t.Fatalf("Score: %v", s)
+					}
+					perNode[pn][ni.Node().Name] = v
+				}
+			}
+			if !reflect.DeepEqual(perNode[false], perNode[true]) {
+				t.Errorf("scores %v, per node %v", perNode[false], perNode[true])
+			}
+		})
+	}
 }
