@@ -85,6 +85,22 @@ func (f *perfDRA) feed() feed {
 	}
 }
 
+// incrementalView is a view fed by f with every object of f reported, as the informers report their
+// initial lists.
+func (f *perfDRA) incrementalView() *view {
+	v := newFeedView(f.feed())
+	for name := range f.slices {
+		v.sliceChanged(name)
+	}
+	for name := range f.classes {
+		v.classChanged(name)
+	}
+	for _, c := range f.claims {
+		v.claimChanged(c, false)
+	}
+	return v
+}
+
 // perfCluster is scheduler_perf's SchedulingWithResourceClaimTemplate cluster
 // (test/integration/scheduler_perf/dra in k8s.io/kubernetes v1.37.2) at its half_* size: nodes
 // with one ResourceSlice of 10 devices each, one DeviceClass, and half the devices allocated to claims
@@ -144,14 +160,7 @@ func BenchmarkViewModes(b *testing.B) {
 			args := Args{Mode: Fragmentation, Mix: MixOf(mix)}
 			v := newView()
 			if mode == "incremental" {
-				v = newFeedView(f.feed())
-				for name := range f.slices {
-					v.sliceChanged(name)
-				}
-				v.classChanged("gpu")
-				for _, c := range f.claims {
-					v.claimChanged(c, false)
-				}
+				v = f.incrementalView()
 			}
 			p := &Plugin{handle: perfHandle{dra: f}, args: args, view: v, mix: args.shapes()}
 			// churn allocates the claim churn on device gpu-9 of node-0 (free until then) on odd calls and
@@ -232,14 +241,7 @@ func BenchmarkWaitingClaims(b *testing.B) {
 			f.claims[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = c
 		}
 		args := Args{Mode: Fragmentation, Mix: MixOf(mix)}
-		v := newFeedView(f.feed())
-		for name := range f.slices {
-			v.sliceChanged(name)
-		}
-		v.classChanged("gpu")
-		for _, c := range f.claims {
-			v.claimChanged(c, false)
-		}
+		v := f.incrementalView()
 		p := &Plugin{handle: perfHandle{dra: f}, args: args, view: v, mix: args.shapes()}
 		churnKey := types.NamespacedName{Namespace: "default", Name: "churn"}
 		churns := 0
