@@ -191,24 +191,10 @@ func (v *view) syncClaims(t fwk.ResourceClaimTracker) error {
 		}
 		listed++
 		key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
-		e := v.claims[key]
-		if e != nil && e.claim == c && e.pending == pending {
-			e.gen = v.gen
-			continue
+		if err := v.putClaim(key, c, pending); err != nil {
+			return err
 		}
-		obj := c
-		if pending != nil {
-			obj = c.DeepCopy()
-			obj.Status.Allocation = pending.DeepCopy()
-		}
-		if err := v.snap.AddOrUpdateClaim(obj); err != nil {
-			return fmt.Errorf("ResourceClaim %s: %w", key, err)
-		}
-		if e == nil {
-			v.claims[key] = &claimEntry{claim: c, pending: pending, gen: v.gen}
-		} else {
-			e.claim, e.pending, e.gen = c, pending, v.gen
-		}
+		v.claims[key].gen = v.gen
 	}
 	if listed == len(v.claims) {
 		return nil
