@@ -121,9 +121,13 @@ func testQuota(t *testing.T, c kubernetes.Interface, schedule scheduleStep) {
 		}
 		return nil
 	})
-	if got := obs.get("wait"); got.res.Reason != ReasonQuotaExceeded || got.res.Blockers == "" {
-		t.Errorf("last result %v, want reason %s and blockers", got, ReasonQuotaExceeded)
-	}
+	// The controller writes the Event and then reports its result: wait for the report too.
+	eventually(t, 30*time.Second, "the pod's result by its quota", func() error {
+		if got := obs.get("wait"); got.res.Reason != ReasonQuotaExceeded || got.res.Blockers == "" {
+			return fmt.Errorf("last result %+v, want reason %s and blockers", got, ReasonQuotaExceeded)
+		}
+		return nil
+	})
 	eventually(t, 30*time.Second, "the pending gauge", func() error {
 		var body string
 		if err := get("http://"+addr+"/metrics", &body); err != nil {
