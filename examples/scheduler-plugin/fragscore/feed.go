@@ -307,6 +307,11 @@ func (v *view) apply(ch changes) (bool, error) {
 		if _, done := ch.claims[key]; done {
 			continue
 		}
+		// A claim the informer has not announced to the view (not yet, or deleted since) is not read
+		// from the tracker alone, which may lag the informer: its event will say what it is.
+		if _, heard := v.informed[key]; !heard {
+			continue
+		}
 		if err := v.refreshClaim(key); err != nil {
 			return false, err
 		}
