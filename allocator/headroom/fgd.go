@@ -22,18 +22,21 @@ import (
 // 0.04 GPUs of one another alike. Among nodes of one score the first by name is taken, as in the
 // paper's simulator: its kube-scheduler's selectHost (vendor/k8s.io/kubernetes/pkg/scheduler/core/
 // generic_scheduler.go) keeps the lexicographically smallest node name of the best score "for
-// reproducibility" instead of drawing one at random. The tie-break weighs: with the integer score most
-// nodes tie for a share, and a draw among them spreads the shares over the fleet, leaving every node's
-// CPU and GPUs in part used (on Alibaba's gpushare100 pod list, seed 1, 100 % arrived: 1,078 GPUs
-// unallocated with a draw hashed from the names, 1,215 with a uniform draw, 836.4 taking the first by
-// name; the simulator's FGD leaves 829.9 on average over its ten seeds). The
-// growth is rounded to 1e-9 GPUs first, so that growths equal but for rounding score alike.
+// reproducibility" instead of drawing one at random (the simulator names its nodes with prefixes it
+// draws, so there the smallest name is a random order of the nodes fixed per run). The tie-break
+// weighs: with the integer score most nodes tie for a share, and a draw among them for every pod
+// spreads the shares over the fleet, leaving every node's CPU and GPUs in part used (on Alibaba's
+// gpushare100 pod list, seed 1, 100 % arrived, measured before a share's GPU followed the simulator's:
+// 1,078 GPUs unallocated with a draw hashed from the names, 1,215 with a uniform draw, 836 taking the
+// first by name). The growth is rounded to 1e-9 GPUs first, so that growths equal but for rounding
+// score alike.
 //
 // Within a node the devices are allocated with [allocator.BestFit] (a share goes to the device whose
 // capacity is most used), and, as in the paper, a pod whose allocation takes a share of one device and
 // nothing else of the node's devices is rated on each device alike to that one (same driver,
 // capacities and string attributes) with enough capacity left: the node is rated with the device of
-// the best score, and Prefer names that device where it is not BestFit's (ties keep BestFit's device),
+// the best score, the first in the node's order among devices of one score (the simulator takes the
+// first GPU of the best score: fgd_score.go), and Prefer names that device where it is not BestFit's,
 // so that the pod is placed there. Whole devices are BestFit's: free devices alike are alike for the measure.
 // Nodes without devices in the inventory cost 0. The mix is checked as [Inventory.Fragmentation]
 // checks it.
@@ -122,15 +125,20 @@ func (f *fgd) rate(in pods.CostInput) choice {
 	extra := resultUses(in.Results)
 	c := choice{growth: f.grows(in, before, extra), device: -1}
 	if i, u, ok := shareOf(ni, before, extra); ok {
+		// The first device of the best score, in the node's order, as the simulator takes the first
+		// GPU of the best score (fgd_score.go); the allocation's own device where that is it.
+		best, at := c, i
 		for j := range before.devs {
 			if j == i || ni.alike[j] != ni.alike[i] || !holds(&before.devs[j], u) {
 				continue
 			}
 			moved := map[allocator.DeviceID]*use{before.devs[j].dev.id: u}
-			if g := f.grows(in, before, moved); score(g) > score(c.growth) {
-				c = choice{growth: g, device: j}
+			g := f.grows(in, before, moved)
+			if s, bs := score(g), score(best.growth); s > bs || s == bs && j < at {
+				best, at = choice{growth: g, device: j}, j
 			}
 		}
+		c = best
 	}
 	if gk.state != "" {
 		f.mu.Lock()

@@ -174,3 +174,52 @@ func TestFGDTakesFirstNodeByNameOnTies(t *testing.T) {
 		}
 	}
 }
+
+// Among a node's devices of one score FGD takes the first in the node's order, as the simulator takes
+// the first GPU of the best score (fgd_score.go), not BestFit's device. With a mix of tenths, a's
+// gpu-0 is free and gpu-1 has 500 shares left; a share of 300 leaves 700 or 200, both at least a
+// tenth: growth 0 on either device, score 50 both. BestFit would take gpu-1, the more used; FGD takes
+// gpu-0.
+func TestFGDTakesFirstDeviceOnTies(t *testing.T) {
+	ctx := context.Background()
+	specs := []string{"a 32 2 1000"}
+	inv, err := headroom.NewInventory(slicesOf(specs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost, prefer, err := inv.FGD([]headroom.Shape{{Name: "tenth", Weight: 1, Requests: []headroom.Request{share(100)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cluster(pods.Options{Cost: cost, Prefer: prefer}, specs...)
+	// Two halves fill gpu-0 (ties go to the first device), a third half takes gpu-1, and the first two
+	// go away: gpu-0 free, gpu-1 half used.
+	var placed []*pods.Placement
+	for _, name := range []string{"h1", "h2", "h3"} {
+		p, err := c.Place(ctx, pod(name, "1", "half-gpu"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Assume(p); err != nil {
+			t.Fatal(err)
+		}
+		placed = append(placed, p)
+	}
+	for i, want := range []string{"gpu-0", "gpu-0", "gpu-1"} {
+		if on := placed[i].Claims[0].Claim.Status.Allocation.Devices.Results[0].Device; on != want {
+			t.Fatalf("half %d on %s, want %s", i+1, on, want)
+		}
+	}
+	for _, p := range placed[:2] {
+		if err := c.Remove(p.Pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := c.Place(ctx, pod("new", "1", "third-gpu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if on := p.Claims[0].Claim.Status.Allocation.Devices.Results[0].Device; on != "gpu-0" {
+		t.Fatalf("third on %s, want gpu-0 (the first device of score 50)", on)
+	}
+}
