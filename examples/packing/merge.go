@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -25,7 +26,7 @@ import (
 func runMerge(_ context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("packing merge", flag.ContinueOnError)
 	fs.SetOutput(stdout)
-	published := fs.String("published", "", "the simulator's experiments/analysis/expected_results/analysis_allo_discrete.csv (optional)")
+	pubFile := fs.String("published", "", "the simulator's experiments/analysis/expected_results/analysis_allo_discrete.csv (optional)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -40,13 +41,13 @@ func runMerge(_ context.Context, args []string, stdout io.Writer) error {
 		}
 		rs = append(rs, more...)
 	}
-	var pub map[string]stat
-	if *published != "" {
-		f, err := os.Open(*published)
+	var pub map[string]published
+	if *pubFile != "" {
+		f, err := os.Open(*pubFile)
 		if err != nil {
 			return err
 		}
-		pub, err = readPublished(f, *published)
+		pub, err = readPublished(f, *pubFile)
 		f.Close()
 		if err != nil {
 			return err
@@ -160,9 +161,23 @@ func statOf(vs []float64) stat {
 // not the algorithms of ours with similar names and are not shown.
 const simFGD = "06-FGD"
 
-// readPublished reads the simulator's analysis_allo_discrete.csv: per pod list, the stat over its
-// seeds of the GPUs unallocated at 100 % arrived by its FGD (total_gpus · (100 − column "100") / 100).
-func readPublished(r io.Reader, name string) (map[string]stat, error) {
+// published is what the simulator's FGD leaves on one pod list: the GPUs unallocated at 100 % arrived,
+// per seed.
+type published map[int64]float64
+
+// stat is the stat over the seeds, summed in increasing order of seed.
+func (p published) stat() stat {
+	seeds := slices.Sorted(maps.Keys(p))
+	vs := make([]float64, len(seeds))
+	for i, s := range seeds {
+		vs[i] = p[s]
+	}
+	return statOf(vs)
+}
+
+// readPublished reads the simulator's analysis_allo_discrete.csv: per pod list, the GPUs unallocated
+// at 100 % arrived by its FGD per seed (total_gpus · (100 − column "100") / 100).
+func readPublished(r io.Reader, name string) (map[string]published, error) {
 	cr := csv.NewReader(r)
 	head, err := cr.Read()
 	if err != nil {
@@ -173,12 +188,7 @@ func readPublished(r io.Reader, name string) (map[string]stat, error) {
 	if wl < 0 || pol < 0 || seed < 0 || gpus < 0 || at100 < 0 {
 		return nil, fmt.Errorf("%s: the header lacks one of workload, sc_policy, seed, total_gpus, 100", name)
 	}
-	type key struct {
-		list string
-		seed int64
-	}
-	vals := map[string][]float64{}
-	seen := map[key]bool{}
+	out := map[string]published{}
 	for n := 2; ; n++ {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -200,15 +210,13 @@ func readPublished(r io.Reader, name string) (map[string]stat, error) {
 		if err1 != nil || err2 != nil || err3 != nil || a < 0 || a > 100 {
 			return nil, fmt.Errorf("%s: row %d: seed %q, total_gpus %q or column 100 %q is not a number in range", name, n, rec[seed], rec[gpus], rec[at100])
 		}
-		if seen[key{list, s}] {
+		if _, ok := out[list][s]; ok {
 			return nil, fmt.Errorf("%s: row %d: %s seed %d appears twice", name, n, list, s)
 		}
-		seen[key{list, s}] = true
-		vals[list] = append(vals[list], g*(100-a)/100)
-	}
-	out := map[string]stat{}
-	for l, vs := range vals {
-		out[l] = statOf(vs)
+		if out[list] == nil {
+			out[list] = published{}
+		}
+		out[list][s] = g * (100 - a) / 100
 	}
 	return out, nil
 }
@@ -228,17 +236,21 @@ type tableRow struct {
 	// cells are per strategy of the table, in its order; a zero N is a strategy not measured on the
 	// list.
 	cells []stat
-	seeds []int64
-	// sim is the simulator's FGD, N 0 when it publishes none for the list.
-	sim stat
+	// bySeed are, per strategy of the table, its results by seed.
+	bySeed []map[int64]float64
+	seeds  []int64
+	// sim is the simulator's FGD, N 0 when it publishes none for the list; simSeeds its results by
+	// seed.
+	sim      stat
+	simSeeds published
 }
 
 // strategyOrder is the order of the known strategies in the table; others follow by name.
-var strategyOrder = []string{"FirstFit", "BestFit", "Spread", "FGD"}
+var strategyOrder = []string{"FirstFit", "BestFit", "Spread", "FGD", strategyTypical}
 
 // makeTable merges results. The order of rs does not matter: results are keyed by unit, and each
 // mean is summed over the seeds in increasing order. A unit given twice must have the same result.
-func makeTable(rs []result, pub map[string]stat) (*table, error) {
+func makeTable(rs []result, pub map[string]published) (*table, error) {
 	if len(rs) == 0 {
 		return nil, errors.New("merge: no results")
 	}
@@ -290,22 +302,40 @@ func makeTable(rs []result, pub map[string]stat) (*table, error) {
 		t.cpu, t.wall = append(t.cpu, statOf(cpu)), append(t.wall, statOf(wall))
 	}
 	for i := 0; i < len(keys); {
-		row := tableRow{list: keys[i].List, cells: make([]stat, len(t.strategies)), sim: pub[keys[i].List]}
+		p := pub[keys[i].List]
+		row := tableRow{list: keys[i].List, cells: make([]stat, len(t.strategies)), bySeed: make([]map[int64]float64, len(t.strategies)), sim: p.stat(), simSeeds: p}
 		for i < len(keys) && keys[i].List == row.list {
 			st := keys[i].Strategy
 			var vs []float64
+			bySeed := map[int64]float64{}
 			for ; i < len(keys) && keys[i].List == row.list && keys[i].Strategy == st; i++ {
 				vs = append(vs, byUnit[keys[i]].Unallocated)
+				bySeed[keys[i].Seed] = byUnit[keys[i]].Unallocated
 				if !slices.Contains(row.seeds, keys[i].Seed) {
 					row.seeds = append(row.seeds, keys[i].Seed)
 				}
 			}
 			row.cells[slices.Index(t.strategies, st)] = statOf(vs)
+			row.bySeed[slices.Index(t.strategies, st)] = bySeed
 		}
 		slices.Sort(row.seeds)
 		t.rows = append(t.rows, row)
 	}
 	return t, nil
+}
+
+// simOver is the simulator's mean over the seeds of a cell where it has a run of each, else over all
+// of its seeds: a strategy measured on some seeds is compared with the simulator's runs of those.
+func (r tableRow) simOver(cell map[int64]float64) float64 {
+	p := published{}
+	for seed := range cell {
+		v, ok := r.simSeeds[seed]
+		if !ok {
+			return r.sim.Mean
+		}
+		p[seed] = v
+	}
+	return p.stat().Mean
 }
 
 func (s stat) String() string {
@@ -336,46 +366,88 @@ func seedsString(seeds []int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// markdown writes the table and, after it, the counts a headline may be drawn from: on how many rows
-// FGD leaves at most as many GPUs unallocated as the simulator's FGD and as FirstFit (means).
+// markdown writes the table and, after it, the counts a headline may be drawn from: for each FGD (the
+// strategies named FGD…), on how many rows it leaves at most as many GPUs unallocated as the
+// simulator's FGD (its runs of the same seeds where it has them: simOver) and as FirstFit (means), and
+// on how many runs of one list and seed it leaves what the
+// simulator's run of that seed leaves (within 0.01 GPUs: both are read from a share rounded to two
+// decimals).
 func (t *table) markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "GPUs left unallocated at 100 %% arrived (measure %q; mean ± sd over the seeds of each row)\n\n", t.measure)
+	fmt.Fprintf(&b, "GPUs left unallocated at 100 %% arrived (measure %q; mean ± sd over the seeds of each row; each difference is against the simulator's runs of the same seeds where it has them)\n\n", t.measure)
 	b.WriteString("| pod list | seeds |")
 	for _, s := range t.strategies {
 		fmt.Fprintf(&b, " %s |", s)
 	}
-	b.WriteString(" simulator's FGD | FGD − simulator's |\n|---|---|")
-	for range t.strategies {
+	b.WriteString(" simulator's FGD |")
+	var fgds []int
+	for i, s := range t.strategies {
+		if strings.HasPrefix(s, "FGD") {
+			fgds = append(fgds, i)
+			fmt.Fprintf(&b, " %s − simulator's |", s)
+		}
+	}
+	b.WriteString("\n|---|---|")
+	for range len(t.strategies) + 1 + len(fgds) {
 		b.WriteString("---:|")
 	}
-	b.WriteString("---:|---:|\n")
-	fgd, ff := slices.Index(t.strategies, "FGD"), slices.Index(t.strategies, "FirstFit")
-	var withSim, fgdLESim, withFF, fgdLEFF int
+	b.WriteString("\n")
+	ff := slices.Index(t.strategies, "FirstFit")
+	type counts struct{ withSim, leSim, withFF, leFF, runs, sameRuns int }
+	c := make([]counts, len(fgds))
 	for _, r := range t.rows {
 		fmt.Fprintf(&b, "| %s | %s |", r.list, seedsString(r.seeds))
-		for _, c := range r.cells {
-			fmt.Fprintf(&b, " %s |", c)
-		}
-		diff := "—"
-		if fgd >= 0 && r.cells[fgd].N > 0 && r.sim.N > 0 {
-			d := r.cells[fgd].Mean - r.sim.Mean
-			diff = fmt.Sprintf("%+.1f (%+.1f %%)", d, 100*d/r.sim.Mean)
-			withSim++
-			if d <= 0 {
-				fgdLESim++
+		for i, cell := range r.cells {
+			if cell.N > 0 && cell.N < len(r.seeds) {
+				// Measured on fewer seeds than the row: say which.
+				word := "seeds"
+				if cell.N == 1 {
+					word = "seed"
+				}
+				fmt.Fprintf(&b, " %s (%s %s) |", cell, word, seedsString(slices.Sorted(maps.Keys(r.bySeed[i]))))
+				continue
 			}
+			fmt.Fprintf(&b, " %s |", cell)
 		}
-		if fgd >= 0 && ff >= 0 && r.cells[fgd].N > 0 && r.cells[ff].N > 0 {
-			withFF++
-			if r.cells[fgd].Mean <= r.cells[ff].Mean {
-				fgdLEFF++
+		fmt.Fprintf(&b, " %s |", r.sim)
+		for k, f := range fgds {
+			diff := "—"
+			if r.cells[f].N > 0 && r.sim.N > 0 {
+				sim := r.simOver(r.bySeed[f])
+				d := r.cells[f].Mean - sim
+				diff = fmt.Sprintf("%+.1f (%+.1f %%)", d, 100*d/sim)
+				c[k].withSim++
+				if d <= 0 {
+					c[k].leSim++
+				}
+				for seed, v := range r.bySeed[f] {
+					if sv, ok := r.simSeeds[seed]; ok {
+						c[k].runs++
+						if math.Abs(v-sv) < 0.01 {
+							c[k].sameRuns++
+						}
+					}
+				}
 			}
+			if ff >= 0 && r.cells[f].N > 0 && r.cells[ff].N > 0 {
+				c[k].withFF++
+				if r.cells[f].Mean <= r.cells[ff].Mean {
+					c[k].leFF++
+				}
+			}
+			fmt.Fprintf(&b, " %s |", diff)
 		}
-		fmt.Fprintf(&b, " %s | %s |\n", r.sim, diff)
+		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "\nSeeds: %s. FGD leaves at most as many GPUs unallocated as the simulator's FGD on %d of the %d lists it publishes, and at most as many as FirstFit on %d of %d lists.\n",
-		seedsString(t.seeds), fgdLESim, withSim, fgdLEFF, withFF)
+	fmt.Fprintf(&b, "\nSeeds: %s.", seedsString(t.seeds))
+	for k, f := range fgds {
+		fmt.Fprintf(&b, " %s leaves at most as many GPUs unallocated as the simulator's FGD on %d of the %d lists it publishes", t.strategies[f], c[k].leSim, c[k].withSim)
+		if c[k].runs > 0 {
+			fmt.Fprintf(&b, " (as many as the simulator's run of the same seed on %d of %d runs)", c[k].sameRuns, c[k].runs)
+		}
+		fmt.Fprintf(&b, ", and at most as many as FirstFit on %d of %d lists.", c[k].leFF, c[k].withFF)
+	}
+	b.WriteString("\n")
 	b.WriteString("\nCost of one replay (CPU seconds of the process, then wall seconds; mean ± sd over the replays):")
 	for i, s := range t.strategies {
 		sep := ";"

@@ -19,14 +19,28 @@ import (
 // workload is filled or cut to 130 % of the cluster's GPUs.
 const simTune = 1.3
 
-// simulatorOrder is the order in which the simulator lets the tasks arrive for seed (its -tuneseed;
-// the published runs use 42 to 51), as indexes into tasks. As pkg/simulator/core.go and simulator.go
-// do: the global math/rand is seeded and drawn once (core.go logs rand.Int()); the pods are sorted by
-// name and shuffled (SortClusterPods); then, when they ask for less than 130 % of the cluster's GPUs,
-// copies of pods drawn uniformly from the name-sorted list are appended until the next one would pass
-// it (tuneUpPods, which compares with the drawn pod's GPU share per GPU, not its total), and when they
-// ask for more, pods drawn uniformly are removed until they do not (tuneDownPods).
-func simulatorOrder(tasks []trace.Task, clusterGPUs int, seed int64) []int {
+// simulatorRun is how the simulator sets up a run for seed (its -tuneseed; the published runs use 42 to
+// 51): the order in which the tasks arrive, as indexes into tasks, and the names it gives the nodes,
+// by the trace's name. As pkg/simulator/core.go and simulator.go do:
+//
+//   - the global math/rand is seeded and drawn once (core.go logs rand.Int());
+//   - the pods are sorted by name and shuffled (SortClusterPods); then, when they ask for less than
+//     130 % of the cluster's GPUs, copies of pods drawn uniformly from the name-sorted list are
+//     appended until the next one would pass it (tuneUpPods, which compares with the drawn pod's GPU
+//     share per GPU, not its total), and when they ask for more, pods drawn uniformly are removed
+//     until they do not (tuneDownPods);
+//   - its scheduler starts, and each of its ten informers' reflectors draws once from the same
+//     generator after its first list (client-go's reflector.go: the watch's timeout jitter,
+//     rand.Float64);
+//   - the nodes, sorted by name, are renamed with a random permutation: the i-th gets the prefix
+//     "%04d-" of rand.Perm's i-th number (syncClusterResourceList). Its scheduler takes, among the
+//     nodes of the best score, the smallest name (selectHost), so this permutation, not the trace's
+//     names, breaks ties.
+//
+// Both the order and the names were checked against two runs of the simulator built from that
+// commit (seed 42 on the default and cpu200 lists: every pod it logged arrived in this order, every
+// node it logged had this name; TestSimulatorRunIsTheSimulators).
+func simulatorRun(tasks []trace.Task, nodes []trace.Node, clusterGPUs int, seed int64) (order []int, names map[string]string) {
 	r := mrand.New(mrand.NewSource(seed))
 	_ = r.Int()
 	byName := make([]int, len(tasks))
@@ -34,7 +48,7 @@ func simulatorOrder(tasks []trace.Task, clusterGPUs int, seed int64) []int {
 		byName[i] = i
 	}
 	slices.SortStableFunc(byName, func(a, b int) int { return cmp.Compare(tasks[a].Name, tasks[b].Name) })
-	order := slices.Clone(byName)
+	order = slices.Clone(byName)
 	r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 
 	target := simTune * float64(int64(clusterGPUs)*1000)
@@ -61,8 +75,26 @@ func simulatorOrder(tasks []trace.Task, clusterGPUs int, seed int64) []int {
 			order = append(order, i)
 		}
 	}
-	return order
+
+	for range simInformers {
+		_ = r.Float64()
+	}
+	sorted := make([]string, len(nodes))
+	for i, n := range nodes {
+		sorted[i] = n.Name
+	}
+	slices.Sort(sorted)
+	perm := r.Perm(len(sorted))
+	names = make(map[string]string, len(sorted))
+	for i, n := range sorted {
+		names[n] = fmt.Sprintf("%04d-%s", perm[i], n)
+	}
+	return order, names
 }
+
+// simInformers is the number of informers the simulator's scheduler starts before it names the nodes,
+// each drawing once (simulatorRun).
+const simInformers = 10
 
 // totalMilli is the simulator's TotalMilliGpu of a task: its GPUs times its share of each, in
 // thousandths of a GPU.

@@ -44,6 +44,10 @@ const (
 	measureShuffled = "shuffled"
 )
 
+// strategyTypical is FGD with the simulator's workload mix (trace.Trace.TypicalMix: the popular task
+// shapes without memory) in place of the trace's (trace.Objects.Mix: every shape, memory included).
+const strategyTypical = "FGD-typical"
+
 // unit is one replay of the table.
 type unit struct {
 	Seed     int64  `json:"seed"`
@@ -145,7 +149,7 @@ func runUnits(ctx context.Context, args []string, stdout io.Writer) error {
 	data := fs.String("data", "", "directory with openb_node_list_gpu_node.csv and openb_pod_list_<list>.csv (the simulator's data/csv)")
 	out := fs.String("out", "results", "directory for the result files, one per unit")
 	listsFlag := fs.String("lists", strings.Join(podLists, ","), "comma-separated pod lists")
-	strategiesFlag := fs.String("strategies", "FirstFit,FGD", "comma-separated strategies")
+	strategiesFlag := fs.String("strategies", "FirstFit,FGD", "comma-separated strategies: FirstFit, BestFit, Spread, FGD, and "+strategyTypical+" (FGD with the simulator's mix)")
 	seedsFlag := fs.String("seeds", "42-51", "seeds and ranges of seeds (the simulator's published runs use 42-51)")
 	measure := fs.String("measure", measureSimulator, `"simulator": its order and window (simulator.go); "shuffled": this example's replay`)
 	shardFlag := fs.String("shard", "", `"i/n": run units i, i+n, …; empty: unit $JOB_COMPLETION_INDEX alone when set, else all`)
@@ -242,22 +246,40 @@ func runUnit(ctx context.Context, data, measure string, u unit) (result, error) 
 	if err != nil {
 		return result{}, err
 	}
+	var order []int
+	if measure == measureSimulator {
+		// The simulator's cluster: its order of the tasks and its names of the nodes, which break
+		// ties between nodes of one score (simulatorRun).
+		var names map[string]string
+		order, names = simulatorRun(tr.Tasks, tr.Nodes, tr.GPUs(), u.Seed)
+		for i := range tr.Nodes {
+			tr.Nodes[i].Name = names[tr.Nodes[i].Name]
+		}
+	}
 	objs, err := tr.Objects()
 	if err != nil {
 		return result{}, err
+	}
+	name := u.Strategy
+	if name == strategyTypical {
+		mix, err := tr.TypicalMix(trace.TypicalOptions{})
+		if err != nil {
+			return result{}, err
+		}
+		objs.Mix, name = mix, "FGD"
 	}
 	all, err := objs.Strategies()
 	if err != nil {
 		return result{}, err
 	}
-	i := slices.IndexFunc(all, func(s trace.Strategy) bool { return s.Name == u.Strategy })
+	i := slices.IndexFunc(all, func(s trace.Strategy) bool { return s.Name == name })
 	if i < 0 {
 		return result{}, fmt.Errorf("unknown strategy %q", u.Strategy)
 	}
 	opts := trace.ReplayOptions{Strategy: all[i], Samples: 1}
 	switch measure {
 	case measureSimulator:
-		opts.Order = simulatorOrder(tr.Tasks, objs.GPUs, u.Seed)
+		opts.Order = order
 		if err := checkSimOrder(tr.Tasks, objs.GPUs, opts.Order); err != nil {
 			return result{}, err
 		}

@@ -130,8 +130,8 @@ func TestTableFigures(t *testing.T) {
 	got := out.String()
 	for _, want := range []string{
 		"| pod list | seeds | FirstFit | FGD | simulator's FGD | FGD − simulator's |",
-		"| default | 1-3 | 20.0 | 12.0 ± 2.0 | 11.0 ± 1.4 | +1.0 (+9.1 %) |",
-		"| gpushare40 | 1-2 | 26.0 ± 1.4 | 30.0 | — | — |",
+		"| default | 1-3 | 20.0 (seed 1) | 12.0 ± 2.0 | 11.0 ± 1.4 | +1.0 (+9.1 %) |",
+		"| gpushare40 | 1-2 | 26.0 ± 1.4 | 30.0 (seed 1) | — | — |",
 		"FirstFit 12.0 ± 1.8 CPU, 24.0 ± 3.6 wall (3 replays); FGD 8.2 ± 4.6 CPU, 16.5 ± 9.1 wall (4 replays).",
 		"Seeds: 1-3. FGD leaves at most as many GPUs unallocated as the simulator's FGD on 0 of the 1 lists it publishes, and at most as many as FirstFit on 1 of 2 lists.",
 	} {
@@ -207,8 +207,8 @@ func TestSimulatorOrder(t *testing.T) {
 		{Name: "p-0", GPUs: 1, GPUMilli: 1000}, {Name: "p-4", GPUs: 1, GPUMilli: 250},
 	}
 	const gpus = 10 // the five ask for 3.75 GPUs; 130 % is 13
-	a, b := simulatorOrder(tasks, gpus, 42), simulatorOrder(tasks, gpus, 43)
-	if !slices.Equal(a, simulatorOrder(tasks, gpus, 42)) || slices.Equal(a, b) {
+	a, b := simOrder(tasks, gpus, 42), simOrder(tasks, gpus, 43)
+	if !slices.Equal(a, simOrder(tasks, gpus, 42)) || slices.Equal(a, b) {
 		t.Errorf("seed 42 twice or seeds 42 and 43: %v %v", a, b)
 	}
 	first := slices.Sorted(slices.Values(a[:len(tasks)]))
@@ -223,7 +223,7 @@ func TestSimulatorOrder(t *testing.T) {
 		t.Errorf("%v asks for %d milli-GPUs, want at most 13000 and within one task of it", a, milli)
 	}
 	// Cut down: at 2 GPUs the list asks for more than 2.6.
-	c := simulatorOrder(tasks, 2, 42)
+	c := simOrder(tasks, 2, 42)
 	milli = 0
 	seen := map[int]bool{}
 	for _, i := range c {
@@ -316,5 +316,40 @@ func TestModelUses(t *testing.T) {
 	tr.Tasks[1].Models, tr.Tasks[2].Models = nil, nil
 	if got := modelUses(tr, nil); got != nil {
 		t.Errorf("no task names models: %+v", got)
+	}
+}
+
+// TestTableComparesEachFGDRunWithTheSimulators: a second FGD gets its own difference column and
+// counts, and a run is counted as the simulator's when its seed's published result is the same. By
+// hand: the simulator leaves 10 (seed 42) and 12 (seed 43) on default, mean 11; FGD-typical leaves 10
+// and 12.004 on those seeds (both the same within 0.01) and 13 on seed 44 (no published run): mean
+// 11.668, sd 1.528, more than 11 (seed 44 has no published run, so the mean over all is compared), so
+// 0 of 1 lists; FGD leaves 9 on seed 42 (not the same), compared with the simulator's 10 on seed 42.
+func TestTableComparesEachFGDRunWithTheSimulators(t *testing.T) {
+	r := func(st string, seed int64, v float64) result {
+		return result{unit: unit{seed, "default", st}, Measure: measureSimulator, GPUs: 100, Unallocated: v, CPUSeconds: 1, WallSeconds: 1}
+	}
+	rs := []result{
+		r(strategyTypical, 42, 10), r(strategyTypical, 43, 12.004), r(strategyTypical, 44, 13),
+		r("FGD", 42, 9), r("FirstFit", 42, 20),
+	}
+	pub, err := readPublished(strings.NewReader(handPublished), "hand")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := makeTable(rs, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tb.markdown()
+	for _, want := range []string{
+		"| pod list | seeds | FirstFit | FGD | FGD-typical | simulator's FGD | FGD − simulator's | FGD-typical − simulator's |",
+		"| default | 42-44 | 20.0 (seed 42) | 9.0 (seed 42) | 11.7 ± 1.5 | 11.0 ± 1.4 | -1.0 (-10.0 %) | +0.7 (+6.1 %) |",
+		"FGD leaves at most as many GPUs unallocated as the simulator's FGD on 1 of the 1 lists it publishes (as many as the simulator's run of the same seed on 0 of 1 runs), and at most as many as FirstFit on 1 of 1 lists.",
+		"FGD-typical leaves at most as many GPUs unallocated as the simulator's FGD on 0 of the 1 lists it publishes (as many as the simulator's run of the same seed on 2 of 2 runs), and at most as many as FirstFit on 1 of 1 lists.",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
 	}
 }
