@@ -324,6 +324,20 @@ func makeTable(rs []result, pub map[string]published) (*table, error) {
 	return t, nil
 }
 
+// meanOver is the mean of a strategy's results over the seeds of another's (in increasing order of
+// seed) where it has a result for each, else all.
+func meanOver(results, seeds map[int64]float64, all float64) float64 {
+	vs := make([]float64, 0, len(seeds))
+	for _, seed := range slices.Sorted(maps.Keys(seeds)) {
+		v, ok := results[seed]
+		if !ok {
+			return all
+		}
+		vs = append(vs, v)
+	}
+	return statOf(vs).Mean
+}
+
 // simOver is the simulator's mean over the seeds of a cell where it has a run of each, else over all
 // of its seeds: a strategy measured on some seeds is compared with the simulator's runs of those.
 func (r tableRow) simOver(cell map[int64]float64) float64 {
@@ -368,7 +382,8 @@ func seedsString(seeds []int64) string {
 
 // markdown writes the table and, after it, the counts a headline may be drawn from: for each FGD (the
 // strategies named FGD…), on how many rows it leaves at most as many GPUs unallocated as the
-// simulator's FGD (its runs of the same seeds where it has them: simOver) and as FirstFit (means), and
+// simulator's FGD (its runs of the same seeds where it has them: simOver) and as FirstFit (the same
+// seeds where it has them: meanOver), and
 // on how many runs of one list and seed it leaves what the
 // simulator's run of that seed leaves (within 0.01 GPUs: both are read from a share rounded to two
 // decimals).
@@ -431,7 +446,7 @@ func (t *table) markdown() string {
 			}
 			if ff >= 0 && r.cells[f].N > 0 && r.cells[ff].N > 0 {
 				c[k].withFF++
-				if r.cells[f].Mean <= r.cells[ff].Mean {
+				if r.cells[f].Mean <= meanOver(r.bySeed[ff], r.bySeed[f], r.cells[ff].Mean) {
 					c[k].leFF++
 				}
 			}

@@ -41,10 +41,9 @@ type TypicalOptions struct {
 // equal counts is a map's), until they make up Popularity of the tasks, and their weights renormalised
 // to sum to 1. Memory is left out unless TypicalOptions.Memory is set.
 //
-// [Objects.Mix] is instead every shape with memory. On the cpu lists of Alibaba's openb trace, whose
-// tasks without GPUs are many and large, FGD with Objects.Mix leaves more GPUs unallocated than the
-// simulator's FGD, and most of the difference goes with the memory: TypicalOptions{Popularity: 1}
-// (every shape, no memory) leaves fewer than the simulator's cut does; see allocator/headroom's doc.
+// [Objects.Mix] is instead every shape with memory. With TypicalMix, the simulator's order of the
+// tasks and its names of the nodes, [headroom.Inventory.FGD] makes the simulator's own placements
+// (allocator/headroom's doc); examples/packing compares both mixes on every pod list.
 func (t *Trace) TypicalMix(opts TypicalOptions) ([]headroom.Shape, error) {
 	pop := opts.Popularity
 	if pop == 0 {
