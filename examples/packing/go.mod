@@ -3,7 +3,7 @@ module github.com/dralloc/dralloc/examples/packing
 go 1.26.0
 
 require (
-	github.com/dralloc/dralloc v0.0.0-20261207114531-3ea841677a56
+	github.com/dralloc/dralloc v0.0.0-20261208012507-e9a37ca7e195
 	gonum.org/v1/plot v0.17.0
 	k8s.io/api v0.37.2
 	sigs.k8s.io/yaml v1.6.0

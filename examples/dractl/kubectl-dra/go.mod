@@ -3,7 +3,7 @@ module github.com/dralloc/dralloc/examples/dractl/kubectl-dra
 go 1.26.0
 
 require (
-	github.com/dralloc/dralloc v0.0.0-20261207114531-3ea841677a56
+	github.com/dralloc/dralloc v0.0.0-20261208012507-e9a37ca7e195
 	github.com/spf13/pflag v1.0.10
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
