@@ -341,15 +341,7 @@ func meanOver(results, seeds map[int64]float64, all float64) float64 {
 // simOver is the simulator's mean over the seeds of a cell where it has a run of each, else over all
 // of its seeds: a strategy measured on some seeds is compared with the simulator's runs of those.
 func (r tableRow) simOver(cell map[int64]float64) float64 {
-	p := published{}
-	for seed := range cell {
-		v, ok := r.simSeeds[seed]
-		if !ok {
-			return r.sim.Mean
-		}
-		p[seed] = v
-	}
-	return p.stat().Mean
+	return meanOver(r.simSeeds, cell, r.sim.Mean)
 }
 
 func (s stat) String() string {
